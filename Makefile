@@ -1,0 +1,48 @@
+# koordweb: `make run` starts the demo (web + worker + beat), `make test` runs the whole suite.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint types imports pytest install migrate seed clean
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "installing dependencies into $(VENV) ..."
+	@$(PY) -m pip install --quiet --upgrade pip
+	@$(PY) -m pip install --quiet -e ".[dev]"
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+.env:
+	@printf 'DEBUG=true\nSECRET_KEY=%s\n' "$$($(PYTHON) -c 'import secrets; print(secrets.token_urlsafe(50))')" > .env
+	@echo "wrote a development .env (DEBUG on, a fresh SECRET_KEY)"
+
+migrate: $(STAMP) .env
+	@mkdir -p var
+	@$(PY) manage.py migrate --noinput -v 0
+
+seed: migrate
+	@$(PY) manage.py seed_demo
+
+run: seed
+	@bash docker/run-local.sh
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+types: $(STAMP)
+	$(VENV)/bin/mypy koordweb scheduler
+
+imports: $(STAMP)
+	$(VENV)/bin/lint-imports
+
+pytest: $(STAMP)
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+test: lint types imports pytest
+
+clean:
+	rm -rf var staticfiles .mypy_cache .ruff_cache

@@ -1,0 +1,9 @@
+"""The koordweb Django application."""
+
+from django.apps import AppConfig
+
+
+class KoordwebConfig(AppConfig):
+    name = "koordweb"
+    verbose_name = "koordweb"
+    default_auto_field = "django.db.models.BigAutoField"

@@ -1,0 +1,1 @@
+"""Cluster backends behind one protocol (sync, enact): simulated and kubernetes."""

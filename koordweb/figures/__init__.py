@@ -1,0 +1,1 @@
+"""Pure plotly figure builders: data in, figure out; no ORM, no request."""

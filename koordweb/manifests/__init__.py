@@ -1,0 +1,1 @@
+"""Kubernetes/Koordinator YAML <-> model rows (import and export)."""

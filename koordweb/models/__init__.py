@@ -1,0 +1,40 @@
+"""The cluster data model (product.md M1): ORM only, no services, tasks, API or views."""
+
+from koordweb.models.cluster import (
+    Cluster,
+    Device,
+    DeviceTemplateConfig,
+    Node,
+    NodeMetric,
+    TopologyLayer,
+)
+from koordweb.models.records import Decision, Preemption, PreemptionVictim, Round
+from koordweb.models.workload import (
+    ElasticQuota,
+    Job,
+    JobState,
+    Pod,
+    PodDisruptionBudget,
+    PodPhase,
+    PriorityClass,
+)
+
+__all__ = [
+    "Cluster",
+    "Decision",
+    "Device",
+    "DeviceTemplateConfig",
+    "ElasticQuota",
+    "Job",
+    "JobState",
+    "Node",
+    "NodeMetric",
+    "Pod",
+    "PodDisruptionBudget",
+    "PodPhase",
+    "Preemption",
+    "PreemptionVictim",
+    "PriorityClass",
+    "Round",
+    "TopologyLayer",
+]

@@ -1,0 +1,138 @@
+"""The physical cluster: nodes, their devices, the network topology and node usage reports."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from koordweb.models.fields import validate_resource_list, validate_string_map
+
+
+class Cluster(models.Model):
+    """One scheduling domain: a simulated cluster or a Kubernetes cluster behind a backend."""
+
+    class Backend(models.TextChoices):
+        SIMULATED = "simulated", "simulated"
+        KUBERNETES = "kubernetes", "kubernetes"
+
+    name = models.SlugField(max_length=63, unique=True)
+    description = models.CharField(max_length=200, blank=True)
+    backend = models.CharField(max_length=16, choices=Backend.choices, default=Backend.SIMULATED)
+    scheduler_name = models.CharField(max_length=63, default="koordweb")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class TopologyLayer(models.Model):
+    """One entry of ClusterNetworkTopology `spec.networkTopologySpec` (the `default` object)."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="topology_layers")
+    name = models.CharField(max_length=63)
+    parent_name = models.CharField(max_length=63, blank=True)
+    label_keys = models.JSONField(default=list, blank=True)
+    position = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["cluster", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "name"], name="uniq_layer_name"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Node(models.Model):
+    """A Kubernetes node: labels place it in the topology; resources are in integer units."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="nodes")
+    name = models.CharField(max_length=253)
+    labels = models.JSONField(default=dict, blank=True, validators=[validate_string_map])
+    annotations = models.JSONField(default=dict, blank=True, validators=[validate_string_map])
+    taints = models.JSONField(default=list, blank=True)
+    allocatable = models.JSONField(default=dict, blank=True, validators=[validate_resource_list])
+    capacity = models.JSONField(default=dict, blank=True, validators=[validate_resource_list])
+    conditions = models.JSONField(default=list, blank=True)
+    unschedulable = models.BooleanField(default=False)
+    ready = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["cluster", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "name"], name="uniq_node_name"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Device(models.Model):
+    """One device of a node's Koordinator `Device` CR (GPU, NPU and MLU are type `gpu`)."""
+
+    class Type(models.TextChoices):
+        GPU = "gpu", "gpu"
+        RDMA = "rdma", "rdma"
+        FPGA = "fpga", "fpga"
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="devices")
+    device_type = models.CharField(max_length=8, choices=Type.choices)
+    vendor = models.CharField(max_length=32, blank=True)
+    model = models.CharField(max_length=64, blank=True)
+    minor = models.PositiveIntegerField()
+    uuid = models.CharField(max_length=128, blank=True)
+    health = models.BooleanField(default=True)
+    labels = models.JSONField(default=dict, blank=True, validators=[validate_string_map])
+    resources = models.JSONField(default=dict, blank=True, validators=[validate_resource_list])
+    socket_id = models.IntegerField(null=True, blank=True)
+    numa_node = models.IntegerField(null=True, blank=True)
+    pcie_id = models.CharField(max_length=32, blank=True)
+    bus_id = models.CharField(max_length=32, blank=True)
+    vfs = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["node", "device_type", "minor"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["node", "device_type", "minor"], name="uniq_device_minor"
+            ),
+        ]
+        indexes = [models.Index(fields=["device_type", "vendor"])]
+
+    def __str__(self) -> str:
+        return f"{self.node.name}/{self.device_type}{self.minor}"
+
+
+class NodeMetric(models.Model):
+    """A NodeMetric report: node usage at a time, in integer units, GPU usage per minor."""
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="metrics")
+    reported_at = models.DateTimeField()
+    report_interval_seconds = models.PositiveIntegerField(default=60)
+    usage = models.JSONField(default=dict, blank=True, validators=[validate_resource_list])
+    gpu_usage = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["node", "-reported_at"]
+        indexes = [models.Index(fields=["node", "-reported_at"])]
+
+
+class DeviceTemplateConfig(models.Model):
+    """A vendor template ConfigMap (e.g. Ascend vNPU templates), kept whole for round-trips."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="device_templates")
+    namespace = models.CharField(max_length=63, default="kube-system")
+    name = models.CharField(max_length=253)
+    labels = models.JSONField(default=dict, blank=True, validators=[validate_string_map])
+    data = models.JSONField(default=dict, blank=True, validators=[validate_string_map])
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["cluster", "namespace", "name"], name="uniq_template_config"
+            ),
+        ]

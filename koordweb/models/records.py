@@ -1,0 +1,99 @@
+"""The audit trail that rounds write: rounds, per-job decisions and preemptions."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from koordweb.models.cluster import Cluster
+from koordweb.models.workload import Job
+
+
+class Round(models.Model):
+    """One scheduling round of a cluster: a persisted, observable piece of background work."""
+
+    class State(models.TextChoices):
+        RUNNING = "running", "running"
+        SUCCEEDED = "succeeded", "succeeded"
+        FAILED = "failed", "failed"
+
+    class Trigger(models.TextChoices):
+        TIMER = "timer", "timer"
+        SUBMIT = "submit", "submission"
+        MANUAL = "manual", "manual"
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="rounds")
+    state = models.CharField(max_length=10, choices=State.choices, default=State.RUNNING)
+    trigger = models.CharField(max_length=10, choices=Trigger.choices, default=Trigger.TIMER)
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    engine_ms = models.PositiveIntegerField(null=True, blank=True)
+    jobs_considered = models.PositiveIntegerField(default=0)
+    jobs_placed = models.PositiveIntegerField(default=0)
+    pods_bound = models.PositiveIntegerField(default=0)
+    preemption_count = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    metrics = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-started_at", "-id"]
+        indexes = [models.Index(fields=["cluster", "-started_at"])]
+
+
+class Decision(models.Model):
+    """What a round decided for one job: placed, preempting or unschedulable, and why."""
+
+    class Outcome(models.TextChoices):
+        PLACED = "placed", "placed"
+        PREEMPTING = "preempting", "preempting"
+        UNSCHEDULABLE = "unschedulable", "unschedulable"
+        WAITING = "waiting", "waiting"
+
+    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="decisions")
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="decisions")
+    outcome = models.CharField(max_length=16, choices=Outcome.choices)
+    reason = models.TextField(blank=True)
+    details = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["job", "-created_at"])]
+
+
+class Preemption(models.Model):
+    """A job-level preemption: the preemptor, its whole-job victims, the rule and the cost."""
+
+    class State(models.TextChoices):
+        PLANNED = "planned", "planned"
+        ENACTED = "enacted", "enacted"
+        BLOCKED = "blocked", "blocked by a disruption budget"
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="preemptions")
+    round = models.ForeignKey(
+        Round, on_delete=models.SET_NULL, null=True, blank=True, related_name="preemptions"
+    )
+    preemptor = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="preemptions_made")
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PLANNED)
+    reason = models.TextField(blank=True)
+    cost = models.JSONField(default=dict, blank=True)
+    nominations = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["cluster", "-created_at"])]
+
+
+class PreemptionVictim(models.Model):
+    """One victim job of a preemption, with the pods evicted and the resources freed."""
+
+    preemption = models.ForeignKey(Preemption, on_delete=models.CASCADE, related_name="victims")
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="preempted_by")
+    pods = models.JSONField(default=list, blank=True)
+    freed = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["preemption", "job"], name="uniq_victim"),
+        ]

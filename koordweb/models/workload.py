@@ -1,0 +1,238 @@
+"""Workloads: priority classes, elastic quotas, jobs (gangs), their pods and disruption budgets."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from koordweb.models.cluster import Cluster, Node
+from koordweb.models.fields import validate_resource_list, validate_string_map
+
+
+class PreemptionPolicy(models.TextChoices):
+    PREEMPT_LOWER = "PreemptLowerPriority", "PreemptLowerPriority"
+    NEVER = "Never", "Never"
+
+
+class PriorityClass(models.Model):
+    """A PriorityClass; Koordinator's bands are koord-prod/mid/batch/free."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="priority_classes")
+    name = models.CharField(max_length=253)
+    value = models.IntegerField()
+    preemption_policy = models.CharField(
+        max_length=24, choices=PreemptionPolicy.choices, default=PreemptionPolicy.PREEMPT_LOWER
+    )
+    global_default = models.BooleanField(default=False)
+    description = models.CharField(max_length=500, blank=True)
+
+    class Meta:
+        ordering = ["cluster", "-value", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "name"], name="uniq_priority_class"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.value})"
+
+
+class ElasticQuota(models.Model):
+    """A node of the elastic quota tree; tenants are the users who are members of a quota."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="quotas")
+    namespace = models.CharField(max_length=63, default="default")
+    name = models.CharField(max_length=253)
+    parent = models.ForeignKey(
+        "self", on_delete=models.PROTECT, null=True, blank=True, related_name="children"
+    )
+    min = models.JSONField(default=dict, blank=True, validators=[validate_resource_list])
+    max = models.JSONField(default=dict, blank=True, validators=[validate_resource_list])
+    shared_weight = models.JSONField(null=True, blank=True, validators=[validate_resource_list])
+    allow_lent = models.BooleanField(default=True)
+    is_parent = models.BooleanField(default=False)
+    labels = models.JSONField(default=dict, blank=True, validators=[validate_string_map])
+    annotations = models.JSONField(default=dict, blank=True, validators=[validate_string_map])
+    members = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="quotas")
+
+    class Meta:
+        ordering = ["cluster", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "name"], name="uniq_quota_name"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class JobState(models.TextChoices):
+    PENDING = "Pending", "Pending"
+    SCHEDULED = "Scheduled", "Scheduled"
+    RUNNING = "Running", "Running"
+    SUCCEEDED = "Succeeded", "Succeeded"
+    FAILED = "Failed", "Failed"
+    PREEMPTED = "Preempted", "Preempted"
+    CANCELLED = "Cancelled", "Cancelled"
+
+
+ACTIVE_JOB_STATES = (JobState.PENDING, JobState.SCHEDULED, JobState.RUNNING)
+
+
+class Job(models.Model):
+    """A gang: the unit the scheduler places whole, and the unit preemption evicts whole.
+
+    A pod outside any gang is a job of its own (kind `pod`). A job's `gang_group` is the id of
+    the group it is placed with (koordinator.md: member gang ids sorted and joined by ',').
+    """
+
+    class Mode(models.TextChoices):
+        STRICT = "Strict", "Strict"
+        NON_STRICT = "NonStrict", "NonStrict"
+
+    class Kind(models.TextChoices):
+        GANG = "gang", "annotation gang"
+        POD_GROUP = "podgroup", "PodGroup"
+        POD = "pod", "single pod"
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="jobs")
+    namespace = models.CharField(max_length=63, default="default")
+    name = models.CharField(max_length=253)
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.GANG)
+    pod_group_api = models.CharField(max_length=64, blank=True)
+    quota = models.ForeignKey(
+        ElasticQuota, on_delete=models.PROTECT, null=True, blank=True, related_name="jobs"
+    )
+    priority_class = models.ForeignKey(
+        PriorityClass, on_delete=models.PROTECT, null=True, blank=True, related_name="jobs"
+    )
+    priority = models.IntegerField(default=0)
+    preemption_policy = models.CharField(
+        max_length=24, choices=PreemptionPolicy.choices, default=PreemptionPolicy.PREEMPT_LOWER
+    )
+    min_available = models.PositiveIntegerField(default=1)
+    total_number = models.PositiveIntegerField(default=1)
+    mode = models.CharField(max_length=10, choices=Mode.choices, default=Mode.STRICT)
+    waiting_time_seconds = models.PositiveIntegerField(default=600)
+    gang_groups = models.JSONField(default=list, blank=True)
+    gang_group = models.CharField(max_length=1000, blank=True)
+    topology_spec = models.JSONField(default=dict, blank=True)
+    labels = models.JSONField(default=dict, blank=True, validators=[validate_string_map])
+    annotations = models.JSONField(default=dict, blank=True, validators=[validate_string_map])
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="jobs",
+    )
+    state = models.CharField(max_length=10, choices=JobState.choices, default=JobState.PENDING)
+    state_reason = models.TextField(blank=True)
+    duration_seconds = models.PositiveIntegerField(null=True, blank=True)
+    idempotency_key = models.CharField(max_length=128, null=True, blank=True)
+    submitted_at = models.DateTimeField()
+    scheduled_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["cluster", "-priority", "submitted_at", "namespace", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "namespace", "name"], name="uniq_job_name"),
+            models.UniqueConstraint(
+                fields=["owner", "idempotency_key"],
+                condition=Q(idempotency_key__isnull=False),
+                name="uniq_job_idempotency_key",
+            ),
+            models.CheckConstraint(
+                condition=Q(min_available__gte=1) & Q(min_available__lte=models.F("total_number")),
+                name="job_min_available_in_range",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["cluster", "state"]),
+            models.Index(fields=["quota", "state"]),
+            models.Index(fields=["cluster", "submitted_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def gang_id(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+class PodPhase(models.TextChoices):
+    PENDING = "Pending", "Pending"
+    RUNNING = "Running", "Running"
+    SUCCEEDED = "Succeeded", "Succeeded"
+    FAILED = "Failed", "Failed"
+
+
+class Pod(models.Model):
+    """A pod of a job. `requests` holds every resource (devices included) in integer units."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="pods")
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="pods")
+    namespace = models.CharField(max_length=63, default="default")
+    name = models.CharField(max_length=253)
+    uid = models.CharField(max_length=64, blank=True)
+    scheduler_name = models.CharField(max_length=63, default="koordweb")
+    requests = models.JSONField(default=dict, blank=True, validators=[validate_resource_list])
+    limits = models.JSONField(default=dict, blank=True, validators=[validate_resource_list])
+    node_selector = models.JSONField(default=dict, blank=True, validators=[validate_string_map])
+    affinity = models.JSONField(default=dict, blank=True)
+    tolerations = models.JSONField(default=list, blank=True)
+    labels = models.JSONField(default=dict, blank=True, validators=[validate_string_map])
+    annotations = models.JSONField(default=dict, blank=True, validators=[validate_string_map])
+    priority = models.IntegerField(default=0)
+    priority_class_name = models.CharField(max_length=253, blank=True)
+    preemption_policy = models.CharField(
+        max_length=24, choices=PreemptionPolicy.choices, default=PreemptionPolicy.PREEMPT_LOWER
+    )
+    node = models.ForeignKey(
+        Node, on_delete=models.SET_NULL, null=True, blank=True, related_name="pods"
+    )
+    nominated_node = models.ForeignKey(
+        Node, on_delete=models.SET_NULL, null=True, blank=True, related_name="nominated_pods"
+    )
+    phase = models.CharField(max_length=10, choices=PodPhase.choices, default=PodPhase.PENDING)
+    topology_index = models.IntegerField(null=True, blank=True)
+    created_at = models.DateTimeField()
+    bound_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    terminating = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["cluster", "namespace", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "namespace", "name"], name="uniq_pod_name"),
+        ]
+        indexes = [
+            models.Index(fields=["cluster", "phase"]),
+            models.Index(fields=["node", "phase"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+class PodDisruptionBudget(models.Model):
+    """policy/v1 PodDisruptionBudget: minAvailable or maxUnavailable (integer or percent)."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="pdbs")
+    namespace = models.CharField(max_length=63, default="default")
+    name = models.CharField(max_length=253)
+    selector = models.JSONField(default=dict, blank=True)
+    min_available = models.CharField(max_length=16, blank=True)
+    max_unavailable = models.CharField(max_length=16, blank=True)
+
+    class Meta:
+        ordering = ["cluster", "namespace", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "namespace", "name"], name="uniq_pdb"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"

@@ -1,0 +1,1 @@
+"""Writes: one transactional function per action, named <entity>_<action>."""

@@ -1,0 +1,10 @@
+"""URL map: the UI at /, the REST API at /api/, Django admin at /admin/."""
+
+from django.contrib import admin
+from django.urls import include, path
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("api/", include("koordweb.api.urls")),
+    path("", include("koordweb.ui_urls")),
+]

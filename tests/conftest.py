@@ -1,0 +1,27 @@
+"""Suite-wide fixtures; in CI (KOORDWEB_REQUIRE_SERVICES=1) the real services are mandatory."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from django.conf import settings
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    db = settings.DATABASES["default"]
+    return [
+        f"koordweb database: {db['ENGINE']} {db.get('HOST') or db.get('NAME')}",
+        f"koordweb broker: {settings.CELERY_BROKER_URL.split('@')[-1]}",
+        f"koordweb cache: {settings.CACHES['default']['BACKEND']}",
+    ]
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if os.environ.get("KOORDWEB_REQUIRE_SERVICES") != "1":
+        return
+    engine = settings.DATABASES["default"]["ENGINE"]
+    if "postgresql" not in engine:
+        raise pytest.UsageError(f"CI requires PostgreSQL, DATABASE_URL gives {engine}")
+    if not settings.CELERY_BROKER_URL.startswith("redis"):
+        raise pytest.UsageError("CI requires a Redis broker (CELERY_BROKER_URL=redis://...)")
