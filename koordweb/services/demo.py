@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import secrets
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
@@ -83,7 +83,7 @@ def demo_seed() -> dict[str, int]:
 
 
 def _seed_topology(cluster: Cluster) -> None:
-    layers = (
+    layers: tuple[tuple[str, str, list[str]], ...] = (
         ("SpineLayer", "", [SPINE_LABEL]),
         ("BlockLayer", "SpineLayer", [BLOCK_LABEL]),
         ("NodeTopologyLayer", "BlockLayer", []),
@@ -317,10 +317,10 @@ def _job(
     pc: PriorityClass,
     quota: ElasticQuota,
     replicas: int,
-    now,
+    now: datetime,
     duration: int,
     topology: str,
-) -> Job:  # type: ignore[no-untyped-def]
+) -> Job:
     return Job.objects.create(
         cluster=cluster,
         namespace=team,
@@ -345,7 +345,7 @@ def _pod(
     gpus: int,
     node: Node | None,
     phase: str,
-    now,  # type: ignore[no-untyped-def]
+    now: datetime,
     annotations: dict[str, str],
 ) -> Pod:
     gang = {

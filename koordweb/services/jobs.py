@@ -1,0 +1,377 @@
+"""Submitting and cancelling jobs: the only code that creates Job and Pod rows for users.
+
+`job_spec_resolve` checks a submission against the cluster (quota membership, topology layers,
+whether any node can hold one pod, device combinations) without writing; `job_submit` writes the
+job and its pods in one transaction and asks for a round once it commits; `job_cancel` ends a job.
+Errors are Django ValidationErrors keyed by the submission's field names (the API answers 400).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from koordweb.models import (
+    Cluster,
+    Device,
+    ElasticQuota,
+    Job,
+    JobState,
+    Node,
+    Pod,
+    PodPhase,
+    PriorityClass,
+    TopologyLayer,
+)
+from koordweb.models.workload import ACTIVE_JOB_STATES
+from koordweb.selectors.tenancy import quotas_of_member, user_is_admin
+
+GANG = "gang.scheduling.koordinator.sh/"
+ANNOTATION_TOPOLOGY_SPEC = GANG + "network-topology-spec"
+LABEL_QUOTA = "quota.scheduling.koordinator.sh/name"
+GPU = "nvidia.com/gpu"
+# Resources every node has implicitly or that the engine accounts for itself.
+_UNCHECKED_RESOURCES = {"pods", "ephemeral-storage"}
+
+
+class JobConflict(Exception):
+    """The job is not in a state that allows the action (the API answers 409)."""
+
+
+@dataclass(frozen=True)
+class GatherRule:
+    layer: str
+    strategy: str  # MustGather | PreferGather
+
+
+@dataclass(frozen=True)
+class PodShape:
+    requests: dict[str, int]
+    node_selector: dict[str, str] = field(default_factory=dict)
+    tolerations: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """A validated submission, in integer units, before it is checked against the cluster."""
+
+    name: str
+    pod: PodShape
+    namespace: str = "default"
+    cluster: str | None = None
+    quota: str | None = None
+    priority_class: str | None = None
+    replicas: int = 1
+    min_available: int | None = None
+    mode: str = Job.Mode.STRICT
+    waiting_time_seconds: int = 600
+    gather: tuple[GatherRule, ...] = ()
+    duration_seconds: int | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ResolvedJob:
+    """A spec with its cluster rows found: what `job_submit` writes and what-if plans."""
+
+    spec: JobSpec
+    cluster: Cluster
+    quota: ElasticQuota | None
+    priority_class: PriorityClass | None
+
+    @property
+    def priority(self) -> int:
+        return self.priority_class.value if self.priority_class else 0
+
+    @property
+    def min_available(self) -> int:
+        return self.spec.min_available or self.spec.replicas
+
+    @property
+    def topology_spec(self) -> dict[str, Any]:
+        if not self.spec.gather:
+            return {}
+        rules = [{"layer": r.layer, "strategy": r.strategy} for r in self.spec.gather]
+        return {"gatherStrategy": rules}
+
+
+def _resolve_cluster(name: str | None) -> Cluster:
+    if name:
+        cluster = Cluster.objects.filter(name=name).first()
+        if cluster is None:
+            raise ValidationError({"cluster": [f"unknown cluster {name!r}"]})
+        return cluster
+    cluster = Cluster.objects.filter(name=settings.KOORDWEB_CLUSTER).first()
+    if cluster is None:
+        only = list(Cluster.objects.all()[:2])
+        if len(only) != 1:
+            raise ValidationError({"cluster": ["name the cluster: there is no default cluster"]})
+        cluster = only[0]
+    return cluster
+
+
+def _resolve_quota(*, user: Any, cluster: Cluster, name: str | None) -> ElasticQuota | None:
+    if not name:
+        if user_is_admin(user):
+            return None
+        raise ValidationError({"quota": ["a quota is required: name one you are a member of"]})
+    # Unknown and foreign quotas get the same answer, so a tenant cannot probe other tenants.
+    quota = quotas_of_member(user=user).filter(cluster=cluster, name=name).first()
+    if quota is None:
+        raise ValidationError(
+            {"quota": [f"unknown quota {name!r}, or you are not a member of it"]}
+        )
+    if quota.is_parent:
+        raise ValidationError({"quota": [f"quota {name!r} is a parent quota; submit to a leaf"]})
+    return quota
+
+
+def _resolve_priority_class(cluster: Cluster, name: str | None) -> PriorityClass | None:
+    if name:
+        found = PriorityClass.objects.filter(cluster=cluster, name=name).first()
+        if found is None:
+            known = sorted(
+                PriorityClass.objects.filter(cluster=cluster).values_list("name", flat=True)
+            )
+            raise ValidationError(
+                {"priority_class": [f"unknown priority class {name!r}; known: {known}"]}
+            )
+        return found
+    return PriorityClass.objects.filter(cluster=cluster, global_default=True).first()
+
+
+def _check_layers(cluster: Cluster, rules: tuple[GatherRule, ...]) -> None:
+    known = set(TopologyLayer.objects.filter(cluster=cluster).values_list("name", flat=True))
+    unknown = sorted({r.layer for r in rules} - known)
+    if unknown:
+        raise ValidationError(
+            {"topology": [f"unknown topology layer {unknown}; this cluster has {sorted(known)}"]}
+        )
+
+
+def _largest_per_node(cluster: Cluster) -> dict[str, int]:
+    """For each resource, the most any single node offers (GPUs also counted from devices)."""
+    largest: dict[str, int] = {}
+    for allocatable in Node.objects.filter(cluster=cluster).values_list("allocatable", flat=True):
+        for resource, amount in (allocatable or {}).items():
+            if isinstance(amount, int):
+                largest[resource] = max(largest.get(resource, 0), amount)
+    gpu_counts = (
+        Device.objects.filter(node__cluster=cluster, device_type=Device.Type.GPU)
+        .values_list("node_id", flat=True)
+        .order_by()
+    )
+    per_node: dict[int, int] = {}
+    for node_id in gpu_counts:
+        per_node[node_id] = per_node.get(node_id, 0) + 1
+    if per_node:
+        largest[GPU] = max(largest.get(GPU, 0), max(per_node.values()))
+    return largest
+
+
+def _check_shape(cluster: Cluster, requests: dict[str, int]) -> None:
+    """Reject a pod that no node of the cluster could ever hold, whatever else is running."""
+    if not Node.objects.filter(cluster=cluster).exists():
+        return  # an empty cluster (still being loaded) cannot judge a shape
+    largest = _largest_per_node(cluster)
+    errors: list[str] = []
+    for resource, amount in sorted(requests.items()):
+        if amount == 0 or resource in _UNCHECKED_RESOURCES:
+            continue
+        if resource not in largest:
+            if _is_device_resource(resource):
+                continue  # shared-device resources are judged by the device validator
+            errors.append(f"{resource}: no node of this cluster offers this resource")
+        elif amount > largest[resource]:
+            what = "GPUs" if resource == GPU else resource
+            errors.append(
+                f"{resource}: a pod asks for {amount} {what}, more than any node has "
+                f"(the largest offers {largest[resource]})"
+            )
+    if errors:
+        raise ValidationError({"pod": errors})
+
+
+def _is_device_resource(resource: str) -> bool:
+    prefix = resource.split("/", 1)[0]
+    return prefix in {"koordinator.sh", "huawei.com", "cambricon.com", "nvidia.com"}
+
+
+def _check_devices(requests: dict[str, int]) -> None:
+    """Device combinations (shared GPU fractions, vNPU templates, ...) via the engine's rules."""
+    try:
+        from scheduler.devices import validate_device_request  # type: ignore[attr-defined]
+    except ImportError:
+        return  # the devices plugin has not landed yet; the engine will refuse bad combinations
+    problems = validate_device_request(dict(requests))
+    if problems:
+        messages = [problems] if isinstance(problems, str) else [str(p) for p in problems]
+        raise ValidationError({"pod": messages})
+
+
+def job_spec_resolve(*, user: Any, spec: JobSpec) -> ResolvedJob:
+    """Check a submission against the cluster without writing anything."""
+    cluster = _resolve_cluster(spec.cluster)
+    errors: dict[str, list[str]] = {}
+    resolved: dict[str, Any] = {}
+    checks = (
+        ("quota", lambda: _resolve_quota(user=user, cluster=cluster, name=spec.quota)),
+        ("priority_class", lambda: _resolve_priority_class(cluster, spec.priority_class)),
+        ("topology", lambda: _check_layers(cluster, spec.gather)),
+        ("shape", lambda: _check_shape(cluster, spec.pod.requests)),
+        ("devices", lambda: _check_devices(spec.pod.requests)),
+    )
+    # Run every check so the caller learns about all problems at once.
+    for key, check in checks:
+        try:
+            resolved[key] = check()
+        except ValidationError as exc:
+            for name, messages in exc.message_dict.items():
+                errors.setdefault(name, []).extend(messages)
+    if errors:
+        raise ValidationError(errors)
+    return ResolvedJob(
+        spec=spec,
+        cluster=cluster,
+        quota=resolved["quota"],
+        priority_class=resolved["priority_class"],
+    )
+
+
+def _pod_rows(job: Job, resolved: ResolvedJob, now: Any) -> list[Pod]:
+    spec = resolved.spec
+    labels = dict(spec.labels)
+    if resolved.quota is not None:
+        labels[LABEL_QUOTA] = resolved.quota.name
+    annotations = {
+        GANG + "name": spec.name,
+        GANG + "min-available": str(resolved.min_available),
+        GANG + "total-number": str(spec.replicas),
+        GANG + "mode": spec.mode,
+        GANG + "waiting-time": f"{spec.waiting_time_seconds}s",
+    }
+    if resolved.topology_spec:
+        annotations[ANNOTATION_TOPOLOGY_SPEC] = json.dumps(resolved.topology_spec)
+    policy = resolved.priority_class.preemption_policy if resolved.priority_class else job.preemption_policy
+    return [
+        Pod(
+            cluster=resolved.cluster,
+            job=job,
+            namespace=spec.namespace,
+            name=f"{spec.name}-{index}",
+            scheduler_name=resolved.cluster.scheduler_name,
+            requests=dict(spec.pod.requests),
+            limits=dict(spec.pod.requests),
+            node_selector=dict(spec.pod.node_selector),
+            tolerations=list(spec.pod.tolerations),
+            labels=labels,
+            annotations={**annotations, GANG + "network-topology-index": str(index)}
+            if resolved.topology_spec
+            else dict(annotations),
+            priority=resolved.priority,
+            priority_class_name=resolved.priority_class.name if resolved.priority_class else "",
+            preemption_policy=policy,
+            topology_index=index,
+            created_at=now,
+        )
+        for index in range(spec.replicas)
+    ]
+
+
+def _request_round(cluster_id: int) -> None:
+    try:
+        from koordweb.services.rounds import round_request
+    except ImportError:
+        return
+    round_request(cluster_id=cluster_id, trigger="submit")
+
+
+def job_submit(
+    *, user: Any, spec: JobSpec, idempotency_key: str | None = None
+) -> tuple[Job, bool]:
+    """Create the job and its pods; returns (job, created).
+
+    With an idempotency key, a second submission by the same user returns the first job
+    (created=False). Concurrent submissions race to the unique constraint on
+    (owner, idempotency_key): the loser rolls back and returns the winner's job.
+    """
+    owner = user if user is not None and user.is_authenticated else None
+    if idempotency_key and owner is not None:
+        existing = Job.objects.filter(owner=owner, idempotency_key=idempotency_key).first()
+        if existing is not None:
+            return existing, False
+    resolved = job_spec_resolve(user=user, spec=spec)
+    try:
+        with transaction.atomic():
+            job = _create_job(owner=owner, resolved=resolved, idempotency_key=idempotency_key)
+    except IntegrityError as exc:
+        if idempotency_key and owner is not None:
+            existing = Job.objects.filter(owner=owner, idempotency_key=idempotency_key).first()
+            if existing is not None:
+                return existing, False
+        raise ValidationError(
+            {"name": [f"a job named {spec.namespace}/{spec.name} already exists in this cluster"]}
+        ) from exc
+    return job, True
+
+
+def _create_job(*, owner: Any, resolved: ResolvedJob, idempotency_key: str | None) -> Job:
+    spec = resolved.spec
+    now = timezone.now()
+    annotations: dict[str, str] = {}
+    if resolved.topology_spec:
+        annotations[ANNOTATION_TOPOLOGY_SPEC] = json.dumps(resolved.topology_spec)
+    job = Job.objects.create(
+        cluster=resolved.cluster,
+        namespace=spec.namespace,
+        name=spec.name,
+        kind=Job.Kind.GANG,
+        quota=resolved.quota,
+        priority_class=resolved.priority_class,
+        priority=resolved.priority,
+        preemption_policy=(
+            resolved.priority_class.preemption_policy
+            if resolved.priority_class
+            else Job._meta.get_field("preemption_policy").default
+        ),
+        min_available=resolved.min_available,
+        total_number=spec.replicas,
+        mode=spec.mode,
+        waiting_time_seconds=spec.waiting_time_seconds,
+        topology_spec=resolved.topology_spec,
+        labels=dict(spec.labels),
+        annotations=annotations,
+        owner=owner,
+        state=JobState.PENDING,
+        duration_seconds=spec.duration_seconds,
+        idempotency_key=idempotency_key or None,
+        submitted_at=now,
+    )
+    Pod.objects.bulk_create(_pod_rows(job, resolved, now))
+    _request_round(resolved.cluster.pk)
+    return job
+
+
+@transaction.atomic
+def job_cancel(*, job: Job, user: Any, reason: str = "") -> Job:
+    """Cancel an active job: its pods stop (bound ones are marked terminating), a round follows."""
+    locked = Job.objects.select_for_update().get(pk=job.pk)
+    if locked.state not in ACTIVE_JOB_STATES:
+        raise JobConflict(f"job {locked.gang_id} is already {locked.state}; nothing to cancel")
+    now = timezone.now()
+    who = getattr(user, "get_username", lambda: "")()
+    locked.state = JobState.CANCELLED
+    locked.state_reason = reason or f"cancelled by {who}".strip()
+    locked.finished_at = now
+    locked.save(update_fields=["state", "state_reason", "finished_at"])
+    live = locked.pods.filter(phase__in=[PodPhase.PENDING, PodPhase.RUNNING])
+    live.filter(node__isnull=False).update(terminating=True)
+    live.update(phase=PodPhase.FAILED, finished_at=now)
+    _request_round(locked.cluster_id)
+    return locked
