@@ -11,3 +11,29 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "koordweb.settings")
 app = Celery("koordweb")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks(["koordweb"])
+
+
+def _beat_schedule() -> dict[str, dict[str, object]]:
+    """Timed rounds; each entry expires after one period so a stalled worker never piles them up."""
+    from django.conf import settings
+
+    interval = float(settings.KOORDWEB_ROUND_INTERVAL)
+    schedule: dict[str, dict[str, object]] = {
+        "scheduling-rounds": {
+            "task": "koordweb.tick",
+            "schedule": interval,
+            "options": {"expires": interval},
+        }
+    }
+    if settings.KOORDWEB_DEMO_ARRIVALS:
+        schedule["demo-arrivals"] = {
+            "task": "koordweb.demo_arrivals",
+            "schedule": settings.KOORDWEB_DEMO_ARRIVAL_SECONDS,
+            "options": {"expires": settings.KOORDWEB_DEMO_ARRIVAL_SECONDS},
+        }
+    return schedule
+
+
+@app.on_after_configure.connect
+def _configure_beat(sender: Celery, **kwargs: object) -> None:
+    sender.conf.beat_schedule = _beat_schedule()

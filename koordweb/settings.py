@@ -248,6 +248,9 @@ KUBECONFIG = os.environ.get("KUBECONFIG", "")
 KOORDWEB_SCHEDULER_NAME = os.environ.get("KOORDWEB_SCHEDULER_NAME", "koordweb")
 KOORDWEB_ROUND_INTERVAL = float(os.environ.get("KOORDWEB_ROUND_INTERVAL", "10"))
 KOORDWEB_CLUSTER = os.environ.get("KOORDWEB_CLUSTER", "default")
+# The demo: new jobs arrive on a timer (make run turns this on), now and then a koord-prod one.
+KOORDWEB_DEMO_ARRIVALS = env_bool("KOORDWEB_DEMO_ARRIVALS", False)
+KOORDWEB_DEMO_ARRIVAL_SECONDS = float(os.environ.get("KOORDWEB_DEMO_ARRIVAL_SECONDS", "20"))
 
 LOGGING = {
     "version": 1,

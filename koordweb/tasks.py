@@ -1,1 +1,62 @@
-"""Celery tasks: orchestration only (ids in; services, snapshot, engine and backend do the work)."""
+"""Celery tasks: orchestration only. Ids in; services, the snapshot, the engine and a backend work.
+
+`run_round(cluster_id)`: sync the cluster, build a snapshot, run the engine, record the round and
+its decisions, enact the plan: all in one transaction that first takes the cluster's round lock,
+so a failure leaves the database as it was (the failed round is then recorded on its own).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from celery import shared_task
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from koordweb.backends import backend_for
+from koordweb.models import Cluster, Round
+from koordweb.services.locks import round_lock_try
+from koordweb.services.records import round_execute, round_record_failure
+
+logger = logging.getLogger("koordweb.rounds")
+
+
+@shared_task(name="koordweb.run_round", acks_late=True, reject_on_worker_lost=True)
+def run_round(cluster_id: int, trigger: str = Round.Trigger.TIMER) -> dict[str, Any]:
+    """One scheduling round of one cluster; skipped when another round of it is running."""
+    cluster = Cluster.objects.filter(id=cluster_id).first()
+    if cluster is None:
+        return {"cluster": cluster_id, "skipped": "no such cluster"}
+    started = timezone.now()
+    try:
+        with transaction.atomic():
+            if not round_lock_try(cluster_id=cluster_id):
+                logger.info("round skipped: another round of cluster %s is running", cluster.name)
+                return {"cluster": cluster_id, "skipped": "another round is running"}
+            summary = round_execute(
+                cluster=cluster, backend=backend_for(cluster), trigger=trigger, now=started
+            )
+    except Exception as exc:
+        logger.exception("round of cluster %s failed", cluster.name)
+        round_record_failure(cluster=cluster, trigger=trigger, started=started, error=exc)
+        raise
+    logger.info(
+        "round %(round)s of cluster %(cluster)s: %(summary)s",
+        {
+            "round": summary["round"],
+            "cluster": cluster.name,
+            "summary": summary,
+        },
+    )
+    return summary
+
+
+@shared_task(name="koordweb.tick")
+def tick() -> list[int]:
+    """The beat entry: ask for a round of every cluster."""
+    ids = list(Cluster.objects.values_list("id", flat=True))
+    for cluster_id in ids:
+        run_round.apply_async(args=[cluster_id], expires=settings.KOORDWEB_ROUND_INTERVAL)
+    return ids

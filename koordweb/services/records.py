@@ -1,0 +1,226 @@
+"""Recording a round: the engine's answer -> Round, Decision, Preemption rows and an enact plan.
+
+`round_execute` runs inside the round's transaction (tasks.run_round holds the lock); a decision
+row is written only when a job's outcome or reason changed since its last one, so a job that waits
+for an hour does not write 360 identical rows.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Mapping
+from datetime import datetime
+from time import perf_counter
+from typing import Any
+
+from django.db import transaction
+from django.db.models import OuterRef, Subquery
+
+from koordweb import snapshot as snapshot_adapter
+from koordweb.backends.base import Binding, ClusterBackend, EnactPlan, Eviction, Nomination
+from koordweb.models import (
+    Cluster,
+    Decision,
+    Job,
+    Pod,
+    PodPhase,
+    Preemption,
+    PreemptionVictim,
+    Round,
+)
+from koordweb.services.engine import engine_profile, node_devices_builder
+from scheduler.result import RoundResult
+from scheduler.round import run_round as engine_run_round
+
+
+def round_execute(
+    *, cluster: Cluster, backend: ClusterBackend, trigger: str, now: datetime
+) -> dict[str, Any]:
+    """Sync, snapshot, decide, record, enact. Call inside a transaction holding the round lock."""
+    t0 = perf_counter()
+    backend.sync(cluster, now=now)
+    snapshot, index = snapshot_adapter.build(cluster, now=now, devices_for=node_devices_builder())
+    t1 = perf_counter()
+    result = engine_run_round(snapshot, engine_profile())
+    t2 = perf_counter()
+    rnd = Round.objects.create(cluster=cluster, trigger=trigger, started_at=now)
+    plan, preemptions = _record(cluster, rnd, result, index, now)
+    report = backend.enact(cluster, plan, now=now)
+    for record in preemptions:
+        blocked = [
+            report.blocked[e.pod_id]
+            for e in plan.evictions
+            if e.preemption_id == record.id and e.pod_id in report.blocked
+        ]
+        if blocked:
+            record.state = Preemption.State.BLOCKED
+            record.reason = f"{record.reason}; blocked: {blocked[0]}"
+        else:
+            record.state = Preemption.State.ENACTED
+        record.save(update_fields=["state", "reason"])
+    t3 = perf_counter()
+    rnd.state = Round.State.SUCCEEDED
+    rnd.finished_at = now
+    rnd.duration_ms = int((t3 - t0) * 1000)
+    rnd.engine_ms = int((t2 - t1) * 1000)
+    rnd.jobs_considered = int(result.metrics.get("jobs_considered", 0))
+    rnd.jobs_placed = int(result.metrics.get("jobs_placed", 0))
+    rnd.pods_bound = len(report.bound)
+    rnd.preemption_count = len(preemptions)
+    rnd.metrics = {
+        "sync_snapshot_ms": int((t1 - t0) * 1000),
+        "engine_ms": int((t2 - t1) * 1000),
+        "record_enact_ms": int((t3 - t2) * 1000),
+        "pods_dropped": len(report.dropped),
+        "evicted": len(report.evicted),
+        "nodes": len(snapshot.nodes),
+        "outside_topology": list(result.outside_topology),
+        **{k: int(v) for k, v in result.metrics.items()},
+    }
+    if report.dropped:
+        rnd.metrics["dropped"] = {str(k): v for k, v in report.dropped.items()}
+    rnd.save()
+    return {
+        "round": rnd.id,
+        "placed_pods": len(report.bound),
+        "preemptions": len(preemptions),
+        "unschedulable": len(result.unschedulable),
+        "duration_ms": rnd.duration_ms,
+    }
+
+
+def round_record_failure(
+    *, cluster: Cluster, trigger: str, started: datetime, error: BaseException
+) -> Round:
+    """A failed round, recorded after its own transaction rolled back."""
+    text = "".join(traceback.format_exception_only(type(error), error)).strip()
+    with transaction.atomic():
+        return Round.objects.create(
+            cluster=cluster,
+            trigger=trigger,
+            started_at=started,
+            finished_at=started,
+            state=Round.State.FAILED,
+            error=text[:4000],
+        )
+
+
+def _record(
+    cluster: Cluster,
+    rnd: Round,
+    result: RoundResult,
+    index: snapshot_adapter.SnapshotIndex,
+    now: datetime,
+) -> tuple[EnactPlan, list[Preemption]]:
+    pods = {
+        p.id: p
+        for p in Pod.objects.filter(id__in=index.pod_ids.values()).only(
+            "id", "namespace", "name", "uid", "node_id", "phase", "job_id"
+        )
+    }
+    bindings = []
+    for key, placement in sorted(result.placements.items()):
+        pod = pods[index.pod_ids[key]]
+        bindings.append(
+            Binding(
+                pod_id=pod.id,
+                namespace=pod.namespace,
+                name=pod.name,
+                uid=pod.uid,
+                node=placement.node,
+                annotations=dict(placement.annotations),
+            )
+        )
+    plain = result.to_dict()
+    decisions: list[tuple[Job, str, str, dict[str, Any]]] = []
+    for job_id, why in plain["decisions"].items():
+        placed = {
+            k: p.node for k, p in result.placements.items() if index.job_by_pod_key.get(k) == job_id
+        }
+        for job in index.jobs_by_engine_id.get(job_id, []):
+            details = {**why, "placements": placed}
+            decisions.append((job, Decision.Outcome.PLACED, _why_here(why), details))
+    preempting = {p.preemptor for p in result.preemptions}
+    for job_id, verdict in result.unschedulable.items():
+        outcome = (
+            Decision.Outcome.PREEMPTING
+            if job_id in preempting
+            else (
+                Decision.Outcome.WAITING
+                if verdict.code == "Wait"
+                else Decision.Outcome.UNSCHEDULABLE
+            )
+        )
+        for job in index.jobs_by_engine_id.get(job_id, []):
+            details = plain["unschedulable"][job_id]["details"]
+            decisions.append((job, outcome, verdict.reason, details))
+    _write_decisions(rnd, decisions, now)
+
+    evictions: list[Eviction] = []
+    nominations: list[Nomination] = []
+    records: list[Preemption] = []
+    for record, record_plain in zip(result.preemptions, plain["preemptions"], strict=True):
+        preemptor_jobs = index.jobs_by_engine_id.get(record.preemptor, [])
+        if not preemptor_jobs:
+            continue
+        row = Preemption.objects.create(
+            cluster=cluster,
+            round=rnd,
+            preemptor=preemptor_jobs[0],
+            reason=record.reason,
+            cost=record_plain["cost"],
+            nominations=dict(record.nominations),
+            created_at=now,
+        )
+        records.append(row)
+        victim_pods_by_job: dict[str, list[str]] = {}
+        for key in record.victim_pods:
+            victim_pods_by_job.setdefault(index.job_by_pod_key.get(key, ""), []).append(key)
+        for victim_id in record.victim_jobs:
+            for job in index.jobs_by_engine_id.get(victim_id, []):
+                PreemptionVictim.objects.create(
+                    preemption=row, job=job, pods=sorted(victim_pods_by_job.get(victim_id, []))
+                )
+        for key in record.victim_pods:
+            victim = pods.get(index.pod_ids.get(key, -1))
+            if victim is not None and victim.phase in (PodPhase.PENDING, PodPhase.RUNNING):
+                evictions.append(
+                    Eviction(victim.id, victim.namespace, victim.name, record.preemptor, row.id)
+                )
+        for key, node in sorted(record.nominations.items()):
+            nominee = pods.get(index.pod_ids.get(key, -1))
+            if nominee is not None:
+                nominations.append(Nomination(nominee.id, nominee.namespace, nominee.name, node))
+    return EnactPlan(tuple(bindings), tuple(evictions), tuple(nominations)), records
+
+
+def _write_decisions(
+    rnd: Round, decisions: list[tuple[Job, str, str, dict[str, Any]]], now: datetime
+) -> None:
+    """Insert a decision only where the outcome or the reason changed since the job's last one."""
+    if not decisions:
+        return
+    ids = [job.id for job, *_ in decisions]
+    latest = Decision.objects.filter(job=OuterRef("pk")).order_by("-created_at", "-id")
+    last = {
+        row["id"]: (row["last_outcome"], row["last_reason"])
+        for row in Job.objects.filter(id__in=ids)
+        .annotate(
+            last_outcome=Subquery(latest.values("outcome")[:1]),
+            last_reason=Subquery(latest.values("reason")[:1]),
+        )
+        .values("id", "last_outcome", "last_reason")
+    }
+    rows = [
+        Decision(
+            round=rnd, job=job, outcome=outcome, reason=reason, details=details, created_at=now
+        )
+        for job, outcome, reason, details in decisions
+        if outcome == Decision.Outcome.PLACED or last.get(job.id) != (outcome, reason)
+    ]
+    Decision.objects.bulk_create(rows, batch_size=500)
+
+
+def _why_here(why: Mapping[str, Any]) -> str:
+    domain = why.get("domain") or why.get("chosen")
+    return f"placed in {domain}" if domain else "placed"
