@@ -37,7 +37,7 @@ def run_round(cluster_id: int, trigger: str = Round.Trigger.TIMER) -> dict[str, 
                 return {"cluster": cluster_id, "skipped": "another round is running"}
             summary = round_execute(
                 cluster=cluster, backend=backend_for(cluster), trigger=trigger, now=started
-            )
+            ).summary
     except Exception as exc:
         logger.exception("round of cluster %s failed", cluster.name)
         round_record_failure(cluster=cluster, trigger=trigger, started=started, error=exc)

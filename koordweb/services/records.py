@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from time import perf_counter
 from typing import Any
@@ -33,9 +34,16 @@ from scheduler.result import RoundResult
 from scheduler.round import run_round as engine_run_round
 
 
+@dataclass(frozen=True)
+class RoundOutcome:
+    round: Round
+    result: RoundResult
+    summary: dict[str, Any]
+
+
 def round_execute(
     *, cluster: Cluster, backend: ClusterBackend, trigger: str, now: datetime
-) -> dict[str, Any]:
+) -> RoundOutcome:
     """Sync, snapshot, decide, record, enact. Call inside a transaction holding the round lock."""
     t0 = perf_counter()
     backend.sync(cluster, now=now)
@@ -80,13 +88,14 @@ def round_execute(
     if report.dropped:
         rnd.metrics["dropped"] = {str(k): v for k, v in report.dropped.items()}
     rnd.save()
-    return {
+    summary = {
         "round": rnd.id,
         "placed_pods": len(report.bound),
         "preemptions": len(preemptions),
         "unschedulable": len(result.unschedulable),
         "duration_ms": rnd.duration_ms,
     }
+    return RoundOutcome(rnd, result, summary)
 
 
 def round_record_failure(
