@@ -17,11 +17,11 @@ stop() {
 }
 trap stop INT TERM EXIT
 
-$PY manage.py runserver 127.0.0.1:8000 --noreload >var/log/web.log 2>&1 &
+KOORDWEB_DEMO_ARRIVALS="${KOORDWEB_DEMO_ARRIVALS:-true}" $PY manage.py runserver 127.0.0.1:8000 --noreload >var/log/web.log 2>&1 &
 pids+=($!)
 .venv/bin/celery -A koordweb worker --pool=solo --loglevel=INFO >var/log/worker.log 2>&1 &
 pids+=($!)
-.venv/bin/celery -A koordweb beat --loglevel=INFO \
+KOORDWEB_DEMO_ARRIVALS="${KOORDWEB_DEMO_ARRIVALS:-true}" .venv/bin/celery -A koordweb beat --loglevel=INFO \
     --schedule=var/celerybeat-schedule >var/log/beat.log 2>&1 &
 pids+=($!)
 

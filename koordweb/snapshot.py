@@ -132,11 +132,12 @@ def node_info(node: Node, metric: NodeMetric | None, devices: Any = None) -> Nod
     )
 
 
-def pod_info(pod: Pod, job_id: str, quota: str | None) -> PodInfo:
+def pod_info(pod: Pod, job_id: str, quota: str | None, gang_id: str | None = None) -> PodInfo:
     return PodInfo(
         namespace=pod.namespace,
         name=pod.name,
         job_id=job_id,
+        gang_id=gang_id,
         requests=dict(pod.requests),
         node_selector=dict(pod.node_selector),
         required_affinity=parse_required_affinity(pod.affinity or {}),
@@ -222,7 +223,8 @@ def build(
         for job in members:
             quota = job.quota.name if job.quota else None
             for pod in pods_by_job.get(job.id, []):
-                info = pod_info(pod, job_id, quota)
+                gang = job.gang_id if job.kind != Job.Kind.POD else None
+                info = pod_info(pod, job_id, quota, gang)
                 pod_infos.append(info)
                 keys.append(info.key)
                 index.pod_ids[info.key] = pod.id

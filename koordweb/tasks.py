@@ -60,3 +60,13 @@ def tick() -> list[int]:
     for cluster_id in ids:
         run_round.apply_async(args=[cluster_id], expires=settings.KOORDWEB_ROUND_INTERVAL)
     return ids
+
+
+@shared_task(name="koordweb.demo_arrivals")
+def demo_arrivals() -> str | None:
+    """The demo's traffic (KOORDWEB_DEMO_ARRIVALS): one new job per call."""
+    from koordweb.services.demo_arrivals import demo_arrival
+
+    cluster = Cluster.objects.filter(name=settings.KOORDWEB_CLUSTER).first()
+    job = demo_arrival(cluster=cluster) if cluster else None
+    return str(job) if job else None

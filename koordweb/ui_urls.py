@@ -1,12 +1,27 @@
-"""UI routes (pages for admins and tenants)."""
+"""UI routes: the pages for admins and tenants (login required everywhere but /login/)."""
 
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from koordweb import views
+from koordweb.views import actions, cluster, jobs, overview, records
 
 urlpatterns = [
     path("login/", auth_views.LoginView.as_view(template_name="login.html"), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("", views.overview, name="overview"),
+    path("", overview.overview, name="overview"),
+    path("overview/live/", overview.overview_live, name="overview-live"),
+    path("topology/", cluster.topology, name="topology"),
+    path("devices/", cluster.devices, name="devices"),
+    path("jobs/", jobs.job_list, name="jobs"),
+    path("jobs/submit/", actions.job_submit_page, name="job-submit"),
+    path("jobs/<int:pk>/", jobs.job_detail, name="job-detail"),
+    path("jobs/<int:pk>/cancel/", actions.job_cancel_page, name="job-cancel"),
+    path("preemptions/", records.preemptions, name="preemptions"),
+    path("preemptions/<int:pk>/", records.preemption_page, name="preemption-detail"),
+    path("quotas/", records.quotas, name="quotas"),
+    path("rounds/", records.rounds, name="rounds"),
+    path("rounds/<int:pk>/", records.round_page, name="round-detail"),
+    path("import/", actions.import_page, name="import"),
+    path("tokens/", actions.tokens_page, name="tokens"),
+    path("tokens/<str:token_key>/revoke/", actions.token_revoke_page, name="token-revoke"),
 ]

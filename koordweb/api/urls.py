@@ -1,9 +1,34 @@
-"""API routes under /api/ (v1 endpoints, the OpenAPI schema and its docs)."""
+"""API routes under /api/: the v1 endpoints, the OpenAPI schema and its local Swagger UI."""
 
-from django.urls import path
+from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.routers import DefaultRouter
+
+from koordweb.api.views import catalog
+from koordweb.api.views.jobs import JobViewSet
+from koordweb.api.views.topology import TopologyView
+from koordweb.api.views.tokens import TokenDetailView, TokenListView
+
+router = DefaultRouter(trailing_slash=True)
+router.include_root_view = False
+router.register("jobs", JobViewSet, basename="job")
+router.register("nodes", catalog.NodeViewSet, basename="node")
+router.register("devices", catalog.DeviceViewSet, basename="device")
+router.register("topology/layers", catalog.TopologyLayerViewSet, basename="topology-layer")
+router.register("quotas", catalog.QuotaViewSet, basename="quota")
+router.register("priority-classes", catalog.PriorityClassViewSet, basename="priority-class")
+router.register("rounds", catalog.RoundViewSet, basename="round")
+router.register("preemptions", catalog.PreemptionViewSet, basename="preemption")
+
+v1 = [
+    *router.urls,
+    path("topology/", TopologyView.as_view(), name="topology"),
+    path("tokens/", TokenListView.as_view(), name="token-list"),
+    path("tokens/<str:token_key>/", TokenDetailView.as_view(), name="token-detail"),
+]
 
 urlpatterns = [
+    path("v1/", include((v1, "api"), namespace="v1")),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
 ]

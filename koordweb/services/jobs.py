@@ -31,6 +31,7 @@ from koordweb.models import (
 )
 from koordweb.models.workload import ACTIVE_JOB_STATES
 from koordweb.selectors.tenancy import quotas_of_member, user_is_admin
+from scheduler.devices.request import validate_device_request
 
 GANG = "gang.scheduling.koordinator.sh/"
 ANNOTATION_TOPOLOGY_SPEC = GANG + "network-topology-spec"
@@ -124,9 +125,7 @@ def _resolve_quota(*, user: Any, cluster: Cluster, name: str | None) -> ElasticQ
     # Unknown and foreign quotas get the same answer, so a tenant cannot probe other tenants.
     quota = quotas_of_member(user=user).filter(cluster=cluster, name=name).first()
     if quota is None:
-        raise ValidationError(
-            {"quota": [f"unknown quota {name!r}, or you are not a member of it"]}
-        )
+        raise ValidationError({"quota": [f"unknown quota {name!r}, or you are not a member of it"]})
     if quota.is_parent:
         raise ValidationError({"quota": [f"quota {name!r} is a parent quota; submit to a leaf"]})
     return quota
@@ -205,14 +204,9 @@ def _is_device_resource(resource: str) -> bool:
 
 def _check_devices(requests: dict[str, int]) -> None:
     """Device combinations (shared GPU fractions, vNPU templates, ...) via the engine's rules."""
-    try:
-        from scheduler.devices import validate_device_request  # type: ignore[attr-defined]
-    except ImportError:
-        return  # the devices plugin has not landed yet; the engine will refuse bad combinations
     problems = validate_device_request(dict(requests))
     if problems:
-        messages = [problems] if isinstance(problems, str) else [str(p) for p in problems]
-        raise ValidationError({"pod": messages})
+        raise ValidationError({"pod": [str(problem) for problem in problems]})
 
 
 def job_spec_resolve(*, user: Any, spec: JobSpec) -> ResolvedJob:
@@ -258,7 +252,11 @@ def _pod_rows(job: Job, resolved: ResolvedJob, now: Any) -> list[Pod]:
     }
     if resolved.topology_spec:
         annotations[ANNOTATION_TOPOLOGY_SPEC] = json.dumps(resolved.topology_spec)
-    policy = resolved.priority_class.preemption_policy if resolved.priority_class else job.preemption_policy
+    policy = (
+        resolved.priority_class.preemption_policy
+        if resolved.priority_class
+        else job.preemption_policy
+    )
     return [
         Pod(
             cluster=resolved.cluster,
@@ -292,9 +290,7 @@ def _request_round(cluster_id: int) -> None:
     round_request(cluster_id=cluster_id, trigger="submit")
 
 
-def job_submit(
-    *, user: Any, spec: JobSpec, idempotency_key: str | None = None
-) -> tuple[Job, bool]:
+def job_submit(*, user: Any, spec: JobSpec, idempotency_key: str | None = None) -> tuple[Job, bool]:
     """Create the job and its pods; returns (job, created).
 
     With an idempotency key, a second submission by the same user returns the first job

@@ -231,5 +231,11 @@ def _write_decisions(
 
 
 def _why_here(why: Mapping[str, Any]) -> str:
-    domain = why.get("domain") or why.get("chosen")
-    return f"placed in {domain}" if domain else "placed"
+    """One line: the domain chosen and how many slots it and the alternatives offered."""
+    domain = why.get("chosen_domain")
+    if not domain:
+        return "placed"
+    others = len(why.get("alternatives") or {}) - 1
+    text = f"placed in {domain} ({why.get('chosen_offer_slots')} slots for "
+    text += f"{why.get('desired_offer_slots')} pods"
+    return text + (f"; {others} other candidate domains)" if others > 0 else ")")

@@ -1,0 +1,43 @@
+"""One error shape for the whole API: JSON, never HTML, never a 500 for bad input.
+
+DRF's handler answers its own exceptions; this adds Django's validation and size errors, which
+services raise, so a service error turns into a 400 (or 413) with a message per field.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import ProtectedError, RestrictedError
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+
+def django_validation_detail(exc: DjangoValidationError) -> Any:
+    if hasattr(exc, "error_dict"):
+        return {field: [str(m) for m in errors] for field, errors in exc.message_dict.items()}
+    return {"non_field_errors": list(exc.messages)}
+
+
+def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, DjangoValidationError):
+        exc = exceptions.ValidationError(django_validation_detail(exc))
+    elif isinstance(exc, RequestDataTooBig):
+        return Response(
+            {"detail": f"Request body too large: {exc}"},
+            status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+        )
+    elif isinstance(exc, ProtectedError | RestrictedError):
+        return Response(
+            {"detail": f"Cannot delete: still referenced by {len(exc.args[1])} object(s)."},
+            status=status.HTTP_409_CONFLICT,
+        )
+    elif isinstance(exc, Http404):
+        exc = exceptions.NotFound("Not found.")
+    elif isinstance(exc, PermissionDenied):
+        exc = exceptions.PermissionDenied()
+    return drf_exception_handler(exc, context)

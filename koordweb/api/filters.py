@@ -1,0 +1,85 @@
+"""Query filters for list endpoints (one FilterSet per model, as NetBox does)."""
+
+from __future__ import annotations
+
+import django_filters
+
+from koordweb.models import (
+    Device,
+    ElasticQuota,
+    Job,
+    JobState,
+    Node,
+    Preemption,
+    PriorityClass,
+    Round,
+)
+
+
+class JobFilter(django_filters.FilterSet):
+    state = django_filters.MultipleChoiceFilter(choices=JobState.choices)
+    quota = django_filters.CharFilter(field_name="quota__name")
+    priority_class = django_filters.CharFilter(field_name="priority_class__name")
+    namespace = django_filters.CharFilter()
+    cluster = django_filters.CharFilter(field_name="cluster__name")
+    submitted_after = django_filters.IsoDateTimeFilter(field_name="submitted_at", lookup_expr="gte")
+    submitted_before = django_filters.IsoDateTimeFilter(field_name="submitted_at", lookup_expr="lt")
+    name = django_filters.CharFilter(lookup_expr="icontains")
+
+    class Meta:
+        model = Job
+        fields = ["state", "quota", "priority_class", "namespace", "cluster"]
+
+
+class NodeFilter(django_filters.FilterSet):
+    cluster = django_filters.CharFilter(field_name="cluster__name")
+    name = django_filters.CharFilter(lookup_expr="icontains")
+
+    class Meta:
+        model = Node
+        fields = ["cluster", "ready", "unschedulable"]
+
+
+class DeviceFilter(django_filters.FilterSet):
+    node = django_filters.CharFilter(field_name="node__name")
+    cluster = django_filters.CharFilter(field_name="node__cluster__name")
+
+    class Meta:
+        model = Device
+        fields = ["node", "device_type", "vendor", "model", "health"]
+
+
+class QuotaFilter(django_filters.FilterSet):
+    cluster = django_filters.CharFilter(field_name="cluster__name")
+    parent = django_filters.CharFilter(field_name="parent__name")
+
+    class Meta:
+        model = ElasticQuota
+        fields = ["cluster", "namespace", "parent", "is_parent"]
+
+
+class PriorityClassFilter(django_filters.FilterSet):
+    cluster = django_filters.CharFilter(field_name="cluster__name")
+
+    class Meta:
+        model = PriorityClass
+        fields = ["cluster", "preemption_policy", "global_default"]
+
+
+class RoundFilter(django_filters.FilterSet):
+    cluster = django_filters.CharFilter(field_name="cluster__name")
+    started_after = django_filters.IsoDateTimeFilter(field_name="started_at", lookup_expr="gte")
+
+    class Meta:
+        model = Round
+        fields = ["cluster", "state", "trigger"]
+
+
+class PreemptionFilter(django_filters.FilterSet):
+    cluster = django_filters.CharFilter(field_name="cluster__name")
+    preemptor = django_filters.NumberFilter(field_name="preemptor_id")
+    created_after = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
+
+    class Meta:
+        model = Preemption
+        fields = ["cluster", "state", "preemptor"]

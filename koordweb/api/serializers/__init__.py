@@ -1,0 +1,1 @@
+"""Input serializers validate request bodies; output serializers shape responses."""

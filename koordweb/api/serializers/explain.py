@@ -1,0 +1,43 @@
+"""The shape of a job's explanation (documented for the schema; built by selectors.jobs)."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+
+class DecisionExplanationSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    round = serializers.IntegerField()
+    outcome = serializers.CharField()
+    reason = serializers.CharField(allow_blank=True)
+    counterfactual = serializers.JSONField(allow_null=True)
+    details = serializers.JSONField()
+    decided_at = serializers.DateTimeField()
+
+
+class PlacementExplanationSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    pods = serializers.DictField(child=serializers.CharField(), help_text="pod -> node")
+    domain = serializers.JSONField(allow_null=True)
+    alternatives = serializers.JSONField()
+    reason = serializers.CharField(allow_blank=True)
+
+
+class PreemptionExplanationSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    preemption = serializers.IntegerField()
+    preemptor = serializers.CharField()
+    preemptor_priority = serializers.IntegerField()
+    state = serializers.CharField()
+    reason = serializers.CharField(allow_blank=True)
+    cost = serializers.JSONField()
+    pods = serializers.JSONField()
+    freed = serializers.JSONField()
+    at = serializers.DateTimeField()
+
+
+class JobExplanationSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    job = serializers.IntegerField()
+    state = serializers.CharField()
+    state_reason = serializers.CharField(allow_blank=True)
+    why_pending = DecisionExplanationSerializer(allow_null=True)
+    why_here = PlacementExplanationSerializer(allow_null=True)
+    why_preempted = PreemptionExplanationSerializer(many=True)
+    latest_decision = DecisionExplanationSerializer(allow_null=True)

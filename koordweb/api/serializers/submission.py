@@ -1,0 +1,141 @@
+"""The job submission body (jobs/ and whatif/ share it) and its conversion to a JobSpec."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from koordweb.api.fields import ResourceListField
+from koordweb.api.serializers.strict import StrictSerializer
+from koordweb.models import Job
+from koordweb.services.jobs import GatherRule, JobSpec, PodShape
+
+# DNS-1123: what Kubernetes accepts as an object name; pods append "-<index>".
+DNS_NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+MAX_REPLICAS = 4096
+
+
+class TolerationSerializer(StrictSerializer):
+    key = serializers.CharField(max_length=317, required=False, allow_blank=True, default="")
+    operator = serializers.ChoiceField(["Equal", "Exists"], required=False, default="Equal")
+    value = serializers.CharField(max_length=63, required=False, allow_blank=True, default="")
+    effect = serializers.ChoiceField(
+        ["", "NoSchedule", "PreferNoSchedule", "NoExecute"], required=False, default=""
+    )
+    toleration_seconds = serializers.IntegerField(required=False, min_value=0, allow_null=True)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs.get("operator") == "Exists" and attrs.get("value"):
+            raise serializers.ValidationError({"value": ["must be empty when operator is Exists"]})
+        if attrs.get("operator") == "Equal" and not attrs.get("key"):
+            raise serializers.ValidationError({"key": ["required when operator is Equal"]})
+        return attrs
+
+
+class PodShapeSerializer(StrictSerializer):
+    requests = ResourceListField(
+        help_text='Per pod, Kubernetes quantities: {"cpu": "4", "memory": "16Gi", '
+        '"nvidia.com/gpu": "8"}.'
+    )
+    node_selector = serializers.DictField(
+        child=serializers.CharField(max_length=63, allow_blank=True), required=False, default=dict
+    )
+    tolerations = TolerationSerializer(many=True, required=False, default=list)
+
+    def validate_requests(self, value: dict[str, int]) -> dict[str, int]:
+        if not any(value.values()):
+            raise serializers.ValidationError("a pod must request at least one resource")
+        return value
+
+    def validate_node_selector(self, value: dict[str, str]) -> dict[str, str]:
+        if len(value) > 32:
+            raise serializers.ValidationError("at most 32 node selector entries")
+        for key in value:
+            if not key or len(key) > 317:
+                raise serializers.ValidationError(f"invalid label key {key!r}")
+        return value
+
+
+class GatherRuleSerializer(StrictSerializer):
+    layer = serializers.CharField(max_length=63, help_text="A TopologyLayer name, e.g. BlockLayer.")
+    strategy = serializers.ChoiceField(["MustGather", "PreferGather"])
+
+
+class TopologyRuleSerializer(StrictSerializer):
+    gather = GatherRuleSerializer(many=True, max_length=8)
+
+
+class JobSubmissionSerializer(StrictSerializer):
+    """What a user submits; validated shapes only (the service checks it against the cluster)."""
+
+    name = serializers.RegexField(DNS_NAME, max_length=200)
+    namespace = serializers.RegexField(DNS_LABEL, max_length=63, required=False, default="default")
+    cluster = serializers.SlugField(max_length=63, required=False, allow_null=True, default=None)
+    quota = serializers.CharField(max_length=253, required=False, allow_null=True, default=None)
+    priority_class = serializers.CharField(
+        max_length=253, required=False, allow_null=True, default=None
+    )
+    replicas = serializers.IntegerField(min_value=1, max_value=MAX_REPLICAS, default=1)
+    min_available = serializers.IntegerField(
+        min_value=1, max_value=MAX_REPLICAS, required=False, allow_null=True, default=None
+    )
+    mode = serializers.ChoiceField(Job.Mode.choices, default=Job.Mode.STRICT)
+    waiting_time_seconds = serializers.IntegerField(min_value=0, max_value=7 * 86400, default=600)
+    pod = PodShapeSerializer()
+    topology = TopologyRuleSerializer(required=False, allow_null=True, default=None)
+    duration_seconds = serializers.IntegerField(
+        min_value=1, max_value=365 * 86400, required=False, allow_null=True, default=None
+    )
+    labels = serializers.DictField(
+        child=serializers.CharField(max_length=63, allow_blank=True), required=False, default=dict
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        minimum = attrs.get("min_available")
+        if minimum is not None and minimum > attrs["replicas"]:
+            raise serializers.ValidationError(
+                {"min_available": [f"must be at most replicas ({attrs['replicas']})"]}
+            )
+        topology = attrs.get("topology") or {}
+        layers = [rule["layer"] for rule in topology.get("gather", [])]
+        if len(layers) != len(set(layers)):
+            raise serializers.ValidationError({"topology": ["each layer may appear only once"]})
+        return attrs
+
+    def to_spec(self) -> JobSpec:
+        data = self.validated_data
+        pod = data["pod"]
+        topology = data.get("topology") or {}
+        return JobSpec(
+            name=data["name"],
+            namespace=data["namespace"],
+            cluster=data.get("cluster"),
+            quota=data.get("quota"),
+            priority_class=data.get("priority_class"),
+            replicas=data["replicas"],
+            min_available=data.get("min_available"),
+            mode=data["mode"],
+            waiting_time_seconds=data["waiting_time_seconds"],
+            pod=PodShape(
+                requests=pod["requests"],
+                node_selector=pod.get("node_selector", {}),
+                tolerations=[_toleration(t) for t in pod.get("tolerations", [])],
+            ),
+            gather=tuple(GatherRule(r["layer"], r["strategy"]) for r in topology.get("gather", [])),
+            duration_seconds=data.get("duration_seconds"),
+            labels=data.get("labels", {}),
+        )
+
+
+def _toleration(data: dict[str, Any]) -> dict[str, Any]:
+    """Kubernetes' own spelling, as stored on Pod rows and exported in manifests."""
+    out: dict[str, Any] = {"key": data.get("key", ""), "operator": data.get("operator", "Equal")}
+    if data.get("value"):
+        out["value"] = data["value"]
+    if data.get("effect"):
+        out["effect"] = data["effect"]
+    if data.get("toleration_seconds") is not None:
+        out["tolerationSeconds"] = data["toleration_seconds"]
+    return out

@@ -1,0 +1,158 @@
+"""Topology figures: the domain tree as a sunburst and the topology graph laid out by networkx.
+
+Input is a flat list of `TreeNode`s (root first, parents before children). Both figures colour
+each domain by the share of its accelerators (or CPU, when it has none) that is allocated and
+outline the domains where a chosen job runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+import networkx as nx
+import plotly.graph_objects as go
+
+from koordweb.figures.base import ALLOCATION_SCALE, base_layout, figure_dict
+
+HIGHLIGHT = "#d6336c"
+
+
+@dataclass(frozen=True)
+class TreeNode:
+    key: str
+    label: str
+    parent: str  # "" for the root
+    layer: str
+    depth: int
+    nodes: int  # Kubernetes nodes under this domain (1 for a node leaf)
+    allocated_pct: float
+    free: float  # free accelerators (cards) under the domain
+    slots: int  # pods of the chosen shape that still fit
+
+
+def _hover(entry: TreeNode, unit: str) -> str:
+    return (
+        f"<b>{entry.layer}/{entry.label}</b><br>{entry.nodes} node(s), "
+        f"{entry.allocated_pct:g}% allocated<br>free {unit}: {entry.free:g}"
+        f"<br>free slots: {entry.slots}"
+    )
+
+
+def domain_sunburst(
+    tree: Sequence[TreeNode], *, highlighted: Collection[str] = (), unit: str = "GPUs"
+) -> dict:
+    """The domain tree, one ring per layer, sized by node count."""
+    outline = [HIGHLIGHT if t.key in highlighted else "#ffffff" for t in tree]
+    figure = go.Figure(
+        go.Sunburst(
+            ids=[t.key for t in tree],
+            labels=[t.label for t in tree],
+            parents=[t.parent for t in tree],
+            values=[t.nodes for t in tree],
+            branchvalues="total",
+            marker={
+                "colors": [t.allocated_pct for t in tree],
+                "colorscale": ALLOCATION_SCALE,
+                "cmin": 0,
+                "cmax": 100,
+                "showscale": True,
+                "colorbar": {"title": {"text": "% alloc"}, "thickness": 12},
+                "line": {
+                    "color": outline,
+                    "width": [3 if t.key in highlighted else 1 for t in tree],
+                },
+            },
+            hovertext=[_hover(t, unit) for t in tree],
+            hoverinfo="text",
+            maxdepth=4,
+            insidetextorientation="radial",
+        ),
+        layout=base_layout(height=520, margin={"l": 10, "r": 10, "t": 10, "b": 10}),
+    )
+    return figure_dict(figure)
+
+
+def graph_positions(tree: Sequence[TreeNode]) -> dict[str, tuple[float, float]]:
+    """A layered layout (root on top, one row per layer), children kept under their parents by
+    inserting nodes depth-first; coordinates rounded to keep the payload small."""
+    graph = nx.Graph()
+    for entry in tree:
+        graph.add_node(entry.key, depth=entry.depth)
+        if entry.parent:
+            graph.add_edge(entry.parent, entry.key)
+    ordered = nx.DiGraph()
+    roots = [t.key for t in tree if not t.parent]
+    for root in roots:
+        for key in nx.dfs_preorder_nodes(graph, root):
+            ordered.add_node(key, depth=graph.nodes[key]["depth"])
+    positions = nx.multipartite_layout(ordered, subset_key="depth", align="horizontal")
+    return {key: (round(float(x), 3), round(-float(y), 3)) for key, (x, y) in positions.items()}
+
+
+def topology_graph(
+    tree: Sequence[TreeNode], *, highlighted: Collection[str] = (), unit: str = "GPUs"
+) -> dict:
+    """Domains as dots joined to their parents; the job's domains ringed in the highlight."""
+    positions = graph_positions(tree)
+    edge_x: list[float | None] = []
+    edge_y: list[float | None] = []
+    for entry in tree:
+        if entry.parent in positions:
+            (x0, y0), (x1, y1) = positions[entry.parent], positions[entry.key]
+            edge_x += [x0, x1, None]
+            edge_y += [y0, y1, None]
+    shown = [t for t in tree if t.key in positions]
+    traces: list[go.BaseTraceType] = [
+        go.Scatter(
+            x=edge_x,
+            y=edge_y,
+            mode="lines",
+            line={"color": "#b8c2cc", "width": 1},
+            hoverinfo="skip",
+            showlegend=False,
+        ),
+        go.Scatter(
+            x=[positions[t.key][0] for t in shown],
+            y=[positions[t.key][1] for t in shown],
+            mode="markers",
+            name="domains",
+            marker={
+                "size": [max(6, 22 - 4 * t.depth) for t in shown],
+                "color": [t.allocated_pct for t in shown],
+                "colorscale": ALLOCATION_SCALE,
+                "cmin": 0,
+                "cmax": 100,
+                "line": {"color": "#5b6770", "width": 1},
+            },
+            hovertext=[_hover(t, unit) for t in shown],
+            hoverinfo="text",
+            showlegend=False,
+        ),
+    ]
+    marked = [t for t in shown if t.key in highlighted]
+    if marked:
+        traces.append(
+            go.Scatter(
+                x=[positions[t.key][0] for t in marked],
+                y=[positions[t.key][1] for t in marked],
+                mode="markers",
+                name="selected job",
+                marker={
+                    "size": [max(10, 28 - 4 * t.depth) for t in marked],
+                    "color": "rgba(0,0,0,0)",
+                    "line": {"color": HIGHLIGHT, "width": 3},
+                },
+                hoverinfo="skip",
+            )
+        )
+    figure = go.Figure(
+        traces,
+        layout=base_layout(
+            height=420,
+            xaxis={"visible": False},
+            yaxis={"visible": False},
+            legend={"orientation": "h"},
+        ),
+    )
+    return figure_dict(figure)

@@ -1,0 +1,171 @@
+"""Forms of the UI pages: filters (GET) and the admin's uploads. Validation only, no writes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.db.models import QuerySet
+
+from koordweb.models import Job
+from koordweb.selectors.devices import VENDORS
+
+MILLI = 1000
+GIB = 1024**3
+
+
+class PodShapeForm(forms.Form):
+    """The pod shape whose free "slots" the topology page counts, and a job to highlight."""
+
+    resource = forms.ChoiceField(label="Accelerator")
+    count = forms.IntegerField(label="per pod", min_value=0, max_value=1000, initial=8)
+    cpu = forms.DecimalField(label="CPU cores", min_value=0, max_value=10_000, initial=0)
+    memory = forms.DecimalField(label="Memory GiB", min_value=0, max_value=100_000, initial=0)
+    job = forms.TypedChoiceField(
+        label="Highlight job", required=False, coerce=int, empty_value=None
+    )
+
+    def __init__(self, *args: Any, resources: list[str], jobs: QuerySet[Job], **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.jobs = jobs
+        self.fields["resource"].choices = [(r, r) for r in resources]
+        self.fields["resource"].initial = _default_resource(resources)
+        self.fields["job"].choices = [("", "none")] + [(j.pk, str(j)) for j in jobs[:300]]
+
+    def clean_job(self) -> Job | None:
+        pk = self.cleaned_data.get("job")
+        if pk is None:
+            return None
+        job = self.jobs.filter(pk=pk).first()
+        if job is None:
+            raise forms.ValidationError("no such job")
+        return job
+
+    def shape(self) -> dict[str, int]:
+        data = self.cleaned_data
+        shape = {data["resource"]: int(data["count"] or 0)}
+        if data.get("cpu"):
+            shape["cpu"] = int(data["cpu"] * MILLI)
+        if data.get("memory"):
+            shape["memory"] = int(data["memory"] * GIB)
+        return shape
+
+    @staticmethod
+    def default_shape(resources: list[str]) -> dict[str, int]:
+        resource = _default_resource(resources)
+        return {resource: 8 if resource != "cpu" else 1000}
+
+
+def _default_resource(resources: list[str]) -> str:
+    return "nvidia.com/gpu" if "nvidia.com/gpu" in resources else resources[0]
+
+
+class DeviceFilterForm(forms.Form):
+    vendor = forms.ChoiceField(
+        required=False, choices=[("", "all vendors"), *VENDORS.items()], label="Vendor"
+    )
+    # Blocks depend on the cluster: the view fills the widget's choices.
+    block = forms.CharField(
+        required=False, max_length=253, widget=forms.Select(choices=[("", "all blocks")])
+    )
+
+
+class PreemptionFilterForm(forms.Form):
+    quota = forms.ChoiceField(required=False, label="Tenant (quota)")
+    since = forms.DateTimeField(
+        required=False, widget=forms.DateTimeInput(attrs={"type": "datetime-local"})
+    )
+    until = forms.DateTimeField(
+        required=False, widget=forms.DateTimeInput(attrs={"type": "datetime-local"})
+    )
+
+    def __init__(self, *args: Any, quotas: list[str], **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.fields["quota"].choices = [("", "all tenants")] + [(q, q) for q in quotas]
+
+
+class QuotaResourceForm(forms.Form):
+    resource = forms.ChoiceField(label="Resource")
+
+    def __init__(self, *args: Any, resources: list[str], **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.fields["resource"].choices = [(r, r) for r in resources]
+
+
+class ManifestUploadForm(forms.Form):
+    """Kubernetes/Koordinator YAML, as a file or pasted; one of the two."""
+
+    file = forms.FileField(required=False, label="YAML file")
+    text = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 8}), label="or paste YAML"
+    )
+    dry_run = forms.BooleanField(required=False, initial=True, label="Validate only (dry run)")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        upload = data.get("file")
+        if upload is not None:
+            try:
+                data["yaml"] = upload.read().decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise forms.ValidationError("the file is not UTF-8 text") from exc
+        else:
+            data["yaml"] = data.get("text") or ""
+        if not data["yaml"].strip():
+            raise forms.ValidationError("give a YAML file or paste YAML")
+        return data
+
+
+class JobSubmitForm(forms.Form):
+    """A gang of identical pods, as the API's JSON submission has it (the service validates the
+    rest against the cluster: quota membership, layers, shapes no node can hold)."""
+
+    name = forms.SlugField(max_length=200)
+    namespace = forms.SlugField(max_length=63, initial="default")
+    quota = forms.ChoiceField(required=False)
+    priority_class = forms.ChoiceField(required=False, label="Priority class")
+    replicas = forms.IntegerField(min_value=1, max_value=10_000, initial=1, label="Pods")
+    min_available = forms.IntegerField(min_value=1, max_value=10_000, required=False)
+    gpus = forms.IntegerField(min_value=0, max_value=64, initial=8, label="GPUs per pod")
+    cpu = forms.DecimalField(min_value=0, max_value=10_000, initial=8, label="CPU cores per pod")
+    memory = forms.DecimalField(min_value=0, max_value=100_000, initial=32, label="Memory GiB")
+    gather_layer = forms.ChoiceField(required=False, label="Keep pods within layer")
+    gather_strategy = forms.ChoiceField(
+        choices=[("MustGather", "MustGather"), ("PreferGather", "PreferGather")], required=False
+    )
+    duration_seconds = forms.IntegerField(min_value=1, required=False, label="Duration (s)")
+
+    def __init__(
+        self,
+        *args: Any,
+        quotas: list[str],
+        priority_classes: list[str],
+        layers: list[str],
+        **kwargs: Any,
+    ):
+        super().__init__(*args, **kwargs)
+        self.fields["quota"].choices = [("", "none (admins)")] + [(q, q) for q in quotas]
+        self.fields["priority_class"].choices = [("", "cluster default")] + [
+            (p, p) for p in priority_classes
+        ]
+        self.fields["gather_layer"].choices = [("", "no constraint")] + [(n, n) for n in layers]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        replicas, minimum = data.get("replicas"), data.get("min_available")
+        if replicas and minimum and minimum > replicas:
+            self.add_error("min_available", "cannot exceed the number of pods")
+        return data
+
+    def requests(self) -> dict[str, int]:
+        data = self.cleaned_data
+        requests = {"cpu": int(data["cpu"] * MILLI), "memory": int(data["memory"] * GIB)}
+        if data["gpus"]:
+            requests["nvidia.com/gpu"] = int(data["gpus"])
+        return {name: amount for name, amount in requests.items() if amount}
+
+
+class TokenCreateForm(forms.Form):
+    expiry_days = forms.IntegerField(
+        min_value=1, max_value=365, required=False, label="Expires in (days)"
+    )

@@ -1,0 +1,283 @@
+"""Parsers for workloads: Pod, PodGroup, ElasticQuota and PodDisruptionBudget documents ->
+validated `ParsedObject`s (no database access). Jobs are assembled from them in `jobs.py`."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from koordweb.manifests import keys
+from koordweb.manifests.fields import At, pop_keys, read_metadata
+from koordweb.manifests.objects import PDB, POD, POD_GROUP, QUOTA, ParsedObject
+from koordweb.manifests.parse_cluster import PREEMPTION_POLICIES
+
+POD_PHASES = {"Pending", "Running", "Succeeded", "Failed"}
+GANG_MODES = {"Strict", "NonStrict"}
+GATHER_STRATEGIES = {"MustGather", "PreferGather"}
+_INT_OR_PERCENT_RE = re.compile(r"\d{1,9}%?")
+
+
+def _annotation(meta_annotations: dict[str, str], index: int, key: str) -> At:
+    return At(index, meta_annotations.get(key), f"metadata.annotations.{key}")
+
+
+def read_topology_spec(at: At) -> dict[str, Any]:
+    """`{"gatherStrategy": [{"layer": ..., "strategy": MustGather|PreferGather}, ...]}`."""
+    spec = at.json_text({})
+    if not isinstance(spec, dict):
+        at.fail("must be a JSON object with gatherStrategy")
+    strategies = spec.get("gatherStrategy", [])
+    if not isinstance(strategies, list):
+        at.fail("gatherStrategy must be a list")
+    for rule in strategies:
+        if not isinstance(rule, dict) or not isinstance(rule.get("layer"), str):
+            at.fail(f"each gatherStrategy rule needs a layer name, got {rule!r}")
+        if rule.get("strategy") not in GATHER_STRATEGIES:
+            at.fail(
+                f"strategy must be one of {sorted(GATHER_STRATEGIES)}, got {rule.get('strategy')!r}"
+            )
+        multiple = rule.get("podCountMultiple", 1)
+        if isinstance(multiple, bool) or not isinstance(multiple, int) or multiple < 1:
+            at.fail(f"podCountMultiple must be a positive integer, got {multiple!r}")
+    return spec
+
+
+def read_gang_groups(at: At) -> list[str]:
+    """`/groups`: a JSON list of "namespace/name" gang ids placed together."""
+    groups = at.json_text([])
+    if not isinstance(groups, list) or not all(
+        isinstance(g, str) and re.fullmatch(r"[^/\s]+/[^/\s]+", g) for g in groups
+    ):
+        at.fail(f'must be a JSON list of "namespace/name" gang ids, got {groups!r}')
+    return sorted(set(groups))
+
+
+def _read_duration(annotations: dict[str, str], index: int) -> int | None:
+    at = _annotation(annotations, index, keys.DURATION_ANNOTATION)
+    return at.integer(minimum=0) if at.present() else None
+
+
+def _container_resources(containers: Iterable[At]) -> list[tuple[dict[str, int], dict[str, int]]]:
+    result = []
+    for container in containers:
+        container.child("name").string(required=True, max_length=63)
+        resources = container.child("resources")
+        limits = resources.child("limits").resources()
+        # As in Kubernetes, a limit without a request is also the request.
+        requests = {**limits, **resources.child("requests").resources()}
+        result.append((requests, limits))
+    return result
+
+
+def pod_resources(spec: At) -> tuple[dict[str, int], dict[str, int]]:
+    """Effective pod requests and limits: the sum over containers, at least each init container."""
+    containers = spec.child("containers").items()
+    if not containers:
+        spec.fail("a pod needs at least one container", "containers")
+    totals: list[dict[str, int]] = [{}, {}]
+    for pair in _container_resources(containers):
+        for total, amounts in zip(totals, pair, strict=True):
+            for name, amount in amounts.items():
+                total[name] = total.get(name, 0) + amount
+    for pair in _container_resources(spec.child("initContainers").items()):
+        for total, amounts in zip(totals, pair, strict=True):
+            for name, amount in amounts.items():
+                total[name] = max(total.get(name, 0), amount)
+    return totals[0], totals[1]
+
+
+def _read_gang(annotations: dict[str, str], index: int) -> dict[str, Any]:
+    """Gang settings of an annotation gang, from the pod's gang annotations."""
+
+    def at(key: str) -> At:
+        return _annotation(annotations, index, key)
+
+    min_available = at(keys.GANG_MIN_AVAILABLE).integer(required=True, minimum=1)
+    total_at = at(keys.GANG_TOTAL_NUMBER)
+    total = total_at.integer(minimum=1) if total_at.present() else None
+    if total is not None and total < min_available:
+        total_at.fail(f"must be at least min-available ({min_available}), got {total}")
+    mode = at(keys.GANG_MODE).string("Strict")
+    if mode not in GANG_MODES:
+        at(keys.GANG_MODE).fail(f"must be one of {sorted(GANG_MODES)}, got {mode!r}")
+    return {
+        "min_available": min_available,
+        "total_number": total,
+        "mode": mode,
+        "waiting_time_seconds": at(keys.GANG_WAITING_TIME).duration_seconds(
+            keys.DEFAULT_WAITING_SECONDS
+        ),
+        "gang_groups": read_gang_groups(at(keys.GANG_GROUPS)),
+        "topology_spec": read_topology_spec(at(keys.GANG_TOPOLOGY_SPEC)),
+    }
+
+
+def parse_pod(doc: At) -> ParsedObject:
+    meta = read_metadata(doc, namespaced=True)
+    spec, status = doc.child("spec"), doc.child("status")
+    labels, annotations = dict(meta.labels), dict(meta.annotations)
+    requests, limits = pod_resources(spec)
+    node_name = spec.child("nodeName").string()
+    phase = status.child("phase").string("Pending")
+    if phase not in POD_PHASES:
+        status.fail(f"must be one of {sorted(POD_PHASES)}, got {phase!r}", "phase")
+    if phase == "Running" and not node_name:
+        status.fail("a Running pod needs spec.nodeName", "phase")
+    policy_at = spec.child("preemptionPolicy")
+    if policy_at.present() and policy_at.string() not in PREEMPTION_POLICIES:
+        policy_at.fail(f"must be one of {sorted(PREEMPTION_POLICIES)}")
+    priority_at = spec.child("priority")
+    index_at = _annotation(annotations, doc.index, keys.GANG_TOPOLOGY_INDEX)
+    extra: dict[str, Any] = {"duration_seconds": _read_duration(annotations, doc.index)}
+    group_labels = pop_keys(labels, *keys.POD_GROUP_LABELS)
+    if group_labels:
+        extra["pod_group"] = next(iter(group_labels.values()))
+    elif keys.GANG_NAME in annotations:
+        extra["gang"] = _annotation(annotations, doc.index, keys.GANG_NAME).string(required=True)
+        extra["gang_settings"] = _read_gang(annotations, doc.index)
+    else:
+        extra["gang_settings"] = {}
+    if keys.GANG_TOPOLOGY_SPEC in annotations and "gang" not in extra:
+        # A PodGroup's pods may carry the topology spec themselves.
+        extra["topology_spec"] = read_topology_spec(
+            _annotation(annotations, doc.index, keys.GANG_TOPOLOGY_SPEC)
+        )
+    scheduled = [
+        c for c in status.child("conditions").items() if c.child("type").string() == "PodScheduled"
+    ]
+    bound_at = scheduled[0].child("lastTransitionTime").timestamp() if scheduled else None
+    quota = pop_keys(labels, keys.QUOTA_NAME).get(keys.QUOTA_NAME, "")
+    pop_keys(annotations, *keys.GANG_ANNOTATIONS, keys.DURATION_ANNOTATION)
+    return ParsedObject(
+        doc.index,
+        POD,
+        meta.namespace,
+        meta.name,
+        values={
+            "uid": meta.uid,
+            "requests": requests,
+            "limits": limits,
+            "node_selector": spec.child("nodeSelector").string_map(),
+            "affinity": spec.child("affinity").json_value({}),
+            "tolerations": spec.child("tolerations").json_value([]),
+            "labels": labels,
+            "annotations": annotations,
+            "priority_class_name": spec.child("priorityClassName").string(),
+            "phase": phase,
+            "topology_index": index_at.integer(minimum=0) if index_at.present() else None,
+            "created_at": meta.created_at,
+            "bound_at": bound_at if node_name else None,
+            "started_at": status.child("startTime").timestamp(),
+            "terminating": meta.deleting,
+        },
+        refs={
+            "node": node_name,
+            "nominated_node": status.child("nominatedNodeName").string(),
+            "quota": quota,
+        },
+        extra={
+            **extra,
+            "scheduler_name": spec.child("schedulerName").string(max_length=63),
+            "priority": priority_at.integer() if priority_at.present() else None,
+            "preemption_policy": policy_at.string(),
+        },
+    )
+
+
+def parse_pod_group(doc: At, api_version: str) -> ParsedObject:
+    """A scheduler-plugins PodGroup (either API group): minMember and scheduleTimeoutSeconds."""
+    meta = read_metadata(doc, namespaced=True)
+    spec = doc.child("spec")
+    annotations = dict(meta.annotations)
+    values = {
+        "pod_group_api": api_version,
+        "min_available": spec.child("minMember").integer(required=True, minimum=1),
+        "waiting_time_seconds": spec.child("scheduleTimeoutSeconds").integer(
+            keys.DEFAULT_WAITING_SECONDS, minimum=0
+        ),
+        "gang_groups": read_gang_groups(_annotation(annotations, doc.index, keys.GANG_GROUPS)),
+        "topology_spec": read_topology_spec(
+            _annotation(annotations, doc.index, keys.GANG_TOPOLOGY_SPEC)
+        ),
+        "duration_seconds": _read_duration(annotations, doc.index),
+        "labels": meta.labels,
+        "submitted_at": meta.created_at,
+    }
+    pop_keys(annotations, keys.GANG_GROUPS, keys.GANG_TOPOLOGY_SPEC, keys.DURATION_ANNOTATION)
+    values["annotations"] = annotations
+    return ParsedObject(doc.index, POD_GROUP, meta.namespace, meta.name, values=values)
+
+
+def parse_quota(doc: At) -> ParsedObject:
+    """An ElasticQuota: min/max, tree labels and the shared-weight annotation."""
+    meta = read_metadata(doc, namespaced=True)
+    spec = doc.child("spec")
+    labels, annotations = dict(meta.labels), dict(meta.annotations)
+    label = {
+        key: At(doc.index, labels.get(key), f"metadata.labels.{key}")
+        for key in (keys.QUOTA_PARENT, keys.QUOTA_IS_PARENT, keys.QUOTA_ALLOW_LENT)
+    }
+    weight_at = _annotation(annotations, doc.index, keys.QUOTA_SHARED_WEIGHT)
+    weight = None
+    if weight_at.present():
+        weight = At(doc.index, weight_at.json_text({}), weight_at.path).resources()
+    parent = label[keys.QUOTA_PARENT].string()
+    minimum, maximum = spec.child("min").resources(), spec.child("max").resources()
+    for name, amount in minimum.items():
+        if name in maximum and amount > maximum[name]:
+            spec.fail(f"min {name} is above max", f"min.{name}")
+    pop_keys(labels, keys.QUOTA_PARENT, keys.QUOTA_IS_PARENT, keys.QUOTA_ALLOW_LENT)
+    pop_keys(annotations, keys.QUOTA_SHARED_WEIGHT)
+    values: dict[str, Any] = {
+        "min": minimum,
+        "max": maximum,
+        "shared_weight": weight,
+        "is_parent": label[keys.QUOTA_IS_PARENT].boolean(False),
+        "allow_lent": label[keys.QUOTA_ALLOW_LENT].boolean(True),
+        "labels": labels,
+        "annotations": annotations,
+    }
+    return ParsedObject(
+        doc.index,
+        QUOTA,
+        meta.namespace,
+        meta.name,
+        values=values,
+        refs={"parent": "" if parent == keys.ROOT_QUOTA else parent},
+    )
+
+
+def _int_or_percent(at: At) -> str:
+    if at.value is None:
+        return ""
+    text = (
+        str(at.value)
+        if isinstance(at.value, int) and not isinstance(at.value, bool)
+        else at.string()
+    )
+    if not _INT_OR_PERCENT_RE.fullmatch(text) or (text.endswith("%") and int(text[:-1]) > 100):
+        at.fail(f"must be a non-negative integer or a percentage, got {at.value!r}")
+    return text
+
+
+def parse_pdb(doc: At) -> ParsedObject:
+    meta = read_metadata(doc, namespaced=True)
+    spec = doc.child("spec")
+    min_available = _int_or_percent(spec.child("minAvailable"))
+    max_unavailable = _int_or_percent(spec.child("maxUnavailable"))
+    if min_available and max_unavailable:
+        spec.fail("set minAvailable or maxUnavailable, not both", "maxUnavailable")
+    selector = spec.child("selector")
+    selector.mapping()
+    return ParsedObject(
+        doc.index,
+        PDB,
+        meta.namespace,
+        meta.name,
+        values={
+            "selector": selector.json_value({}),
+            "min_available": min_available,
+            "max_unavailable": max_unavailable,
+        },
+    )

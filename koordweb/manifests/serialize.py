@@ -1,0 +1,315 @@
+"""Rows -> Kubernetes/Koordinator documents: one function per kind, the inverse of the parsers.
+
+Fields koordweb models on its own rows (gang settings, quota tree labels, the pod-group label)
+are written back from those rows, so an exported document says what the database says.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from koordweb.manifests import keys
+from koordweb.manifests.fields import format_timestamp
+from koordweb.models import (
+    Device,
+    DeviceTemplateConfig,
+    ElasticQuota,
+    Job,
+    Node,
+    NodeMetric,
+    Pod,
+    PodDisruptionBudget,
+    PriorityClass,
+    TopologyLayer,
+)
+from koordweb.quantity import format_resource_list
+
+# Exported pods have one container carrying the pod's effective requests and limits.
+CONTAINER_NAME = "main"
+CONTAINER_IMAGE = "registry.k8s.io/pause:3.10"
+
+
+def _meta(name: str, namespace: str = "", **extra: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if namespace:
+        meta["namespace"] = namespace
+    meta.update({key: value for key, value in extra.items() if value})
+    return meta
+
+
+def _compact(mapping: dict[str, Any], keep: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Drop empty values, as Kubernetes omits empty optional fields; `keep` are required ones."""
+    return {
+        key: value
+        for key, value in mapping.items()
+        if key in keep or value not in (None, "", [], {}, False)
+    }
+
+
+def priority_class_doc(pc: PriorityClass) -> dict[str, Any]:
+    return _compact(
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": _meta(pc.name),
+            "value": pc.value,
+            "preemptionPolicy": pc.preemption_policy,
+            "globalDefault": pc.global_default,
+            "description": pc.description,
+        },
+        keep=("value",),
+    )
+
+
+def topology_doc(
+    layers: list[TopologyLayer], detail_status: list[dict[str, Any]]
+) -> dict[str, Any]:
+    spec = [
+        _compact(
+            {
+                "topologyLayer": layer.name,
+                "parentTopologyLayer": layer.parent_name,
+                "labelKey": list(layer.label_keys),
+            }
+        )
+        for layer in layers
+    ]
+    return {
+        "apiVersion": "scheduling.koordinator.sh/v1alpha1",
+        "kind": "ClusterNetworkTopology",
+        "metadata": _meta("default"),
+        "spec": {"networkTopologySpec": spec},
+        "status": {"detailStatus": detail_status},
+    }
+
+
+def config_map_doc(config: DeviceTemplateConfig) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _meta(config.name, config.namespace, labels=config.labels),
+        "data": dict(config.data),
+    }
+
+
+def node_doc(node: Node) -> dict[str, Any]:
+    conditions = [dict(c) for c in node.conditions if isinstance(c, dict)]
+    ready = next((c for c in conditions if c.get("type") == "Ready"), None)
+    status_word = "True" if node.ready else "False"
+    if ready is None and not node.ready:
+        conditions.append({"type": "Ready", "status": status_word})
+    elif ready is not None:
+        ready["status"] = status_word
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": _meta(node.name, labels=node.labels, annotations=node.annotations),
+        "spec": _compact({"taints": node.taints, "unschedulable": node.unschedulable}),
+        "status": _compact(
+            {
+                "capacity": format_resource_list(node.capacity),
+                "allocatable": format_resource_list(node.allocatable),
+                "conditions": conditions,
+            }
+        ),
+    }
+
+
+def _device_entry(device: Device) -> dict[str, Any]:
+    topology = {
+        "socketID": device.socket_id,
+        "nodeID": device.numa_node,
+        "pcieID": device.pcie_id or None,
+        "busID": device.bus_id or None,
+    }
+    entry = {
+        "type": device.device_type,
+        "id": device.uuid,
+        "minor": device.minor,
+        "health": device.health,
+        "labels": device.labels,
+        "resources": format_resource_list(device.resources),
+        "topology": {key: value for key, value in topology.items() if value is not None},
+        "vfGroups": device.vfs,
+    }
+    return _compact(entry, keep=("minor", "health"))
+
+
+def device_doc(node_name: str, devices: list[Device]) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.koordinator.sh/v1alpha1",
+        "kind": "Device",
+        "metadata": _meta(node_name),
+        "spec": {"devices": [_device_entry(device) for device in devices]},
+    }
+
+
+def node_metric_doc(metric: NodeMetric, node_name: str) -> dict[str, Any]:
+    devices = [
+        {"type": "gpu", "minor": int(minor), "resources": format_resource_list(usage)}
+        for minor, usage in sorted(metric.gpu_usage.items(), key=lambda item: int(item[0]))
+    ]
+    usage: dict[str, Any] = {"resources": format_resource_list(metric.usage)}
+    if devices:
+        usage["devices"] = devices
+    return {
+        "apiVersion": "slo.koordinator.sh/v1alpha1",
+        "kind": "NodeMetric",
+        "metadata": _meta(node_name),
+        "spec": {"metricCollectPolicy": {"reportIntervalSeconds": metric.report_interval_seconds}},
+        "status": {
+            "updateTime": format_timestamp(metric.reported_at),
+            "nodeMetric": {"nodeUsage": usage},
+        },
+    }
+
+
+def quota_doc(quota: ElasticQuota) -> dict[str, Any]:
+    labels = dict(quota.labels)
+    labels[keys.QUOTA_IS_PARENT] = "true" if quota.is_parent else "false"
+    labels[keys.QUOTA_ALLOW_LENT] = "true" if quota.allow_lent else "false"
+    if quota.parent is not None:
+        labels[keys.QUOTA_PARENT] = quota.parent.name
+    annotations = dict(quota.annotations)
+    if quota.shared_weight is not None:
+        annotations[keys.QUOTA_SHARED_WEIGHT] = json.dumps(
+            format_resource_list(quota.shared_weight), sort_keys=True
+        )
+    return {
+        "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
+        "kind": "ElasticQuota",
+        "metadata": _meta(
+            quota.name,
+            quota.namespace,
+            labels=dict(sorted(labels.items())),
+            annotations=annotations,
+        ),
+        "spec": {"min": format_resource_list(quota.min), "max": format_resource_list(quota.max)},
+    }
+
+
+def _gang_annotations(job: Job) -> dict[str, str]:
+    """The annotations a pod or PodGroup carries for the job's own fields."""
+    annotations: dict[str, str] = {}
+    if job.kind == Job.Kind.GANG:
+        annotations.update(
+            {
+                keys.GANG_NAME: job.name,
+                keys.GANG_MIN_AVAILABLE: str(job.min_available),
+                keys.GANG_TOTAL_NUMBER: str(job.total_number),
+                keys.GANG_MODE: job.mode,
+                keys.GANG_WAITING_TIME: f"{job.waiting_time_seconds}s",
+            }
+        )
+    if job.gang_groups and job.kind != Job.Kind.POD:
+        annotations[keys.GANG_GROUPS] = json.dumps(sorted(job.gang_groups))
+    if job.topology_spec and job.kind != Job.Kind.POD:
+        annotations[keys.GANG_TOPOLOGY_SPEC] = json.dumps(job.topology_spec, sort_keys=True)
+    if job.duration_seconds is not None:
+        annotations[keys.DURATION_ANNOTATION] = str(job.duration_seconds)
+    return annotations
+
+
+def pod_group_doc(job: Job) -> dict[str, Any]:
+    annotations = {**job.annotations, **_gang_annotations(job)}
+    return {
+        "apiVersion": job.pod_group_api or keys.DEFAULT_POD_GROUP_API,
+        "kind": "PodGroup",
+        "metadata": _meta(
+            job.name,
+            job.namespace,
+            labels=job.labels,
+            annotations=annotations,
+            creationTimestamp=format_timestamp(job.submitted_at),
+        ),
+        "spec": {
+            "minMember": job.min_available,
+            "scheduleTimeoutSeconds": job.waiting_time_seconds,
+        },
+    }
+
+
+def pod_doc(pod: Pod, job: Job, node_names: dict[int, str]) -> dict[str, Any]:
+    labels = dict(pod.labels)
+    if job.kind == Job.Kind.POD_GROUP:
+        api = job.pod_group_api or keys.DEFAULT_POD_GROUP_API
+        labels[keys.POD_GROUP_APIS.get(api, keys.POD_GROUP_LABELS[0])] = job.name
+    if job.quota is not None:
+        labels[keys.QUOTA_NAME] = job.quota.name
+    annotations = dict(pod.annotations)
+    if job.kind != Job.Kind.POD_GROUP:
+        annotations.update(_gang_annotations(job))
+    if pod.topology_index is not None:
+        annotations[keys.GANG_TOPOLOGY_INDEX] = str(pod.topology_index)
+    resources = _compact(
+        {"requests": format_resource_list(pod.requests), "limits": format_resource_list(pod.limits)}
+    )
+    node_name = node_names.get(pod.node_id) if pod.node_id else None
+    spec = _compact(
+        {
+            "schedulerName": pod.scheduler_name,
+            "nodeName": node_name,
+            "priorityClassName": pod.priority_class_name,
+            "preemptionPolicy": pod.preemption_policy,
+            "nodeSelector": pod.node_selector,
+            "affinity": pod.affinity,
+            "tolerations": pod.tolerations,
+            "containers": [
+                _compact({"name": CONTAINER_NAME, "image": CONTAINER_IMAGE, "resources": resources})
+            ],
+        }
+    )
+    spec["priority"] = pod.priority
+    conditions = []
+    if node_name and pod.bound_at is not None:
+        conditions.append(
+            {
+                "type": "PodScheduled",
+                "status": "True",
+                "lastTransitionTime": format_timestamp(pod.bound_at),
+            }
+        )
+    status = _compact(
+        {
+            "phase": pod.phase,
+            "nominatedNodeName": node_names.get(pod.nominated_node_id)
+            if pod.nominated_node_id
+            else None,
+            "startTime": format_timestamp(pod.started_at),
+            "conditions": conditions,
+        }
+    )
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": _meta(
+            pod.name,
+            pod.namespace,
+            uid=pod.uid,
+            labels=dict(sorted(labels.items())),
+            annotations=dict(sorted(annotations.items())),
+            creationTimestamp=format_timestamp(pod.created_at),
+            # koordweb keeps no deletion time; the creation time marks the pod as terminating.
+            deletionTimestamp=format_timestamp(pod.created_at) if pod.terminating else None,
+        ),
+        "spec": spec,
+        "status": status,
+    }
+
+
+def pdb_doc(pdb: PodDisruptionBudget) -> dict[str, Any]:
+    def int_or_percent(value: str) -> int | str:
+        return int(value) if value.isdigit() else value
+
+    spec: dict[str, Any] = {"selector": pdb.selector}
+    if pdb.min_available:
+        spec["minAvailable"] = int_or_percent(pdb.min_available)
+    if pdb.max_unavailable:
+        spec["maxUnavailable"] = int_or_percent(pdb.max_unavailable)
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": _meta(pdb.name, pdb.namespace),
+        "spec": spec,
+    }

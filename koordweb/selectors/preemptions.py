@@ -1,0 +1,138 @@
+"""Reads for the preemption ledger: who preempted whom, why, and what it cost.
+
+GPUs freed are counted from each victim's `freed` resources; GPU-hours lost is the victim's
+GPUs times how long it had run when it was preempted (the work thrown away), unless the round
+recorded its own figure in the preemption's `cost`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.db.models import Prefetch, Q, QuerySet
+
+from koordweb.models import Cluster, Preemption, PreemptionVictim
+from koordweb.selectors.tenancy import preemptions_visible, user_is_admin
+
+GPU_CORE = "koordinator.sh/gpu-core"
+WHOLE_CARD_RESOURCES = ("nvidia.com/gpu", "huawei.com/npu", "cambricon.com/mlu")
+
+
+def gpu_count(resources: Mapping[str, Any]) -> float:
+    """Cards in a resource list: whole cards, or gpu-core percent / 100 for shared requests."""
+    whole = sum(int(resources.get(name, 0)) for name in WHOLE_CARD_RESOURCES)
+    if whole:
+        return float(whole)
+    return int(resources.get(GPU_CORE, 0)) / 100
+
+
+@dataclass
+class VictimRow:
+    job_id: int
+    job: str
+    quota: str
+    started_at: datetime | None
+    pods: list[str]
+    gpus_freed: float
+    gpu_hours_lost: float
+
+
+@dataclass
+class PreemptionRow:
+    id: int
+    at: datetime
+    preemptor_id: int
+    preemptor: str
+    quota: str
+    state: str
+    reason: str
+    cost: dict[str, Any]
+    round_id: int | None
+    nominations: dict[str, Any]
+    victims: list[VictimRow] = field(default_factory=list)
+
+    @property
+    def gpus_freed(self) -> float:
+        return round(sum(v.gpus_freed for v in self.victims), 2)
+
+    @property
+    def gpu_hours_lost(self) -> float:
+        recorded = self.cost.get("gpu_hours_lost")
+        if isinstance(recorded, int | float):
+            return float(recorded)
+        return round(sum(v.gpu_hours_lost for v in self.victims), 2)
+
+
+def _victim_row(victim: PreemptionVictim, at: datetime) -> VictimRow:
+    job = victim.job
+    gpus = gpu_count(victim.freed or {})
+    ran = (at - job.started_at).total_seconds() / 3600 if job.started_at else 0.0
+    return VictimRow(
+        job.pk,
+        str(job),
+        job.quota.name if job.quota else "",
+        job.started_at,
+        [str(p) for p in victim.pods or []],
+        gpus,
+        round(gpus * max(ran, 0.0), 2),
+    )
+
+
+def _row(item: Preemption) -> PreemptionRow:
+    preemptor = item.preemptor
+    return PreemptionRow(
+        item.pk,
+        item.created_at,
+        preemptor.pk,
+        str(preemptor),
+        preemptor.quota.name if preemptor.quota else "",
+        item.state,
+        item.reason,
+        dict(item.cost or {}),
+        item.round_id,
+        dict(item.nominations or {}),
+        [_victim_row(v, item.created_at) for v in item.victims.all()],
+    )
+
+
+def _queryset(cluster: Cluster, user: Any) -> QuerySet[Preemption]:
+    victims = PreemptionVictim.objects.select_related("job__quota").order_by("job__name")
+    items = (
+        Preemption.objects.filter(cluster=cluster)
+        .select_related("preemptor__quota")
+        .prefetch_related(Prefetch("victims", queryset=victims))
+    )
+    if not user_is_admin(user):
+        # A tenant sees a preemption when one of its jobs preempted or was preempted.
+        items = items.filter(pk__in=preemptions_visible(user=user).values("pk"))
+    return items
+
+
+def preemption_list(
+    cluster: Cluster,
+    *,
+    user: Any,
+    quota: str = "",
+    since: datetime | None = None,
+    until: datetime | None = None,
+    limit: int = 200,
+) -> list[PreemptionRow]:
+    """The newest preemptions the user may see, filtered by tenant quota and time."""
+    items = _queryset(cluster, user)
+    if quota:
+        items = items.filter(Q(preemptor__quota__name=quota) | Q(victims__job__quota__name=quota))
+        items = items.distinct()
+    if since:
+        items = items.filter(created_at__gte=since)
+    if until:
+        items = items.filter(created_at__lte=until)
+    return [_row(item) for item in items.order_by("-created_at", "-id")[:limit]]
+
+
+def preemption_detail(cluster: Cluster, pk: int, *, user: Any) -> PreemptionRow | None:
+    """One preemption, or None when it is absent or the user may not see it."""
+    item = _queryset(cluster, user).filter(pk=pk).first()
+    return _row(item) if item else None

@@ -1,0 +1,157 @@
+"""Pages that change things: submit and cancel jobs, import YAML (admins), API tokens.
+
+Each view validates a form and calls one service owned elsewhere (`services.jobs`,
+`services.tokens`, `manifests`); the service's ValidationError is shown on the form.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from koordweb.forms import JobSubmitForm, ManifestUploadForm, TokenCreateForm
+from koordweb.manifests.apply import apply_manifests
+from koordweb.manifests.errors import ManifestError
+from koordweb.manifests.parse import parse_manifests
+from koordweb.models import Cluster, PriorityClass, TopologyLayer
+from koordweb.selectors.tenancy import quotas_of_member
+from koordweb.services.jobs import (
+    GatherRule,
+    JobConflict,
+    JobSpec,
+    PodShape,
+    job_cancel,
+    job_submit,
+)
+from koordweb.services.tokens import token_create, token_expired, token_list, token_revoke
+from koordweb.views.common import admin_required, current_cluster
+from koordweb.views.jobs import get_visible_job
+
+
+def _submit_form(request: HttpRequest, cluster: Cluster) -> JobSubmitForm:
+    quotas = quotas_of_member(user=request.user).filter(cluster=cluster, is_parent=False)
+    return JobSubmitForm(
+        request.POST or None,
+        quotas=list(quotas.order_by("name").values_list("name", flat=True)),
+        priority_classes=list(
+            PriorityClass.objects.filter(cluster=cluster).values_list("name", flat=True)
+        ),
+        layers=list(
+            TopologyLayer.objects.filter(cluster=cluster)
+            .exclude(name="NodeTopologyLayer")
+            .values_list("name", flat=True)
+        ),
+    )
+
+
+def _spec(form: JobSubmitForm, cluster: Cluster) -> JobSpec:
+    data = form.cleaned_data
+    gather: tuple[GatherRule, ...] = ()
+    if data.get("gather_layer"):
+        gather = (GatherRule(data["gather_layer"], data.get("gather_strategy") or "MustGather"),)
+    return JobSpec(
+        name=data["name"],
+        namespace=data["namespace"],
+        cluster=cluster.name,
+        quota=data.get("quota") or None,
+        priority_class=data.get("priority_class") or None,
+        replicas=data["replicas"],
+        min_available=data.get("min_available"),
+        pod=PodShape(requests=form.requests()),
+        gather=gather,
+        duration_seconds=data.get("duration_seconds"),
+    )
+
+
+def _errors_into(form: Any, error: ValidationError) -> None:
+    """Put the service's field errors on the form's fields where they exist, else on top."""
+    if hasattr(error, "error_dict"):
+        for field_name, errors in error.message_dict.items():
+            target = field_name if field_name in form.fields else None
+            for message in errors:
+                form.add_error(target, f"{field_name}: {message}" if target is None else message)
+    else:
+        for message in error.messages:
+            form.add_error(None, message)
+
+
+@login_required
+def job_submit_page(request: HttpRequest) -> HttpResponse:
+    cluster = current_cluster(request)
+    if cluster is None:
+        return render(request, "job_submit.html", {"cluster": None})
+    form = _submit_form(request, cluster)
+    if request.method == "POST" and form.is_valid():
+        try:
+            job, _ = job_submit(user=request.user, spec=_spec(form, cluster))
+        except ValidationError as error:
+            _errors_into(form, error)
+        else:
+            messages.success(request, f"Submitted {job}; the next round will consider it.")
+            return redirect("job-detail", pk=job.pk)
+    return render(request, "job_submit.html", {"cluster": cluster, "form": form})
+
+
+@require_POST
+@login_required
+def job_cancel_page(request: HttpRequest, pk: int) -> HttpResponse:
+    job = get_visible_job(request, pk)
+    try:
+        job_cancel(job=job, user=request.user, reason=request.POST.get("reason", "")[:500])
+    except JobConflict as conflict:
+        messages.error(request, str(conflict))
+    else:
+        messages.success(request, f"Cancelled {job}.")
+    return redirect("job-detail", pk=job.pk)
+
+
+@admin_required
+def import_page(request: HttpRequest) -> HttpResponse:
+    cluster = current_cluster(request)
+    form = ManifestUploadForm(request.POST or None, request.FILES or None)
+    result: dict[str, Any] = {}
+    if request.method == "POST" and form.is_valid() and cluster is not None:
+        try:
+            manifests = parse_manifests(form.cleaned_data["yaml"])
+            if form.cleaned_data["dry_run"]:
+                result = {"counts": manifests.counts(), "dry_run": True}
+            else:
+                result = {"counts": apply_manifests(cluster, manifests), "dry_run": False}
+        except ManifestError as error:
+            form.add_error(None, str(error))
+    return render(request, "import.html", {"cluster": cluster, "form": form, "result": result})
+
+
+@login_required
+def tokens_page(request: HttpRequest) -> HttpResponse:
+    form = TokenCreateForm(request.POST or None)
+    new_token = ""
+    if request.method == "POST" and form.is_valid():
+        days = form.cleaned_data.get("expiry_days")
+        _, new_token = token_create(
+            user=request.user, expiry=timedelta(days=days) if days else None
+        )
+    now = timezone.now()
+    tokens = [(t, token_expired(t, now)) for t in token_list(user=request.user)]
+    # The clear text is shown once in this response and never stored or redirected with.
+    context = {"form": TokenCreateForm(), "tokens": tokens, "new_token": new_token}
+    return render(request, "tokens.html", context)
+
+
+@require_POST
+@login_required
+def token_revoke_page(request: HttpRequest, token_key: str) -> HttpResponse:
+    if token_revoke(user=request.user, token_key=token_key):
+        messages.success(request, f"Revoked token {token_key}.")
+    else:
+        messages.error(request, "No such token.")
+    return HttpResponseRedirect(reverse("tokens"))

@@ -1,0 +1,211 @@
+"""The topology page (domain tree, graph, free slots, a job's placement) and the device page."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from koordweb.figures.base import percent
+from koordweb.figures.devices import CardCell, column_groups, device_heatmap
+from koordweb.figures.topology import TreeNode, domain_sunburst, topology_graph
+from koordweb.forms import DeviceFilterForm, PodShapeForm
+from koordweb.models import Cluster, Job, JobState, Pod
+from koordweb.selectors.devices import VENDORS, Card, device_grid
+from koordweb.selectors.topology import (
+    NODE_LAYER,
+    ROOT_KEY,
+    TopologyTree,
+    accelerator_resources,
+    topology_tree,
+)
+from koordweb.views.common import current_cluster, int_param, is_admin, visible_jobs
+
+# Above this many nodes the figures stop at the layer above the nodes (aggregate, stay fast).
+NODE_LEAF_LIMIT = 600
+DEVICE_ROWS_PER_PAGE = 120
+
+
+def tree_nodes(tree: TopologyTree, resource: str) -> list[TreeNode]:
+    """Selector domains -> figure input, parents first; allocation of `resource` (cards) when
+    the domain has it, of cpu otherwise."""
+    scale = 100 if resource.endswith("gpu-core") else 1
+    depth_of = {ROOT_KEY: 0}
+    entries: list[TreeNode] = []
+    for key, domain in tree.domains.items():
+        depth = 0 if key == ROOT_KEY else depth_of[domain.parent] + 1
+        depth_of[key] = depth
+        basis = resource if domain.capacity.get(resource) else "cpu"
+        capacity = domain.capacity.get(basis, 0)
+        allocated = domain.allocated.get(basis, 0)
+        free = domain.capacity.get(resource, 0) - domain.allocated.get(resource, 0)
+        entries.append(
+            TreeNode(
+                key=key,
+                label=domain.name,
+                parent=domain.parent,
+                layer=domain.layer,
+                depth=depth,
+                nodes=domain.node_count,
+                allocated_pct=percent(allocated, capacity),
+                free=round(free / scale, 2),
+                slots=domain.slots,
+            )
+        )
+    return entries
+
+
+def placement_keys(tree: TopologyTree, node_names: set[str]) -> set[str]:
+    """Every domain (and node leaf) on the path to the nodes where a job's pods are."""
+    keys: set[str] = set()
+    for name in node_names:
+        keys.update(tree.node_path.get(name, []))
+        keys.add(f"{NODE_LAYER}/{name}")
+    return keys
+
+
+def job_node_names(job: Job) -> set[str]:
+    names = Pod.objects.filter(job=job, node__isnull=False).values_list("node__name", flat=True)
+    return set(names)
+
+
+def placement_figure(cluster: Cluster, job: Job) -> dict[str, Any]:
+    """The sunburst of the job's cluster with the domains it runs in outlined."""
+    tree = topology_tree(cluster, include_nodes=_small(tree_size=cluster.nodes.count()))
+    return domain_sunburst(
+        tree_nodes(tree, "nvidia.com/gpu"), highlighted=placement_keys(tree, job_node_names(job))
+    )
+
+
+def _small(*, tree_size: int) -> bool:
+    return tree_size <= NODE_LEAF_LIMIT
+
+
+@login_required
+def topology(request: HttpRequest) -> HttpResponse:
+    cluster = current_cluster(request)
+    if cluster is None:
+        return render(request, "topology.html", {"cluster": None})
+    resources = accelerator_resources(cluster) or ["cpu"]
+    jobs = visible_jobs(request.user, cluster).filter(
+        state__in=[JobState.RUNNING, JobState.SCHEDULED]
+    )
+    form = PodShapeForm(request.GET or None, resources=resources, jobs=jobs[:300])
+    shape = form.shape() if form.is_valid() else PodShapeForm.default_shape(resources)
+    resource = next(iter(k for k in shape if k not in ("cpu", "memory")), resources[0])
+    tree = topology_tree(
+        cluster, shape=shape, include_nodes=_small(tree_size=cluster.nodes.count())
+    )
+    job = form.cleaned_data.get("job") if form.is_valid() else None
+    highlighted = placement_keys(tree, job_node_names(job)) if job else set()
+    entries = tree_nodes(tree, resource)
+    unit = "cards" if resource != "cpu" else "cpu (milli)"
+    context = {
+        "cluster": cluster,
+        "form": form,
+        "job": job,
+        "shape": shape,
+        "sunburst": domain_sunburst(entries, highlighted=highlighted, unit=unit),
+        "graph": topology_graph(entries, highlighted=highlighted, unit=unit),
+        "outside": tree.outside,
+        "layers": tree.layers,
+        "domains": [e for e in entries if e.layer not in (NODE_LAYER,) and e.depth > 0][:200],
+        "root": entries[0] if entries else None,
+    }
+    return render(request, "topology.html", context)
+
+
+def _card_hover(card: Card) -> str:
+    lines = [
+        f"<b>{card.node}</b> #{card.minor} {VENDORS.get(card.vendor, card.vendor)} {card.model}",
+        f"NUMA {card.numa if card.numa is not None else '?'} · PCIe {card.pcie or '?'}"
+        + (f" · NVLink {card.nvlink}" if card.nvlink else ""),
+        f"used {card.core_used}%"
+        + (" (shared)" if card.shared else "")
+        + ("" if card.healthy else " · UNHEALTHY"),
+    ]
+    lines += [f"{use.job} {use.pod} {use.core}%".replace("  ", " ") for use in card.uses[:6]]
+    return "<br>".join(lines)
+
+
+def _majority(values: list[str]) -> str:
+    return Counter(values).most_common(1)[0][0] if values else ""
+
+
+@login_required
+def devices(request: HttpRequest) -> HttpResponse:
+    cluster = current_cluster(request)
+    if cluster is None:
+        return render(request, "devices.html", {"cluster": None})
+    form = DeviceFilterForm(request.GET or None)
+    vendor = block = ""
+    if form.is_valid():
+        vendor, block = form.cleaned_data["vendor"], form.cleaned_data["block"]
+    page = int_param(request, "page", 1, 1, 10_000)
+    label = _job_labeller(request, cluster)
+    grid = device_grid(
+        cluster,
+        vendor=vendor,
+        group=block,
+        job_label=label,
+        offset=(page - 1) * DEVICE_ROWS_PER_PAGE,
+        limit=DEVICE_ROWS_PER_PAGE,
+    )
+    form.fields["block"].widget.choices = [("", "all blocks")] + [(g, g) for g in grid.groups]
+    row_of = {node: i for i, (_, node) in enumerate(grid.rows)}
+    column_of = {minor: i for i, minor in enumerate(grid.minors)}
+    cells = {
+        (row_of[c.node], column_of[c.minor]): CardCell(
+            c.core_used, c.shared, c.healthy, _card_hover(c)
+        )
+        for c in grid.cards
+    }
+    per_column: dict[int, list[Card]] = {m: [] for m in grid.minors}
+    for card in grid.cards:
+        per_column[card.minor].append(card)
+    numa = [
+        _majority([str(c.numa) for c in per_column[m] if c.numa is not None]) for m in grid.minors
+    ]
+    pcie = [_majority([c.pcie for c in per_column[m] if c.pcie]) for m in grid.minors]
+    nvlink = [_majority([c.nvlink for c in per_column[m] if c.nvlink]) for m in grid.minors]
+    groups = [
+        *column_groups(numa, "NUMA"),
+        *column_groups(pcie, "PCIe"),
+        *column_groups(nvlink, "NVLink"),
+    ]
+    figure = (
+        device_heatmap(
+            [f"{group} · {node}" for group, node in grid.rows], grid.minors, cells, groups=groups
+        )
+        if grid.rows
+        else None
+    )
+    pages = max(1, -(-grid.row_count // DEVICE_ROWS_PER_PAGE))
+    context = {
+        "cluster": cluster,
+        "form": form,
+        "figure": figure,
+        "card_count": len(grid.cards),
+        "shared_count": sum(1 for c in grid.cards if c.shared),
+        "node_count": grid.row_count,
+        "page": page,
+        "pages": pages,
+        "query": _query_without_page(request),
+    }
+    return render(request, "devices.html", context)
+
+
+def _job_labeller(request: HttpRequest, cluster: Cluster) -> Any:
+    if is_admin(request.user):
+        return lambda job_id, name: name
+    mine = set(visible_jobs(request.user, cluster).values_list("pk", flat=True))
+    return lambda job_id, name: name if job_id in mine else "another tenant's job"
+
+
+def _query_without_page(request: HttpRequest) -> str:
+    query = request.GET.copy()
+    query.pop("page", None)
+    return query.urlencode()

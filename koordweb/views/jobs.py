@@ -1,0 +1,161 @@
+"""The job queue (in scheduling order, with the pending reason in plain words) and job detail."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.db.models import OuterRef, QuerySet, Subquery
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from koordweb.figures.capacity import display_amount
+from koordweb.models import Decision, Job, JobState, Pod, Preemption, PreemptionVictim
+from koordweb.views.cluster import placement_figure
+from koordweb.views.common import current_cluster, paginate, visible_jobs
+
+ACTIVE = (JobState.PENDING, JobState.SCHEDULED, JobState.RUNNING)
+STATE_FILTERS = {"active": ACTIVE, "pending": (JobState.PENDING,), "all": ()}
+SHORT_NAMES = {
+    "nvidia.com/gpu": "GPU",
+    "koordinator.sh/gpu-core": "% GPU core",
+    "koordinator.sh/gpu-memory-ratio": "% GPU mem",
+    "huawei.com/npu-core": "NPU core",
+    "cpu": "CPU",
+    "memory": "mem",
+}
+
+
+def describe_shape(requests: Mapping[str, int]) -> str:
+    """A pod's requests as people say them: '8 GPU, 32 CPU, 256 GiB mem'."""
+    parts = []
+    for name in sorted(
+        requests,
+        key=lambda n: (
+            n not in SHORT_NAMES,
+            list(SHORT_NAMES).index(n) if n in SHORT_NAMES else 0,
+            n,
+        ),
+    ):
+        amount, unit = display_amount(name, requests[name])
+        label = SHORT_NAMES.get(name, name)
+        parts.append(
+            f"{amount:g} {unit} {label}".replace("  ", " ") if unit else f"{amount:g} {label}"
+        )
+    return ", ".join(parts)
+
+
+def plain_reason(outcome: str | None, reason: str | None, state_reason: str) -> str:
+    """The latest decision in words; the job's own state reason when no round saw it yet."""
+    if not outcome:
+        return state_reason or "waiting for the next scheduling round"
+    prefix = {
+        Decision.Outcome.UNSCHEDULABLE: "does not fit",
+        Decision.Outcome.PREEMPTING: "preempting lower-priority jobs",
+        Decision.Outcome.WAITING: "waiting",
+        Decision.Outcome.PLACED: "placed",
+    }.get(outcome, outcome)
+    return f"{prefix}: {reason}" if reason else prefix
+
+
+def job_queue(jobs: QuerySet[Job], states: tuple[str, ...]) -> QuerySet[Job]:
+    """Scheduling order (priority desc, then submission) with the latest decision attached."""
+    latest = Decision.objects.filter(job=OuterRef("pk")).order_by("-created_at", "-id")
+    if states:
+        jobs = jobs.filter(state__in=states)
+    return (
+        jobs.select_related("quota", "priority_class")
+        .annotate(
+            last_outcome=Subquery(latest.values("outcome")[:1]),
+            last_reason=Subquery(latest.values("reason")[:1]),
+        )
+        .order_by("-priority", "submitted_at", "namespace", "name")
+    )
+
+
+def _shapes(job_ids: list[int]) -> dict[int, str]:
+    first: dict[int, Mapping[str, int]] = {}
+    counts: dict[int, int] = defaultdict(int)
+    rows = Pod.objects.filter(job_id__in=job_ids).order_by("name").values_list("job_id", "requests")
+    for job_id, requests in rows:
+        counts[job_id] += 1
+        first.setdefault(job_id, requests or {})
+    return {jid: f"{counts[jid]} x {describe_shape(first[jid])}" for jid in first}
+
+
+@login_required
+def job_list(request: HttpRequest) -> HttpResponse:
+    cluster = current_cluster(request)
+    if cluster is None:
+        return render(request, "jobs.html", {"cluster": None})
+    state = request.GET.get("state", "active")
+    states = STATE_FILTERS.get(state, ACTIVE)
+    page = paginate(request, job_queue(visible_jobs(request.user, cluster), states), per_page=50)
+    shapes = _shapes([job.pk for job in page.object_list])
+    rows = [
+        {
+            "job": job,
+            "position": page.start_index() + i,
+            "shape": shapes.get(job.pk) or f"{job.total_number} pod(s)",
+            "reason": plain_reason(job.last_outcome, job.last_reason, job.state_reason),
+        }
+        for i, job in enumerate(page.object_list)
+    ]
+    context = {
+        "cluster": cluster,
+        "rows": rows,
+        "page": page,
+        "state": state,
+        "states": list(STATE_FILTERS),
+    }
+    return render(request, "jobs.html", context)
+
+
+def get_visible_job(request: HttpRequest, pk: int) -> Job:
+    """The job, or 404 when it does not exist or belongs to another tenant (no existence leak)."""
+    job = (
+        visible_jobs(request.user)
+        .select_related("quota", "priority_class", "cluster")
+        .filter(pk=pk)
+        .first()
+    )
+    if job is None:
+        raise Http404("no such job")
+    return job
+
+
+@login_required
+def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    job = get_visible_job(request, pk)
+    pods = list(
+        Pod.objects.filter(job=job).select_related("node", "nominated_node").order_by("name")[:500]
+    )
+    decisions = list(
+        Decision.objects.filter(job=job)
+        .select_related("round")
+        .order_by("-created_at", "-id")[:100]
+    )
+    latest = decisions[0] if decisions else None
+    details: dict[str, Any] = (
+        dict(latest.details) if latest and isinstance(latest.details, dict) else {}
+    )
+    context = {
+        "job": job,
+        "pods": pods,
+        "shape": describe_shape(pods[0].requests) if pods else "",
+        "decisions": decisions,
+        "reason": plain_reason(
+            latest.outcome if latest else None, latest.reason if latest else None, job.state_reason
+        ),
+        "counterfactual": details.get("counterfactual"),
+        "domain_slots": details.get("domains") or details.get("domain_slots"),
+        "preemptions_made": Preemption.objects.filter(preemptor=job).order_by("-created_at")[:20],
+        "preempted_by": PreemptionVictim.objects.filter(job=job).select_related(
+            "preemption__preemptor"
+        )[:20],
+        "placement": placement_figure(job.cluster, job) if any(p.node_id for p in pods) else None,
+        "active": job.state in ACTIVE,
+    }
+    return render(request, "job_detail.html", context)

@@ -1,0 +1,161 @@
+"""The audit trail pages: preemption ledger and timeline, round history, and the quota tree."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from koordweb.figures.capacity import display_amount, quota_bars
+from koordweb.figures.timeline import (
+    PreemptionEvent,
+    RoundPoint,
+    VictimSpan,
+    preemption_timeline,
+    round_latency,
+)
+from koordweb.forms import PreemptionFilterForm, QuotaResourceForm
+from koordweb.models import ElasticQuota
+from koordweb.selectors.overview import latest_runtime_quota, quota_usage
+from koordweb.selectors.preemptions import PreemptionRow, preemption_detail, preemption_list
+from koordweb.selectors.rounds import round_detail, round_history
+from koordweb.views.common import current_cluster, is_admin, job_scope, paginate
+
+
+def _events(rows: list[PreemptionRow]) -> list[PreemptionEvent]:
+    return [
+        PreemptionEvent(
+            r.id,
+            r.at,
+            r.preemptor,
+            r.state,
+            r.reason,
+            tuple(
+                VictimSpan(v.job, v.started_at, v.gpus_freed, v.gpu_hours_lost) for v in r.victims
+            ),
+        )
+        for r in rows
+    ]
+
+
+@login_required
+def preemptions(request: HttpRequest) -> HttpResponse:
+    cluster = current_cluster(request)
+    if cluster is None:
+        return render(request, "preemptions.html", {"cluster": None})
+    quotas = ElasticQuota.objects.filter(cluster=cluster)
+    if not is_admin(request.user):
+        quotas = quotas.filter(members=request.user)
+    names = list(quotas.order_by("name").values_list("name", flat=True))
+    form = PreemptionFilterForm(request.GET or None, quotas=names)
+    filters = form.cleaned_data if form.is_valid() else {}
+    rows = preemption_list(
+        cluster,
+        user=request.user,
+        quota=filters.get("quota") or "",
+        since=filters.get("since"),
+        until=filters.get("until"),
+    )
+    context = {
+        "cluster": cluster,
+        "form": form,
+        "rows": rows,
+        "figure": preemption_timeline(_events(rows[:100])) if rows else None,
+        "gpus_freed": round(sum(r.gpus_freed for r in rows), 2),
+        "gpu_hours_lost": round(sum(r.gpu_hours_lost for r in rows), 2),
+    }
+    return render(request, "preemptions.html", context)
+
+
+@login_required
+def preemption_page(request: HttpRequest, pk: int) -> HttpResponse:
+    cluster = current_cluster(request)
+    row = preemption_detail(cluster, pk, user=request.user) if cluster else None
+    if row is None:
+        raise Http404("no such preemption")
+    context = {"row": row, "figure": preemption_timeline(_events([row]))}
+    return render(request, "preemption_detail.html", context)
+
+
+@login_required
+def rounds(request: HttpRequest) -> HttpResponse:
+    cluster = current_cluster(request)
+    if cluster is None:
+        return render(request, "rounds.html", {"cluster": None})
+    history = round_history(cluster)
+    page = paginate(request, history, per_page=50)
+    recent = list(history[:100])
+    points = [
+        RoundPoint(r.pk, r.started_at, r.state, r.duration_ms, r.jobs_placed, r.preemption_count)
+        for r in reversed(recent)
+    ]
+    context = {
+        "cluster": cluster,
+        "page": page,
+        "figure": round_latency(points) if points else None,
+    }
+    return render(request, "rounds.html", context)
+
+
+@login_required
+def round_page(request: HttpRequest, pk: int) -> HttpResponse:
+    cluster = current_cluster(request)
+    detail = (
+        round_detail(cluster, pk, visible_jobs=job_scope(request.user, cluster))
+        if cluster
+        else None
+    )
+    if detail is None:
+        raise Http404("no such round")
+    return render(request, "round_detail.html", {"detail": detail, "round": detail.round})
+
+
+@login_required
+def quotas(request: HttpRequest) -> HttpResponse:
+    cluster = current_cluster(request)
+    if cluster is None:
+        return render(request, "quotas.html", {"cluster": None})
+    tree = quota_usage(cluster, latest_runtime_quota(cluster))
+    resources = sorted({name for q in tree for name in (*q.min, *q.max, *q.used)}) or ["cpu"]
+    form = QuotaResourceForm(request.GET or None, resources=resources)
+    default = "nvidia.com/gpu" if "nvidia.com/gpu" in resources else resources[0]
+    resource = form.cleaned_data["resource"] if form.is_valid() else default
+    rows = [
+        {
+            "quota": q,
+            "indent": "— " * q.depth,
+            "cells": [
+                {
+                    "resource": name,
+                    "min": _shown(name, q.min.get(name)),
+                    "max": _shown(name, q.max.get(name)),
+                    "used": _shown(name, q.used.get(name)),
+                    "runtime": _shown(name, q.runtime.get(name)) if q.runtime is not None else "—",
+                }
+                for name in resources
+            ],
+        }
+        for q in tree
+    ]
+    figure = (
+        quota_bars([(q.name, q.min, q.max, q.used, q.runtime) for q in tree], resource)
+        if tree
+        else None
+    )
+    context = {
+        "cluster": cluster,
+        "form": form,
+        "resource": resource,
+        "resources": resources,
+        "rows": rows,
+        "figure": figure,
+        "has_runtime": any(q.runtime is not None for q in tree),
+    }
+    return render(request, "quotas.html", context)
+
+
+def _shown(resource: str, amount: int | None) -> str:
+    if amount is None:
+        return "—"
+    value, unit = display_amount(resource, amount)
+    return f"{value:g} {unit}".strip()
