@@ -1,0 +1,203 @@
+"""Scheduling rounds end to end on the simulated backend: sync, engine, records, enact."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+import pytest
+from django.db import connection, transaction
+from django.utils import timezone
+
+from koordweb.backends.simulated import SimulatedBackend
+from koordweb.models import Cluster, Decision, Job, JobState, Pod, PodPhase, Preemption, Round
+from koordweb.services.demo import demo_seed
+from koordweb.services.jobs import GatherRule, JobSpec, PodShape, job_submit
+from koordweb.services.locks import round_lock_try
+from koordweb.services.records import round_execute
+from koordweb.tasks import run_round
+
+GI = 1024**3
+
+
+@pytest.fixture
+def demo(db, settings):
+    settings.KOORDWEB_CLUSTER = "default"
+    demo_seed()
+    return Cluster.objects.get(name="default")
+
+
+def _round(cluster: Cluster, now=None):
+    with transaction.atomic():
+        return round_execute(
+            cluster=cluster,
+            backend=SimulatedBackend(),
+            trigger=Round.Trigger.MANUAL,
+            now=now or timezone.now(),
+        )
+
+
+def test_first_round_places_every_pending_demo_job_whole(demo):
+    pending = list(demo.jobs.filter(state=JobState.PENDING))
+    assert pending
+    summary = run_round(demo.id)
+    assert summary["placed_pods"] == sum(j.pods.count() for j in pending)
+    for job in pending:
+        job.refresh_from_db()
+        nodes = [p.node_id for p in job.pods.all()]
+        assert all(nodes), f"{job} was placed partly"
+        assert job.state == JobState.SCHEDULED
+    rnd = Round.objects.get(id=summary["round"])
+    assert rnd.state == Round.State.SUCCEEDED
+    assert rnd.jobs_placed == len(pending)
+    assert Decision.objects.filter(round=rnd, outcome=Decision.Outcome.PLACED).count() == len(
+        pending
+    )
+
+
+def test_must_gather_block_lands_in_one_block(demo):
+    run_round(demo.id)
+    job = Job.objects.get(name="detector-sweep")
+    blocks = {p.node.labels["network.topology.nvidia.com/block"] for p in job.pods.all()}
+    assert len(blocks) == 1
+    decision = job.decisions.get(outcome=Decision.Outcome.PLACED)
+    assert decision.details["chosen_domain"].startswith("BlockLayer/")
+    assert decision.reason.startswith("placed in BlockLayer/")
+
+
+def test_kubelet_runs_then_finishes_jobs_on_the_injected_clock(demo):
+    now = timezone.now()
+    _round(demo, now)
+    job = Job.objects.get(name="tts-eval")  # declared duration 240 s
+    _round(demo, now + timedelta(seconds=1))
+    job.refresh_from_db()
+    assert job.state == JobState.RUNNING
+    assert set(job.pods.values_list("phase", flat=True)) == {PodPhase.RUNNING}
+    _round(demo, now + timedelta(seconds=600))
+    job.refresh_from_db()
+    assert job.state == JobState.SUCCEEDED
+    assert set(job.pods.values_list("phase", flat=True)) == {PodPhase.SUCCEEDED}
+
+
+def test_unchanged_verdicts_write_no_new_decision_rows(demo):
+    admin = demo.quotas.get(name="team-nlp").members.first()
+    job, _ = job_submit(
+        user=admin,
+        spec=JobSpec(
+            name="too-big",
+            namespace="team-nlp",
+            quota="team-nlp",
+            priority_class="koord-free",
+            replicas=40,
+            pod=PodShape(requests={"cpu": 1000, "nvidia.com/gpu": 8}),
+            gather=(GatherRule("SpineLayer", "MustGather"),),
+        ),
+    )
+    _round(demo)
+    _round(demo)
+    _round(demo)
+    rows = job.decisions.all()
+    assert rows.count() == 1
+    assert rows[0].outcome in (Decision.Outcome.UNSCHEDULABLE, Decision.Outcome.PREEMPTING)
+    assert "SpineLayer" in rows[0].reason or rows[0].details
+
+
+def test_high_priority_job_preempts_whole_lower_priority_jobs_then_runs(demo):
+    now = timezone.now()
+    _round(demo, now)
+    bob = demo.quotas.get(name="team-nlp").members.first()
+    job, _ = job_submit(
+        user=bob,
+        spec=JobSpec(
+            name="prod-refresh",
+            namespace="team-nlp",
+            quota="team-nlp",
+            priority_class="koord-prod",
+            replicas=24,
+            pod=PodShape(requests={"cpu": 8000, "nvidia.com/gpu": 8}),
+            gather=(GatherRule("SpineLayer", "MustGather"),),
+        ),
+    )
+    for step in range(1, 5):
+        _round(demo, now + timedelta(seconds=step))
+        job.refresh_from_db()
+        if job.state != JobState.PENDING:
+            break
+    assert job.state in (JobState.SCHEDULED, JobState.RUNNING)
+    preemption = Preemption.objects.get(preemptor=job)
+    victims = [v.job for v in preemption.victims.select_related("job")]
+    assert victims
+    for victim in victims:
+        assert victim.priority < job.priority
+        assert victim.state == JobState.PREEMPTED
+        assert not victim.pods.filter(phase__in=[PodPhase.PENDING, PodPhase.RUNNING]).exists()
+    spines = {p.node.labels["network.topology.nvidia.com/spine"] for p in job.pods.all()}
+    assert len(spines) == 1
+
+
+def test_no_node_holds_more_gpus_than_it_has_after_many_rounds(demo):
+    from koordweb.services.demo_arrivals import demo_arrival
+
+    now = timezone.now()
+    for step in range(12):
+        demo_arrival(cluster=demo)
+        _round(demo, now + timedelta(seconds=30 * step))
+    for node in demo.nodes.all():
+        used = sum(
+            p.requests.get("nvidia.com/gpu", 0)
+            for p in Pod.objects.filter(
+                node=node, phase__in=[PodPhase.PENDING, PodPhase.RUNNING]
+            )
+        )
+        assert used <= node.allocatable.get("nvidia.com/gpu", 0)
+
+
+class _BrokenBackend(SimulatedBackend):
+    """A cluster that fails half-way: after the engine ran and rows were written."""
+
+    def enact(self, cluster, plan, *, now):
+        super().enact(cluster, plan, now=now)
+        raise ConnectionError("the cluster went away")
+
+
+def test_a_failed_round_leaves_the_database_as_it_was(demo, monkeypatch):
+    monkeypatch.setattr("koordweb.tasks.backend_for", lambda cluster: _BrokenBackend())
+    bound_before = Pod.objects.filter(node__isnull=False).count()
+    with pytest.raises(ConnectionError):
+        run_round(demo.id)
+    assert Pod.objects.filter(node__isnull=False).count() == bound_before
+    assert not Decision.objects.exists()
+    failed = Round.objects.get()
+    assert failed.state == Round.State.FAILED
+    assert "the cluster went away" in failed.error
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_rounds_of_one_cluster_never_overlap():
+    if connection.vendor != "postgresql":
+        pytest.skip("advisory locks are PostgreSQL's; SQLite serialises writers itself")
+    cluster = Cluster.objects.create(name="race")
+    holding = threading.Event()
+    release = threading.Event()
+    seen: list[bool] = []
+
+    def holder() -> None:
+        with transaction.atomic():
+            seen.append(round_lock_try(cluster_id=cluster.id))
+            holding.set()
+            release.wait(10)
+        connection.close()
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    assert holding.wait(10)
+    with transaction.atomic():
+        second = round_lock_try(cluster_id=cluster.id)
+    summary = run_round(cluster.id)
+    release.set()
+    thread.join()
+    assert seen == [True]
+    assert second is False
+    assert summary["skipped"] == "another round is running"
+    with transaction.atomic():
+        assert round_lock_try(cluster_id=cluster.id) is True
