@@ -1,0 +1,114 @@
+"""`manage.py simulate` on every scenario file under tests/scenarios/, and on bad input.
+
+Each `<name>.yaml` has a `<name>.expected.json` beside it holding what must hold of the output:
+- "final": the exact pod -> node map after the last round;
+- "preemptions": every victim pod over all rounds (order does not matter);
+- "unschedulable": the job ids still unschedulable in the last round;
+- "annotations": {pod: {key: value}} that the placing round wrote;
+- "devices": {pod: {type: [minors]}} the cards the placing round chose.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from koordweb.models import Cluster, Job, Node, Pod
+
+SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
+CASES = sorted(SCENARIOS.glob("*.yaml"))
+
+
+def simulate(path: Path, *args: str) -> dict:
+    out = StringIO()
+    call_command("simulate", str(path), *args, stdout=out)
+    return json.loads(out.getvalue())
+
+
+def _placed(output: dict) -> dict[str, dict]:
+    placed: dict[str, dict] = {}
+    for rnd in output["rounds"]:
+        placed.update(rnd["placements"])
+    return placed
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+def test_scenario(path: Path) -> None:
+    expected = json.loads(path.with_suffix(".expected.json").read_text())
+    output = simulate(path)
+    if "final" in expected:
+        assert output["final"] == expected["final"]
+    if "preemptions" in expected:
+        victims = sorted(
+            v for rnd in output["rounds"] for p in rnd["preemptions"] for v in p["victims"]
+        )
+        assert victims == sorted(expected["preemptions"])
+    if "unschedulable" in expected:
+        assert sorted(output["rounds"][-1]["unschedulable"]) == sorted(expected["unschedulable"])
+    placed = _placed(output)
+    for pod, wanted in expected.get("annotations", {}).items():
+        for key, value in wanted.items():
+            assert placed[pod]["annotations"].get(key) == value, (pod, key)
+    for pod, devices in expected.get("devices", {}).items():
+        chosen = {
+            kind: sorted(entry["minor"] for entry in entries)
+            for kind, entries in placed[pod]["devices"].items()
+        }
+        assert chosen == {k: sorted(v) for k, v in devices.items()}, pod
+    # Nothing is kept: the scratch cluster was rolled back.
+    assert not Cluster.objects.exists()
+    assert not Node.objects.exists() and not Pod.objects.exists() and not Job.objects.exists()
+
+
+@pytest.mark.django_db
+def test_output_shape_and_determinism() -> None:
+    if not CASES:
+        pytest.skip("no scenario files yet")
+    first = simulate(CASES[0])
+    assert set(first) == {"rounds", "final"}
+    for rnd in first["rounds"]:
+        assert set(rnd) == {"placements", "preemptions", "unschedulable"}
+    assert simulate(CASES[0]) == first
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("kind: Node\napiVersion: v1\nmetadata: {name: a}\n: : :\n", "document"),
+        ("apiVersion: v1\nkind: Gadget\nmetadata: {name: x}\n", "Gadget"),
+        ("a: &x [1]\nb: *x\n", "anchors are not allowed"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(CommandError) as caught:
+        simulate(path)
+    assert caught.value.returncode == 2
+    assert message.lower() in str(caught.value).lower()
+    assert "\n" not in str(caught.value)
+    assert not Cluster.objects.exists()
+
+
+def test_missing_file_exits_2_from_the_command_line(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "manage.py", "simulate", str(tmp_path / "nope.yaml")],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+        env={**os.environ, "SECRET_KEY": "cli-test-" + "k" * 40},
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0
+    assert "nope.yaml" in done.stderr
