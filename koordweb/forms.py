@@ -21,16 +21,15 @@ class PodShapeForm(forms.Form):
     count = forms.IntegerField(label="per pod", min_value=0, max_value=1000, initial=8)
     cpu = forms.DecimalField(label="CPU cores", min_value=0, max_value=10_000, initial=0)
     memory = forms.DecimalField(label="Memory GiB", min_value=0, max_value=100_000, initial=0)
-    job = forms.TypedChoiceField(
-        label="Highlight job", required=False, coerce=int, empty_value=None
-    )
+    # An id, not a choice: a job past the first 300 listed can still be highlighted by link.
+    job = forms.IntegerField(label="Highlight job", required=False, widget=forms.Select)
 
     def __init__(self, *args: Any, resources: list[str], jobs: QuerySet[Job], **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.jobs = jobs
         self.fields["resource"].choices = [(r, r) for r in resources]
         self.fields["resource"].initial = _default_resource(resources)
-        self.fields["job"].choices = [("", "none")] + [(j.pk, str(j)) for j in jobs[:300]]
+        self.fields["job"].widget.choices = [("", "none")] + [(j.pk, str(j)) for j in jobs[:300]]
 
     def clean_job(self) -> Job | None:
         pk = self.cleaned_data.get("job")

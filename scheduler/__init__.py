@@ -1,1 +1,58 @@
-"""The scheduling engine: a pure-Python library (numpy, networkx), no Django, no clock, no I/O."""
+"""The scheduling engine: a pure-Python library (numpy, networkx), no Django, no clock, no I/O.
+
+Entry points: `run_round(snapshot, profile=None) -> RoundResult` for one round,
+`apply_round` / `run_rounds` to simulate a cluster that obeys, `Profile.default()` for the
+reference plugin set. Input types live in `scheduler.model`; the plugin contracts in
+`scheduler.framework`.
+"""
+
+from scheduler.apply import apply_round, run_rounds
+from scheduler.model import (
+    ClusterSnapshot,
+    GangInfo,
+    JobInfo,
+    LayerGather,
+    NodeInfo,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    PDBInfo,
+    PodInfo,
+    QuotaInfo,
+    Taint,
+    Toleration,
+    TopologyLayerSpec,
+    TopologyRule,
+    TopologySpec,
+    gang_group_id,
+)
+from scheduler.profile import PluginSpec, Profile
+from scheduler.result import JobVerdict, Placement, PreemptionRecord, RoundResult
+from scheduler.round import run_round
+
+__all__ = [
+    "ClusterSnapshot",
+    "GangInfo",
+    "JobInfo",
+    "JobVerdict",
+    "LayerGather",
+    "NodeInfo",
+    "NodeSelectorRequirement",
+    "NodeSelectorTerm",
+    "PDBInfo",
+    "Placement",
+    "PluginSpec",
+    "PodInfo",
+    "PreemptionRecord",
+    "Profile",
+    "QuotaInfo",
+    "RoundResult",
+    "Taint",
+    "Toleration",
+    "TopologyLayerSpec",
+    "TopologyRule",
+    "TopologySpec",
+    "apply_round",
+    "gang_group_id",
+    "run_round",
+    "run_rounds",
+]

@@ -11,13 +11,17 @@ from typing import Any
 from rest_framework.views import APIView
 
 from koordweb.api.exceptions import api_exception_handler
+from koordweb.api.pagination import BoundedLimitOffsetPagination
 from koordweb.api.parsers import JSON_PARSERS
+from koordweb.api.schema import ApiAutoSchema
 from koordweb.api.throttles import AnonymousRateThrottle, TokenRateThrottle
 
 
 class ApiMixin:
     parser_classes: Any = JSON_PARSERS
     throttle_classes: Any = [TokenRateThrottle, AnonymousRateThrottle]
+    pagination_class: Any = BoundedLimitOffsetPagination
+    schema: Any = ApiAutoSchema()
 
     def get_exception_handler(self) -> Callable[..., Any]:
         return api_exception_handler

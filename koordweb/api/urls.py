@@ -1,12 +1,14 @@
 """API routes under /api/: the v1 endpoints, the OpenAPI schema and its local Swagger UI."""
 
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
 from koordweb.api.views import catalog
 from koordweb.api.views.jobs import JobViewSet
+from koordweb.api.views.not_found import api_not_found
 from koordweb.api.views.topology import TopologyView
+from koordweb.api.views.whatif import WhatIfView
 from koordweb.api.views.tokens import TokenDetailView, TokenListView
 
 router = DefaultRouter(trailing_slash=True)
@@ -23,6 +25,7 @@ router.register("preemptions", catalog.PreemptionViewSet, basename="preemption")
 v1 = [
     *router.urls,
     path("topology/", TopologyView.as_view(), name="topology"),
+    path("whatif/", WhatIfView.as_view(), name="whatif"),
     path("tokens/", TokenListView.as_view(), name="token-list"),
     path("tokens/<str:token_key>/", TokenDetailView.as_view(), name="token-detail"),
 ]
@@ -31,4 +34,5 @@ urlpatterns = [
     path("v1/", include((v1, "api"), namespace="v1")),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    re_path(r"^(?P<path>.*)$", api_not_found),
 ]

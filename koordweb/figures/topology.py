@@ -74,20 +74,34 @@ def domain_sunburst(
 
 
 def graph_positions(tree: Sequence[TreeNode]) -> dict[str, tuple[float, float]]:
-    """A layered layout (root on top, one row per layer), children kept under their parents by
-    inserting nodes depth-first; coordinates rounded to keep the payload small."""
-    graph = nx.Graph()
+    """A tidy layered layout: one row per layer (root on top), leaves spread evenly in
+    depth-first order and every domain centred over its children. networkx walks the tree;
+    coordinates are rounded to keep the payload small."""
+    graph = nx.DiGraph()
     for entry in tree:
         graph.add_node(entry.key, depth=entry.depth)
         if entry.parent:
             graph.add_edge(entry.parent, entry.key)
-    ordered = nx.DiGraph()
     roots = [t.key for t in tree if not t.parent]
+    leaves = [
+        key
+        for root in roots
+        for key in nx.dfs_preorder_nodes(graph, root)
+        if graph.out_degree(key) == 0
+    ]
+    span = max(len(leaves) - 1, 1)
+    x = {key: index / span for index, key in enumerate(leaves)}
     for root in roots:
-        for key in nx.dfs_preorder_nodes(graph, root):
-            ordered.add_node(key, depth=graph.nodes[key]["depth"])
-    positions = nx.multipartite_layout(ordered, subset_key="depth", align="horizontal")
-    return {key: (round(float(x), 3), round(-float(y), 3)) for key, (x, y) in positions.items()}
+        for key in nx.dfs_postorder_nodes(graph, root):
+            children = list(graph.successors(key))
+            if children:
+                x[key] = sum(x[c] for c in children) / len(children)
+    deepest = max((t.depth for t in tree), default=0) or 1
+    return {
+        key: (round(x[key], 3), round(1 - graph.nodes[key]["depth"] / deepest, 3))
+        for key in graph.nodes
+        if key in x
+    }
 
 
 def topology_graph(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from django.db import models, transaction
+from django.db import IntegrityError, models, transaction
 from django.utils import timezone
 
 from koordweb.manifests import keys
@@ -47,8 +47,13 @@ from koordweb.models.workload import PreemptionPolicy
 
 def apply_manifests(cluster: Cluster, manifests: ManifestSet) -> dict[str, int]:
     """Create the rows of `manifests` in `cluster`; returns the count of objects per kind."""
-    with transaction.atomic():
-        _Applier(cluster, manifests).run()
+    try:
+        with transaction.atomic():
+            _Applier(cluster, manifests).run()
+    except IntegrityError as exc:
+        # The checks above should leave nothing for the database to refuse; if a concurrent
+        # writer won a race, still answer with the one kind of error callers handle.
+        raise ManifestError(None, "database", f"conflicts with stored rows: {exc}") from exc
     return manifests.counts()
 
 

@@ -105,12 +105,18 @@ def export_manifests(cluster: Cluster) -> list[dict[str, Any]]:
     return docs
 
 
+_BaseDumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class _NoAliasDumper(_BaseDumper):  # type: ignore[misc,valid-type]
+    """libyaml's emitter when present (a large export is many times faster), never aliases."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
 def dump_manifests(documents: list[dict[str, Any]]) -> str:
     """Documents -> multi-document YAML text, keys in the order written, never aliases."""
-
-    class _NoAliasDumper(yaml.SafeDumper):
-        def ignore_aliases(self, data: Any) -> bool:
-            return True
 
     return yaml.dump_all(
         documents,

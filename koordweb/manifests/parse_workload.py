@@ -132,7 +132,8 @@ def parse_pod(doc: At) -> ParsedObject:
     extra: dict[str, Any] = {"duration_seconds": _read_duration(annotations, doc.index)}
     group_labels = pop_keys(labels, *keys.POD_GROUP_LABELS)
     if group_labels:
-        extra["pod_group"] = next(iter(group_labels.values()))
+        label, group = next(iter(group_labels.items()))
+        extra["pod_group"] = At(doc.index, group, f"metadata.labels.{label}").string(required=True)
     elif keys.GANG_NAME in annotations:
         extra["gang"] = _annotation(annotations, doc.index, keys.GANG_NAME).string(required=True)
         extra["gang_settings"] = _read_gang(annotations, doc.index)

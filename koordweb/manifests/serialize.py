@@ -251,6 +251,7 @@ def pod_doc(pod: Pod, job: Job, node_names: dict[int, str]) -> dict[str, Any]:
             "schedulerName": pod.scheduler_name,
             "nodeName": node_name,
             "priorityClassName": pod.priority_class_name,
+            "priority": pod.priority,
             "preemptionPolicy": pod.preemption_policy,
             "nodeSelector": pod.node_selector,
             "affinity": pod.affinity,
@@ -258,9 +259,9 @@ def pod_doc(pod: Pod, job: Job, node_names: dict[int, str]) -> dict[str, Any]:
             "containers": [
                 _compact({"name": CONTAINER_NAME, "image": CONTAINER_IMAGE, "resources": resources})
             ],
-        }
+        },
+        keep=("priority",),
     )
-    spec["priority"] = pod.priority
     conditions = []
     if node_name and pod.bound_at is not None:
         conditions.append(

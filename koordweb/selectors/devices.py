@@ -29,6 +29,7 @@ VENDORS = {"nvidia": "NVIDIA", "huawei": "Ascend", "cambricon": "Cambricon"}
 # NVLink partition tables Koordinator builds in for these 8-card models: pairs and quads.
 NVLINK_MODELS = ("H100", "H800", "H20")
 NVLINK_PARTITIONS = ((0, 1, 2, 3), (4, 5, 6, 7))
+OUTSIDE = "(outside)"
 
 
 @dataclass
@@ -130,11 +131,15 @@ def device_grid(
     for node, labels, minor, dev_vendor, model, numa, pcie, health in rows:
         if node not in node_group:
             path = node_domains(chain, node, labels or {}) if chain else []
-            node_group[node] = path[-1].partition("/")[2] if path else "(outside)"
+            node_group[node] = path[-1].partition("/")[2] if path else OUTSIDE
         card = Card(node, node_group[node], minor, dev_vendor, model, numa, pcie, health)
         by_node[node].append(card)
     groups = sorted(set(node_group.values()))
-    ordered = sorted((node_group[n], n) for n in by_node if not group or node_group[n] == group)
+    # Nodes outside the topology go last, after every block.
+    ordered = sorted(
+        ((node_group[n], n) for n in by_node if not group or node_group[n] == group),
+        key=lambda row: (row[0] == OUTSIDE, row),
+    )
     page = ordered[offset : offset + limit]
     shown = {node for _, node in page}
     cards = [card for node in shown for card in by_node[node]]

@@ -238,7 +238,8 @@ def job_spec_resolve(*, user: Any, spec: JobSpec) -> ResolvedJob:
     )
 
 
-def _pod_rows(job: Job, resolved: ResolvedJob, now: Any) -> list[Pod]:
+def job_pod_rows(job: Job, resolved: ResolvedJob, now: Any) -> list[Pod]:
+    """The job's pods, unsaved: `<job>-<index>`, gang annotations, quota label, priority."""
     spec = resolved.spec
     labels = dict(spec.labels)
     if resolved.quota is not None:
@@ -349,7 +350,7 @@ def _create_job(*, owner: Any, resolved: ResolvedJob, idempotency_key: str | Non
         idempotency_key=idempotency_key or None,
         submitted_at=now,
     )
-    Pod.objects.bulk_create(_pod_rows(job, resolved, now))
+    Pod.objects.bulk_create(job_pod_rows(job, resolved, now))
     _request_round(resolved.cluster.pk)
     return job
 

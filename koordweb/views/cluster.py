@@ -93,7 +93,7 @@ def topology(request: HttpRequest) -> HttpResponse:
     jobs = visible_jobs(request.user, cluster).filter(
         state__in=[JobState.RUNNING, JobState.SCHEDULED]
     )
-    form = PodShapeForm(request.GET or None, resources=resources, jobs=jobs[:300])
+    form = PodShapeForm(request.GET or None, resources=resources, jobs=jobs)
     shape = form.shape() if form.is_valid() else PodShapeForm.default_shape(resources)
     resource = next(iter(k for k in shape if k not in ("cpu", "memory")), resources[0])
     tree = topology_tree(

@@ -18,32 +18,24 @@ from koordweb.views.common import current_cluster, paginate, visible_jobs
 
 ACTIVE = (JobState.PENDING, JobState.SCHEDULED, JobState.RUNNING)
 STATE_FILTERS = {"active": ACTIVE, "pending": (JobState.PENDING,), "all": ()}
+# Display order and short names of the resources people recognise.
 SHORT_NAMES = {
     "nvidia.com/gpu": "GPU",
     "koordinator.sh/gpu-core": "% GPU core",
-    "koordinator.sh/gpu-memory-ratio": "% GPU mem",
-    "huawei.com/npu-core": "NPU core",
+    "koordinator.sh/gpu-memory-ratio": "% GPU memory",
+    "huawei.com/npu": "NPU",
     "cpu": "CPU",
-    "memory": "mem",
+    "memory": "GiB",
 }
 
 
 def describe_shape(requests: Mapping[str, int]) -> str:
-    """A pod's requests as people say them: '8 GPU, 32 CPU, 256 GiB mem'."""
+    """A pod's requests as people say them: '8 GPU, 32 CPU, 256 GiB'."""
+    order = list(SHORT_NAMES)
     parts = []
-    for name in sorted(
-        requests,
-        key=lambda n: (
-            n not in SHORT_NAMES,
-            list(SHORT_NAMES).index(n) if n in SHORT_NAMES else 0,
-            n,
-        ),
-    ):
+    for name in sorted(requests, key=lambda n: (order.index(n) if n in order else len(order), n)):
         amount, unit = display_amount(name, requests[name])
-        label = SHORT_NAMES.get(name, name)
-        parts.append(
-            f"{amount:g} {unit} {label}".replace("  ", " ") if unit else f"{amount:g} {label}"
-        )
+        parts.append(f"{amount:g} {unit if name == 'memory' else SHORT_NAMES.get(name, name)}")
     return ", ".join(parts)
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, serializers, status, viewsets
@@ -54,7 +53,7 @@ class JobViewSet(
     ordering = ["-submitted_at", "-id"]
 
     def get_queryset(self) -> Any:
-        if self.action == "retrieve":
+        if self.action in {"retrieve", "explain"}:
             return job_detail_queryset(user=self.request.user)
         return job_list(user=self.request.user)
 
@@ -113,7 +112,5 @@ class JobViewSet(
     @action(detail=True, methods=["get"])
     def explain(self, request: Request, pk: str | None = None) -> Response:
         """Why pending, why here, why preempted."""
-        job = job_detail_queryset(user=request.user).filter(pk=self.kwargs["pk"]).first()
-        if job is None:
-            raise Http404
+        job = self.get_object()
         return Response(JobExplanationSerializer(job_explain(job=job)).data)

@@ -34,8 +34,9 @@ def available_traces(trace_dir: Path) -> list[str]:
 def parse_seeds(raw: str) -> list[int]:
     try:
         seeds = [int(s) for s in raw.split(",") if s.strip()]
-    except ValueError:
-        raise CommandError(f"--seeds must be comma-separated integers, got {raw!r}", returncode=2)
+    except ValueError as exc:
+        message = f"--seeds must be comma-separated integers, got {raw!r}"
+        raise CommandError(message, returncode=2) from exc
     if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
         raise CommandError(
             f"--seeds needs distinct non-negative integers, got {raw!r}", returncode=2

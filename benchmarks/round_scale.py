@@ -1,0 +1,219 @@
+"""Round-scale benchmark: how long one engine round takes as the cluster grows.
+
+    python -m benchmarks.round_scale [--nodes 1000,5000,10000] [--json FILE] [--markdown]
+
+Each run builds a synthetic cluster: nodes with 8 GPUs (128 cores, 1 TiB) under Spine -> Block ->
+Node (16 nodes a block, 8 blocks a spine); half the nodes are busy with low-priority jobs; 2,000
+pending gangs totalling 20,000 pods of mixed shapes (1-64 pods, 1/2/4/8 whole GPUs each), a third
+with MustGather Block, a third PreferGather Block+Spine, the rest without a topology rule, at
+priorities above the busy jobs so preemption runs too. Times only `run_round` (snapshot building is
+outside), reports pods placed per second and the growth with nodes, and with `--markdown` rewrites the
+"Round scale" section of docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from scheduler.devices import Device, DeviceTopology
+
+from scheduler import (
+    ClusterSnapshot,
+    GangInfo,
+    JobInfo,
+    LayerGather,
+    NodeInfo,
+    PodInfo,
+    TopologyLayerSpec,
+    TopologyRule,
+    TopologySpec,
+    run_round,
+)
+
+SPINE = "network.topology.nvidia.com/spine"
+BLOCK = "network.topology.nvidia.com/block"
+GI = 1024**3
+NODES_PER_BLOCK = 16
+BLOCKS_PER_SPINE = 8
+GANG_SIZES = (1, 2, 4, 8, 16, 32, 64)
+GANG_WEIGHTS = (30, 20, 20, 12, 8, 6, 4)
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
+SECTION = "## Round scale (engine)"
+
+TOPOLOGY = TopologySpec(
+    (
+        TopologyLayerSpec("SpineLayer", None, (SPINE,)),
+        TopologyLayerSpec("BlockLayer", "SpineLayer", (BLOCK,)),
+        TopologyLayerSpec("NodeTopologyLayer", "BlockLayer"),
+    )
+)
+
+
+def gpu_cards() -> tuple[Device, ...]:
+    """8 cards: 2 NUMA nodes x 2 PCIe switches x 2 GPUs, 80 GiB each."""
+    return tuple(
+        Device(
+            "gpu",
+            minor,
+            vendor="nvidia",
+            model="A100",
+            memory=80 * GI,
+            topology=DeviceTopology(minor // 4, minor // 4, f"pci{minor // 2}", f"0000:{minor:02x}:00.0"),
+        )
+        for minor in range(8)
+    )
+
+
+def shape(gpus: int) -> dict[str, int]:
+    return {"cpu": gpus * 12_000, "memory": gpus * 96 * GI, "nvidia.com/gpu": gpus}
+
+
+def build_snapshot(n_nodes: int, pending_pods: int, gangs: int, seed: int = 7) -> ClusterSnapshot:
+    rng = random.Random(seed)
+    nodes = []
+    cards = gpu_cards()
+    for i in range(n_nodes):
+        block = i // NODES_PER_BLOCK
+        labels = {SPINE: f"spine-{block // BLOCKS_PER_SPINE}", BLOCK: f"block-{block}"}
+        alloc = {"cpu": 128_000, "memory": 1024 * GI, "nvidia.com/gpu": 8, "pods": 110}
+        nodes.append(NodeInfo(f"node-{i:05d}", alloc, labels, devices=cards))
+    pods: list[PodInfo] = []
+    jobs: list[JobInfo] = []
+    for i in rng.sample(range(n_nodes), n_nodes // 2):  # half the nodes busy with low jobs
+        left = 8
+        while left:
+            gpus = min(left, rng.choice((1, 2, 4, 8)))
+            left -= gpus
+            name = f"busy-{len(pods)}"
+            pods.append(
+                PodInfo(
+                    "batch",
+                    name,
+                    f"batch/{name}",
+                    shape(gpus),
+                    priority=rng.choice((1, 10, 100)),
+                    node=nodes[i].name,
+                    phase="Running",
+                )
+            )
+    sizes = rng.choices(GANG_SIZES, GANG_WEIGHTS, k=gangs)
+    scale = pending_pods / max(1, sum(sizes))
+    sizes = [max(1, min(64, round(s * scale))) for s in sizes]
+    sizes[-1] = max(1, sizes[-1] + pending_pods - sum(sizes))
+    for g, size in enumerate(sizes):
+        gang_id = f"train/gang-{g:05d}"
+        gpus = rng.choice((1, 2, 4, 8))
+        kind = g % 3
+        rule = None
+        if kind == 0:
+            rule = TopologyRule((LayerGather("BlockLayer", "MustGather"),))
+        elif kind == 1:
+            rule = TopologyRule(
+                (LayerGather("BlockLayer", "PreferGather"), LayerGather("SpineLayer", "PreferGather"))
+            )
+        priority = rng.choice((500, 1000))
+        members = [
+            PodInfo(
+                "train",
+                f"gang-{g:05d}-{k}",
+                gang_id,
+                shape(gpus),
+                priority=priority,
+                gang_id=gang_id,
+            )
+            for k in range(size)
+        ]
+        pods.extend(members)
+        jobs.append(
+            JobInfo(
+                gang_id,
+                tuple(p.key for p in members),
+                (GangInfo(gang_id, size, size),),
+                priority=priority,
+                topology=rule,
+                submission_order=float(g),
+            )
+        )
+    return ClusterSnapshot(tuple(nodes), tuple(pods), tuple(jobs), topology=TOPOLOGY, now=0.0)
+
+
+def measure(n_nodes: int, pending_pods: int, gangs: int) -> dict[str, Any]:
+    snapshot = build_snapshot(n_nodes, pending_pods, gangs)
+    started = time.perf_counter()
+    result = run_round(snapshot)
+    seconds = time.perf_counter() - started
+    return {
+        "nodes": n_nodes,
+        "pending_pods": pending_pods,
+        "placed_pods": len(result.placements),
+        "preemptions": len(result.preemptions),
+        "round_seconds": round(seconds, 3),
+        "pods_per_s": round(pending_pods / seconds, 1),
+    }
+
+
+def markdown(runs: list[dict[str, Any]]) -> str:
+    lines = [
+        "<!-- section: round_scale; written by benchmarks/round_scale.py -->",
+        f"`python -m benchmarks.round_scale --nodes {','.join(str(r['nodes']) for r in runs)}"
+        " --markdown` on " + f"{platform.python_implementation()} {platform.python_version()}: "
+        "8 GPUs a node, half the nodes busy with low-priority jobs, 2,000 pending gangs "
+        "(1-64 pods, whole GPUs, required and preferred topology), preemption on.",
+        "",
+        "| nodes | pending pods | placed pods | preemptions | round (s) | pods/s | time vs first |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    base = runs[0]["round_seconds"] or 1e-9
+    for r in runs:
+        growth = r["round_seconds"] / base
+        lines.append(
+            f"| {r['nodes']:,} | {r['pending_pods']:,} | {r['placed_pods']:,} | "
+            f"{r['preemptions']:,} | {r['round_seconds']:.2f} | {r['pods_per_s']:,.0f} | "
+            f"{growth:.2f}x |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def rewrite_section(text: str, body: str) -> str:
+    """Replace what lies between the Round scale heading and the next heading."""
+    start = text.index(SECTION) + len(SECTION)
+    following = text.find("\n## ", start)
+    end = following + 1 if following >= 0 else len(text)
+    return text[:start] + "\n" + body + "\n" + text[end:]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", default="1000,5000,10000")
+    parser.add_argument("--pods", type=int, default=20_000)
+    parser.add_argument("--gangs", type=int, default=2_000)
+    parser.add_argument("--json", dest="json_path")
+    parser.add_argument("--markdown", action="store_true", help="rewrite docs/benchmarks.md")
+    parser.add_argument("--docs", default=str(DOCS))
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.nodes.split(",") if s]
+    runs = []
+    for n in tqdm(sizes, desc="round scale", unit="run", file=sys.stderr):
+        runs.append(measure(n, args.pods, args.gangs))
+    report = {"runs": runs}
+    text = json.dumps(report, indent=2)
+    if args.json_path:
+        Path(args.json_path).write_text(text + "\n")
+    print(text)
+    if args.markdown:
+        docs = Path(args.docs)
+        docs.write_text(rewrite_section(docs.read_text(), markdown(runs)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

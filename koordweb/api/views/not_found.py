@@ -1,0 +1,18 @@
+"""A JSON 404 for any path under /api/ that no endpoint matches (Django's own is HTML)."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, JsonResponse
+from django.urls import Resolver404, resolve
+
+
+def api_not_found(request: HttpRequest, path: str = "") -> JsonResponse:
+    detail = "No such API endpoint."
+    if not request.path.endswith("/"):
+        try:
+            resolve(request.path + "/")
+        except Resolver404:
+            pass
+        else:
+            detail += " API paths end with a slash: " + request.path + "/"
+    return JsonResponse({"detail": detail}, status=404)

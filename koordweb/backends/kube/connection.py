@@ -1,0 +1,118 @@
+"""How the kubernetes backend reaches a cluster: client construction and bounded retries.
+
+Every call goes through `RetryPolicy.call`: 5xx answers, 429 throttling and dropped connections
+are retried with exponential backoff (honouring Retry-After), everything else is raised at once.
+The urllib3 pool's own retries are switched off so that this is the one place that retries.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import urllib3
+from kubernetes import client, config
+from kubernetes.client.rest import ApiException
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class KubeUnavailable(Exception):
+    """The API server kept failing after every retry."""
+
+
+def api_client(
+    *,
+    kubeconfig: str | None = None,
+    context: str | None = None,
+    in_cluster: bool = False,
+    base_url: str | None = None,
+    token: str | None = None,
+    verify_ssl: bool = True,
+) -> client.ApiClient:
+    """An ApiClient from a kubeconfig file, the pod's service account, or a bare URL."""
+    configuration = client.Configuration()
+    if in_cluster:
+        config.load_incluster_config(client_configuration=configuration)
+    elif kubeconfig:
+        config.load_kube_config(
+            config_file=kubeconfig, context=context, client_configuration=configuration
+        )
+    elif base_url:
+        configuration.host = base_url.rstrip("/")
+        configuration.verify_ssl = verify_ssl
+        if token:
+            configuration.api_key = {"BearerToken": token}
+            configuration.api_key_prefix = {"BearerToken": "Bearer"}
+    else:
+        raise ValueError("give a kubeconfig path, in_cluster=True or a base_url")
+    configuration.retries = False
+    return client.ApiClient(configuration)
+
+
+def status_body(error: ApiException) -> dict[str, Any]:
+    """The Status object of an error answer ({} when the body is not one)."""
+    try:
+        body = json.loads(error.body or "{}")
+    except (TypeError, ValueError):
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+def retry_after_seconds(error: ApiException) -> float | None:
+    headers = error.headers or {}
+    value = headers.get("Retry-After") or headers.get("retry-after")
+    if value is None:
+        value = (status_body(error).get("details") or {}).get("retryAfterSeconds")
+    try:
+        return float(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def is_transient(error: BaseException) -> bool:
+    if isinstance(error, ApiException):
+        return error.status in (429, 500, 502, 503, 504) or error.status == 0
+    return isinstance(error, urllib3.exceptions.HTTPError | ConnectionError | TimeoutError)
+
+
+@dataclass
+class RetryPolicy:
+    """Exponential backoff, bounded in attempts and in each delay; the clock is injectable."""
+
+    attempts: int = 6
+    base_delay: float = 0.2
+    max_delay: float = 10.0
+    sleep: Callable[[float], None] = field(default=time.sleep)
+
+    def delay(self, attempt: int, error: BaseException | None = None) -> float:
+        hinted = retry_after_seconds(error) if isinstance(error, ApiException) else None
+        backoff = self.base_delay * (2**attempt)
+        return min(self.max_delay, hinted if hinted is not None else backoff)
+
+    def call(self, what: str, action: Callable[[], T]) -> T:
+        for attempt in range(self.attempts):
+            try:
+                return action()
+            except Exception as error:
+                if not is_transient(error):
+                    raise
+                if attempt == self.attempts - 1:
+                    raise KubeUnavailable(
+                        f"{what}: gave up after {self.attempts} attempts: {error}"
+                    ) from error
+                wait = self.delay(attempt, error)
+                log.warning("%s failed (%s); retrying in %.2fs", what, _describe(error), wait)
+                self.sleep(wait)
+        raise AssertionError("unreachable")
+
+
+def _describe(error: BaseException) -> str:
+    if isinstance(error, ApiException):
+        return f"{error.status} {status_body(error).get('reason', error.reason)}"
+    return type(error).__name__

@@ -1,0 +1,75 @@
+"""The kinds the backend mirrors from a cluster, and the client call that lists each of them.
+
+Lists and watches are read as raw JSON (`_preload_content=False`, `Watch(return_type="object")`):
+the documents are exactly what the API server sends, camelCase like a YAML manifest, and 20,000
+pods are not pushed through the client's model classes on every sync.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes import client
+
+ListCall = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class WatchedKind:
+    """One mirrored kind: its manifest identity and where to list it (all namespaces)."""
+
+    name: str
+    api_version: str
+    kind: str
+    plural: str
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0]
+
+    @property
+    def version(self) -> str:
+        return self.api_version.rpartition("/")[2]
+
+    def list_call(self, api_client: client.ApiClient) -> tuple[ListCall, tuple[str, ...]]:
+        """The list function and its positional arguments, usable by `watch.Watch.stream`."""
+        core = client.CoreV1Api(api_client)
+        builtin: dict[str, ListCall] = {
+            "nodes": core.list_node,
+            "pods": core.list_pod_for_all_namespaces,
+            "poddisruptionbudgets": (
+                client.PolicyV1Api(api_client).list_pod_disruption_budget_for_all_namespaces
+            ),
+            "priorityclasses": client.SchedulingV1Api(api_client).list_priority_class,
+        }
+        if self.plural in builtin:
+            return builtin[self.plural], ()
+        custom = client.CustomObjectsApi(api_client)
+        return custom.list_cluster_custom_object, (self.group, self.version, self.plural)
+
+
+WATCHED_KINDS: tuple[WatchedKind, ...] = (
+    WatchedKind("nodes", "v1", "Node", "nodes"),
+    WatchedKind("pods", "v1", "Pod", "pods"),
+    WatchedKind("podgroups", "scheduling.sigs.k8s.io/v1alpha1", "PodGroup", "podgroups"),
+    WatchedKind("devices", "scheduling.koordinator.sh/v1alpha1", "Device", "devices"),
+    WatchedKind(
+        "clusternetworktopologies",
+        "scheduling.koordinator.sh/v1alpha1",
+        "ClusterNetworkTopology",
+        "clusternetworktopologies",
+    ),
+    WatchedKind(
+        "elasticquotas", "scheduling.sigs.k8s.io/v1alpha1", "ElasticQuota", "elasticquotas"
+    ),
+    WatchedKind("nodemetrics", "slo.koordinator.sh/v1alpha1", "NodeMetric", "nodemetrics"),
+    WatchedKind("poddisruptionbudgets", "policy/v1", "PodDisruptionBudget", "poddisruptionbudgets"),
+    WatchedKind("priorityclasses", "scheduling.k8s.io/v1", "PriorityClass", "priorityclasses"),
+)
+
+
+def object_key(doc: dict[str, Any]) -> tuple[str, str]:
+    metadata = doc.get("metadata") or {}
+    return metadata.get("namespace") or "", metadata.get("name") or ""

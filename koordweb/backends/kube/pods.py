@@ -1,0 +1,237 @@
+"""Enacting decisions on pods: bind, evict, nominate. Each is idempotent and says what happened.
+
+bind: patch the pod's annotations/labels (device allocation, gang labels), then POST pods/binding
+with the pod's UID as precondition. A 409 that names our node means an earlier attempt (perhaps
+one whose answer was lost) already bound it: success. Another node, another UID or no pod at all
+means the decision is dropped.
+evict: mark the victim `DisruptionTarget=True` (reason PreemptionByScheduler), then POST
+pods/eviction. A 404 is success (the pod is gone); a disruption budget's 429 is retried honouring
+Retry-After up to a bound, then reported as blocked.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from koordweb.backends.kube.connection import RetryPolicy, status_body
+
+log = logging.getLogger(__name__)
+_ASSIGNED = re.compile(r'is already assigned to node "([^"]*)"')
+DISRUPTION_TARGET = "DisruptionTarget"
+PREEMPTION_REASON = "PreemptionByScheduler"
+
+
+class BindOutcome(enum.StrEnum):
+    BOUND = "bound"
+    ALREADY_BOUND = "already bound"  # bound to our node by an earlier attempt: success
+    DROPPED = "dropped"  # bound elsewhere, replaced or deleted: the decision no longer applies
+
+
+@dataclass(frozen=True)
+class BindResult:
+    outcome: BindOutcome
+    message: str = ""
+    node: str | None = None  # where the pod is bound now, when known
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome is not BindOutcome.DROPPED
+
+
+class EvictOutcome(enum.StrEnum):
+    EVICTED = "evicted"
+    GONE = "gone"  # 404 (or another pod under that name): nothing left to evict, success
+    BLOCKED = "blocked by disruption budget"
+
+
+@dataclass(frozen=True)
+class EvictResult:
+    outcome: EvictOutcome
+    message: str = ""
+    budget_refusals: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome is not EvictOutcome.BLOCKED
+
+
+def _message(error: ApiException) -> str:
+    return str(status_body(error).get("message") or error.reason or error.status)
+
+
+class PodActions:
+    """The pod writes of a round, over one client; every call goes through the retry policy."""
+
+    def __init__(
+        self, api_client: client.ApiClient, retry: RetryPolicy, budget_attempts: int = 5
+    ) -> None:
+        # Raw answers (_preload_content=False) do not match the client's static types.
+        self.core: Any = client.CoreV1Api(api_client)
+        self.retry = retry
+        self.budget_attempts = budget_attempts
+
+    def bind(
+        self,
+        namespace: str,
+        name: str,
+        uid: str | None,
+        node: str,
+        annotations: Mapping[str, str] | None = None,
+        labels: Mapping[str, str] | None = None,
+    ) -> BindResult:
+        where = f"bind {namespace}/{name} to {node}"
+        try:
+            pod = self.retry.call(
+                where,
+                lambda: self.core.read_namespaced_pod(name, namespace, _preload_content=False),
+            )
+        except ApiException as error:
+            return self._bind_refused(error, node)
+        current = _json(pod)
+        found_uid = current["metadata"].get("uid")
+        bound_to = (current.get("spec") or {}).get("nodeName")
+        if uid and found_uid != uid:
+            return BindResult(BindOutcome.DROPPED, f"pod was replaced (uid {found_uid})")
+        if bound_to:
+            return self._already(bound_to, node)
+        if annotations or labels:
+            metadata: dict[str, Any] = {"uid": found_uid}
+            if annotations:
+                metadata["annotations"] = dict(annotations)
+            if labels:
+                metadata["labels"] = dict(labels)
+            try:
+                self.retry.call(
+                    where,
+                    lambda: self.core.patch_namespaced_pod(
+                        name, namespace, {"metadata": metadata}, _preload_content=False
+                    ),
+                )
+            except ApiException as error:
+                return self._bind_refused(error, node)
+        body = client.V1Binding(
+            metadata=client.V1ObjectMeta(name=name, namespace=namespace, uid=found_uid),
+            target=client.V1ObjectReference(api_version="v1", kind="Node", name=node),
+        )
+        try:
+            # The typed call would fail to read the 201 Status as a V1Binding: read it raw.
+            answer = self.retry.call(
+                where,
+                lambda: self.core.create_namespaced_pod_binding(
+                    name, namespace, body, _preload_content=False
+                ),
+            )
+        except ApiException as error:
+            return self._bind_refused(error, node)
+        if answer.status not in (200, 201):
+            return BindResult(BindOutcome.DROPPED, f"unexpected answer {answer.status}")
+        return BindResult(BindOutcome.BOUND, node=node)
+
+    @staticmethod
+    def _already(bound_to: str, node: str) -> BindResult:
+        if bound_to == node:
+            return BindResult(BindOutcome.ALREADY_BOUND, f"already on {node}", node=node)
+        return BindResult(BindOutcome.DROPPED, f"already bound to {bound_to}", node=bound_to)
+
+    def _bind_refused(self, error: ApiException, node: str) -> BindResult:
+        message = _message(error)
+        if error.status == 404:
+            return BindResult(BindOutcome.DROPPED, message)
+        if error.status == 409:
+            assigned = _ASSIGNED.search(message)
+            if assigned:
+                return self._already(assigned.group(1), node)
+            return BindResult(BindOutcome.DROPPED, message)
+        raise error
+
+    def nominate(self, namespace: str, name: str, node: str | None) -> bool:
+        """Set (or with None clear) `status.nominatedNodeName`; False when the pod is gone."""
+        body = {"status": {"nominatedNodeName": node or None}}
+        try:
+            self.retry.call(
+                f"nominate {namespace}/{name}",
+                lambda: self.core.patch_namespaced_pod_status(
+                    name, namespace, body, _preload_content=False
+                ),
+            )
+        except ApiException as error:
+            if error.status == 404:
+                return False
+            raise
+        return True
+
+    def evict(
+        self, namespace: str, name: str, preemptor: str, uid: str | None = None
+    ) -> EvictResult:
+        where = f"evict {namespace}/{name}"
+        condition = {
+            "type": DISRUPTION_TARGET,
+            "status": "True",
+            "reason": PREEMPTION_REASON,
+            "message": f"{preemptor}: preempting to accommodate a higher priority pod",
+        }
+        patch: dict[str, Any] = {"status": {"conditions": [condition]}}
+        if uid:
+            patch["metadata"] = {"uid": uid}
+        try:
+            self.retry.call(
+                where,
+                lambda: self.core.patch_namespaced_pod_status(
+                    name, namespace, patch, _preload_content=False
+                ),
+            )
+        except ApiException as error:
+            if error.status in (404, 409):
+                return EvictResult(EvictOutcome.GONE, _message(error))
+            raise
+        eviction: dict[str, Any] = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+        }
+        if uid:
+            eviction["deleteOptions"] = {"preconditions": {"uid": uid}}
+        refusals = 0
+        while True:
+            try:
+                self.retry.call(where, lambda: self._post_eviction(namespace, name, eviction))
+                return EvictResult(EvictOutcome.EVICTED, budget_refusals=refusals)
+            except ApiException as error:
+                if error.status in (404, 409):
+                    return EvictResult(EvictOutcome.GONE, _message(error), refusals)
+                raise
+            except _BudgetRefusal as refusal:
+                refusals += 1
+                if refusals >= self.budget_attempts:
+                    return EvictResult(EvictOutcome.BLOCKED, _message(refusal.error), refusals)
+                self.retry.sleep(self.retry.delay(refusals - 1, refusal.error))
+
+    def _post_eviction(self, namespace: str, name: str, eviction: dict[str, Any]) -> Any:
+        try:
+            return self.core.create_namespaced_pod_eviction(
+                name, namespace, eviction, _preload_content=False
+            )
+        except ApiException as error:
+            causes = (status_body(error).get("details") or {}).get("causes") or []
+            if error.status == 429 and any(c.get("reason") == "DisruptionBudget" for c in causes):
+                raise _BudgetRefusal(error) from error  # not throttling: do not retry blindly
+            raise
+
+
+class _BudgetRefusal(Exception):
+    def __init__(self, error: ApiException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _json(answer: Any) -> dict[str, Any]:
+    return json.loads(answer.data)  # type: ignore[no-any-return]

@@ -1,0 +1,170 @@
+"""Many nodes' devices at once: usage per node, grouped so equal nodes are evaluated once.
+
+A round asks "how many of these pods fit each node's cards" for thousands of nodes and every job.
+Nodes with the same device layout and the same usage give the same answer, so `DeviceFleet` keeps
+every device node in a group keyed by (layout, usage fingerprint), computes a count or a score
+once per group and spreads it over the nodes with numpy. Only the nodes a placement touches move
+to another group. The allocation itself is always the real allocator's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from scheduler.devices.allocator import allocate, count_fits, score_request
+from scheduler.devices.model import AllocatedDevice, DeviceUsage, NodeDevices
+from scheduler.devices.names import Scoring
+from scheduler.devices.request import DeviceRequest
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+Held = tuple[AllocatedDevice, ...]
+Runs = tuple[tuple[DeviceRequest, int], ...]
+"""Consecutive pods sharing a device request: (request, how many), in placement order."""
+
+
+class DeviceFleet:
+    """Device nodes of one round, by node index; the only mutable part is their usage."""
+
+    def __init__(
+        self,
+        node_count: int,
+        nodes: Mapping[int, NodeDevices],
+        usage: Mapping[int, DeviceUsage],
+        scoring: Scoring = "LeastAllocated",
+    ) -> None:
+        self.nodes = dict(nodes)
+        self.usage = {idx: usage.get(idx) or DeviceUsage(node) for idx, node in nodes.items()}
+        self.scoring = scoring
+        self.device_nodes: IntArray = np.array(sorted(nodes), dtype=np.int64)
+        self.group: IntArray = np.full(node_count, -1, dtype=np.int64)
+        self._layouts: dict[tuple[Any, ...], int] = {}
+        self._layout_of = {idx: self._layout_id(node) for idx, node in self.nodes.items()}
+        self._groups: dict[tuple[Any, ...], int] = {}
+        self._members: list[tuple[NodeDevices, DeviceUsage]] = []
+        self._counts: dict[tuple[Any, ...], int] = {}
+        self._scores: dict[tuple[Any, ...], float] = {}
+        for idx in self.nodes:
+            self._regroup(idx)
+
+    # --- usage ----------------------------------------------------------------------------------
+    def apply(self, idx: int, devices: Held) -> None:
+        self.usage[idx].apply(devices)
+        self._regroup(idx)
+
+    def release(self, idx: int, devices: Held) -> None:
+        self.usage[idx].release(devices)
+        self._regroup(idx)
+
+    # --- questions over many nodes --------------------------------------------------------------
+    def slots(
+        self,
+        node_indices: IntArray,
+        runs: Runs,
+        released: Mapping[int, Iterable[Held]] | None = None,
+    ) -> IntArray:
+        """Per position, how many pods of `runs` fit that node's devices in order (0: none)."""
+        groups = self.group[node_indices]
+        table = np.zeros(len(self._members) + 1, dtype=np.int64)  # last slot: non-device nodes
+        for g in np.unique(groups[groups >= 0]):
+            key = (int(g), runs)
+            fits = self._counts.get(key)
+            if fits is None:
+                node, usage = self._members[int(g)]
+                fits = self._fit_runs(node, usage, runs)
+                self._counts[key] = fits
+            table[g] = fits
+        result: IntArray = table[groups]
+        for pos in self._positions(node_indices, released):
+            idx = int(node_indices[pos])
+            usage = self.usage[idx].copy()
+            for held in (released or {})[idx]:
+                usage.release(held)
+            result[pos] = self._fit_runs(self.nodes[idx], usage, runs)
+        return result
+
+    def scores(self, node_indices: IntArray, request: DeviceRequest) -> FloatArray:
+        """Per position, the node score for one pod of `request` (0 where it does not fit)."""
+        groups = self.group[node_indices]
+        table = np.zeros(len(self._members) + 1, dtype=np.float64)
+        for g in np.unique(groups[groups >= 0]):
+            key = (int(g), request)
+            score = self._scores.get(key)
+            if score is None:
+                node, usage = self._members[int(g)]
+                found = score_request(node, usage, request, self.scoring)
+                score = float(found) if found is not None else 0.0
+                self._scores[key] = score
+            table[g] = score
+        result: FloatArray = table[groups]
+        return result
+
+    # --- internals ------------------------------------------------------------------------------
+    def _fit_runs(self, node: NodeDevices, usage: DeviceUsage, runs: Runs) -> int:
+        if len(runs) == 1:
+            request, count = runs[0]
+            return count_fits(node, usage, request, count, self.scoring)
+        trial = usage.copy()
+        total = 0
+        for request, count in runs:
+            for _ in range(count):
+                allocation = allocate(node, trial, request, self.scoring)
+                if allocation is None:
+                    break
+                trial.apply(allocation.devices)
+                total += 1
+        return total
+
+    def _positions(
+        self, node_indices: IntArray, released: Mapping[int, Iterable[Held]] | None
+    ) -> Sequence[int]:
+        if not released:
+            return []
+        wanted = np.array(sorted(released), dtype=np.int64)
+        return [int(p) for p in np.flatnonzero(np.isin(node_indices, wanted))]
+
+    def _layout_id(self, node: NodeDevices) -> int:
+        # Flat tuples hash far faster than nested frozen dataclasses, at 5,000 nodes it shows.
+        devices = tuple(
+            (
+                d.type,
+                d.minor,
+                d.health,
+                d.core,
+                d.memory,
+                d.memory_ratio,
+                d.rdma,
+                d.topology.numa_node,
+                d.topology.pcie_id,
+                tuple(vf.minor for vf in d.vfs),
+            )
+            for d in (*node.gpus, *node.rdmas)
+        )
+        partitions = id(node.partitions) if node.partitions else None
+        key = (devices, node.vendor, node.model, partitions, node.partition_policy, node.ascend)
+        return self._layouts.setdefault(key, len(self._layouts))
+
+    def _regroup(self, idx: int) -> None:
+        usage = self.usage[idx]
+        key = (
+            self._layout_of[idx],
+            tuple(usage.core),
+            tuple(usage.memory),
+            tuple(usage.ratio),
+            tuple(usage.npu_core),
+            tuple(usage.npu_cpu),
+            tuple(usage.dvpp),
+            tuple(usage.rdma),
+            tuple(frozenset(v) for v in usage.vfs),
+        )
+        group = self._groups.get(key)
+        if group is None:
+            group = len(self._members)
+            self._groups[key] = group
+            # A frozen copy: the member node's usage keeps changing, the group's must not.
+            self._members.append((self.nodes[idx], usage.copy()))
+        self.group[idx] = group

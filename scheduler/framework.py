@@ -1,0 +1,202 @@
+"""The plugin framework: extension points, statuses and the contracts plugins implement.
+
+A round walks each pending job (gang group) through these points, like kube-scheduler's cycle but
+for a whole job at once:
+
+- QueueSort   `sort_key(job) -> tuple`: orders pending jobs (smaller first).
+- PreFilter   `pre_filter(state, job, pods) -> Status`: job-level checks before any node is looked
+              at (gang validity, topology rule validity, quota admission).
+- Filter      two flavours, a plugin may implement either or both:
+              `node_mask(state, pod) -> NodeMask`: a static yes/no per node for one pod template
+              (selectors, affinity, taints), with the reason for rejected nodes;
+              `slot_limits(state, job, pods, node_indices) -> np.ndarray` (slot-limit protocol):
+              for every node index given, how many of `pods` (the job's pending pods, in placement
+              order) fit that node by this plugin's criteria, assuming each accepted pod onto the
+              node before trying the next. The engine takes the minimum over plugins, so a plugin
+              that does not constrain a job returns `None` (cheapest) instead of an array. Counts
+              must be non-negative integers <= len(pods). A plugin whose count depends on per-node usage
+              (devices) must treat `state.released_pods` (keys of pods a preemption dry run removes)
+              as gone. `explain(state, job, pods, node_indices) -> dict[str, int]` counts, over the
+              given nodes (those where the job got 0 slots), how many nodes fail for each reason
+              ("Insufficient nvidia.com/gpu": 40); called only when a job does not fit.
+- Score       `score_nodes(state, job, node_indices) -> np.ndarray` (float, higher is better):
+              breaks ties among equally good domains and orders nodes inside the chosen domain.
+- Placement   the network-topology plugin turns offer slots into a `Plan` (pod -> node).
+- Permit      `permit(state, job, plan) -> Status`: the gang decides whether the plan may proceed.
+- Reserve     `reserve(state, job, plan) -> ReserveResult`: commit per-pod side data (devices,
+              annotations, quota usage); `unreserve(state, job, plan)` undoes it if a later plugin
+              rejects the plan. Devices return `PodAllocation`s keyed by pod key.
+- PostFilter  `post_filter(state, job, failure) -> PostFilterResult`: preemption for a job that did
+              not fit.
+
+Plugins are classes built from a `Profile` entry with their arguments (`__init__(self, args)`); each
+implements only the points it needs and declares them in `extension_points`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from scheduler.model import JobInfo, PodInfo
+
+if TYPE_CHECKING:
+    from scheduler.state import CycleState
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+FloatArray = npt.NDArray[np.float64]
+
+
+class Code(Enum):
+    SUCCESS = "Success"
+    UNSCHEDULABLE = "Unschedulable"  # may fit after preemption
+    UNRESOLVABLE = "UnschedulableAndUnresolvable"  # preemption cannot help
+    INVALID = "Invalid"  # the job itself is malformed (validation error)
+    WAIT = "Wait"  # e.g. waiting for preemption victims to terminate
+
+
+@dataclass(frozen=True)
+class Status:
+    code: Code = Code.SUCCESS
+    reason: str = ""
+    details: Mapping[str, Any] = field(default_factory=dict)
+    plugin: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.code is Code.SUCCESS
+
+    @staticmethod
+    def success() -> Status:
+        return _SUCCESS
+
+
+_SUCCESS = Status()
+
+
+@dataclass(frozen=True)
+class NodeMask:
+    """A Filter's static verdict for one pod template: allowed nodes and the rejection reason."""
+
+    allowed: BoolArray
+    reason: str
+
+
+@dataclass(frozen=True)
+class PodAllocation:
+    """What Reserve attaches to one placed pod: device allocation and annotations to write."""
+
+    devices: Mapping[str, Any] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Where a job's pending pods go: pod key -> node index, plus the "why here" decision."""
+
+    assignment: Mapping[str, int]
+    decision: Mapping[str, Any] = field(default_factory=dict)
+    # (level, domain index) of the covering candidates, best first; preemption tries several
+    candidates: tuple[tuple[int, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class ReserveResult:
+    status: Status = field(default_factory=Status.success)
+    allocations: Mapping[str, PodAllocation] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why a job did not fit, passed to PostFilter and reported as the unschedulable reason."""
+
+    status: Status
+    node_reasons: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PostFilterResult:
+    """A preemption decision (or why there is none)."""
+
+    status: Status
+    victim_job_ids: tuple[str, ...] = ()
+    victim_pod_keys: tuple[str, ...] = ()
+    nominations: Mapping[str, str] = field(default_factory=dict)
+    cost: Mapping[str, Any] = field(default_factory=dict)
+
+
+class Plugin(Protocol):
+    name: str
+    extension_points: frozenset[str]
+
+
+@runtime_checkable
+class QueueSortPlugin(Protocol):
+    def sort_key(self, job: JobInfo) -> tuple[Any, ...]: ...
+
+
+@runtime_checkable
+class PreFilterPlugin(Protocol):
+    def pre_filter(self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo]) -> Status: ...
+
+
+@runtime_checkable
+class NodeMaskPlugin(Protocol):
+    def node_mask(self, state: CycleState, pod: PodInfo) -> NodeMask | None: ...
+
+
+@runtime_checkable
+class SlotLimitPlugin(Protocol):
+    """The slot-limit protocol (see module docstring); the devices plugin implements it."""
+
+    def slot_limits(
+        self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo], node_indices: IntArray
+    ) -> IntArray | None: ...
+
+    def explain(
+        self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo], node_indices: IntArray
+    ) -> dict[str, int]: ...
+
+
+@runtime_checkable
+class ScorePlugin(Protocol):
+    def score_nodes(
+        self, state: CycleState, job: JobInfo, node_indices: IntArray
+    ) -> FloatArray: ...
+
+
+@runtime_checkable
+class PermitPlugin(Protocol):
+    def permit(self, state: CycleState, job: JobInfo, plan: Plan) -> Status: ...
+
+
+@runtime_checkable
+class ReservePlugin(Protocol):
+    def reserve(self, state: CycleState, job: JobInfo, plan: Plan) -> ReserveResult: ...
+
+    def unreserve(self, state: CycleState, job: JobInfo, plan: Plan) -> None: ...
+
+
+@runtime_checkable
+class PostFilterPlugin(Protocol):
+    def post_filter(
+        self, state: CycleState, job: JobInfo, failure: Failure
+    ) -> PostFilterResult: ...
+
+
+EXTENSION_POINTS = (
+    "QueueSort",
+    "PreFilter",
+    "Filter",
+    "Score",
+    "Placement",
+    "Permit",
+    "Reserve",
+    "PostFilter",
+)

@@ -1,0 +1,235 @@
+"""The engine's immutable input types: nodes, pods, jobs (gang groups), quotas, budgets, topology.
+
+Everything here is a frozen dataclass in integer units (cpu in milli-cores, memory in bytes, counts
+for `pods` and extended resources such as `nvidia.com/gpu`), with resource names spelled as in
+Kubernetes. `koordweb/snapshot.py` builds a `ClusterSnapshot` from database rows; tests build them
+with `tests/scheduler/builders.py`. Mappings are plain dicts by convention and must not be mutated
+after construction: the engine treats a snapshot as read-only and never writes to it.
+
+Stable contract for other modules:
+- `PodInfo.key` is "namespace/name"; `PodInfo.job_id` is the id of its job (gang group).
+- A pod is *bound* when `node` is set; bound pods consume their node's resources unless their phase
+  is Succeeded/Failed. A pod is *pending* when `node` is empty and its phase is Pending.
+- `JobInfo.id` is the gang-group id (member gang ids "ns/name" sorted, joined by ","); a pod outside
+  any gang is a job of its own with id "ns/pod".
+- `NodeInfo.devices` is opaque to the core (the devices plugin reads it); `NodeInfo.usage` is the
+  latest NodeMetric usage for the load-aware plugin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+ResourceList = Mapping[str, int]
+"""Resource name -> integer amount (milli-cpu, bytes, counts)."""
+
+TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+GatherStrategy = Literal["MustGather", "PreferGather"]
+GangMode = Literal["Strict", "NonStrict"]
+PreemptionPolicy = Literal["PreemptLowerPriority", "Never"]
+PodPhase = Literal["Pending", "Running", "Succeeded", "Failed"]
+
+CPU = "cpu"
+MEMORY = "memory"
+PODS = "pods"
+GPU = "nvidia.com/gpu"
+
+NODE_LAYER = "NodeTopologyLayer"
+CLUSTER_LAYER = "ClusterTopologyLayer"
+
+LABEL_DISABLE_PREEMPTIBLE = "scheduling.koordinator.sh/disable-preemptible"
+LABEL_QUOTA_PREEMPTIBLE = "quota.scheduling.koordinator.sh/preemptible"
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str = ""
+    effect: TaintEffect = "NoSchedule"
+
+
+@dataclass(frozen=True)
+class Toleration:
+    """A pod toleration; an empty key with operator Exists tolerates everything."""
+
+    key: str = ""
+    operator: Literal["Equal", "Exists"] = "Equal"
+    value: str = ""
+    effect: str = ""  # empty: every effect
+
+
+@dataclass(frozen=True)
+class NodeSelectorRequirement:
+    """One matchExpressions entry; operators In, NotIn, Exists, DoesNotExist, Gt, Lt."""
+
+    key: str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class NodeSelectorTerm:
+    """Requirements that must all hold (terms of a required affinity are ORed)."""
+
+    match_expressions: tuple[NodeSelectorRequirement, ...] = ()
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    name: str
+    allocatable: ResourceList
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+    devices: Any = None  # opaque: read only by the devices plugin
+    usage: ResourceList | None = None  # latest reported usage, for load-aware
+
+
+@dataclass(frozen=True)
+class PodInfo:
+    namespace: str
+    name: str
+    job_id: str
+    requests: ResourceList = field(default_factory=dict)
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    required_affinity: tuple[NodeSelectorTerm, ...] = ()  # ORed terms; empty = no constraint
+    tolerations: tuple[Toleration, ...] = ()
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    priority: int = 0
+    preemption_policy: PreemptionPolicy = "PreemptLowerPriority"
+    node: str | None = None
+    nominated_node: str | None = None
+    phase: PodPhase = "Pending"
+    terminating: bool = False
+    topology_index: int | None = None
+    quota: str | None = None  # elastic quota name, from label quota.scheduling.koordinator.sh/name
+    gang_id: str | None = None  # the member gang ("ns/name") this pod belongs to, if any
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def is_bound(self) -> bool:
+        return self.node is not None
+
+    @property
+    def consumes_node(self) -> bool:
+        """Bound and not finished: its requests are taken from its node."""
+        return self.node is not None and self.phase not in ("Succeeded", "Failed")
+
+    @property
+    def is_pending(self) -> bool:
+        return self.node is None and self.phase == "Pending"
+
+    @property
+    def preemptible(self) -> bool:
+        """False when a protection label forbids evicting this pod."""
+        return (
+            self.labels.get(LABEL_DISABLE_PREEMPTIBLE) != "true"
+            and self.labels.get(LABEL_QUOTA_PREEMPTIBLE) != "false"
+        )
+
+
+@dataclass(frozen=True)
+class LayerGather:
+    """One gatherStrategy entry of `gang.scheduling.koordinator.sh/network-topology-spec`."""
+
+    layer: str
+    strategy: GatherStrategy
+
+
+@dataclass(frozen=True)
+class TopologyRule:
+    """A job's network-topology request; `pod_count_multiple` is our extension (default off)."""
+
+    gather: tuple[LayerGather, ...] = ()
+    pod_count_multiple: int = 1
+
+
+@dataclass(frozen=True)
+class GangInfo:
+    """One member gang of a gang group (id "ns/name")."""
+
+    id: str
+    min_available: int
+    total: int
+    mode: GangMode = "Strict"
+    waiting_seconds: int = 600
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    """The unit placed whole and evicted whole: a gang group, or a single pod outside any gang.
+
+    `pod_keys` lists every pod of the job (bound or pending); the engine places the pending ones.
+    `submission_order` is a sortable number (e.g. submit time in seconds) for the queue.
+    """
+
+    id: str
+    pod_keys: tuple[str, ...]
+    gangs: tuple[GangInfo, ...] = ()
+    priority: int = 0
+    quota: str | None = None
+    topology: TopologyRule | None = None
+    submission_order: float = 0.0
+    preemption_policy: PreemptionPolicy = "PreemptLowerPriority"
+
+
+@dataclass(frozen=True)
+class QuotaInfo:
+    """An ElasticQuota tree node; `shared_weight` defaults to `max` when None."""
+
+    name: str
+    min: ResourceList = field(default_factory=dict)
+    max: ResourceList = field(default_factory=dict)
+    parent: str | None = None
+    shared_weight: ResourceList | None = None
+    allow_lent: bool = True
+
+
+@dataclass(frozen=True)
+class PDBInfo:
+    """policy/v1 PodDisruptionBudget with a matchLabels selector; int or "N%" budgets."""
+
+    namespace: str
+    name: str
+    match_labels: Mapping[str, str] = field(default_factory=dict)
+    min_available: int | str | None = None
+    max_unavailable: int | str | None = None
+
+
+@dataclass(frozen=True)
+class TopologyLayerSpec:
+    """One `spec.networkTopologySpec` item of the ClusterNetworkTopology named `default`."""
+
+    name: str
+    parent: str | None = None
+    label_keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TopologySpec:
+    layers: tuple[TopologyLayerSpec, ...] = ()
+
+
+@dataclass(frozen=True)
+class ClusterSnapshot:
+    """Everything one round reads. `now` is injected (seconds); the engine reads no clock."""
+
+    nodes: tuple[NodeInfo, ...]
+    pods: tuple[PodInfo, ...]
+    jobs: tuple[JobInfo, ...]
+    quotas: tuple[QuotaInfo, ...] = ()
+    pdbs: tuple[PDBInfo, ...] = ()
+    topology: TopologySpec | None = None
+    now: float = 0.0
+
+
+def gang_group_id(gang_ids: list[str] | tuple[str, ...]) -> str:
+    """The job id of a gang group: member gang ids sorted and joined by ','."""
+    return ",".join(sorted(set(gang_ids)))

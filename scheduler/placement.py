@@ -1,0 +1,219 @@
+"""The reference placement algorithm of koordinator.md ("Placement algorithm"), on arrays.
+
+Given per-node offer slots for a job, sum them up the topology, pick the candidate domain and
+distribute the job's pods inside it:
+
+1-2. offer slots per node (computed by the Filter plugins) summed into every domain (`np.bincount`);
+3.   with a MustGather layer only that layer's domains may hold the job, else search from the root;
+4.   walk down and keep the deepest level with a domain covering the desired slots;
+5.   among its covering domains take the fewest slots (binpack), then the better score, then name;
+6.   inside it order nodes by their ancestors' slots (most first), score, name, then own slots;
+     each node takes min(its slots, what remains);
+7.   the caller assigns pods in placement order to that node order.
+
+Options (our extensions, off in the default profile): `parent_fragmentation` breaks slot ties by the
+parent domain's slots (fewest first, so the job lands where its parent is already fragmented
+and whole parents stay free); `prefer_gather_score` treats PreferGather layers as a score (a
+candidate inside one domain of a PreferGather layer earns a point) instead of a strict walk.
+`podCountMultiple` is applied
+by the caller by flooring node slots to a multiple of N before calling here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from scheduler.framework import FloatArray, IntArray
+from scheduler.model import TopologyRule
+from scheduler.topology import TopologyTree
+
+NO_CANDIDATE = "no candidate topology nodes can accommodate job"
+MESSAGE_DOMAIN_LIMIT = 12  # domains spelled out in the message; details always hold them all
+
+
+@dataclass(frozen=True)
+class PlacementOptions:
+    parent_fragmentation: bool = False
+    prefer_gather_score: bool = False
+
+
+@dataclass(frozen=True)
+class PlacementOutcome:
+    """Node take counts on success (`counts`, in distribution order), or a failure message."""
+
+    node_order: IntArray | None
+    counts: IntArray | None
+    message: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+    decision: dict[str, Any] = field(default_factory=dict)
+    topology_decided: bool = False
+    candidates: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.node_order is not None
+
+
+def must_gather_level(tree: TopologyTree, rule: TopologyRule | None) -> int:
+    """The level of the deepest MustGather layer (0, the root, when there is none)."""
+    start = 0
+    for gather in rule.gather if rule else ():
+        pos = tree.layer_position(gather.layer)
+        if gather.strategy == "MustGather" and pos is not None:
+            start = max(start, pos)
+    return start
+
+
+def place(
+    tree: TopologyTree,
+    slots: IntArray,
+    desired: int,
+    rule: TopologyRule | None,
+    scores: FloatArray | None = None,
+    options: PlacementOptions | None = None,
+) -> PlacementOutcome:
+    """Choose a domain and per-node pod counts; `slots` must already exclude ineligible nodes."""
+    options = options or PlacementOptions()
+    topological = bool(rule and rule.gather)
+    # Jobs without a topology rule use every node: the root and the nodes are their only levels.
+    levels = list(range(len(tree.levels))) if topological else [0, len(tree.levels) - 1]
+    if topological:
+        slots = np.where(tree.outside, 0, slots)
+    sums = {lv: _sums(tree, lv, slots, topological) for lv in levels}
+    start = must_gather_level(tree, rule) if topological else 0
+    if not (sums[start] >= desired).any():
+        return _failure(tree, start, sums[start], desired, slots)
+    searched = [lv for lv in levels if lv >= start]
+    domain_scores = {lv: _score_sums(tree, lv, scores) for lv in levels}
+    if options.prefer_gather_score and topological:
+        prefer = [tree.layer_position(g.layer) or 0 for g in (rule.gather if rule else ())]
+        bonus = {lv: sum(1 for p in prefer if p <= lv) for lv in searched}
+        candidate_levels = [lv for lv in searched if (sums[lv] >= desired).any()]
+    else:
+        bonus = {}
+        candidate_levels = [max(lv for lv in searched if (sums[lv] >= desired).any())]
+    ranked: list[tuple[tuple[Any, ...], int, IntArray]] = []
+    for lv in candidate_levels:
+        cand, best_key = _rank(tree, lv, sums, domain_scores[lv], desired, levels, options)
+        first = best_key[0]
+        ranked.append(((-bonus.get(lv, 0), *first, lv), lv, cand))
+    _key, level, ordered_candidates = min(ranked, key=lambda r: r[0])
+    domain = int(ordered_candidates[0])
+    members = domain_nodes(tree, level, domain, topological, len(slots))
+    members = members[slots[members] > 0]
+    sort_keys: list[Any] = []  # primary first; np.lexsort wants it last
+    for lv in levels:
+        if lv <= level:
+            continue
+        dom = tree.node_domain_at(lv)[members]
+        sort_keys.append(-sums[lv][dom])
+        level_scores = domain_scores[lv]
+        if level_scores is not None:
+            sort_keys.append(-level_scores[dom])
+        sort_keys.append(dom)
+    order = members[np.lexsort(tuple(reversed(sort_keys)))] if sort_keys else members
+    ordered_slots = slots[order]
+    before = np.cumsum(ordered_slots) - ordered_slots
+    counts = np.clip(desired - before, 0, ordered_slots)
+    used = counts > 0
+    alternatives = {
+        tree.domain_label(level, int(d)): int(sums[level][d])
+        for d in ordered_candidates[:MESSAGE_DOMAIN_LIMIT]
+    }
+    decision = {
+        "chosen_domain": tree.domain_label(level, domain),
+        "chosen_offer_slots": int(sums[level][domain]),
+        "desired_offer_slots": desired,
+        "alternatives": alternatives,
+    }
+    shortlist = tuple((level, int(d)) for d in ordered_candidates[:MESSAGE_DOMAIN_LIMIT])
+    return PlacementOutcome(order[used], counts[used], decision=decision, candidates=shortlist)
+
+
+def domain_nodes(
+    tree: TopologyTree, level: int, domain: int, topological: bool, n: int
+) -> IntArray:
+    """Nodes a candidate domain spans (for jobs without a rule the root spans every node)."""
+    if level == 0 and not topological:
+        return np.arange(n, dtype=np.int64)
+    return tree.nodes_in(level, domain)
+
+
+def _rank(
+    tree: TopologyTree,
+    level: int,
+    sums: dict[int, IntArray],
+    scores: FloatArray | None,
+    desired: int,
+    levels: list[int],
+    options: PlacementOptions,
+) -> tuple[IntArray, list[tuple[int, int, float, int]]]:
+    """Covering domains of one level, best first: fewest slots, parent slots, score, name."""
+    cand = np.flatnonzero(sums[level] >= desired).astype(np.int64)
+    own = sums[level][cand]
+    parent = np.zeros(len(cand), dtype=np.int64)
+    if options.parent_fragmentation and level > 0:
+        parent_level = max(lv for lv in levels if lv < level)
+        if parent_level == 0:
+            parent[:] = sums[0][0]
+        else:
+            ups = _parent_index(tree, level, parent_level)[cand]
+            parent = sums[parent_level][ups]
+    score = scores[cand] if scores is not None else np.zeros(len(cand))
+    order = np.lexsort((cand, -score, parent, own))
+    cand = cand[order]
+    first = int(order[0])
+    keys = [(int(own[first]), int(parent[first]), -float(score[first]), int(cand[0]))]
+    return cand, keys
+
+
+def _parent_index(tree: TopologyTree, level: int, parent_level: int) -> IntArray:
+    """For each domain of `level`, the index of its ancestor at `parent_level`."""
+    if level == len(tree.levels) - 1:
+        return tree.node_domain_at(parent_level)
+    idx = tree.domain_parent[level - 1]
+    walk = level - 1
+    while walk > parent_level:
+        idx = tree.domain_parent[walk - 1][idx]
+        walk -= 1
+    return idx
+
+
+def _sums(tree: TopologyTree, level: int, slots: IntArray, topological: bool) -> IntArray:
+    if not topological and level == 0:
+        return np.array([int(slots.sum())], dtype=np.int64)
+    return tree.domain_sums(level, slots)
+
+
+def _score_sums(tree: TopologyTree, level: int, scores: FloatArray | None) -> FloatArray | None:
+    if scores is None:
+        return None
+    if level == 0:
+        return np.array([float(scores.sum())])
+    if level == len(tree.levels) - 1:
+        return scores
+    arr = tree.node_domain_at(level)
+    inside = arr >= 0
+    sums: FloatArray = np.bincount(
+        arr[inside], weights=scores[inside], minlength=len(tree.domain_names[level - 1])
+    ).astype(np.float64)
+    return sums
+
+
+def _failure(
+    tree: TopologyTree, level: int, sums: IntArray, desired: int, slots: IntArray
+) -> PlacementOutcome:
+    details: dict[str, Any] = {"desired_offer_slots": desired}
+    if level == 0:
+        details["offer_slots"] = int(slots.sum())
+        return PlacementOutcome(None, None, "", details)
+    domain_slots = {tree.domain_label(level, d): int(s) for d, s in enumerate(sums)}
+    details["domain_offer_slots"] = domain_slots
+    shown = "; ".join(f"{k}: {v}" for k, v in list(domain_slots.items())[:MESSAGE_DOMAIN_LIMIT])
+    if len(domain_slots) > MESSAGE_DOMAIN_LIMIT:
+        shown += f"; ... ({len(domain_slots) - MESSAGE_DOMAIN_LIMIT} more)"
+    message = f"{NO_CANDIDATE}, desiredOfferSlot: {desired}, topology topologyNode {shown}"
+    return PlacementOutcome(None, None, message, details, topology_decided=True)

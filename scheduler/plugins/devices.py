@@ -1,0 +1,281 @@
+"""DeviceShare plugin. Extension points: PreFilter, Filter (slot-limit protocol), Score, Reserve.
+
+Device choice is part of the offer-slot count: for each node with devices, the plugin allocates a
+job's pods one after another with the real allocator (`scheduler.devices`), so topology and gang
+decisions see exactly the pods that fit a node's cards. Reserve then allocates the same way and
+returns each pod's devices and annotations. Pods without device requests cost nothing (the plugin
+answers None), and nodes without devices are never looked at one by one.
+
+`NodeInfo.devices` is a `NodeDevices` (see `scheduler.devices.build_node_devices`) or a sequence
+of `Device`, which the plugin builds with the node's labels. Usage comes from the bound pods'
+`scheduling.koordinator.sh/device-allocated` annotations; a bound device pod without one is given
+cards by the allocator itself, so its capacity is never handed out twice. `DeviceFleet` groups
+nodes by device layout and usage, so 5,000 identical idle nodes cost one allocation run per job
+shape. Args: `{"scoring": "LeastAllocated" | "MostAllocated"}`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from scheduler.devices import (
+    Device,
+    DeviceRequest,
+    DeviceRequestError,
+    DeviceUsage,
+    NodeDevices,
+    allocate,
+    build_node_devices,
+    explain,
+    parse_device_allocated,
+    parse_device_request,
+    usage_from_pods,
+)
+from scheduler.devices.annotations import device_allocated_data
+from scheduler.devices.fleet import DeviceFleet, Held
+from scheduler.devices.names import (
+    ANNOTATION_DEVICE_ALLOCATED,
+    ANNOTATION_JOINT_ALLOCATE,
+    DEVICE_RESOURCES,
+    Scoring,
+)
+from scheduler.framework import (
+    Code,
+    FloatArray,
+    IntArray,
+    Plan,
+    PodAllocation,
+    ReserveResult,
+    Status,
+)
+from scheduler.model import JobInfo, NodeInfo, PodInfo
+from scheduler.state import CycleState, placement_order
+
+
+@dataclass
+class DeviceState:
+    """The plugin's per-round data, kept in `state.plugin_data["DeviceShare"]`."""
+
+    fleet: DeviceFleet
+    held: dict[str, tuple[int, Held]] = field(default_factory=dict)  # pod key -> (node, devices)
+    reserved: dict[str, list[str]] = field(default_factory=dict)  # job id -> pod keys reserved
+    requests: dict[tuple[Any, ...], DeviceRequest | list[str] | None] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)  # unreadable annotations of bound pods
+
+
+class DeviceShare:
+    name = "DeviceShare"
+    extension_points = frozenset({"PreFilter", "Filter", "Score", "Reserve"})
+
+    def __init__(self, args: Mapping[str, Any] | None = None) -> None:
+        self.args = dict(args or {})
+        scoring = self.args.get("scoring", "LeastAllocated")
+        if scoring not in ("LeastAllocated", "MostAllocated"):
+            raise ValueError(
+                f"DeviceShare scoring must be LeastAllocated or MostAllocated: {scoring!r}"
+            )
+        self.scoring: Scoring = scoring
+
+    # --- setup ----------------------------------------------------------------------------------
+    def setup(self, state: CycleState) -> None:
+        nodes: dict[int, NodeDevices] = {}
+        for idx, info in enumerate(state.nodes):
+            devices = _node_devices(info)
+            if devices is not None and devices.has_devices:
+                nodes[idx] = devices
+        requests: dict[tuple[Any, ...], DeviceRequest | list[str] | None] = {}
+        problems: list[str] = []
+        held: dict[str, tuple[int, Held]] = {}
+        usages: dict[int, DeviceUsage] = {}
+        for idx, devices in nodes.items():
+            bound = state.bound_on_node.get(idx, [])
+            usage, unreadable = usage_from_pods(devices, [p.annotations for p in bound])
+            problems.extend(f"{devices.node}: {p}" for p in unreadable)
+            usages[idx] = usage
+            for pod in bound:
+                devices_held = _held_by(pod, devices, usage, requests, self.scoring)
+                if devices_held:
+                    held[pod.key] = (idx, devices_held)
+        fleet = DeviceFleet(len(state.nodes), nodes, usages, self.scoring)
+        state.plugin_data[self.name] = DeviceState(fleet, held, {}, requests, problems)
+
+    # --- PreFilter ------------------------------------------------------------------------------
+    def pre_filter(self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo]) -> Status:
+        ds = self._state(state)
+        for pod in pods:
+            parsed = _request(ds.requests, pod)
+            if isinstance(parsed, list):
+                return Status(Code.INVALID, f"pod {pod.key}: " + "; ".join(parsed), {}, self.name)
+        return Status.success()
+
+    # --- Filter (slot limits) -------------------------------------------------------------------
+    def slot_limits(
+        self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo], node_indices: IntArray
+    ) -> IntArray | None:
+        ds = self._state(state)
+        runs = _runs(ds.requests, pods)
+        device_runs = tuple((r, c) for r, c in runs if r is not None)
+        if not device_runs:
+            return None
+        free_pods = sum(count for request, count in runs if request is None)
+        released = _released_by_node(ds, state.released_pods)
+        slots: IntArray = ds.fleet.slots(node_indices, device_runs, released) + free_pods
+        return slots
+
+    def explain(
+        self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo], node_indices: IntArray
+    ) -> dict[str, int]:
+        ds = self._state(state)
+        request = next((r for r, _ in _runs(ds.requests, pods) if r is not None), None)
+        if request is None:
+            return {}
+        fleet = ds.fleet
+        reasons: dict[str, int] = {}
+        for idx in node_indices:
+            i = int(idx)
+            if i in fleet.nodes:
+                why = explain(fleet.nodes[i], fleet.usage[i], request)
+                # "Insufficient gpu: 4 needed, ..." -> "Insufficient gpu", so nodes group.
+                reason = why.split(":")[0] if why else ""
+            else:
+                reason = "node has no devices"
+            if reason:
+                reasons[reason] = reasons.get(reason, 0) + 1
+        return reasons
+
+    # --- Score ----------------------------------------------------------------------------------
+    def score_nodes(self, state: CycleState, job: JobInfo, node_indices: IntArray) -> FloatArray:
+        """0..100 per node by the scoring strategy for the job's first device pod; 0 elsewhere."""
+        ds = self._state(state)
+        pods = state.pending_pods(job)
+        request = _request(ds.requests, pods[0]) if pods else None
+        if request is None or isinstance(request, list):
+            zeros: FloatArray = np.zeros(len(node_indices), dtype=np.float64)
+            return zeros
+        return ds.fleet.scores(node_indices, request)
+
+    # --- Reserve --------------------------------------------------------------------------------
+    def reserve(self, state: CycleState, job: JobInfo, plan: Plan) -> ReserveResult:
+        ds = self._state(state)
+        fleet = ds.fleet
+        pods = placement_order([state.pods[key] for key in plan.assignment])
+        allocations: dict[str, PodAllocation] = {}
+        done: list[str] = []
+        for pod in pods:
+            request = _request(ds.requests, pod)
+            if request is None or isinstance(request, list):
+                continue
+            idx = plan.assignment[pod.key]
+            node = fleet.nodes.get(idx)
+            allocation = allocate(node, fleet.usage[idx], request, self.scoring) if node else None
+            if allocation is None:
+                self._release(ds, done)
+                reason = explain(node, fleet.usage[idx], request) if node else "no devices"
+                where = state.node_names[idx]
+                return ReserveResult(
+                    Status(Code.UNSCHEDULABLE, f"pod {pod.key} on {where}: {reason}", {}, self.name)
+                )
+            fleet.apply(idx, allocation.devices)
+            ds.held[pod.key] = (idx, allocation.devices)
+            done.append(pod.key)
+            devices = device_allocated_data(allocation.devices)
+            allocations[pod.key] = PodAllocation(devices, allocation.annotations)
+        ds.reserved[job.id] = done
+        return ReserveResult(Status.success(), allocations)
+
+    def unreserve(self, state: CycleState, job: JobInfo, plan: Plan) -> None:
+        ds = self._state(state)
+        self._release(ds, ds.reserved.pop(job.id, []))
+
+    def _release(self, ds: DeviceState, pod_keys: list[str]) -> None:
+        for key in pod_keys:
+            idx, held = ds.held.pop(key)
+            ds.fleet.release(idx, held)
+
+    def _state(self, state: CycleState) -> DeviceState:
+        ds = state.plugin_data.get(self.name)
+        if ds is None:
+            self.setup(state)
+            ds = state.plugin_data[self.name]
+        assert isinstance(ds, DeviceState)
+        return ds
+
+
+# --- helpers ------------------------------------------------------------------------------------
+
+RequestCache = dict[tuple[Any, ...], DeviceRequest | list[str] | None]
+
+
+def _node_devices(info: NodeInfo) -> NodeDevices | None:
+    devices = info.devices
+    if devices is None or isinstance(devices, NodeDevices):
+        return devices
+    if isinstance(devices, Sequence) and all(isinstance(d, Device) for d in devices):
+        return build_node_devices(info.name, devices, info.labels, info.annotations)
+    raise TypeError(f"node {info.name}: devices must be NodeDevices or a sequence of Device")
+
+
+def _request(cache: RequestCache, pod: PodInfo) -> DeviceRequest | list[str] | None:
+    """The pod's parsed device request (None: no devices; a list: validation messages)."""
+    if DEVICE_RESOURCES.isdisjoint(pod.requests):
+        return None
+    joint = pod.annotations.get(ANNOTATION_JOINT_ALLOCATE, "")
+    key = (tuple(sorted(pod.requests.items())), joint)
+    if key not in cache:
+        try:
+            cache[key] = parse_device_request(pod.requests, pod.annotations)
+        except DeviceRequestError as error:
+            cache[key] = error.messages
+    return cache[key]
+
+
+def _runs(cache: RequestCache, pods: Sequence[PodInfo]) -> list[tuple[DeviceRequest | None, int]]:
+    """Consecutive pods with one device request, as (request, count); invalid counts as unfit."""
+    runs: list[tuple[DeviceRequest | None, int]] = []
+    for pod in pods:
+        parsed = _request(cache, pod)
+        request = _NEVER if isinstance(parsed, list) else parsed
+        if runs and runs[-1][0] == request:
+            runs[-1] = (request, runs[-1][1] + 1)
+        else:
+            runs.append((request, 1))
+    return runs
+
+
+# Stands in for an invalid request (PreFilter rejects those first): no node has 2**40 RDMA units,
+# so it fits nowhere.
+_NEVER = DeviceRequest(rdma=1 << 40)
+
+
+def _held_by(
+    pod: PodInfo, node: NodeDevices, usage: DeviceUsage, cache: RequestCache, scoring: Scoring
+) -> Held:
+    """The devices a bound pod holds (already counted in `usage` when it has an annotation)."""
+    raw = pod.annotations.get(ANNOTATION_DEVICE_ALLOCATED)
+    if raw:
+        try:
+            return parse_device_allocated(raw)
+        except ValueError:
+            return ()
+    request = _request(cache, pod)
+    if request is None or isinstance(request, list):
+        return ()
+    # Bound by someone who wrote no annotation: account it on the cards we would have chosen.
+    allocation = allocate(node, usage, request, scoring)
+    if allocation is None:
+        return ()
+    usage.apply(allocation.devices)
+    return allocation.devices
+
+
+def _released_by_node(ds: DeviceState, released: frozenset[str]) -> dict[int, list[Held]]:
+    by_node: dict[int, list[Held]] = {}
+    for key in released:
+        entry = ds.held.get(key)
+        if entry is not None:
+            by_node.setdefault(entry[0], []).append(entry[1])
+    return by_node

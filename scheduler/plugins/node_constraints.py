@@ -1,0 +1,111 @@
+"""Node constraint plugins. Extension point: Filter (node masks).
+
+- `NodeUnschedulable`: cordoned nodes take no new pods.
+- `NodeAffinity`: `spec.nodeSelector` and required node affinity matchExpressions
+  (In, NotIn, Exists, DoesNotExist, Gt, Lt; terms ORed, expressions ANDed).
+- `TaintToleration`: NoSchedule and NoExecute taints must be tolerated (PreferNoSchedule is soft).
+
+Each verdict is a boolean array over all nodes, computed once per pod template and cached by the
+cycle state, so a job with thousands of identical pods evaluates the nodes once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from scheduler.framework import NodeMask
+from scheduler.model import NodeInfo, NodeSelectorRequirement, PodInfo, Taint, Toleration
+from scheduler.state import CycleState
+
+REASON_UNSCHEDULABLE = "node(s) were unschedulable"
+REASON_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
+REASON_TAINT = "node(s) had untolerated taint"
+
+
+def requirement_matches(req: NodeSelectorRequirement, labels: Mapping[str, str]) -> bool:
+    value = labels.get(req.key)
+    op = req.operator
+    if op == "In":
+        return value is not None and value in req.values
+    if op == "NotIn":
+        return value is None or value not in req.values
+    if op == "Exists":
+        return value is not None
+    if op == "DoesNotExist":
+        return value is None
+    # Gt / Lt compare integers; a missing or non-integer label never matches.
+    try:
+        have, want = int(value or ""), int(req.values[0])
+    except (ValueError, IndexError):
+        return False
+    return have > want if op == "Gt" else have < want
+
+
+def node_matches(pod: PodInfo, node: NodeInfo) -> bool:
+    labels = node.labels
+    if any(labels.get(k) != v for k, v in pod.node_selector.items()):
+        return False
+    if not pod.required_affinity:
+        return True
+    return any(
+        all(requirement_matches(r, labels) for r in term.match_expressions)
+        for term in pod.required_affinity
+    )
+
+
+def tolerates(toleration: Toleration, taint: Taint) -> bool:
+    if toleration.effect and toleration.effect != taint.effect:
+        return False
+    if toleration.operator == "Exists":
+        return not toleration.key or toleration.key == taint.key
+    return toleration.key == taint.key and toleration.value == taint.value
+
+
+def taints_tolerated(pod: PodInfo, node: NodeInfo) -> bool:
+    return all(
+        taint.effect == "PreferNoSchedule" or any(tolerates(t, taint) for t in pod.tolerations)
+        for taint in node.taints
+    )
+
+
+class NodeUnschedulable:
+    name = "NodeUnschedulable"
+    extension_points = frozenset({"Filter"})
+
+    def __init__(self, args: Mapping[str, Any] | None = None) -> None:
+        self.args = dict(args or {})
+
+    def node_mask(self, state: CycleState, pod: PodInfo) -> NodeMask | None:
+        allowed = np.array([not n.unschedulable for n in state.nodes], dtype=np.bool_)
+        return None if allowed.all() else NodeMask(allowed, REASON_UNSCHEDULABLE)
+
+
+class NodeAffinity:
+    name = "NodeAffinity"
+    extension_points = frozenset({"Filter"})
+
+    def __init__(self, args: Mapping[str, Any] | None = None) -> None:
+        self.args = dict(args or {})
+
+    def node_mask(self, state: CycleState, pod: PodInfo) -> NodeMask | None:
+        if not pod.node_selector and not pod.required_affinity:
+            return None
+        allowed = np.array([node_matches(pod, n) for n in state.nodes], dtype=np.bool_)
+        return NodeMask(allowed, REASON_AFFINITY)
+
+
+class TaintToleration:
+    name = "TaintToleration"
+    extension_points = frozenset({"Filter"})
+
+    def __init__(self, args: Mapping[str, Any] | None = None) -> None:
+        self.args = dict(args or {})
+
+    def node_mask(self, state: CycleState, pod: PodInfo) -> NodeMask | None:
+        if not any(n.taints for n in state.nodes):
+            return None
+        allowed = np.array([taints_tolerated(pod, n) for n in state.nodes], dtype=np.bool_)
+        return NodeMask(allowed, REASON_TAINT)

@@ -1,0 +1,398 @@
+"""JobPreemption plugin. Extension point: PostFilter.
+
+For a job that did not fit (koordinator.md, "Job-level preemption", with our differences):
+1. skip when the job waits for victims chosen earlier that still terminate on its nominated nodes;
+2. possible victims are whole running jobs of strictly lower priority without a protection label
+   (in-quota preemption, when quota admission failed: only jobs of the same quota; reclaim, when the
+   job's quota is within its min: also jobs of quotas using more than their runtime quota);
+3. dry run with every possible victim removed: the whole job must fit, topology included, else
+   "preemption not helpful";
+4. for the best few candidate domains of that dry run, plan the job inside the domain, keep back
+   victims highest priority first (budget-breaking ones first) while the plan still fits, and cost
+   the plan: (budget violations, highest victim priority, victim jobs, resources, rank);
+5. the cheapest plan evicts its victims and nominates the job's pods to their planned nodes; a plan
+   that must break a PodDisruptionBudget is reported as blocked instead.
+When preemption is not allowed (`preemptionPolicy: Never`) the same search yields the counterfactual
+("would fit if these jobs were evicted"). Arguments: `candidateLimit` (default 4), `counterfactuals`
+(default true).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from scheduler.cycle import Framework
+from scheduler.framework import (
+    BoolArray,
+    Code,
+    Failure,
+    IntArray,
+    Plan,
+    PostFilterResult,
+    Status,
+)
+from scheduler.model import JobInfo, PodInfo
+from scheduler.placement import domain_nodes
+from scheduler.plugins.quota import quota_book
+from scheduler.state import CycleState, template_key
+from scheduler.victims import BudgetBook, VictimJob, VictimPool
+
+NO_VICTIMS = "no potential victims"
+NOT_HELPFUL = "preemption not helpful"
+
+
+@dataclass
+class PreemptionBook:
+    """Per-round preemption memory: the victim pool, budgets, and jobs already evicted."""
+
+    pool: VictimPool
+    budgets: BudgetBook
+    evicted: set[int] = field(default_factory=set)
+    # Within a round free capacity only shrinks and victims only leave, so a search that found
+    # nothing for (shape, rule, mode) at priority p and n pods finds nothing for a later job of
+    # that shape at priority <= p with >= n pods: remember (p, n, status) to skip repeats.
+    hopeless: dict[tuple[Any, ...], list[tuple[int, int, Status]]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class VictimPlan:
+    plan: Plan
+    victims: tuple[VictimJob, ...]
+    violations: Mapping[str, int]
+    key: tuple[Any, ...]
+    cost: Mapping[str, Any]
+
+
+class JobPreemption:
+    name = "JobPreemption"
+    extension_points = frozenset({"PostFilter"})
+
+    def __init__(self, args: Mapping[str, Any] | None = None) -> None:
+        args = dict(args or {})
+        self.candidate_limit = int(args.get("candidateLimit", 4))
+        self.counterfactuals = bool(args.get("counterfactuals", True))
+
+    def book(self, state: CycleState) -> PreemptionBook:
+        book = state.plugin_data.get(self.name)
+        if not isinstance(book, PreemptionBook):
+            book = PreemptionBook(
+                VictimPool(state), BudgetBook(state.snapshot.pdbs, state.snapshot.pods)
+            )
+            state.plugin_data[self.name] = book
+        return book
+
+    def post_filter(self, state: CycleState, job: JobInfo, failure: Failure) -> PostFilterResult:
+        pods = state.pending_pods(job)
+        waiting = _terminating_on_nominated(state, pods)
+        if waiting:
+            reason = f"waiting for preemption victims to terminate on {', '.join(waiting)}"
+            return PostFilterResult(Status(Code.WAIT, reason, {}, self.name))
+        allowed = job.preemption_policy != "Never" and all(
+            p.preemption_policy != "Never" for p in pods
+        )
+        if not allowed and not self.counterfactuals:
+            return PostFilterResult(Status(Code.UNRESOLVABLE, "preemptionPolicy is Never"))
+        quota_need = _quota_need(failure)
+        found = self.search(state, job, pods, quota_need)
+        if isinstance(found, Status):
+            if quota_need:
+                shortfall = failure.status.details.get("quota_shortfall", {})
+                details = {"counterfactual": {"quota_increase": shortfall}}
+                return PostFilterResult(Status(found.code, found.reason, details, self.name))
+            return PostFilterResult(found)
+        counterfactual = {
+            "evict_jobs": [v.id for v in found.victims],
+            "fits_in": found.plan.decision.get("chosen_domain", ""),
+            "cost": dict(found.cost),
+        }
+        if not allowed:
+            reason = "preemption not allowed (preemptionPolicy: Never)"
+            status = Status(Code.UNRESOLVABLE, reason, {"counterfactual": counterfactual})
+            return PostFilterResult(status)
+        if found.violations:
+            names = ", ".join(sorted(found.violations))
+            status = Status(
+                Code.UNRESOLVABLE,
+                f"preemption blocked by PodDisruptionBudget {names}",
+                {"counterfactual": counterfactual},
+                self.name,
+            )
+            return PostFilterResult(status)
+        return self._commit(state, found)
+
+    def _commit(self, state: CycleState, found: VictimPlan) -> PostFilterResult:
+        book = self.book(state)
+        victim_pods = [p for v in found.victims for p in v.pods]
+        for v in found.victims:
+            book.evicted.add(book.pool.index[v.id])
+        book.budgets.spend(victim_pods)
+        state.evicting.update(p.key for p in victim_pods)
+        nominations = {k: state.node_names[i] for k, i in sorted(found.plan.assignment.items())}
+        return PostFilterResult(
+            Status(Code.SUCCESS, "preempting", {}, self.name),
+            victim_job_ids=tuple(v.id for v in found.victims),
+            victim_pod_keys=tuple(sorted(p.key for p in victim_pods)),
+            nominations=nominations,
+            cost=found.cost,
+        )
+
+    # --- the search ---------------------------------------------------------------------------
+    def eligible(
+        self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo], in_quota: bool
+    ) -> BoolArray:
+        book = self.book(state)
+        pool = book.pool
+        mask: BoolArray = (pool.priority < job.priority) & ~pool.protected
+        if book.evicted:
+            mask[list(book.evicted)] = False
+        quota = job.quota or (pods[0].quota if pods else None)
+        if in_quota:
+            same = np.array([v.quotas == frozenset({quota}) for v in pool.jobs], dtype=np.bool_)
+            return mask & same
+        overused = _overused_quotas(state, quota, pods)
+        if overused:
+            borrowers = np.array(
+                [bool(v.quotas) and v.quotas <= overused for v in pool.jobs], dtype=np.bool_
+            )
+            mask |= borrowers & ~pool.protected
+            if book.evicted:
+                mask[list(book.evicted)] = False
+        return mask
+
+    def search(
+        self,
+        state: CycleState,
+        job: JobInfo,
+        pods: Sequence[PodInfo],
+        quota_need: Mapping[str, int],
+    ) -> VictimPlan | Status:
+        framework = state.plugin_data["framework"]
+        assert isinstance(framework, Framework)
+        book = self.book(state)
+        shape = _shape_key(job, pods, bool(quota_need))
+        for priority, count, status in book.hopeless.get(shape, []) if shape else []:
+            if job.priority <= priority and len(pods) >= count:
+                return status
+        found = self._search(state, framework, book, job, pods, quota_need)
+        if isinstance(found, Status) and shape is not None:
+            book.hopeless.setdefault(shape, []).append((job.priority, len(pods), found))
+        return found
+
+    def _search(
+        self,
+        state: CycleState,
+        framework: Framework,
+        book: PreemptionBook,
+        job: JobInfo,
+        pods: Sequence[PodInfo],
+        quota_need: Mapping[str, int],
+    ) -> VictimPlan | Status:
+        eligible = self.eligible(state, job, pods, bool(quota_need))
+        if not eligible.any():
+            return Status(Code.UNRESOLVABLE, NO_VICTIMS, {}, self.name)
+        released = book.pool.released(state, eligible)
+
+        def gone() -> frozenset[str]:
+            return frozenset(k for i in np.flatnonzero(eligible) for k in book.pool.keys[i])
+
+        with state.releasing(released, gone):
+            slots = framework.offer_slots(state, job, pods)
+            dry = framework.try_place(state, job, pods, slots=slots)
+            if isinstance(dry, Failure):
+                reason = f"{NOT_HELPFUL}: {dry.status.reason}"
+                return Status(Code.UNRESOLVABLE, reason, dict(dry.status.details), self.name)
+            plans: list[Plan] = [dry]
+            topological = bool(job.topology and job.topology.gather)
+            for level, domain in dry.candidates[1 : self.candidate_limit]:
+                within = domain_nodes(state.topology, level, domain, topological, len(state.nodes))
+                attempt = framework.try_place(state, job, pods, within, slots)
+                if isinstance(attempt, Plan):
+                    plans.append(attempt)
+        best: VictimPlan | None = None
+        for rank, plan in enumerate(plans):
+            candidate = self._victims_for(
+                state, framework, job, pods, plan, eligible, quota_need, rank
+            )
+            if candidate is not None and (best is None or candidate.key < best.key):
+                best = candidate
+        if best is None:
+            return Status(Code.UNRESOLVABLE, NOT_HELPFUL, {}, self.name)
+        return best
+
+    def _victims_for(
+        self,
+        state: CycleState,
+        framework: Framework,
+        job: JobInfo,
+        pods: Sequence[PodInfo],
+        plan: Plan,
+        eligible: BoolArray,
+        quota_need: Mapping[str, int],
+        rank: int,
+    ) -> VictimPlan | None:
+        """Minimal victims for one plan: keep back the highest-priority victims that can stay."""
+        book = self.book(state)
+        need: dict[int, IntArray] = {}
+        for key, idx in plan.assignment.items():
+            need[idx] = need.get(idx, 0) + state.vector(state.pods[key])
+        planned = set(need)
+        pool = book.pool
+        if quota_need:
+            chosen = np.flatnonzero(eligible)
+        else:
+            on_plan = np.isin(pool.pod_node, np.fromiter(planned, dtype=np.int64))
+            chosen = np.unique(pool.pod_job[on_plan & eligible[pool.pod_job]])
+        consider = [pool.jobs[int(i)] for i in chosen]
+        rows = np.array(sorted(planned), dtype=np.int64)
+        base = state.free(rows)
+        room = {int(n): base[i].copy() for i, n in enumerate(rows)}
+        for v in consider:
+            for n, vec in v.release.items():
+                if n in room:
+                    room[n] += vec
+        quota_room = {r: sum(_amount(v, r) for v in consider) for r in quota_need}
+        if any((room[n] < need[n]).any() for n in planned):
+            return None
+        if any(quota_room[r] < amount for r, amount in quota_need.items()):
+            return None
+
+        def reprieve_order(v: VictimJob) -> tuple[Any, ...]:
+            breaks_budget = bool(book.budgets.violations(v.pods))
+            return (not breaks_budget, -v.priority, v.id)
+
+        victims: list[VictimJob] = []
+        for v in sorted(consider, key=reprieve_order):
+            fits = all((room[n] - v.release[n] >= need[n]).all() for n in v.nodes & planned)
+            fits = fits and all(quota_room[r] - _amount(v, r) >= a for r, a in quota_need.items())
+            if fits:
+                for n in v.nodes & planned:
+                    room[n] -= v.release[n]
+                for r in quota_need:
+                    quota_room[r] -= _amount(v, r)
+            else:
+                victims.append(v)
+        if not _slots_hold(state, framework, job, pods, plan, victims, book):
+            victims = list(consider)
+        return _costed(state, plan, victims, book, rank)
+
+
+def _costed(
+    state: CycleState,
+    plan: Plan,
+    victims: Sequence[VictimJob],
+    book: PreemptionBook,
+    rank: int,
+) -> VictimPlan:
+    victims = sorted(victims, key=lambda v: v.id)
+    pods = [p for v in victims for p in v.pods]
+    violations = book.budgets.violations(pods)
+    resources: dict[str, int] = {}
+    for pod in pods:
+        for r, amount in pod.requests.items():
+            resources[r] = resources.get(r, 0) + int(amount)
+    totals = state.allocatable.sum(axis=0)
+    weight = sum(
+        amount / max(1, int(totals[state.resource_index[r]])) for r, amount in resources.items()
+    )
+    highest = max((v.priority for v in victims), default=None)
+    key = (
+        sum(violations.values()),
+        highest if highest is not None else -(1 << 62),
+        len(victims),
+        weight,
+        rank,
+    )
+    cost = {
+        "highest_victim_priority": highest,
+        "victim_jobs": len(victims),
+        "victim_pods": len(pods),
+        "resources": resources,
+        "pdb_violations": violations,
+    }
+    return VictimPlan(plan, tuple(victims), violations, key, cost)
+
+
+def _slots_hold(
+    state: CycleState,
+    framework: Framework,
+    job: JobInfo,
+    pods: Sequence[PodInfo],
+    plan: Plan,
+    victims: Sequence[VictimJob],
+    book: PreemptionBook,
+) -> bool:
+    """Confirm with every slot-limit Filter (devices too) that the kept-back victims may stay."""
+    if len(framework.slot_limits) <= 1:
+        return True  # resources alone: the reprieve arithmetic above is exact
+    chosen = np.zeros(len(book.pool.jobs), dtype=np.bool_)
+    chosen[[book.pool.index[v.id] for v in victims]] = True
+
+    def gone() -> frozenset[str]:
+        return frozenset(p.key for v in victims for p in v.pods)
+
+    with state.releasing(book.pool.released(state, chosen), gone):
+        slots = framework.offer_slots(state, job, pods)
+    planned = np.bincount(list(plan.assignment.values()), minlength=len(slots))
+    return bool((planned <= slots).all())
+
+
+def _shape_key(job: JobInfo, pods: Sequence[PodInfo], in_quota: bool) -> tuple[Any, ...] | None:
+    """What makes two jobs' preemption searches comparable; None when it is not safe to say."""
+    if in_quota or not pods or any(p.nominated_node for p in pods):
+        return None
+    first = template_key(pods[0])
+    if any(template_key(p) != first for p in pods[1:]):
+        return None
+    return (first, job.topology, job.quota, job.preemption_policy)
+
+
+def _amount(v: VictimJob, resource: str) -> int:
+    return sum(int(p.requests.get(resource, 0)) for p in v.pods)
+
+
+def _quota_need(failure: Failure) -> dict[str, int]:
+    """For a quota rejection: how much of each dimension the job's own quota must free."""
+    if failure.status.plugin != "ElasticQuota":
+        return {}
+    details = failure.status.details
+    shortfall = details.get("quota_shortfall", {})
+    own = shortfall.get(details.get("quota"), {})
+    return {r: int(v) for r, v in own.items()}
+
+
+def _terminating_on_nominated(state: CycleState, pods: Sequence[PodInfo]) -> list[str]:
+    nodes = sorted({p.nominated_node for p in pods if p.nominated_node in state.node_index})
+    return [
+        n
+        for n in nodes
+        if n is not None
+        and any(p.terminating for p in state.bound_on_node.get(state.node_index[n], []))
+    ]
+
+
+def _overused_quotas(
+    state: CycleState, quota: str | None, pods: Sequence[PodInfo]
+) -> frozenset[str | None]:
+    """Quotas using more than their runtime, when `quota` is within its min (it may reclaim)."""
+    book = quota_book(state)
+    if book is None or quota is None or quota not in book.tree.quotas:
+        return frozenset()
+    info = book.tree.quotas[quota]
+    request: dict[str, int] = {}
+    for pod in pods:
+        for r, v in pod.requests.items():
+            request[r] = request.get(r, 0) + int(v)
+    used = book.used[quota]
+    if not info.min or any(
+        used.get(r, 0) + v > info.min[r] for r, v in request.items() if r in info.min
+    ):
+        return frozenset()
+    return frozenset(
+        name
+        for name, runtime in book.runtime.items()
+        if name != quota and any(book.used[name].get(r, 0) > v for r, v in runtime.items())
+    )

@@ -1,0 +1,81 @@
+"""NetworkTopology plugin. Extension points: PreFilter (rule validation), Placement.
+
+Runs the reference algorithm (`scheduler.placement`) on the offer slots the Filter plugins
+computed. Arguments (profile options, our extensions; the defaults are Koordinator's behaviour):
+`podCountMultiple` (honour a rule's pod_count_multiple, default true: inert unless a job asks),
+`parentFragmentation` (slot ties go to the candidate whose parent is most used, default false),
+`preferGatherScore` (PreferGather layers score candidates instead of a strict walk, default false).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from scheduler.framework import Code, FloatArray, IntArray, Status
+from scheduler.model import JobInfo, PodInfo
+from scheduler.placement import PlacementOptions, PlacementOutcome, place
+from scheduler.state import CycleState
+
+
+class NetworkTopology:
+    name = "NetworkTopology"
+    extension_points = frozenset({"PreFilter", "Placement"})
+
+    def __init__(self, args: Mapping[str, Any] | None = None) -> None:
+        args = dict(args or {})
+        self.pod_count_multiple = bool(args.get("podCountMultiple", True))
+        self.options = PlacementOptions(
+            parent_fragmentation=bool(args.get("parentFragmentation", False)),
+            prefer_gather_score=bool(args.get("preferGatherScore", False)),
+        )
+
+    def pre_filter(self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo]) -> Status:
+        rule = job.topology
+        if rule is None or not rule.gather:
+            return Status.success()
+        tree = state.topology
+        if tree.error:
+            return Status(Code.INVALID, f"invalid network topology: {tree.error}", {}, self.name)
+        unknown = sorted({g.layer for g in rule.gather if tree.layer_position(g.layer) is None})
+        if unknown:
+            return Status(
+                Code.INVALID,
+                f"unknown topology layer(s) {', '.join(unknown)} in network-topology-spec; "
+                f"the cluster defines {', '.join(tree.levels[1:])}",
+                {"unknown_layers": unknown},
+                self.name,
+            )
+        multiple = self.multiple(job)
+        if multiple > 1 and len(pods) % multiple:
+            return Status(
+                Code.INVALID,
+                f"{len(pods)} pending pods is not a multiple of podCountMultiple {multiple}",
+                {"pod_count_multiple": multiple},
+                self.name,
+            )
+        return Status.success()
+
+    def multiple(self, job: JobInfo) -> int:
+        if not self.pod_count_multiple or job.topology is None:
+            return 1
+        return max(1, job.topology.pod_count_multiple)
+
+    def place(
+        self,
+        state: CycleState,
+        job: JobInfo,
+        desired: int,
+        slots: IntArray,
+        scores: FloatArray | None,
+    ) -> PlacementOutcome:
+        multiple = self.multiple(job)
+        if multiple > 1:
+            slots = slots - slots % multiple  # every node (hence domain) holds a multiple of N
+        return place(state.topology, slots, desired, job.topology, scores, self.options)
+
+
+def empty_slots(state: CycleState) -> IntArray:
+    return np.zeros(len(state.nodes), dtype=np.int64)

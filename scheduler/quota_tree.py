@@ -1,0 +1,126 @@
+"""Elastic quota arithmetic: the quota tree, used and requested amounts, and runtime quota.
+
+Runtime quota (koordinator.md, "Elastic quota and priority") is computed top-down per resource:
+the pool of a level (the cluster's allocatable for the roots, the parent's runtime below) first
+gives every child its request up to its min (a child that does not lend keeps its whole min out of
+the pool), then water-fills what is left by shared weight, each child capped at its request and its
+max. A quota's request is its own pods' requests plus its children's, capped at its max.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from scheduler.model import PodInfo, QuotaInfo
+
+UNBOUNDED = 1 << 62
+
+
+@dataclass
+class QuotaTree:
+    quotas: dict[str, QuotaInfo]
+    children: dict[str | None, list[str]] = field(default_factory=dict)
+
+    @staticmethod
+    def build(quotas: Iterable[QuotaInfo]) -> QuotaTree:
+        by_name = {q.name: q for q in quotas}
+        tree = QuotaTree(by_name)
+        for q in sorted(by_name.values(), key=lambda q: q.name):
+            parent = q.parent if q.parent in by_name else None
+            tree.children.setdefault(parent, []).append(q.name)
+        return tree
+
+    def ancestors(self, name: str) -> list[str]:
+        """The quota itself, then its parents up to the root."""
+        chain: list[str] = []
+        current: str | None = name
+        while current is not None and current in self.quotas and current not in chain:
+            chain.append(current)
+            current = self.quotas[current].parent
+        return chain
+
+    def checked_dimensions(self, name: str) -> set[str]:
+        q = self.quotas[name]
+        return set(q.max) | set(q.min)
+
+
+def add_into(total: dict[str, int], amounts: Mapping[str, int], sign: int = 1) -> None:
+    for r, v in amounts.items():
+        total[r] = total.get(r, 0) + sign * int(v)
+
+
+def quota_sums(
+    tree: QuotaTree, pods: Iterable[PodInfo], include_pending: bool
+) -> dict[str, dict[str, int]]:
+    """Per quota (children rolled up into parents): requests of bound pods (+ pending ones)."""
+    sums: dict[str, dict[str, int]] = {name: {} for name in tree.quotas}
+    for pod in pods:
+        if pod.quota not in tree.quotas:
+            continue
+        if not (pod.consumes_node or (include_pending and pod.is_pending)):
+            continue
+        for name in tree.ancestors(pod.quota):
+            add_into(sums[name], pod.requests)
+    return sums
+
+
+def runtime_quota(
+    tree: QuotaTree, requests: Mapping[str, Mapping[str, int]], cluster_total: Mapping[str, int]
+) -> dict[str, dict[str, int]]:
+    """Runtime quota of every quota for every resource that someone requests."""
+    resources = sorted({r for req in requests.values() for r in req})
+    runtime: dict[str, dict[str, int]] = {name: {} for name in tree.quotas}
+    for r in resources:
+        _fill(tree, None, int(cluster_total.get(r, 0)), r, requests, runtime)
+    return runtime
+
+
+def _capped_request(q: QuotaInfo, r: str, requests: Mapping[str, Mapping[str, int]]) -> int:
+    return min(int(requests.get(q.name, {}).get(r, 0)), int(q.max.get(r, UNBOUNDED)))
+
+
+def _fill(
+    tree: QuotaTree,
+    parent: str | None,
+    pool: int,
+    r: str,
+    requests: Mapping[str, Mapping[str, int]],
+    runtime: dict[str, dict[str, int]],
+) -> None:
+    names = tree.children.get(parent, [])
+    if not names:
+        return
+    quotas = [tree.quotas[n] for n in names]
+    demand = {q.name: _capped_request(q, r, requests) for q in quotas}
+    given = {q.name: min(demand[q.name], int(q.min.get(r, 0))) for q in quotas}
+    held = sum(
+        given[q.name] if q.allow_lent else max(given[q.name], int(q.min.get(r, 0))) for q in quotas
+    )
+    left = max(0, pool - held)
+    active = [q for q in quotas if demand[q.name] > given[q.name] and _weight(q, r) > 0]
+    while left > 0 and active:
+        total_weight = sum(_weight(q, r) for q in active)
+        handed = 0
+        for q in active:
+            share = left * _weight(q, r) // total_weight
+            take = min(share, demand[q.name] - given[q.name])
+            given[q.name] += take
+            handed += take
+        left -= handed
+        still = [q for q in active if demand[q.name] > given[q.name]]
+        if handed == 0:
+            for q in still[:left]:  # integer remainders: one unit each, in name order
+                given[q.name] += 1
+                left -= 1
+            break
+        active = still
+    for q in quotas:
+        runtime[q.name][r] = given[q.name]
+        _fill(tree, q.name, given[q.name], r, requests, runtime)
+
+
+def _weight(q: QuotaInfo, r: str) -> int:
+    if q.shared_weight is not None and r in q.shared_weight:
+        return int(q.shared_weight[r])
+    return int(q.max.get(r, UNBOUNDED)) if r in q.max else max(1, int(q.min.get(r, 1)))

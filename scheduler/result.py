@@ -1,0 +1,94 @@
+"""`RoundResult`: what one round decided, as frozen plain data with a JSON-friendly `to_dict()`.
+
+- `placements`: pod key -> `Placement(node, devices, annotations)` for every pod bound this round;
+- `preemptions`: one `PreemptionRecord` per preempting job (victims, nominations, reason, cost);
+- `unschedulable`: job id -> `JobVerdict(code, reason, details)` for every pending job not placed
+  (details may hold `node_reasons`, `desired_offer_slots`, `domain_offer_slots`,
+  `quota_shortfall`, `counterfactual`, `preemption`);
+- `decisions`: job id -> "why here" for placed jobs (chosen domain, its offer slots, the
+  alternatives' offer slots);
+- `outside_topology`: nodes left out of the topology tree; `topology_status`: `detailStatus[]`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Placement:
+    node: str
+    devices: Mapping[str, Any] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "node": self.node,
+            "devices": dict(self.devices),
+            "annotations": dict(self.annotations),
+        }
+
+
+@dataclass(frozen=True)
+class PreemptionRecord:
+    preemptor: str
+    victim_jobs: tuple[str, ...]
+    victim_pods: tuple[str, ...]
+    nominations: Mapping[str, str]
+    reason: str
+    cost: Mapping[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "preemptor": self.preemptor,
+            "victim_jobs": list(self.victim_jobs),
+            "victim_pods": list(self.victim_pods),
+            "nominations": dict(self.nominations),
+            "reason": self.reason,
+            "cost": dict(self.cost),
+        }
+
+
+@dataclass(frozen=True)
+class JobVerdict:
+    code: str
+    reason: str
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "reason": self.reason, "details": _plain(self.details)}
+
+
+@dataclass(frozen=True)
+class RoundResult:
+    placements: Mapping[str, Placement]
+    preemptions: tuple[PreemptionRecord, ...]
+    unschedulable: Mapping[str, JobVerdict]
+    decisions: Mapping[str, Mapping[str, Any]]
+    outside_topology: tuple[str, ...] = ()
+    topology_status: tuple[Mapping[str, Any], ...] = ()
+    metrics: Mapping[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "placements": {k: v.to_dict() for k, v in sorted(self.placements.items())},
+            "preemptions": [p.to_dict() for p in self.preemptions],
+            "unschedulable": {k: v.to_dict() for k, v in sorted(self.unschedulable.items())},
+            "decisions": {k: _plain(v) for k, v in sorted(self.decisions.items())},
+            "outside_topology": list(self.outside_topology),
+            "topology_status": [_plain(s) for s in self.topology_status],
+            "metrics": dict(self.metrics),
+        }
+
+
+def _plain(value: Any) -> Any:
+    """Mappings to dicts, tuples to lists, numpy scalars to Python numbers."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "item") and callable(value.item):
+        return value.item()
+    return value

@@ -1,0 +1,103 @@
+"""`run_round`: one scheduling round over a snapshot, pure and deterministic.
+
+Pending jobs go in queue order; each is placed whole (later jobs see it) or not at all. A job that
+does not fit goes to PostFilter (job-level preemption); every job not placed gets a structured
+verdict and, when the preemption plugin can find one, a counterfactual ("fits if these jobs were
+evicted" or "needs this much more quota").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scheduler.cycle import Framework, JobOutcome
+from scheduler.framework import Code
+from scheduler.model import ClusterSnapshot
+from scheduler.profile import Profile
+from scheduler.result import JobVerdict, Placement, PreemptionRecord, RoundResult
+from scheduler.state import CycleState
+
+
+def run_round(snapshot: ClusterSnapshot, profile: Profile | None = None) -> RoundResult:
+    framework = Framework((profile or Profile.default()).build())
+    state = CycleState(snapshot)
+    framework.start(state)
+    pending = [job for job in state.jobs.values() if state.pending_pods(job)]
+    placements: dict[str, Placement] = {}
+    decisions: dict[str, dict[str, Any]] = {}
+    preemptions: list[PreemptionRecord] = []
+    unschedulable: dict[str, JobVerdict] = {}
+    for job in framework.sort(pending):
+        pods = state.pending_pods(job)
+        if not pods:
+            continue
+        outcome = framework.schedule(state, job, pods)
+        if outcome.plan is not None:
+            for key, idx in outcome.plan.assignment.items():
+                alloc = outcome.allocations.get(key)
+                placements[key] = Placement(
+                    state.node_names[idx],
+                    dict(alloc.devices) if alloc else {},
+                    dict(alloc.annotations) if alloc else {},
+                )
+            decisions[job.id] = dict(outcome.plan.decision)
+            continue
+        verdict, record = _not_placed(framework, state, outcome)
+        unschedulable[job.id] = verdict
+        if record is not None:
+            preemptions.append(record)
+    tree = state.topology
+    return RoundResult(
+        placements=placements,
+        preemptions=tuple(preemptions),
+        unschedulable=unschedulable,
+        decisions=decisions,
+        outside_topology=tuple(
+            n for n, out in zip(state.node_names, tree.outside, strict=True) if out
+        ),
+        topology_status=tuple(tree.detail_status()) if tree.layers else (),
+        metrics={
+            "jobs_considered": len(pending),
+            "jobs_placed": len(decisions),
+            "pods_placed": len(placements),
+            "pending_pods": sum(len(state.pending_pods(j)) for j in pending) + len(placements),
+            "preemptions": len(preemptions),
+        },
+    )
+
+
+def _not_placed(
+    framework: Framework, state: CycleState, outcome: JobOutcome
+) -> tuple[JobVerdict, PreemptionRecord | None]:
+    assert outcome.failure is not None
+    status = outcome.failure.status
+    details: dict[str, Any] = dict(status.details)
+    if status.plugin:
+        details["plugin"] = status.plugin
+    record: PreemptionRecord | None = None
+    code = status.code
+    if status.code is Code.UNSCHEDULABLE:
+        for plugin in framework.post_filters:
+            result = plugin.post_filter(state, outcome.job, outcome.failure)
+            details["preemption"] = {
+                "status": result.status.code.value,
+                "reason": result.status.reason,
+            }
+            details.update(
+                {k: v for k, v in result.status.details.items() if k == "counterfactual"}
+            )
+            if result.victim_job_ids:
+                code = Code.WAIT
+                record = PreemptionRecord(
+                    preemptor=outcome.job.id,
+                    victim_jobs=result.victim_job_ids,
+                    victim_pods=result.victim_pod_keys,
+                    nominations=dict(result.nominations),
+                    reason=status.reason,
+                    cost=dict(result.cost),
+                )
+                details["nominations"] = dict(result.nominations)
+                break
+            if result.status.code is Code.WAIT:
+                code = Code.WAIT
+    return JobVerdict(code.value, status.reason, details), record

@@ -1,0 +1,222 @@
+"""`CycleState`: the one mutable object of a round, holding array-backed node resources.
+
+Nodes are indexed in name order (so a node's index is also its name tie-break rank), resources in
+a fixed column order. `allocatable` and `used` are int64 arrays (nodes x resources); `used` counts
+bound pods, pods assumed earlier in this round, and resources reserved for nominated pods of jobs
+not yet placed. A preemption dry run sets `released` (resources freed by hypothetical victims) and
+`released_pods` for the duration of one `with state.releasing(...)` block.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from scheduler.framework import BoolArray, IntArray, NodeMask
+from scheduler.model import PODS, ClusterSnapshot, JobInfo, PodInfo
+from scheduler.topology import TopologyTree
+
+UNLIMITED_PODS = 1 << 40  # a node that declares no "pods" allocatable does not limit pod count
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(name: str) -> tuple[Any, ...]:
+    """Sort "pod-2" before "pod-10": digit runs compare as numbers."""
+    return tuple(int(p) if p.isdigit() else p for p in _DIGITS.split(name))
+
+
+def placement_order(pods: Sequence[PodInfo]) -> list[PodInfo]:
+    """Pods in assignment order: topology index when given, then natural name order."""
+    return sorted(
+        pods,
+        key=lambda p: (
+            p.topology_index is None,
+            p.topology_index or 0,
+            natural_key(p.name),
+            p.namespace,
+        ),
+    )
+
+
+def template_key(pod: PodInfo) -> tuple[Any, ...]:
+    """What makes two pods interchangeable for node fit: requests and node constraints."""
+    return (
+        tuple(sorted(pod.requests.items())),
+        tuple(sorted(pod.node_selector.items())),
+        pod.required_affinity,
+        pod.tolerations,
+    )
+
+
+class CycleState:
+    """Per-round mutable state shared by the framework and its plugins."""
+
+    def __init__(self, snapshot: ClusterSnapshot) -> None:
+        self.snapshot = snapshot
+        nodes = sorted(snapshot.nodes, key=lambda n: n.name)
+        self.nodes = nodes
+        self.node_names = [n.name for n in nodes]
+        self.node_index = {n: i for i, n in enumerate(self.node_names)}
+        self.pods: dict[str, PodInfo] = {p.key: p for p in snapshot.pods}
+        self.jobs: dict[str, JobInfo] = {j.id: j for j in snapshot.jobs}
+        for p in snapshot.pods:
+            if p.job_id not in self.jobs:
+                # a pod whose job the snapshot omits is a job of its own
+                self.jobs[p.job_id] = JobInfo(
+                    id=p.job_id,
+                    pod_keys=(p.key,),
+                    priority=p.priority,
+                    quota=p.quota,
+                    preemption_policy=p.preemption_policy,
+                )
+        self.job_of_pod = {k: j.id for j in self.jobs.values() for k in j.pod_keys}
+
+        names: set[str] = {PODS}
+        for n in nodes:
+            names.update(n.allocatable)
+        for p in snapshot.pods:
+            names.update(p.requests)
+        self.resources = sorted(names)
+        self.resource_index = {r: i for i, r in enumerate(self.resources)}
+        n_nodes, n_res = len(nodes), len(self.resources)
+        self.allocatable: IntArray = np.zeros((n_nodes, n_res), dtype=np.int64)
+        pods_col = self.resource_index[PODS]
+        for i, n in enumerate(nodes):
+            for r, v in n.allocatable.items():
+                self.allocatable[i, self.resource_index[r]] = int(v)
+            if PODS not in n.allocatable:
+                self.allocatable[i, pods_col] = UNLIMITED_PODS
+        self.used: IntArray = np.zeros((n_nodes, n_res), dtype=np.int64)
+        self._vectors: dict[str, IntArray] = {}
+        # Pods bound to a node, by node index (the preemption candidates are drawn from these).
+        self.bound_on_node: dict[int, list[PodInfo]] = {}
+        for p in snapshot.pods:
+            if p.consumes_node and p.node in self.node_index:
+                idx = self.node_index[p.node]
+                self.used[idx] += self.vector(p)
+                self.bound_on_node.setdefault(idx, []).append(p)
+        # Nominated pods of jobs not yet placed hold their nominated node's resources.
+        self.reservations: dict[str, list[tuple[int, IntArray]]] = {}
+        for p in snapshot.pods:
+            if p.is_pending and p.nominated_node in self.node_index:
+                idx = self.node_index[p.nominated_node or ""]
+                vec = self.vector(p)
+                self.used[idx] += vec
+                self.reservations.setdefault(p.job_id, []).append((idx, vec))
+
+        self.topology = TopologyTree.build(snapshot.topology, nodes)
+        self.assumed: dict[str, int] = {}  # pod key -> node index, placed this round
+        self.evicting: set[str] = set()  # pod keys chosen as victims this round
+        self.released: IntArray | None = None
+        self._released_thunk: Callable[[], frozenset[str]] | None = None
+        self._released_keys: frozenset[str] | None = None
+        self.plugin_data: dict[str, Any] = {}
+        self._masks: dict[tuple[Any, ...], NodeMask] = {}
+        self._verdicts: dict[tuple[Any, ...], list[NodeMask]] = {}
+        self._pending: dict[str, list[PodInfo]] = {}
+        self.mask_plugins: list[Any] = []
+
+    # --- resource vectors -------------------------------------------------------------------
+    def vector(self, pod: PodInfo) -> IntArray:
+        """The pod's request as a resource row (with one `pods` slot), cached per pod."""
+        vec = self._vectors.get(pod.key)
+        if vec is None:
+            vec = np.zeros(len(self.resources), dtype=np.int64)
+            for r, v in pod.requests.items():
+                vec[self.resource_index[r]] = int(v)
+            vec[self.resource_index[PODS]] += 1
+            self._vectors[pod.key] = vec
+        return vec
+
+    def request_dict(self, vec: IntArray) -> dict[str, int]:
+        return {r: int(vec[i]) for i, r in enumerate(self.resources) if vec[i] and r != PODS}
+
+    def free(self, node_indices: IntArray | None = None) -> IntArray:
+        """Free resources (a fresh array), including what a dry run releases."""
+        free = self.allocatable - self.used
+        if self.released is not None:
+            free = free + self.released
+        if node_indices is None:
+            return free
+        result: IntArray = free[node_indices]
+        return result
+
+    # --- node masks (static filters, cached per pod template) ----------------------------------
+    def pod_mask(self, pod: PodInfo) -> NodeMask:
+        """The combined static verdict of every node-mask Filter for this pod's template."""
+        key = template_key(pod)
+        cached = self._masks.get(key)
+        if cached is not None:
+            return cached
+        allowed: BoolArray = np.ones(len(self.nodes), dtype=np.bool_)
+        for verdict in self.mask_verdicts(pod):
+            allowed &= verdict.allowed
+        mask = NodeMask(allowed=allowed, reason="; ".join(v.reason for v in self.mask_verdicts(pod)))
+        self._masks[key] = mask
+        return mask
+
+    def mask_verdicts(self, pod: PodInfo) -> list[NodeMask]:
+        """Each node-mask Filter's own verdict for the pod's template (for explanations)."""
+        key = template_key(pod)
+        verdicts = self._verdicts.get(key)
+        if verdicts is None:
+            verdicts = [v for p in self.mask_plugins if (v := p.node_mask(self, pod)) is not None]
+            self._verdicts[key] = verdicts
+        return verdicts
+
+    # --- assume / forget ----------------------------------------------------------------------
+    def assume(self, assignment: Mapping[str, int]) -> None:
+        for key, idx in assignment.items():
+            self.used[idx] += self.vector(self.pods[key])
+            self.assumed[key] = idx
+
+    def forget(self, assignment: Mapping[str, int]) -> None:
+        for key, idx in assignment.items():
+            self.used[idx] -= self.vector(self.pods[key])
+            self.assumed.pop(key, None)
+
+    def release_reservations(self, job_id: str) -> list[tuple[int, IntArray]]:
+        """Give back a job's nominated reservations while it is evaluated (it may use them)."""
+        held = self.reservations.pop(job_id, [])
+        for idx, vec in held:
+            self.used[idx] -= vec
+        return held
+
+    def restore_reservations(self, job_id: str, held: list[tuple[int, IntArray]]) -> None:
+        for idx, vec in held:
+            self.used[idx] += vec
+        if held:
+            self.reservations[job_id] = held
+
+    @property
+    def released_pods(self) -> frozenset[str]:
+        """Keys of pods a preemption dry run treats as gone (built only when a plugin asks)."""
+        if self._released_keys is None:
+            self._released_keys = self._released_thunk() if self._released_thunk else frozenset()
+        return self._released_keys
+
+    @contextmanager
+    def releasing(
+        self, released: IntArray, pod_keys: Callable[[], frozenset[str]]
+    ) -> Iterator[None]:
+        """Treat some pods (freeing `released` per node) as gone, for a preemption dry run."""
+        previous = (self.released, self._released_thunk, self._released_keys)
+        self.released, self._released_thunk, self._released_keys = released, pod_keys, None
+        try:
+            yield
+        finally:
+            self.released, self._released_thunk, self._released_keys = previous
+
+    def pending_pods(self, job: JobInfo) -> list[PodInfo]:
+        """The job's pods still to place, in placement order (sorted once per round)."""
+        ordered = self._pending.get(job.id)
+        if ordered is None:
+            pods = [self.pods[k] for k in job.pod_keys if k in self.pods and self.pods[k].is_pending]
+            ordered = placement_order(pods)
+            self._pending[job.id] = ordered
+        return [p for p in ordered if p.key not in self.assumed]

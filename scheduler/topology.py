@@ -1,0 +1,208 @@
+"""The network topology tree as arrays: which domain of each layer every node belongs to.
+
+Built once per round from the `default` ClusterNetworkTopology and node labels (koordinator.md,
+"Network topology"). Layers are ordered root to leaf; `ClusterTopologyLayer` (the root, one domain
+named "") and `NodeTopologyLayer` (each node) are implicit ends. A node missing the label of the
+layer just above the nodes gets a virtual domain named after itself; a node missing a higher
+label is outside the tree, which we report (`outside`) rather than drop silently. Domains of a layer are
+indexed in name order, so an index is also the name tie-break rank. networkx is not needed on the
+per-job path: offer slots are summed into domains with `np.bincount`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from scheduler.framework import BoolArray, IntArray
+from scheduler.model import CLUSTER_LAYER, NODE_LAYER, NodeInfo, TopologySpec
+
+
+class TopologyError(ValueError):
+    """The ClusterNetworkTopology spec is malformed (not a single chain ending at the nodes)."""
+
+
+def layer_chain(spec: TopologySpec | None) -> list[tuple[str, tuple[str, ...]]]:
+    """Non-leaf layers from the top down to the one above the nodes, with their label keys."""
+    if spec is None or not spec.layers:
+        return []
+    by_parent: dict[str, list[str]] = {}
+    keys: dict[str, tuple[str, ...]] = {}
+    for layer in spec.layers:
+        parent = layer.parent or CLUSTER_LAYER
+        by_parent.setdefault(parent, []).append(layer.name)
+        keys[layer.name] = layer.label_keys
+    if NODE_LAYER not in keys:
+        raise TopologyError(f"{NODE_LAYER} must be listed in the topology spec")
+    chain: list[tuple[str, tuple[str, ...]]] = []
+    current = CLUSTER_LAYER
+    while current != NODE_LAYER:
+        children = by_parent.get(current, [])
+        if len(children) != 1:
+            raise TopologyError(
+                f"layer {current} must have exactly one child layer, has {sorted(children)}"
+            )
+        current = children[0]
+        if current != NODE_LAYER:
+            if not keys[current]:
+                raise TopologyError(f"layer {current} has no label keys")
+            chain.append((current, keys[current]))
+        if len(chain) > len(spec.layers):
+            raise TopologyError("topology layers form a cycle")
+    return chain
+
+
+@dataclass
+class TopologyTree:
+    """Domains per layer; `node_domain[l][n]` is node n's domain index in layer l, or -1."""
+
+    layers: list[str]
+    domain_names: list[list[str]]
+    node_domain: list[IntArray]
+    domain_parent: list[IntArray]  # per layer: index of the parent domain (layer above), -1 on top
+    outside: BoolArray
+    error: str = ""
+    node_names: list[str] = field(default_factory=list)
+
+    @property
+    def levels(self) -> list[str]:
+        """Every level searched by the placement walk, root first, nodes last."""
+        return [CLUSTER_LAYER, *self.layers, NODE_LAYER]
+
+    @staticmethod
+    def build(spec: TopologySpec | None, nodes: Sequence[NodeInfo]) -> TopologyTree:
+        """Index the tree; nodes must already be in name order."""
+        n = len(nodes)
+        error = ""
+        try:
+            chain = layer_chain(spec)
+        except TopologyError as exc:
+            chain, error = [], str(exc)
+        outside = np.zeros(n, dtype=np.bool_)
+        raw: list[list[str | None]] = []
+        for depth, (_layer, keys) in enumerate(chain):
+            names: list[str | None] = []
+            lowest = depth == len(chain) - 1
+            for i, node in enumerate(nodes):
+                value = next((node.labels[k] for k in keys if k in node.labels), None)
+                if value is None and lowest:
+                    value = node.name  # virtual domain named after the node
+                if value is None:
+                    outside[i] = True
+                names.append(value)
+            raw.append(names)
+        domain_names: list[list[str]] = []
+        node_domain: list[IntArray] = []
+        for names in raw:
+            ordered = sorted({v for i, v in enumerate(names) if v is not None and not outside[i]})
+            index = {v: j for j, v in enumerate(ordered)}
+            arr = np.full(n, -1, dtype=np.int64)
+            for i, v in enumerate(names):
+                if v is not None and not outside[i]:
+                    arr[i] = index[v]
+            domain_names.append(ordered)
+            node_domain.append(arr)
+        domain_parent: list[IntArray] = []
+        for depth, arr in enumerate(node_domain):
+            parents = np.full(len(domain_names[depth]), -1, dtype=np.int64)
+            if depth > 0:
+                upper = node_domain[depth - 1]
+                # first node (in name order) of a domain decides its parent
+                for i in range(n - 1, -1, -1):
+                    if arr[i] >= 0:
+                        parents[arr[i]] = upper[i]
+            domain_parent.append(parents)
+        return TopologyTree(
+            layers=[name for name, _ in chain],
+            domain_names=domain_names,
+            node_domain=node_domain,
+            domain_parent=domain_parent,
+            outside=outside,
+            error=error,
+            node_names=[node.name for node in nodes],
+        )
+
+    def layer_position(self, layer: str) -> int | None:
+        """Index in `levels` (0 = cluster root), or None for a layer the spec does not define."""
+        levels = self.levels
+        return levels.index(layer) if layer in levels else None
+
+    def domain_sums(self, level: int, per_node: IntArray) -> IntArray:
+        """Sum a per-node quantity into the domains of `levels[level]`."""
+        if level == 0:
+            return np.array([int(per_node.sum())], dtype=np.int64)
+        if level == len(self.layers) + 1:
+            return per_node
+        arr = self.node_domain[level - 1]
+        inside = arr >= 0
+        sums: IntArray = np.bincount(
+            arr[inside], weights=per_node[inside], minlength=len(self.domain_names[level - 1])
+        ).astype(np.int64)
+        return sums
+
+    def domain_label(self, level: int, index: int) -> str:
+        """`Layer/name` as Koordinator prints a topology node."""
+        levels = self.levels
+        if level == 0:
+            return f"{CLUSTER_LAYER}/"
+        if level == len(levels) - 1:
+            return f"{NODE_LAYER}/{self.node_names[index]}"
+        return f"{levels[level]}/{self.domain_names[level - 1][index]}"
+
+    def nodes_in(self, level: int, index: int) -> IntArray:
+        """Node indices of one domain (the root holds every node inside the tree)."""
+        if level == 0:
+            return np.flatnonzero(~self.outside).astype(np.int64)
+        if level == len(self.layers) + 1:
+            return np.array([index], dtype=np.int64)
+        return np.flatnonzero(self.node_domain[level - 1] == index).astype(np.int64)
+
+    def node_domain_at(self, level: int) -> IntArray:
+        """Per node, its domain index at `levels[level]` (root: 0; nodes: itself)."""
+        n = len(self.outside)
+        if level == 0:
+            return np.zeros(n, dtype=np.int64)
+        if level == len(self.layers) + 1:
+            return np.arange(n, dtype=np.int64)
+        return self.node_domain[level - 1]
+
+    def detail_status(self) -> list[dict[str, Any]]:
+        """`status.detailStatus[]`: one entry per non-leaf domain (root included)."""
+        levels = self.levels
+        entries: list[dict[str, Any]] = []
+        inside = ~self.outside
+        for level in range(len(levels) - 1):
+            child_level = level + 1
+            child_of = self.node_domain_at(child_level)
+            mine = self.node_domain_at(level)
+            count = 1 if level == 0 else len(self.domain_names[level - 1])
+            for d in range(count):
+                members = inside & (mine == d)
+                child_idx = sorted({int(c) for c in child_of[members]})
+                if child_level == len(levels) - 1:
+                    children = sorted(self.node_names[c] for c in child_idx)
+                else:
+                    children = sorted(self.domain_names[child_level - 1][c] for c in child_idx)
+                parent: dict[str, str] | None = None
+                if level > 0:
+                    p = int(self.domain_parent[level - 1][d])
+                    parent = {
+                        "layer": levels[level - 1],
+                        "name": "" if level == 1 else self.domain_names[level - 2][p],
+                    }
+                entries.append(
+                    {
+                        "topologyInfo": {
+                            "topologyLayer": levels[level],
+                            "topologyName": "" if level == 0 else self.domain_names[level - 1][d],
+                        },
+                        "parentTopologyInfo": parent,
+                        "childTopologyLayer": levels[child_level],
+                        "childTopologyNames": children,
+                        "nodeNum": int(members.sum()),
+                    }
+                )
+        return entries

@@ -1,0 +1,143 @@
+"""Preemption candidates: running jobs as whole victims, and disruption-budget arithmetic.
+
+A victim is a whole job (evicting one pod of a gang evicts the gang). `VictimPool` indexes every
+job with pods bound to nodes once per round, with its pods' node indices and request rows as arrays,
+so a preemptor's possible victims and the resources they would release per node are array ops.
+`BudgetBook` answers how many pods each PodDisruptionBudget still allows to be disrupted.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from scheduler.framework import BoolArray, IntArray
+from scheduler.model import PDBInfo, PodInfo
+from scheduler.state import CycleState
+
+
+@dataclass(frozen=True)
+class VictimJob:
+    id: str
+    priority: int  # the highest priority among its running pods
+    protected: bool  # some pod carries a non-preemptible label
+    quotas: frozenset[str | None]
+    pods: tuple[PodInfo, ...]
+    nodes: frozenset[int]
+    release: Mapping[int, IntArray]  # node index -> resources its pods free there
+
+
+class VictimPool:
+    """All running jobs of the snapshot that could ever be evicted, as arrays."""
+
+    def __init__(self, state: CycleState) -> None:
+        grouped: dict[str, list[PodInfo]] = {}
+        for idx in sorted(state.bound_on_node):
+            for pod in state.bound_on_node[idx]:
+                if pod.terminating:
+                    continue  # already leaving: never chosen again
+                grouped.setdefault(state.job_of_pod.get(pod.key, pod.job_id), []).append(pod)
+        self.jobs: list[VictimJob] = []
+        rows_node: list[int] = []
+        rows_job: list[int] = []
+        vectors: list[IntArray] = []
+        for job_id in sorted(grouped):
+            pods = sorted(grouped[job_id], key=lambda p: p.key)
+            release: dict[int, IntArray] = {}
+            for pod in pods:
+                idx = state.node_index[pod.node or ""]
+                vec = state.vector(pod)
+                release[idx] = release.get(idx, 0) + vec
+                rows_node.append(idx)
+                rows_job.append(len(self.jobs))
+                vectors.append(vec)
+            self.jobs.append(
+                VictimJob(
+                    id=job_id,
+                    priority=max(p.priority for p in pods),
+                    protected=not all(p.preemptible for p in pods),
+                    quotas=frozenset(p.quota for p in pods),
+                    pods=tuple(pods),
+                    nodes=frozenset(release),
+                    release=release,
+                )
+            )
+        n_res = len(state.resources)
+        self.pod_node: IntArray = np.array(rows_node, dtype=np.int64)
+        self.pod_job: IntArray = np.array(rows_job, dtype=np.int64)
+        self.pod_vec: IntArray = (
+            np.array(vectors, dtype=np.int64) if vectors else np.zeros((0, n_res), dtype=np.int64)
+        )
+        self.priority: IntArray = np.array([j.priority for j in self.jobs], dtype=np.int64)
+        self.protected: BoolArray = np.array([j.protected for j in self.jobs], dtype=np.bool_)
+        self.index = {j.id: i for i, j in enumerate(self.jobs)}
+        self.keys = [tuple(p.key for p in j.pods) for j in self.jobs]
+
+    def released(self, state: CycleState, chosen: BoolArray) -> IntArray:
+        """Resources per node (nodes x resources) freed by evicting the `chosen` jobs."""
+        out = np.zeros_like(state.allocatable)
+        rows = chosen[self.pod_job] if len(self.pod_job) else np.zeros(0, dtype=np.bool_)
+        np.add.at(out, self.pod_node[rows], self.pod_vec[rows])
+        return out
+
+
+def _budget(value: int | str | None, expected: int) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, str) and value.endswith("%"):
+        return math.ceil(expected * int(value[:-1]) / 100)
+    return int(value)
+
+
+class BudgetBook:
+    """Disruptions each PDB still allows, minus evictions already decided this round."""
+
+    def __init__(self, pdbs: Iterable[PDBInfo], pods: Iterable[PodInfo]) -> None:
+        self.pdbs = sorted(pdbs, key=lambda b: (b.namespace, b.name))
+        self.allowed: dict[str, int] = {}
+        pods = list(pods)
+        for pdb in self.pdbs:
+            matching = [p for p in pods if self.matches(pdb, p) and p.phase != "Succeeded"]
+            matching = [p for p in matching if p.phase != "Failed"]
+            healthy = sum(1 for p in matching if p.consumes_node and not p.terminating)
+            expected = len(matching)
+            allowed = healthy
+            min_available = _budget(pdb.min_available, expected)
+            max_unavailable = _budget(pdb.max_unavailable, expected)
+            if min_available is not None:
+                allowed = healthy - min_available
+            elif max_unavailable is not None:
+                allowed = max_unavailable - (expected - healthy)
+            self.allowed[self.label(pdb)] = max(0, allowed)
+
+    @staticmethod
+    def label(pdb: PDBInfo) -> str:
+        return f"{pdb.namespace}/{pdb.name}"
+
+    @staticmethod
+    def matches(pdb: PDBInfo, pod: PodInfo) -> bool:
+        return pod.namespace == pdb.namespace and all(
+            pod.labels.get(k) == v for k, v in pdb.match_labels.items()
+        )
+
+    def violations(self, pods: Iterable[PodInfo]) -> dict[str, int]:
+        """Per budget, how many pods over its allowance evicting `pods` would disrupt."""
+        if not self.pdbs:
+            return {}
+        counts: dict[str, int] = {}
+        for pod in pods:
+            for pdb in self.pdbs:
+                if self.matches(pdb, pod):
+                    name = self.label(pdb)
+                    counts[name] = counts.get(name, 0) + 1
+        return {n: c - self.allowed[n] for n, c in counts.items() if c > self.allowed[n]}
+
+    def spend(self, pods: Iterable[PodInfo]) -> None:
+        for pod in pods:
+            for pdb in self.pdbs:
+                if self.matches(pdb, pod):
+                    name = self.label(pdb)
+                    self.allowed[name] = max(0, self.allowed[name] - 1)

@@ -1,0 +1,32 @@
+/* Draws every plotly figure on the page: a <div data-figure="ID"> takes its figure from the
+   <script type="application/json" id="ID"> block next to it (the CSP forbids inline scripts).
+   htmx.onLoad runs for the page and again for every swapped-in partial (the live overview). */
+(function () {
+  "use strict";
+
+  var CONFIG = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["sendDataToCloud"] };
+
+  function draw(root) {
+    if (!window.Plotly) { return; }
+    root.querySelectorAll("[data-figure]").forEach(function (el) {
+      var source = document.getElementById(el.dataset.figure);
+      if (!source) { return; }
+      var figure = JSON.parse(source.textContent);
+      window.Plotly.react(el, figure.data, figure.layout, CONFIG);
+    });
+  }
+
+  function start() {
+    if (window.htmx) {
+      window.htmx.onLoad(draw);
+    } else {
+      draw(document);
+    }
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", start);
+  } else {
+    start();
+  }
+})();

@@ -1,0 +1,100 @@
+"""Browser fixtures: Debian's chromium through Playwright, offline, watched for console errors.
+
+Every request to a host other than the live server's loopback address is aborted and recorded;
+a test fails if any was made (a CDN leak) or if the page logged an error.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+# Playwright's sync API runs an event loop in this thread; the ORM calls the tests make between
+# page loads are still plain synchronous calls.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-output" / "screenshots"
+
+
+@dataclass
+class Watch:
+    """What a page did that it must not: leave the machine, or log an error."""
+
+    blocked: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def assert_clean(self) -> None:
+        assert not self.blocked, f"requests to non-loopback hosts: {self.blocked}"
+        assert not self.errors, f"console errors: {self.errors}"
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+        )
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def watch() -> Watch:
+    return Watch()
+
+
+@pytest.fixture
+def browser_context(browser: object, live_server: object, watch: Watch) -> Iterator[object]:
+    context = browser.new_context(  # type: ignore[attr-defined]
+        base_url=live_server.url,  # type: ignore[attr-defined]
+        viewport={"width": 1440, "height": 900},
+    )
+
+    def guard(route: object) -> None:
+        url = route.request.url  # type: ignore[attr-defined]
+        host = urlparse(url).hostname or ""
+        if urlparse(url).scheme in ("data", "blob") or host in LOOPBACK:
+            route.continue_()  # type: ignore[attr-defined]
+        else:
+            watch.blocked.append(url)
+            route.abort()  # type: ignore[attr-defined]
+
+    context.route("**/*", guard)
+    yield context
+    context.close()
+
+
+@pytest.fixture
+def page(browser_context: object, watch: Watch) -> object:
+    new_page = browser_context.new_page()  # type: ignore[attr-defined]
+    new_page.on(
+        "console",
+        lambda message: watch.errors.append(message.text) if message.type == "error" else None,
+    )
+    new_page.on("pageerror", lambda error: watch.errors.append(str(error)))
+    return new_page
+
+
+@pytest.fixture
+def screenshots() -> Path:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    return SCREENSHOTS

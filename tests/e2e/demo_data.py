@@ -1,0 +1,88 @@
+"""Data for the browser tests: the lead's demo cluster (seed_demo) plus an audit trail of
+rounds, decisions and a preemption, so every page has something to draw."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.utils import timezone
+
+from koordweb.models import (
+    Cluster,
+    Decision,
+    Job,
+    JobState,
+    Preemption,
+    PreemptionVictim,
+    Round,
+)
+
+PASSWORD = "browser-test-password-9"
+
+
+def seed(var_dir: Path) -> Cluster:
+    settings.VAR_DIR = var_dir  # the seed writes demo credentials there, not into var/
+    call_command("seed_demo", stdout=open(var_dir / "seed.log", "w"))  # noqa: SIM115
+    cluster = Cluster.objects.get(name=settings.KOORDWEB_CLUSTER)
+    for name in ("admin", "alice"):
+        user = get_user_model().objects.get(username=name)
+        user.set_password(PASSWORD)
+        user.save()
+    _history(cluster)
+    return cluster
+
+
+def _history(cluster: Cluster) -> None:
+    now = timezone.now()
+    rounds = [
+        Round.objects.create(
+            cluster=cluster,
+            state=Round.State.FAILED if i == 7 else Round.State.SUCCEEDED,
+            trigger=Round.Trigger.SUBMIT if i % 3 == 0 else Round.Trigger.TIMER,
+            started_at=now - timedelta(minutes=10 * (12 - i)),
+            duration_ms=30 + 7 * i,
+            engine_ms=20 + 5 * i,
+            jobs_considered=5 + i,
+            jobs_placed=i % 4,
+            preemption_count=1 if i == 9 else 0,
+            error="backend sync timed out" if i == 7 else "",
+        )
+        for i in range(12)
+    ]
+    pending = Job.objects.filter(cluster=cluster, state=JobState.PENDING)
+    for job in pending[:20]:
+        Decision.objects.create(
+            round=rounds[-1],
+            job=job,
+            outcome=Decision.Outcome.UNSCHEDULABLE,
+            reason="no candidate topology nodes can accommodate job, desiredOfferSlot: 4, "
+            "topology topologyNode BlockLayer/b1: 2; BlockLayer/b2: 3",
+            details={"counterfactual": "fits BlockLayer/b2 if one koord-batch job is preempted"},
+            created_at=rounds[-1].started_at,
+        )
+    running = list(
+        Job.objects.filter(cluster=cluster, state=JobState.RUNNING).order_by("-priority", "name")
+    )
+    if len(running) >= 2:
+        preemptor, victim = running[0], running[-1]
+        victim.state = JobState.PREEMPTED
+        victim.save(update_fields=["state"])
+        preemption = Preemption.objects.create(
+            cluster=cluster,
+            round=rounds[9],
+            preemptor=preemptor,
+            state=Preemption.State.ENACTED,
+            reason=f"{preemptor} needs its block; {victim} has the lowest priority there",
+            cost={"max_victim_priority": victim.priority, "jobs": 1},
+            created_at=rounds[9].started_at,
+        )
+        PreemptionVictim.objects.create(
+            preemption=preemption,
+            job=victim,
+            pods=[f"{victim.namespace}/{victim.name}-0"],
+            freed={"nvidia.com/gpu": 8},
+        )

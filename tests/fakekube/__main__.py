@@ -1,0 +1,37 @@
+"""Run the fake API server as a process: `python -m tests.fakekube --port 8001 --seed x.yaml`."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import threading
+
+from tests.fakekube.server import FakeKube
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="In-memory fake Kubernetes API server")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8001)
+    parser.add_argument("--seed", action="append", default=[], help="YAML file of objects")
+    parser.add_argument("--event-window", type=int, default=1000)
+    parser.add_argument("--pod-grace-seconds", type=float, default=0.0)
+    args = parser.parse_args()
+    fake = FakeKube(args.host, args.port, event_window=args.event_window)
+    fake.settings.pod_grace_seconds = args.pod_grace_seconds
+    for path in args.seed:
+        fake.load(path)
+    stopped = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopped.set())
+    fake.start()
+    print(f"fakekube serving on {fake.url}", flush=True)
+    try:
+        stopped.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        fake.stop()
+
+
+if __name__ == "__main__":
+    main()

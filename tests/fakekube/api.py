@@ -1,0 +1,315 @@
+"""Request semantics of the fake API server: get, list, create, replace, patch, delete and the
+pod subresources, with the admission and strategy rules kube-apiserver applies to them."""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from tests.fakekube import errors, policy
+from tests.fakekube.patches import json_patch, merge_patch, strategic_merge_patch
+from tests.fakekube.resources import ResourceType, Route, resource_for_kind
+from tests.fakekube.selectors import field_matcher, label_matcher
+from tests.fakekube.store import Obj, ObjectStore, meta, now_rfc3339
+
+NAMESPACES = resource_for_kind("v1", "Namespace")
+PRIORITY_CLASSES = resource_for_kind("scheduling.k8s.io/v1", "PriorityClass")
+assert NAMESPACES is not None and PRIORITY_CLASSES is not None
+# Resources whose `status` belongs to a subresource: the main resource may not write it.
+WITHOUT_STATUS = {"configmaps", "priorityclasses"}
+MERGE = "application/merge-patch+json"
+STRATEGIC = "application/strategic-merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+
+
+@dataclass
+class Reply:
+    code: int
+    body: Any
+    headers: dict[str, str]
+
+
+@dataclass
+class Settings:
+    """Behaviour knobs a test may turn."""
+
+    eviction_retry_after: int = 1  # seconds, sent with an eviction's 429
+    pod_grace_seconds: float = 0.0  # > 0: deleting a bound pod marks it terminating first
+    bookmark_interval: float = 5.0  # seconds between watch BOOKMARK events
+    watch_timeout: float = 1800.0  # a watch without timeoutSeconds ends after this
+
+
+def _status_success(resource: ResourceType, obj: Obj) -> dict[str, Any]:
+    details = {"name": meta(obj)["name"], "kind": resource.plural, "uid": meta(obj)["uid"]}
+    if resource.group:
+        details["group"] = resource.group
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": details,
+    }
+
+
+def encode_continue(rv: int, after: str) -> str:
+    return base64.urlsafe_b64encode(json.dumps({"rv": rv, "start": after}).encode()).decode()
+
+
+def decode_continue(token: str) -> tuple[int, str]:
+    try:
+        data = json.loads(base64.urlsafe_b64decode(token.encode()))
+        return int(data["rv"]), str(data["start"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise errors.bad_request(f"continue key is not valid: {exc}") from exc
+
+
+class ApiLogic:
+    """Everything but HTTP: takes a route and a decoded body, answers a Reply or raises."""
+
+    def __init__(self, store: ObjectStore, settings: Settings) -> None:
+        self.store = store
+        self.settings = settings
+
+    # --- reads ---------------------------------------------------------------------------
+    def get(self, route: Route) -> Reply:
+        assert route.name is not None
+        return Reply(200, self.store.get(route.resource, route.namespace, route.name), {})
+
+    def list(self, route: Route, query: dict[str, str]) -> Reply:
+        resource = route.resource
+        labels = label_matcher(query.get("labelSelector"))
+        fields = field_matcher(query.get("fieldSelector"), resource)
+        items, rv = self.store.list(resource, route.namespace, lambda o: labels(o) and fields(o))
+        if query.get("continue"):
+            token_rv, after = decode_continue(query["continue"])
+            if token_rv < self.store.horizon:
+                raise errors.expired(
+                    "The provided continue parameter is too old to display a consistent list "
+                    "result. You can start a new list without the continue parameter."
+                )
+            items = [i for i in items if _key(i) > after]
+        metadata: dict[str, Any] = {"resourceVersion": str(rv)}
+        limit = int(query.get("limit") or 0)
+        if limit and len(items) > limit:
+            metadata["continue"] = encode_continue(rv, _key(items[limit - 1]))
+            metadata["remainingItemCount"] = len(items) - limit
+            items = items[:limit]
+        if not resource.custom:  # built-in lists leave kind/apiVersion off their items
+            for item in items:
+                item.pop("kind", None)
+                item.pop("apiVersion", None)
+        body = {
+            "kind": f"{resource.kind}List",
+            "apiVersion": resource.api_version,
+            "metadata": metadata,
+            "items": items,
+        }
+        return Reply(200, body, {})
+
+    # --- writes --------------------------------------------------------------------------
+    def create(self, route: Route, body: Obj) -> Reply:
+        resource = route.resource
+        if route.name is not None:
+            return self._subresource_post(route, body)
+        metadata = meta(body)
+        if resource.namespaced:
+            if metadata.get("namespace") not in (None, "", route.namespace):
+                raise errors.bad_request(
+                    "the namespace of the provided object does not match the namespace sent on "
+                    "the request"
+                )
+            metadata["namespace"] = route.namespace
+            if self.store.find(NAMESPACES, None, route.namespace or "") is None:
+                raise errors.not_found("namespaces", route.namespace or "")
+        if not metadata.get("name") and not metadata.get("generateName"):
+            raise errors.invalid(
+                resource, "", "metadata.name", "Required value: name or generateName is required"
+            )
+        for server_owned in ("resourceVersion", "uid", "creationTimestamp", "deletionTimestamp"):
+            metadata.pop(server_owned, None)
+        if resource.plural == "pods":
+            self._admit_pod(body)
+        elif resource.custom:
+            body.pop("status", None)  # status belongs to the status subresource
+        created = self.store.create(resource, body)
+        policy.refresh_budget_status(self.store, resource)
+        return Reply(201, created, {})
+
+    def _admit_pod(self, pod: Obj) -> None:
+        spec = pod.setdefault("spec", {})
+        spec.setdefault("schedulerName", "default-scheduler")
+        class_name = spec.get("priorityClassName")
+        if class_name:
+            found = self.store.find(PRIORITY_CLASSES, None, class_name)
+            if found is None:
+                raise errors.ApiError(
+                    403,
+                    "Forbidden",
+                    f'pods "{meta(pod).get("name", "")}" is forbidden: no PriorityClass with '
+                    f"name {class_name} was found",
+                    {"name": meta(pod).get("name", ""), "kind": "pods"},
+                )
+            spec["priority"] = found.get("value", 0)
+        else:
+            classes, _ = self.store.list(
+                PRIORITY_CLASSES, None, lambda c: bool(c.get("globalDefault"))
+            )
+            spec.setdefault("priority", classes[0].get("value", 0) if classes else 0)
+        pod["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
+
+    def replace(self, route: Route, body: Obj) -> Reply:
+        assert route.name is not None
+        resource, name = route.resource, route.name
+        if meta(body).get("name", name) != name:
+            raise errors.bad_request(
+                f"the name of the object ({meta(body).get('name')}) does not match the name on "
+                f"the URL ({name})"
+            )
+        wanted_rv = meta(body).get("resourceVersion")
+        if not wanted_rv and resource.custom:
+            raise errors.invalid(
+                resource,
+                name,
+                "metadata.resourceVersion",
+                "Invalid value: 0x0: must be specified for an update",
+            )
+
+        def change(current: Obj) -> Obj:
+            _check_preconditions(resource, name, current, meta(body).get("uid"), wanted_rv)
+            return self._keep_owned_parts(route, current, body)
+
+        updated = self.store.update(resource, route.namespace, name, change)
+        policy.refresh_budget_status(self.store, resource)
+        return Reply(200, updated, {})
+
+    def patch(self, route: Route, content_type: str, body: Any) -> Reply:
+        assert route.name is not None
+        resource, name = route.resource, route.name
+        accepted = [JSON_PATCH, MERGE] + ([] if resource.custom else [STRATEGIC])
+        if content_type not in accepted:
+            raise errors.unsupported_media_type(content_type, accepted)
+        wanted_rv = meta(body).get("resourceVersion") if isinstance(body, dict) else None
+
+        wanted_uid = meta(body).get("uid") if isinstance(body, dict) else None
+
+        def change(current: Obj) -> Obj:
+            _check_preconditions(resource, name, current, wanted_uid, wanted_rv)
+            if content_type == JSON_PATCH:
+                if not isinstance(body, list):
+                    raise errors.bad_request("a JSON patch must be a list of operations")
+                patched = json_patch(current, body)
+            elif content_type == MERGE:
+                patched = merge_patch(current, body)
+            else:
+                patched = strategic_merge_patch(current, body)
+            return self._keep_owned_parts(route, current, patched)
+
+        updated = self.store.update(resource, route.namespace, name, change)
+        policy.refresh_budget_status(self.store, resource)
+        return Reply(200, updated, {})
+
+    @staticmethod
+    def _keep_owned_parts(route: Route, current: Obj, proposed: Obj) -> Obj:
+        """The main resource may not write status; the status subresource writes only status."""
+        if route.subresource == "status":
+            result = dict(current)
+            result["status"] = proposed.get("status")
+            if result["status"] is None:
+                result.pop("status")
+            return result
+        result = dict(proposed)
+        if route.resource.plural not in WITHOUT_STATUS:
+            if "status" in current:
+                result["status"] = current["status"]
+            else:
+                result.pop("status", None)
+        for kept in ("deletionTimestamp", "deletionGracePeriodSeconds"):
+            if kept in current["metadata"]:
+                meta(result)[kept] = current["metadata"][kept]
+        return result
+
+    def delete(self, route: Route, options: Obj, query: dict[str, str]) -> Reply:
+        assert route.name is not None
+        resource, name = route.resource, route.name
+        current = self.store.get(resource, route.namespace, name)
+        preconditions = options.get("preconditions") or {}
+        _check_preconditions(
+            resource, name, current, preconditions.get("uid"), preconditions.get("resourceVersion")
+        )
+        grace = options.get("gracePeriodSeconds", query.get("gracePeriodSeconds"))
+        if resource.plural == "pods" and self._terminates_gracefully(current, grace):
+            return Reply(200, self._mark_terminating(route, name), {})
+        gone = self.store.delete(resource, route.namespace, name)
+        policy.refresh_budget_status(self.store, resource)
+        if resource.plural == "pods" or resource.custom:
+            return Reply(200, gone, {})
+        return Reply(200, _status_success(resource, gone), {})
+
+    def _terminates_gracefully(self, pod: Obj, grace: Any) -> bool:
+        if self.settings.pod_grace_seconds <= 0 or (grace is not None and int(grace) == 0):
+            return False
+        bound = bool((pod.get("spec") or {}).get("nodeName"))
+        terminal = (pod.get("status") or {}).get("phase") in {"Succeeded", "Failed"}
+        return bound and not terminal
+
+    def _mark_terminating(self, route: Route, name: str) -> Obj:
+        seconds = self.settings.pod_grace_seconds
+
+        def mark(pod: Obj) -> Obj:
+            if not meta(pod).get("deletionTimestamp"):
+                meta(pod)["deletionTimestamp"] = now_rfc3339()
+                meta(pod)["deletionGracePeriodSeconds"] = max(1, round(seconds))
+            return pod
+
+        pod = self.store.update(route.resource, route.namespace, name, mark)
+        policy.refresh_budget_status(self.store, route.resource)
+
+        def finish() -> None:
+            try:
+                self.store.delete(route.resource, route.namespace, name)
+                policy.refresh_budget_status(self.store, route.resource)
+            except errors.ApiError:
+                pass  # already gone
+
+        timer = threading.Timer(seconds, finish)
+        timer.daemon = True
+        timer.start()
+        return pod
+
+    def _subresource_post(self, route: Route, body: Obj) -> Reply:
+        assert route.name is not None and route.namespace is not None
+        if route.subresource == "binding":
+            status = policy.bind(self.store, route.namespace, route.name, body)
+            return Reply(201, status, {})
+        if route.subresource == "eviction":
+            options = body.get("deleteOptions") or {}
+            _, status = policy.evict(
+                self.store, route.namespace, route.name, self.settings.eviction_retry_after
+            )
+            pod_route = Route(route.resource, route.namespace, route.name, None)
+            self.delete(pod_route, options, {})
+            return Reply(201, status, {})
+        raise errors.method_not_allowed("POST")
+
+
+def _check_preconditions(
+    resource: ResourceType, name: str, current: Obj, uid: str | None, rv: str | None
+) -> None:
+    """A body's uid and resourceVersion, when given, must be the stored object's."""
+    if uid and uid != meta(current)["uid"]:
+        raise errors.conflict(
+            resource,
+            name,
+            f"Precondition failed: UID in precondition: {uid}, "
+            f"UID in object meta: {meta(current)['uid']}",
+        )
+    if rv and rv != meta(current)["resourceVersion"]:
+        raise errors.conflict(resource, name, errors.STALE_OBJECT)
+
+
+def _key(obj: Obj) -> str:
+    return f"{meta(obj).get('namespace') or ''}/{meta(obj)['name']}"

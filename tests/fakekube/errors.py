@@ -1,0 +1,152 @@
+"""API errors as kube-apiserver reports them: a `Status` body with reason, details and code."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.fakekube.resources import ResourceType
+
+
+class ApiError(Exception):
+    """An error answer: `code` is the HTTP status, `body` the Status object sent with it."""
+
+    def __init__(
+        self,
+        code: int,
+        reason: str,
+        message: str,
+        details: dict[str, Any] | None = None,
+        retry_after: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.retry_after = retry_after
+        self.body: dict[str, Any] = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": message,
+            "reason": reason,
+            "code": code,
+        }
+        if details is not None:
+            self.body["details"] = details
+
+
+def _details(resource: ResourceType | str, name: str, **extra: Any) -> dict[str, Any]:
+    if isinstance(resource, str):
+        details: dict[str, Any] = {"name": name, "kind": resource}
+    else:
+        details = {"name": name}
+        if resource.group:
+            details["group"] = resource.group
+        details["kind"] = resource.plural
+    details.update(extra)
+    return details
+
+
+def _qualified(resource: ResourceType | str) -> str:
+    return resource if isinstance(resource, str) else resource.qualified
+
+
+def not_found(resource: ResourceType | str, name: str) -> ApiError:
+    return ApiError(
+        404, "NotFound", f'{_qualified(resource)} "{name}" not found', _details(resource, name)
+    )
+
+
+def already_exists(resource: ResourceType, name: str) -> ApiError:
+    return ApiError(
+        409,
+        "AlreadyExists",
+        f'{resource.qualified} "{name}" already exists',
+        _details(resource, name),
+    )
+
+
+def conflict(resource: ResourceType | str, name: str, why: str) -> ApiError:
+    return ApiError(
+        409,
+        "Conflict",
+        f'Operation cannot be fulfilled on {_qualified(resource)} "{name}": {why}',
+        _details(resource, name),
+    )
+
+
+STALE_OBJECT = (
+    "the object has been modified; please apply your changes to the latest version and try again"
+)
+
+
+def invalid(resource: ResourceType, name: str, field: str, why: str) -> ApiError:
+    message = f'{resource.kind} "{name}" is invalid: {field}: {why}'
+    details = {
+        "name": name,
+        **({"group": resource.group} if resource.group else {}),
+        "kind": resource.kind,
+        "causes": [{"reason": "FieldValueInvalid", "message": why, "field": field}],
+    }
+    return ApiError(422, "Invalid", message, details)
+
+
+def bad_request(message: str) -> ApiError:
+    return ApiError(400, "BadRequest", message)
+
+
+def path_not_found() -> ApiError:
+    return ApiError(404, "NotFound", "the server could not find the requested resource", {})
+
+
+def method_not_allowed(method: str) -> ApiError:
+    return ApiError(
+        405,
+        "MethodNotAllowed",
+        f"the server does not allow this method on the requested resource ({method})",
+        {},
+    )
+
+
+def expired(message: str) -> ApiError:
+    return ApiError(410, "Expired", message)
+
+
+def too_many_requests(message: str, retry_after: int, causes: list[dict[str, str]]) -> ApiError:
+    details: dict[str, Any] = {"causes": causes}
+    if retry_after:
+        details["retryAfterSeconds"] = retry_after
+    return ApiError(429, "TooManyRequests", message, details, retry_after=retry_after or None)
+
+
+def unsupported_media_type(content_type: str, accepted: list[str]) -> ApiError:
+    return ApiError(
+        415,
+        "UnsupportedMediaType",
+        f"the body of the request was in an unknown format - accepted media types include: "
+        f"{', '.join(accepted)}",
+        {"causes": [{"reason": "UnexpectedServerResponse", "message": content_type}]},
+    )
+
+
+def internal_error(message: str) -> ApiError:
+    return ApiError(
+        500,
+        "InternalError",
+        f"Internal error occurred: {message}",
+        {"causes": [{"message": message}]},
+    )
+
+
+def injected(code: int) -> ApiError:
+    """A fault-injected answer: the reason the real server gives for that code."""
+    reasons = {
+        429: (
+            "TooManyRequests",
+            "the server has received too many requests and has asked us to try again later",
+        ),
+        500: ("InternalError", "Internal error occurred: injected fault"),
+        503: ("ServiceUnavailable", "the server is currently unable to handle the request"),
+        504: ("Timeout", "the server was unable to return a response in the time allotted"),
+    }
+    reason, message = reasons.get(code, ("InternalError", f"injected fault {code}"))
+    return ApiError(code, reason, message, {}, retry_after=1 if code == 429 else None)

@@ -1,0 +1,294 @@
+"""The fake API server over HTTP: a ThreadingHTTPServer in front of the in-memory store.
+
+Use it in a test as a context manager (`with FakeKube() as kube: kube.url`) or run it as a
+process (`python -m tests.fakekube --port N --seed objects.yaml`). `/_fake/...` is the admin
+surface for other processes: faults, the request log, seeding and compaction.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+import yaml
+
+from tests.fakekube import errors, policy
+from tests.fakekube.api import ApiLogic, Reply, Settings
+from tests.fakekube.faults import FaultPlan, LoggedRequest
+from tests.fakekube.resources import parse_path, resource_for_kind
+from tests.fakekube.selectors import field_matcher, label_matcher
+from tests.fakekube.store import Obj, ObjectStore, meta
+from tests.fakekube.watch import encode_event, stream_watch
+
+VERSION = {"major": "1", "minor": "34", "gitVersion": "v1.34.0-fakekube", "platform": "linux/amd64"}
+
+
+class FakeKube:
+    """One fake cluster: its store, settings, faults; start/stop or use `with`."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, event_window: int = 1000) -> None:
+        self.store = ObjectStore(event_window)
+        self.settings = Settings()
+        self.faults = FaultPlan()
+        self.logic = ApiLogic(self.store, self.settings)
+        self._httpd = _Server((host, port), _Handler)
+        self._httpd.fake = self
+        self._thread: threading.Thread | None = None
+        for namespace in ("default", "kube-system"):
+            self.add({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def start(self) -> FakeKube:
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.store.close()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def __enter__(self) -> FakeKube:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- the Python API for tests --------------------------------------------------------
+    def add(self, obj: Obj) -> Obj:
+        """Store an object as given (status included): seeding, not an API request."""
+        resource = resource_for_kind(obj.get("apiVersion", ""), obj.get("kind", ""))
+        if resource is None:
+            raise ValueError(f"the fake does not serve {obj.get('apiVersion')} {obj.get('kind')}")
+        obj = json.loads(json.dumps(obj))
+        namespace = meta(obj).get("namespace")
+        if resource.namespaced:
+            namespace = meta(obj)["namespace"] = namespace or "default"
+            if self.store.find(resource_for_kind("v1", "Namespace"), None, namespace) is None:  # type: ignore[arg-type]
+                self.add({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+        if resource.plural == "pods":
+            obj.setdefault("spec", {}).setdefault("schedulerName", "default-scheduler")
+            obj.setdefault("status", {}).setdefault("phase", "Pending")
+        created = self.store.create(resource, obj)
+        policy.refresh_budget_status(self.store, resource)
+        return created
+
+    def load(self, path: str | Path) -> list[Obj]:
+        """Seed every object of a multi-document YAML file (`kind: List` documents unfold)."""
+        added = []
+        for doc in yaml.safe_load_all(Path(path).read_text()):
+            for obj in doc.get("items", []) if doc and doc.get("kind") == "List" else [doc]:
+                if obj:
+                    added.append(self.add(obj))
+        return added
+
+    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> Obj:
+        resource = resource_for_kind(api_version, kind)
+        assert resource is not None, kind
+        return self.store.get(resource, namespace if resource.namespaced else None, name)
+
+    def find(
+        self, api_version: str, kind: str, name: str, namespace: str | None = None
+    ) -> Obj | None:
+        try:
+            return self.get(api_version, kind, name, namespace)
+        except errors.ApiError:
+            return None
+
+    def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> Obj:
+        """Remove an object at once (no grace period), as a controller or a user would."""
+        resource = resource_for_kind(api_version, kind)
+        assert resource is not None, kind
+        gone = self.store.delete(resource, namespace if resource.namespaced else None, name)
+        policy.refresh_budget_status(self.store, resource)
+        return gone
+
+    def pod(self, namespace: str, name: str) -> Obj | None:
+        return self.find("v1", "Pod", name, namespace)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    fake: FakeKube
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # Clients hanging up (a stopped watch, a closed pool) are normal; anything else is a bug.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
+class _Dropped(Exception):
+    """The connection is to be closed without an answer."""
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # the request log replaces stderr noise
+
+    def do_GET(self) -> None:
+        self._serve("GET")
+
+    def do_POST(self) -> None:
+        self._serve("POST")
+
+    def do_PUT(self) -> None:
+        self._serve("PUT")
+
+    def do_PATCH(self) -> None:
+        self._serve("PATCH")
+
+    def do_DELETE(self) -> None:
+        self._serve("DELETE")
+
+    # --- plumbing ------------------------------------------------------------------------
+    def _serve(self, method: str) -> None:
+        fake = self.server.fake
+        parts = urlsplit(self.path)
+        path, query = parts.path, dict(parse_qsl(parts.query, keep_blank_values=True))
+        content_type = (self.headers.get("Content-Type") or "").split(";")[0].strip()
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        try:
+            body = json.loads(raw) if raw.strip() else None
+        except json.JSONDecodeError:
+            body = raw.decode(errors="replace")
+
+        # Logged before the answer goes out, so a client that got its answer finds it logged.
+        def record(status: int | None) -> None:
+            fake.faults.log(LoggedRequest(method, path, parts.query, content_type, body, status))
+
+        self._record = record
+        try:
+            if path.startswith("/_fake/"):
+                self._reply(self._admin(method, path, body))
+                return
+            delay, fault = fake.faults.take(method, path)
+            if delay:
+                time.sleep(delay)
+            if fault is not None and fault.drop:
+                raise _Dropped
+            if fault is not None and fault.status:
+                raise errors.injected(fault.status)
+            if isinstance(body, str):
+                raise errors.bad_request(f"the request body is not JSON: {body[:80]}")
+            if method == "GET" and query.get("watch") in ("true", "1"):
+                self._watch(path, query)
+                return
+            reply = self._dispatch(method, path, query, content_type, body)
+            if fault is not None and fault.drop_after:
+                raise _Dropped
+            self._reply(reply)
+        except errors.ApiError as error:
+            headers = {"Retry-After": str(error.retry_after)} if error.retry_after else {}
+            self._reply(Reply(error.code, error.body, headers))
+        except _Dropped:
+            record(None)
+            self._drop()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def _dispatch(
+        self, method: str, path: str, query: dict[str, str], content_type: str, body: Any
+    ) -> Reply:
+        logic = self.server.fake.logic
+        if path == "/version":
+            return Reply(200, VERSION, {})
+        if path in ("/healthz", "/readyz", "/livez"):
+            return Reply(200, "ok", {})
+        route = parse_path(path)
+        if route is None:
+            raise errors.path_not_found()
+        if route.subresource in {"binding", "eviction"} and method != "POST":
+            raise errors.method_not_allowed(method)
+        body = body if body is not None else {}
+        if method == "GET":
+            return logic.get(route) if route.name else logic.list(route, query)
+        if method == "POST":
+            return logic.create(route, body)
+        if route.name is None:
+            raise errors.method_not_allowed(method)
+        if method == "PUT":
+            return logic.replace(route, body)
+        if method == "PATCH":
+            return logic.patch(route, content_type, body)
+        return logic.delete(route, body, query)
+
+    def _admin(self, method: str, path: str, body: Any) -> Reply:
+        fake = self.server.fake
+        if path == "/_fake/faults" and method == "POST":
+            fake.faults.add(**(body or {}))
+        elif path == "/_fake/faults" and method == "DELETE":
+            fake.faults.clear()
+        elif path == "/_fake/requests" and method == "DELETE":
+            fake.faults.requests.clear()
+        elif path == "/_fake/objects" and method == "POST":
+            for obj in body if isinstance(body, list) else [body]:
+                fake.add(obj)
+        elif path == "/_fake/compact" and method == "POST":
+            fake.store.compact()
+        elif path == "/_fake/settings" and method == "POST":
+            for key, value in (body or {}).items():
+                setattr(fake.settings, key, value)
+        elif not (path in ("/_fake/faults", "/_fake/requests") and method == "GET"):
+            raise errors.path_not_found()
+        return Reply(200, fake.faults.as_json(), {})
+
+    def _reply(self, reply: Reply) -> None:
+        self._record(reply.code)
+        payload = (
+            reply.body.encode() if isinstance(reply.body, str) else json.dumps(reply.body).encode()
+        )
+        self.send_response(reply.code)
+        kind = "text/plain" if isinstance(reply.body, str) else "application/json"
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(payload)))
+        for name, value in reply.headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def _watch(self, path: str, query: dict[str, str]) -> None:
+        fake = self.server.fake
+        route = parse_path(path)
+        if route is None:
+            raise errors.path_not_found()
+        # Selectors are checked before the 200 goes out, so a bad one is a plain 400.
+        label_matcher(query.get("labelSelector"))
+        field_matcher(query.get("fieldSelector"), route.resource)
+        self._record(200)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+        def send(event: dict[str, Any]) -> None:
+            data = encode_event(event)
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
+
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            stream_watch(fake.store, fake.settings, route, query, send)
+            self.wfile.write(b"0\r\n\r\n")
+        self.close_connection = True
+
+    def _drop(self) -> None:
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)

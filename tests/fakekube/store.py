@@ -1,0 +1,180 @@
+"""The in-memory object store: one resourceVersion counter, objects per resource, an event window.
+
+Every write bumps the counter and appends a watch event; only the last `event_window` events are
+kept, so a watch (or continue token) from before the window is answered `410 Expired` as etcd
+compaction makes the real server do.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+import uuid
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from tests.fakekube import errors
+from tests.fakekube.resources import ResourceType
+
+Obj = dict[str, Any]
+Key = tuple[str, str]  # (namespace or "", name)
+
+
+def now_rfc3339() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def meta(obj: Obj) -> dict[str, Any]:
+    return obj.setdefault("metadata", {})  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    rv: int
+    resource: ResourceType
+    type: str  # ADDED, MODIFIED, DELETED
+    obj: Obj
+    old: Obj | None
+
+
+class ObjectStore:
+    """Objects and their history; all methods are thread safe and return deep copies."""
+
+    def __init__(self, event_window: int = 1000) -> None:
+        self.cond = threading.Condition()
+        self.event_window = event_window
+        self._rv = 1000
+        self._horizon = self._rv  # the oldest resourceVersion a watch may still start from
+        self._objects: dict[ResourceType, dict[Key, Obj]] = {}
+        self._events: deque[WatchEvent] = deque()
+        self.closed = False
+
+    # --- reading -------------------------------------------------------------------------
+    @property
+    def resource_version(self) -> int:
+        with self.cond:
+            return self._rv
+
+    @property
+    def horizon(self) -> int:
+        with self.cond:
+            return self._horizon
+
+    def get(self, resource: ResourceType, namespace: str | None, name: str) -> Obj:
+        with self.cond:
+            found = self._objects.get(resource, {}).get((namespace or "", name))
+            if found is None:
+                raise errors.not_found(resource, name)
+            return copy.deepcopy(found)
+
+    def find(self, resource: ResourceType, namespace: str | None, name: str) -> Obj | None:
+        with self.cond:
+            found = self._objects.get(resource, {}).get((namespace or "", name))
+            return copy.deepcopy(found) if found is not None else None
+
+    def list(
+        self,
+        resource: ResourceType,
+        namespace: str | None,
+        matches: Callable[[Obj], bool] = lambda obj: True,
+    ) -> tuple[list[Obj], int]:
+        """Matching objects in key order (namespace, name), and the list's resourceVersion."""
+        with self.cond:
+            items = [
+                copy.deepcopy(obj)
+                for key, obj in sorted(self._objects.get(resource, {}).items())
+                if (namespace is None or key[0] == namespace) and matches(obj)
+            ]
+            return items, self._rv
+
+    def events_after(self, resource: ResourceType, rv: int) -> list[WatchEvent]:
+        """Events of one resource newer than `rv`; 410 when `rv` fell out of the window."""
+        with self.cond:
+            if rv < self._horizon:
+                raise errors.expired(f"too old resource version: {rv} ({self._horizon})")
+            return [e for e in self._events if e.rv > rv and e.resource is resource]
+
+    # --- writing -------------------------------------------------------------------------
+    def _record(self, resource: ResourceType, kind: str, obj: Obj, old: Obj | None) -> None:
+        self._events.append(WatchEvent(self._rv, resource, kind, copy.deepcopy(obj), old))
+        while len(self._events) > self.event_window:
+            self._horizon = self._events.popleft().rv
+        self.cond.notify_all()
+
+    def create(self, resource: ResourceType, obj: Obj) -> Obj:
+        with self.cond:
+            metadata = meta(obj)
+            if not metadata.get("name") and metadata.get("generateName"):
+                metadata["name"] = metadata["generateName"] + uuid.uuid4().hex[:5]
+            key = (metadata.get("namespace") or "", metadata["name"])
+            bucket = self._objects.setdefault(resource, {})
+            if key in bucket:
+                raise errors.already_exists(resource, key[1])
+            self._rv += 1
+            obj["apiVersion"], obj["kind"] = resource.api_version, resource.kind
+            metadata.setdefault("uid", str(uuid.uuid4()))
+            metadata.setdefault("creationTimestamp", now_rfc3339())
+            metadata["resourceVersion"] = str(self._rv)
+            if resource.custom or resource.plural in {"pods", "poddisruptionbudgets"}:
+                metadata.setdefault("generation", 1)
+            bucket[key] = copy.deepcopy(obj)
+            self._record(resource, "ADDED", obj, None)
+            return copy.deepcopy(obj)
+
+    def update(
+        self,
+        resource: ResourceType,
+        namespace: str | None,
+        name: str,
+        change: Callable[[Obj], Obj],
+    ) -> Obj:
+        """Read-modify-write under the lock; `change` may raise ApiError to refuse."""
+        with self.cond:
+            key = (namespace or "", name)
+            current = self._objects.get(resource, {}).get(key)
+            if current is None:
+                raise errors.not_found(resource, name)
+            updated = change(copy.deepcopy(current))
+            metadata = meta(updated)
+            metadata["name"], metadata["uid"] = name, current["metadata"]["uid"]
+            if namespace:
+                metadata["namespace"] = namespace
+            metadata["creationTimestamp"] = current["metadata"].get("creationTimestamp")
+            updated["apiVersion"], updated["kind"] = resource.api_version, resource.kind
+            metadata["resourceVersion"] = current["metadata"]["resourceVersion"]
+            if updated == current:
+                return copy.deepcopy(current)  # a no-op write does not bump resourceVersion
+            if "generation" in current["metadata"]:
+                bumped = updated.get("spec") != current.get("spec")
+                metadata["generation"] = current["metadata"]["generation"] + int(bumped)
+            self._rv += 1
+            metadata["resourceVersion"] = str(self._rv)
+            self._objects[resource][key] = copy.deepcopy(updated)
+            self._record(resource, "MODIFIED", updated, copy.deepcopy(current))
+            return copy.deepcopy(updated)
+
+    def delete(self, resource: ResourceType, namespace: str | None, name: str) -> Obj:
+        with self.cond:
+            key = (namespace or "", name)
+            current = self._objects.get(resource, {}).pop(key, None)
+            if current is None:
+                raise errors.not_found(resource, name)
+            self._rv += 1
+            gone = copy.deepcopy(current)
+            gone["metadata"]["resourceVersion"] = str(self._rv)
+            self._record(resource, "DELETED", gone, current)
+            return gone
+
+    def compact(self) -> None:
+        """Forget all history, as etcd compaction does: older resourceVersions now expire."""
+        with self.cond:
+            self._events.clear()
+            self._horizon = self._rv
+
+    def close(self) -> None:
+        with self.cond:
+            self.closed = True
+            self.cond.notify_all()

@@ -1,0 +1,1 @@
+"""Tests of the REST API (koordweb/api), its services and selectors."""

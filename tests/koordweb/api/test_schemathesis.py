@@ -1,0 +1,86 @@
+"""Schemathesis over the API's own OpenAPI schema, in-process against the WSGI application.
+
+Every operation gets generated requests (valid and invalid) as an administrator and as a tenant;
+every answer must be a documented status with a body matching the schema, and never a 5xx.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import schemathesis
+from django.core.wsgi import get_wsgi_application
+from drf_spectacular.generators import SchemaGenerator
+from hypothesis import HealthCheck, given, settings
+from schemathesis.checks import not_a_server_error
+from schemathesis.generation import GenerationMode
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from tests.koordweb.api import factories as f
+from tests.koordweb.api.conftest import token_client
+
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+]
+EXAMPLES_PER_OPERATION = 16  # x modes x users: over 1,000 requests in all
+
+
+@pytest.fixture
+def api_schema(world, settings: Any) -> Any:
+    settings.REST_FRAMEWORK = {
+        **settings.REST_FRAMEWORK,
+        "DEFAULT_THROTTLE_RATES": {"user": "100000/min", "anon": "100000/min"},
+    }
+    raw = SchemaGenerator().get_schema(request=None, public=True)
+    loaded = schemathesis.openapi.from_dict(raw)
+    loaded.app = get_wsgi_application()
+    return loaded
+
+
+def _token(user: Any) -> str:
+    client = token_client(user)
+    return client._credentials["HTTP_AUTHORIZATION"]
+
+
+def fuzz(operation: Any, mode: Any, who: str, authorization: str, calls: list[Any]) -> None:
+    @settings(
+        max_examples=EXAMPLES_PER_OPERATION,
+        deadline=None,
+        database=None,
+        derandomize=True,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(case=operation.as_strategy(generation_mode=mode))
+    def run(case: Any) -> None:
+        case.headers = {**(case.headers or {}), "Authorization": authorization}
+        response = case.call_and_validate(checks=CHECKS)
+        calls.append((who, operation.label, response.status_code))
+
+    run()
+
+
+@pytest.mark.slow
+def test_schema_fuzzing(api_schema, world):
+    job = f.JobFactory(cluster=world.cluster, quota=world.team_a)
+    f.PodFactory(job=job, node=world.nodes[0])
+    f.DecisionFactory(job=job)
+    f.VictimFactory(preemption=f.PreemptionFactory(preemptor=job))
+    f.RoundFactory(cluster=world.cluster)
+    users = {"admin": _token(world.admin), "alice": _token(world.alice)}
+    calls: list[tuple[str, str, int]] = []
+    operations = [result.ok() for result in api_schema.get_all_operations()]
+    assert len(operations) >= 30
+    for operation in operations:
+        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
+            for who, authorization in users.items():
+                fuzz(operation, mode, who, authorization, calls)
+    assert len(calls) >= 1000, len(calls)
+    assert not [c for c in calls if c[2] >= 500]

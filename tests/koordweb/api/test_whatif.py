@@ -1,0 +1,54 @@
+"""whatif/: the plan on the live state, nothing written."""
+
+from __future__ import annotations
+
+from koordweb.models import Job, JobState, Pod
+from tests.koordweb.api import factories as f
+from tests.koordweb.api.conftest import submission
+
+WHATIF = "/api/v1/whatif/"
+
+
+def test_fits_on_an_idle_block(alice_api, world):
+    response = alice_api.post(WHATIF, submission(), format="json")
+    assert response.status_code == 200, response.content
+    plan = response.json()
+    assert plan["outcome"] == "placed" and plan["feasible"] is True, plan
+    nodes = set(plan["placement"].values())
+    assert len(plan["placement"]) == 2 and len(nodes) == 1  # MustGather Block: one node per block
+    assert Job.objects.count() == 0 and Pod.objects.count() == 0
+
+
+def test_does_not_fit_says_why(alice_api, world):
+    body = submission(replicas=5, topology={"gather": [{"layer": "SpineLayer", "strategy": "MustGather"}]})
+    body["pod"] = {"requests": {"cpu": "8", "nvidia.com/gpu": "8"}}
+    plan = alice_api.post(WHATIF, body, format="json").json()
+    assert plan["feasible"] is False and plan["placement"] == {}
+    assert plan["verdict"]["reason"]
+    assert Job.objects.count() == 0
+
+
+def test_preemption_names_only_visible_victims(alice_api, world):
+    low = f.PriorityClassFactory(cluster=world.cluster, name="low", value=1)
+    for i, node in enumerate(world.nodes):
+        quota = world.team_b if i % 2 else world.team_a
+        job = f.JobFactory(
+            cluster=world.cluster, quota=quota, name=f"low-{i}", priority=1,
+            priority_class=low, state=JobState.RUNNING, total_number=1, min_available=1,
+        )
+        f.PodFactory(job=job, name=f"low-{i}-0", node=node, phase="Running", priority=1,
+                     requests={"cpu": 8000, "nvidia.com/gpu": 8})
+    body = submission(replicas=1, topology=None)
+    body["pod"] = {"requests": {"cpu": "8", "nvidia.com/gpu": "8"}}
+    plan = alice_api.post(WHATIF, body, format="json").json()
+    assert plan["outcome"] == "preempting", plan
+    preemption = plan["preemption"]
+    assert preemption["other_tenants_victim_jobs"] + len(preemption["victim_jobs"]) >= 1
+    assert all("low-1" not in v and "low-3" not in v for v in preemption["victim_jobs"])
+    assert Job.objects.filter(state=JobState.RUNNING).count() == 4
+
+
+def test_whatif_validates_like_a_submission(alice_api, world):
+    response = alice_api.post(WHATIF, submission(quota="team-b"), format="json")
+    assert response.status_code == 400 and "quota" in response.json()
+

@@ -1,0 +1,143 @@
+"""The kubernetes backend's mirror: list, then watch, relist after 410, over the fake server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from koordweb.backends.kube import KubeClusterClient, KubeUnavailable, RetryPolicy
+from tests.fakekube import FakeKube
+from tests.fakekube.testing import RUNNING, eventually, fake_kube, node, pod
+
+kube = pytest.fixture(fake_kube, name="kube")
+
+
+def fast_retry(**overrides: Any) -> RetryPolicy:
+    return RetryPolicy(**{"attempts": 5, "base_delay": 0.01, "max_delay": 0.05, **overrides})
+
+
+@pytest.fixture
+def cluster(kube: FakeKube) -> Iterator[KubeClusterClient]:
+    with KubeClusterClient.from_url(
+        kube.url, retry=fast_retry(), watch_timeout=1, sync_timeout=10
+    ) as connected:
+        yield connected
+
+
+def names(documents: list[dict], kind: str) -> list[str]:
+    return [d["metadata"]["name"] for d in documents if d["kind"] == kind]
+
+
+def seed(kube: FakeKube) -> None:
+    kube.add(node("node-1", **{"network.topology.nvidia.com/block": "b1"}))
+    kube.add(pod("ours-pending", schedulerName="koordweb"))
+    kube.add(pod("ours-done", schedulerName="koordweb", status={"phase": "Succeeded"}))
+    kube.add(pod("system", namespace="kube-system", nodeName="node-1", status=RUNNING))
+    kube.add(pod("theirs-pending"))
+    kube.add(pod("theirs-done", nodeName="node-1", status={"phase": "Failed"}))
+    kube.add(
+        {
+            "apiVersion": "scheduling.koordinator.sh/v1alpha1",
+            "kind": "Device",
+            "metadata": {"name": "node-1"},
+            "spec": {"devices": [{"type": "gpu", "minor": 0}]},
+        }
+    )
+    kube.add(
+        {
+            "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
+            "kind": "PodGroup",
+            "metadata": {"name": "job-a", "namespace": "default"},
+            "spec": {"minMember": 2},
+        }
+    )
+    kube.add(
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "high"},
+            "value": 1000,
+        }
+    )
+
+
+def test_snapshot_lists_every_kind_as_manifests(kube: FakeKube, cluster: KubeClusterClient) -> None:
+    seed(kube)
+    documents = cluster.snapshot()
+    assert names(documents, "Node") == ["node-1"]
+    # Ours whatever their state; others only while they hold a node's resources.
+    assert sorted(names(documents, "Pod")) == ["ours-done", "ours-pending", "system"]
+    assert names(documents, "Device") == ["node-1"]
+    assert names(documents, "PodGroup") == ["job-a"]
+    assert names(documents, "PriorityClass") == ["high"]
+    node_doc = next(d for d in documents if d["kind"] == "Node")
+    assert node_doc["apiVersion"] == "v1"
+    assert node_doc["metadata"]["labels"] == {"network.topology.nvidia.com/block": "b1"}
+    assert node_doc["status"]["allocatable"] == {"cpu": "16"}
+    assert [d["kind"] for d in documents][:1] == ["Node"]
+
+
+def test_lists_are_paged(kube: FakeKube, cluster: KubeClusterClient, monkeypatch) -> None:
+    from koordweb.backends.kube import mirror
+
+    monkeypatch.setattr(mirror, "PAGE_SIZE", 2)
+    for i in range(5):
+        kube.add(node(f"node-{i}"))
+    assert names(cluster.snapshot(), "Node") == [f"node-{i}" for i in range(5)]
+    node_lists = [r for r in kube.faults.requests_to("/api/v1/nodes$") if "watch" not in r.query]
+    assert len(node_lists) == 3
+
+
+def test_changes_arrive_by_watch_without_relisting(
+    kube: FakeKube, cluster: KubeClusterClient
+) -> None:
+    kube.add(node("node-1"))
+    kube.add(pod("p1", schedulerName="koordweb"))
+    cluster.snapshot()
+    kube.add(node("node-2"))
+    kube.delete("v1", "Pod", "p1", "default")
+    kube.add(pod("p2", schedulerName="koordweb"))
+
+    def caught_up() -> bool:
+        documents = cluster.snapshot()
+        return names(documents, "Node") == ["node-1", "node-2"] and names(documents, "Pod") == [
+            "p2"
+        ]
+
+    eventually(caught_up)
+    assert cluster.mirror.reflectors["nodes"].relists == 1
+    assert cluster.mirror.reflectors["pods"].relists == 1
+    assert cluster.resource_versions()["pods"] is not None
+
+
+def test_an_expired_watch_relists(kube: FakeKube, cluster: KubeClusterClient) -> None:
+    kube.add(node("node-1"))
+    cluster.snapshot()
+    # Keep the node watch from reconnecting while history is compacted away under it.
+    outage = kube.faults.add(path="/api/v1/nodes$", status=503, count=10_000)
+    eventually(lambda: outage.fired >= 1)
+    kube.add(node("node-2"))
+    kube.store.compact()
+    kube.faults.clear()
+    eventually(lambda: names(cluster.snapshot(), "Node") == ["node-1", "node-2"])
+    assert cluster.mirror.reflectors["nodes"].relists == 2
+    watches = [r for r in kube.faults.requests_to("/api/v1/nodes$") if "watch=true" in r.query]
+    assert any(r.status == 200 for r in watches)
+
+
+def test_transient_failures_do_not_lose_objects(kube: FakeKube) -> None:
+    for i in range(3):
+        kube.add(node(f"node-{i}"))
+    kube.faults.add(path="/api/v1/nodes$", status=503, count=2)
+    kube.faults.add(path="/api/v1/pods$", drop=True, count=2)
+    with KubeClusterClient.from_url(kube.url, retry=fast_retry(), watch_timeout=1) as client:
+        assert names(client.snapshot(), "Node") == ["node-0", "node-1", "node-2"]
+
+
+def test_an_unreachable_cluster_is_reported(kube: FakeKube) -> None:
+    kube.faults.add(path="/apis/slo.koordinator.sh", status=500, count=10_000)
+    client = KubeClusterClient.from_url(kube.url, retry=fast_retry(), watch_timeout=1)
+    with client, pytest.raises(KubeUnavailable, match="nodemetrics"):
+        client.snapshot(timeout=0.5)

@@ -1,0 +1,165 @@
+"""The DeviceShare plugin inside whole rounds: device-aware offer slots, placements, annotations."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+
+from scheduler.devices import AllocatedDevice, render_device_allocated
+from scheduler.devices.names import (
+    ANNOTATION_DEVICE_ALLOCATED,
+    ANNOTATION_JOINT_ALLOCATE,
+    LABEL_GPU_MODEL,
+    LABEL_PARTITION_POLICY,
+)
+from scheduler.framework import Plan
+from scheduler.model import NodeInfo, PodInfo
+from scheduler.plugins.devices import DeviceShare, DeviceState
+from scheduler.profile import Profile
+from scheduler.round import run_round
+from scheduler.state import CycleState
+from tests.scheduler.builders import cluster, gang, node, pod
+from tests.scheduler.devices.builders import GiB, JOINT, eight_gpu_node
+
+PROFILE = Profile.default().with_args("DeviceShare")
+
+
+def gpu_node(name: str, labels: dict[str, str] | None = None) -> NodeInfo:
+    built = node(name).cpu(64).memory(512).gpus(8)
+    built.resource("koordinator.sh/gpu-core", 800).resource("koordinator.sh/gpu-memory-ratio", 800)
+    built.resource("koordinator.sh/rdma", 400)
+    for key, value in (labels or {}).items():
+        built.label(key, value)
+    info = built.build()
+    return replace(info, devices=eight_gpu_node(name, labels=dict(info.labels)))
+
+
+def with_annotations(pods: list[PodInfo], annotations: dict[str, str]) -> list[PodInfo]:
+    return [replace(p, annotations={**p.annotations, **annotations}) for p in pods]
+
+
+def snapshot_of(nodes: list[NodeInfo], *jobs: gang, running: list[PodInfo] = (), joint: bool = False):  # type: ignore[no-untyped-def,assignment]
+    c = cluster()
+    c.nodes.extend(nodes)
+    c.pods.extend(running)
+    for g in jobs:
+        job, pods = g.build()
+        c.jobs.append(job)
+        c.pods.extend(with_annotations(pods, JOINT) if joint else pods)
+    return c.snapshot()
+
+
+def busy(node_name: str, minors: list[int], name: str = "busy") -> PodInfo:
+    held = [AllocatedDevice("gpu", m, 100, 80 * GiB, 100) for m in minors]
+    return replace(
+        pod(name).gpu(len(minors)).on(node_name).build(),
+        annotations={ANNOTATION_DEVICE_ALLOCATED: render_device_allocated(held)},
+    )
+
+
+def test_joint_gang_gets_numa_halves_and_their_nics() -> None:
+    job = gang("default/train", pods=2).cpu(4).gpu(4).request("koordinator.sh/rdma", 1)
+    result = run_round(snapshot_of([gpu_node("gpu-1")], job, joint=True), PROFILE)
+    placed = [result.placements[f"default/train-{i}"] for i in (1, 2)]
+    gpus = [[d["minor"] for d in p.devices["gpu"]] for p in placed]
+    nics = [[d["minor"] for d in p.devices["rdma"]] for p in placed]
+    assert gpus == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert nics == [[1, 2], [3, 4]]
+    annotation = json.loads(placed[0].annotations[ANNOTATION_DEVICE_ALLOCATED])
+    assert annotation["rdma"][0]["extension"]["vfs"] == [{"minor": 0, "busID": "0000:01:00.1"}]
+
+
+def test_offer_slots_follow_the_partition_table_not_the_gpu_count() -> None:
+    # Both nodes have four free GPUs by count; on hopper-a the free ones form no NVLink pair.
+    honor = {LABEL_GPU_MODEL: "H100", LABEL_PARTITION_POLICY: "Honor"}
+    nodes = [gpu_node("hopper-a", honor), gpu_node("hopper-b", honor)]
+    running = [busy("hopper-a", [0, 2, 4, 6], "a"), busy("hopper-b", [0, 1, 2, 3], "b")]
+    job = gang("default/pairs", pods=2).cpu(1).gpu(2)
+    result = run_round(snapshot_of(nodes, job, running=running), PROFILE)
+    placed = [result.placements[f"default/pairs-{i}"] for i in (1, 2)]
+    assert [p.node for p in placed] == ["hopper-b", "hopper-b"]
+    assert [[d["minor"] for d in p.devices["gpu"]] for p in placed] == [[4, 5], [6, 7]]
+
+
+def test_a_gang_that_needs_more_cards_than_fit_is_not_placed_at_all() -> None:
+    nodes = [gpu_node("gpu-1")]
+    running = [busy("gpu-1", [0, 1, 2, 3, 4])]
+    job = gang("default/big", pods=2).cpu(1).gpu(2)
+    result = run_round(snapshot_of(nodes, job, running=running), PROFILE)
+    assert "default/big-1" not in result.placements
+    assert "default/big" in result.unschedulable
+
+
+def test_invalid_request_is_reported_at_prefilter() -> None:
+    job = gang("default/bad", pods=1).request("koordinator.sh/gpu-core", 50)
+    result = run_round(snapshot_of([gpu_node("gpu-1")], job), PROFILE)
+    verdict = result.unschedulable["default/bad"]
+    assert verdict.code == "Invalid"
+    assert "koordinator.sh/gpu-memory" in verdict.reason
+
+
+def state_for(nodes: list[NodeInfo], *jobs: gang, running: list[PodInfo] = ()) -> tuple[CycleState, DeviceShare]:  # type: ignore[assignment]
+    state = CycleState(snapshot_of(nodes, *jobs, running=running))
+    plugin = DeviceShare({})
+    plugin.setup(state)
+    return state, plugin
+
+
+def test_pods_without_devices_cost_nothing() -> None:
+    state, plugin = state_for([gpu_node("gpu-1")], gang("default/cpu", pods=3).cpu(1))
+    job = state.jobs["default/cpu"]
+    everywhere = np.arange(len(state.nodes), dtype=np.int64)
+    assert plugin.slot_limits(state, job, state.pending_pods(job), everywhere) is None
+
+
+def test_identical_nodes_share_one_count_and_plain_nodes_get_zero() -> None:
+    nodes = [gpu_node(f"gpu-{i:02d}") for i in range(40)] + [node("cpu-1").cpu(64).build()]
+    state, plugin = state_for(nodes, gang("default/train", pods=3).cpu(1).gpu(3))
+    job = state.jobs["default/train"]
+    everywhere = np.arange(len(state.nodes), dtype=np.int64)
+    slots = plugin.slot_limits(state, job, state.pending_pods(job), everywhere)
+    assert slots is not None
+    assert slots.tolist() == [0] + [2] * 40  # "cpu-1" sorts first; 8 cards hold two 3-card pods
+    ds = state.plugin_data["DeviceShare"]
+    assert isinstance(ds, DeviceState)
+    assert len(set(ds.fleet.group.tolist()) - {-1}) == 1  # one group: every idle 8-GPU node
+
+
+def test_preemption_dry_run_sees_the_victims_cards_free() -> None:
+    running = [busy("gpu-1", list(range(8)), "victim")]
+    state, plugin = state_for([gpu_node("gpu-1")], gang("default/train", pods=1).gpu(8), running=running)
+    job = state.jobs["default/train"]
+    pods = state.pending_pods(job)
+    everywhere = np.arange(1, dtype=np.int64)
+    assert plugin.slot_limits(state, job, pods, everywhere).tolist() == [0]  # type: ignore[union-attr]
+    released = np.zeros_like(state.used)
+    with state.releasing(released, frozenset({"default/victim"})):
+        assert plugin.slot_limits(state, job, pods, everywhere).tolist() == [1]  # type: ignore[union-attr]
+    assert plugin.slot_limits(state, job, pods, everywhere).tolist() == [0]  # type: ignore[union-attr]
+
+
+def test_reserve_then_unreserve_gives_the_cards_back() -> None:
+    state, plugin = state_for([gpu_node("gpu-1")], gang("default/train", pods=2).gpu(4))
+    job = state.jobs["default/train"]
+    plan = Plan({"default/train-1": 0, "default/train-2": 0})
+    reserved = plugin.reserve(state, job, plan)
+    assert reserved.status.ok
+    ds = state.plugin_data["DeviceShare"]
+    assert ds.fleet.usage[0].core == [100] * 8
+    assert plugin.reserve(state, state.jobs["default/train"], plan).status.ok is False
+    plugin.unreserve(state, job, plan)
+    assert ds.fleet.usage[0].core == [0] * 8
+
+
+def test_bound_pod_without_annotation_still_holds_cards() -> None:
+    running = [pod("legacy").gpu(6).on("gpu-1").build()]
+    state, plugin = state_for([gpu_node("gpu-1")], gang("default/train", pods=1).gpu(4), running=running)
+    job = state.jobs["default/train"]
+    slots = plugin.slot_limits(state, job, state.pending_pods(job), np.arange(1, dtype=np.int64))
+    assert slots is not None and slots.tolist() == [0]
+    assert plugin.explain(state, job, state.pending_pods(job), np.arange(1, dtype=np.int64)) == {
+        "Insufficient gpu": 1
+    }
+    assert ANNOTATION_JOINT_ALLOCATE not in state.pods["default/train-1"].annotations

@@ -1,0 +1,125 @@
+"""Resources, selectors, affinity, taints and cordons: table-driven, with kube-style messages."""
+
+from __future__ import annotations
+
+import pytest
+
+from scheduler import run_round
+from tests.scheduler.builders import cluster, gang, node, pod
+
+
+def one_pod_lands(nodes: list[node], p: pod) -> str | None:
+    result = run_round(cluster().node(*nodes).submit(p).snapshot())
+    placed = result.placements.get(p.build().key)
+    return placed.node if placed else None
+
+
+ZONE = "topology.kubernetes.io/zone"
+
+CASES = [
+    # (case, nodes, pod, expected node or None)
+    ("fits by cpu", [node("a").cpu(4)], pod("p").cpu(2), "a"),
+    ("too big", [node("a").cpu(4)], pod("p").cpu(8), None),
+    ("extended resource", [node("a").cpu(8), node("b").cpu(8).gpus(1)], pod("p").gpu(1), "b"),
+    ("rdma missing", [node("a").cpu(8)], pod("p").request("koordinator.sh/rdma", 1), None),
+    ("pods count full", [node("a").cpu(8).resource("pods", 0)], pod("p").cpu(1), None),
+    (
+        "node selector",
+        [node("a").cpu(8).label(ZONE, "z1"), node("b").cpu(8).label(ZONE, "z2")],
+        pod("p").cpu(1).select(ZONE, "z2"),
+        "b",
+    ),
+    (
+        "affinity In",
+        [node("a").cpu(8).label(ZONE, "z1"), node("b").cpu(8).label(ZONE, "z2")],
+        pod("p").cpu(1).affinity(ZONE, "In", "z2", "z3"),
+        "b",
+    ),
+    (
+        "affinity NotIn",
+        [node("a").cpu(8).label(ZONE, "z1"), node("b").cpu(8).label(ZONE, "z2")],
+        pod("p").cpu(1).affinity(ZONE, "NotIn", "z1"),
+        "b",
+    ),
+    (
+        "affinity Exists",
+        [node("a").cpu(8), node("b").cpu(8).label("gpu", "yes")],
+        pod("p").cpu(1).affinity("gpu", "Exists"),
+        "b",
+    ),
+    (
+        "affinity DoesNotExist",
+        [node("a").cpu(8).label("gpu", "yes"), node("b").cpu(8)],
+        pod("p").cpu(1).affinity("gpu", "DoesNotExist"),
+        "b",
+    ),
+    (
+        "affinity Gt",
+        [node("a").cpu(8).label("gen", "3"), node("b").cpu(8).label("gen", "5")],
+        pod("p").cpu(1).affinity("gen", "Gt", "4"),
+        "b",
+    ),
+    (
+        "affinity Lt non-integer never matches",
+        [node("a").cpu(8).label("gen", "x")],
+        pod("p").cpu(1).affinity("gen", "Lt", "4"),
+        None,
+    ),
+    ("NoSchedule taint", [node("a").cpu(8).taint("dedicated", "x")], pod("p").cpu(1), None),
+    (
+        "NoExecute taint tolerated",
+        [node("a").cpu(8).taint("dedicated", "x", "NoExecute")],
+        pod("p").cpu(1).tolerate("dedicated"),
+        "a",
+    ),
+    (
+        "PreferNoSchedule is soft",
+        [node("a").cpu(8).taint("dedicated", "x", "PreferNoSchedule")],
+        pod("p").cpu(1),
+        "a",
+    ),
+    (
+        "toleration for another key",
+        [node("a").cpu(8).taint("dedicated", "x")],
+        pod("p").cpu(1).tolerate("other"),
+        None,
+    ),
+    ("cordoned", [node("a").cpu(8).unschedulable(), node("b").cpu(8)], pod("p").cpu(1), "b"),
+]
+
+
+@pytest.mark.parametrize(("case", "nodes", "p", "expected"), CASES, ids=[c[0] for c in CASES])
+def test_where_a_single_pod_lands(case: str, nodes: list[node], p: pod, expected: str | None) -> None:
+    assert one_pod_lands(nodes, p) == expected
+
+
+def test_single_pods_binpack_onto_the_fullest_node_then_name() -> None:
+    c = cluster().node(node("a").cpu(8), node("b").cpu(8), node("c").cpu(8))
+    c.running(pod("busy").cpu(6).on("b"))
+    result = run_round(c.submit(pod("p").cpu(2)).snapshot())
+    assert result.placements["default/p"].node == "b"
+
+
+def test_kube_style_message_counts_each_failing_filter() -> None:
+    nodes = [node(f"gpu-{i}").cpu(8).label("pool", "gpu") for i in range(3)]
+    nodes += [node(f"cpu-{i}").cpu(8).label("pool", "cpu").gpus(1) for i in range(2)]
+    c = cluster().node(*nodes).submit(pod("p").gpu(1).select("pool", "gpu"))
+    verdict = run_round(c.snapshot()).unschedulable["default/p"]
+    assert verdict.reason == (
+        "0/5 nodes are available: 3 Insufficient nvidia.com/gpu, "
+        "2 node(s) didn't match Pod's node affinity/selector."
+    )
+    assert verdict.details["node_reasons"] == {
+        "Insufficient nvidia.com/gpu": 3,
+        "node(s) didn't match Pod's node affinity/selector": 2,
+    }
+
+
+def test_gang_shortfall_message_names_slots() -> None:
+    c = cluster().node(node("a").cpu(8), node("b").cpu(3)).submit(gang("ml/g", pods=3).cpu(4))
+    verdict = run_round(c.snapshot()).unschedulable["ml/g"]
+    assert verdict.reason == (
+        "1/2 nodes are available: 1 Insufficient cpu. The job needs 3 offer slots, the nodes offer 2."
+    )
+    assert verdict.details["desired_offer_slots"] == 3
+    assert verdict.details["offer_slots"] == 2
