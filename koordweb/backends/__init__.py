@@ -14,7 +14,7 @@ def backend_for(cluster: Cluster) -> ClusterBackend:
     if name == Cluster.Backend.KUBERNETES:
         from koordweb.backends.kubernetes import KubernetesBackend
 
-        return KubernetesBackend.from_settings()
+        return KubernetesBackend.from_settings(cluster.scheduler_name)
     from koordweb.backends.simulated import SimulatedBackend
 
     return SimulatedBackend()

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from koordweb.backends.base import EnactPlan, EnactReport
-from koordweb.models import Cluster, Job, JobState, Node, Pod, PodPhase
+from koordweb.models import Cluster, Job, JobState, Pod, PodPhase
 from koordweb.services import pods as pod_services
 
 
@@ -32,43 +32,23 @@ class SimulatedBackend:
         pod_services.job_refresh_states(jobs=jobs, now=now)
 
     def enact(self, cluster: Cluster, plan: EnactPlan, *, now: datetime) -> EnactReport:
+        """Every action succeeds unless the database says the cluster has moved on."""
         report = EnactReport()
-        ids = (
-            [b.pod_id for b in plan.bindings]
-            + [e.pod_id for e in plan.evictions]
-            + [n.pod_id for n in plan.nominations]
-        )
-        pods = {p.id: p for p in Pod.objects.filter(id__in=ids).select_related("job")}
         nodes = {n.name: n for n in cluster.nodes.all()}
-        for eviction in plan.evictions:
-            pod = pods[eviction.pod_id]
-            if pod.phase in (PodPhase.PENDING, PodPhase.RUNNING):
-                pod_services.pod_evict_record(pod=pod, now=now)
-            pod_services.job_mark_preempted(
-                job=pod.job, reason=f"preempted by {eviction.preemptor}", now=now
+        bound_to = dict(
+            Pod.objects.filter(id__in=[b.pod_id for b in plan.bindings]).values_list(
+                "id", "node__name"
             )
-            report.evicted.append(pod.id)
-        for binding in plan.bindings:
-            pod = pods[binding.pod_id]
-            node: Node | None = nodes.get(binding.node)
-            if node is None:
-                report.dropped[pod.id] = f"node {binding.node} no longer exists"
-                continue
-            if pod.node_id is not None and pod.node_id != node.id:
-                report.dropped[pod.id] = f"pod is already assigned to node {pod.node}"
-                continue
-            pod_services.pod_bind_record(
-                pod=pod, node=node, annotations=binding.annotations, now=now
-            )
-            report.bound.append(pod.id)
-        for nomination in plan.nominations:
-            pod = pods[nomination.pod_id]
-            node = nodes.get(nomination.node)
-            if node is not None and pod.node_id is None:
-                pod_services.pod_nominate_record(pod=pod, node=node)
-                report.nominated.append(pod.id)
-        touched = {pods[i].job_id for i in report.bound}
-        pod_services.job_refresh_states(
-            jobs=Job.objects.filter(id__in=touched).prefetch_related("pods"), now=now
         )
+        report.evicted = [e.pod_id for e in plan.evictions]
+        for binding in plan.bindings:
+            current = bound_to.get(binding.pod_id)
+            if binding.node not in nodes:
+                report.dropped[binding.pod_id] = f"node {binding.node} no longer exists"
+            elif current is not None and current != binding.node:
+                report.dropped[binding.pod_id] = f"pod is already assigned to node {current}"
+            else:
+                report.bound.append(binding.pod_id)
+        report.nominated = [n.pod_id for n in plan.nominations if n.node in nodes]
+        pod_services.enact_record(cluster_nodes=nodes, plan=plan, report=report, now=now)
         return report

@@ -84,3 +84,41 @@ def job_refresh_states(*, jobs: Iterable[Job], now: datetime) -> None:
 def active_pods_q() -> Q:
     """Pods that hold resources on their node (bound and not finished)."""
     return Q(node__isnull=False, phase__in=[PodPhase.PENDING, PodPhase.RUNNING])
+
+
+def enact_record(
+    *, cluster_nodes: dict[str, Node], plan: object, report: object, now: datetime
+) -> None:
+    """Write down what the cluster accepted of a plan (both backends call this)."""
+    from koordweb.backends.base import EnactPlan, EnactReport
+
+    assert isinstance(plan, EnactPlan) and isinstance(report, EnactReport)
+    ids = (
+        [b.pod_id for b in plan.bindings]
+        + [e.pod_id for e in plan.evictions]
+        + [n.pod_id for n in plan.nominations]
+    )
+    pods = {p.id: p for p in Pod.objects.filter(id__in=ids).select_related("job")}
+    evicted = set(report.evicted)
+    for eviction in plan.evictions:
+        pod = pods[eviction.pod_id]
+        if pod.id not in evicted:
+            continue
+        if pod.phase in (PodPhase.PENDING, PodPhase.RUNNING):
+            pod_evict_record(pod=pod, now=now)
+        job_mark_preempted(job=pod.job, reason=f"preempted by {eviction.preemptor}", now=now)
+    bound = set(report.bound)
+    for binding in plan.bindings:
+        if binding.pod_id in bound:
+            pod_bind_record(
+                pod=pods[binding.pod_id],
+                node=cluster_nodes[binding.node],
+                annotations=binding.annotations,
+                now=now,
+            )
+    nominated = set(report.nominated)
+    for nomination in plan.nominations:
+        if nomination.pod_id in nominated:
+            pod_nominate_record(pod=pods[nomination.pod_id], node=cluster_nodes[nomination.node])
+    touched = {pods[i].job_id for i in bound}
+    job_refresh_states(jobs=Job.objects.filter(id__in=touched).prefetch_related("pods"), now=now)

@@ -83,11 +83,12 @@ class KubeClusterClient:
         bound = bool((pod.get("spec") or {}).get("nodeName"))
         return bound and (pod.get("status") or {}).get("phase") not in TERMINAL_PHASES
 
-    def snapshot(self, timeout: float | None = None) -> list[Doc]:
+    def snapshot(self, timeout: float | None = None, copied: bool = False) -> list[Doc]:
         """Every watched object as a manifest dict, kinds in WATCHED_KINDS order.
 
         The first call starts the list+watch threads and waits until each kind has been listed;
-        later calls return the mirror's current state at once.
+        later calls return the mirror's current state at once. The dicts are the mirror's own
+        (read-only) unless `copied=True`.
         """
         self.mirror.start()
         missing = self.mirror.wait_synced(self.sync_timeout if timeout is None else timeout)
@@ -96,7 +97,7 @@ class KubeClusterClient:
             raise KubeUnavailable(f"could not list {', '.join(missing)}: {errors}")
         documents: list[Doc] = []
         for name in self.mirror.reflectors:
-            docs = self.mirror.documents(name)
+            docs = self.mirror.documents(name, copied)
             if name == "pods":
                 docs = [pod for pod in docs if self._keeps(pod)]
             documents.extend(docs)

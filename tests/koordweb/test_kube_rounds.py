@@ -1,0 +1,252 @@
+"""Rounds against a Kubernetes API server (the in-repo fake) through the real client, end to end.
+
+The cluster: one spine, two blocks of two 16-CPU nodes. Our pods carry schedulerName koordweb and
+Koordinator gang annotations; pods of other schedulers hold their nodes' resources.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.db import transaction
+from django.utils import timezone
+
+from koordweb.backends.kube import KubeClusterClient, RetryPolicy
+from koordweb.backends.kube.kinds import WATCHED_KINDS
+from koordweb.backends.kubernetes import KubernetesBackend
+from koordweb.models import Cluster, Job, JobState, Preemption, Round
+from koordweb.services.records import round_execute
+from tests.fakekube import FakeKube
+from tests.fakekube.resources import resource_for_kind
+from tests.fakekube.testing import RUNNING, eventually, fake_kube
+
+kube = pytest.fixture(fake_kube, name="kube")
+GANG = "gang.scheduling.koordinator.sh"
+LAYOUT = {"node-1": "b1", "node-2": "b1", "node-3": "b2", "node-4": "b2"}
+
+
+def _node(name: str, block: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {
+                "network.topology.nvidia.com/spine": "s1",
+                "network.topology.nvidia.com/block": block,
+            },
+        },
+        "status": {
+            "allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+TOPOLOGY = {
+    "apiVersion": "scheduling.koordinator.sh/v1alpha1",
+    "kind": "ClusterNetworkTopology",
+    "metadata": {"name": "default"},
+    "spec": {
+        "networkTopologySpec": [
+            {"topologyLayer": "SpineLayer", "labelKey": ["network.topology.nvidia.com/spine"]},
+            {
+                "topologyLayer": "BlockLayer",
+                "parentTopologyLayer": "SpineLayer",
+                "labelKey": ["network.topology.nvidia.com/block"],
+            },
+            {"topologyLayer": "NodeTopologyLayer", "parentTopologyLayer": "BlockLayer"},
+        ]
+    },
+}
+
+
+def gang_pods(name: str, count: int, priority: int, layer: str = "BlockLayer") -> list[dict]:
+    spec = json.dumps({"gatherStrategy": [{"layer": layer, "strategy": "MustGather"}]})
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"{name}-{i}",
+                "namespace": "ml",
+                "annotations": {
+                    f"{GANG}/name": name,
+                    f"{GANG}/min-available": str(count),
+                    f"{GANG}/total-number": str(count),
+                    f"{GANG}/network-topology-spec": spec,
+                },
+            },
+            "spec": {
+                "schedulerName": "koordweb",
+                "priority": priority,
+                "containers": [
+                    {"name": "main", "image": "trainer", "resources": {"requests": {"cpu": "16"}}}
+                ],
+            },
+        }
+        for i in range(count)
+    ]
+
+
+def running_pod(name: str, node: str, priority: int, labels: dict | None = None) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "batch", "labels": labels or {}},
+        "spec": {
+            "nodeName": node,
+            "priority": priority,
+            "containers": [
+                {"name": "main", "image": "x", "resources": {"requests": {"cpu": "16"}}}
+            ],
+        },
+        "status": RUNNING,
+    }
+
+
+@pytest.fixture
+def cluster_client(kube: FakeKube) -> Iterator[KubeClusterClient]:
+    for name, block in LAYOUT.items():
+        kube.add(_node(name, block))
+    kube.add(TOPOLOGY)
+    retry = RetryPolicy(attempts=4, base_delay=0.01, max_delay=0.05)
+    with KubeClusterClient.from_url(
+        kube.url, retry=retry, watch_timeout=1, sync_timeout=10, budget_attempts=3
+    ) as connected:
+        yield connected
+
+
+@pytest.fixture
+def cluster(db) -> Cluster:
+    return Cluster.objects.create(name="k8s", backend=Cluster.Backend.KUBERNETES)
+
+
+def do_round(cluster: Cluster, client: KubeClusterClient):
+    with transaction.atomic():
+        return round_execute(
+            cluster=cluster,
+            backend=KubernetesBackend(client),
+            trigger=Round.Trigger.MANUAL,
+            now=timezone.now(),
+        )
+
+
+def node_of(kube: FakeKube, name: str, namespace: str = "ml") -> str | None:
+    pod = kube.pod(namespace, name)
+    return (pod or {}).get("spec", {}).get("nodeName")
+
+
+def settle(kube: FakeKube, client: KubeClusterClient) -> None:
+    """Wait until the mirror has seen every pod the fake server holds."""
+    resource = resource_for_kind("v1", "Pod")
+    assert resource is not None
+    pods, _ = kube.store.list(resource, None)
+    want = {
+        (p["metadata"]["namespace"], p["metadata"]["name"], p["spec"].get("nodeName")) for p in pods
+    }
+
+    def seen() -> bool:
+        docs = [d for d in client.snapshot() if d.get("kind") == "Pod"]
+        have = {
+            (d["metadata"]["namespace"], d["metadata"]["name"], d["spec"].get("nodeName"))
+            for d in docs
+        }
+        return want <= have
+
+    eventually(seen, timeout=10)
+
+
+def test_a_gang_is_bound_only_whole(kube, cluster_client, cluster):
+    for pod in gang_pods("big", 3, 10) + gang_pods("pair", 2, 10):
+        kube.add(pod)
+    settle(kube, cluster_client)
+    outcome = do_round(cluster, cluster_client)
+    assert {node_of(kube, f"big-{i}") for i in range(3)} == {None}
+    pair = {node_of(kube, "pair-0"), node_of(kube, "pair-1")}
+    assert None not in pair and {LAYOUT[n] for n in pair} in ({"b1"}, {"b2"})
+    assert outcome.summary["placed_pods"] == 2
+    assert Job.objects.get(name="pair").state == JobState.SCHEDULED
+    assert Job.objects.get(name="big").state == JobState.PENDING
+    # Enacting again is harmless: the next round binds nothing twice.
+    settle(kube, cluster_client)
+    assert do_round(cluster, cluster_client).summary["placed_pods"] == 0
+
+
+def test_preemption_evicts_then_binds_to_the_nominated_nodes(kube, cluster_client, cluster):
+    kube.add(running_pod("low-1", "node-1", 1))
+    kube.add(running_pod("low-2", "node-2", 1))
+    kube.add(running_pod("low-3", "node-3", 1))
+    for pod in gang_pods("urgent", 2, 1000):
+        kube.add(pod)
+    settle(kube, cluster_client)
+    first = do_round(cluster, cluster_client)
+    assert first.summary["preemptions"] == 1
+    preemption = Preemption.objects.get()
+    assert preemption.state == Preemption.State.ENACTED
+    assert kube.pod("batch", "low-3") is None  # the cheapest block: one victim
+    assert kube.pod("batch", "low-1") is not None and kube.pod("batch", "low-2") is not None
+    nominated = {kube.pod("ml", f"urgent-{i}")["status"].get("nominatedNodeName") for i in range(2)}
+    assert nominated == {"node-3", "node-4"}
+    settle(kube, cluster_client)
+    eventually(
+        lambda: all(
+            d["metadata"]["name"] != "low-3"
+            for d in cluster_client.snapshot()
+            if d["kind"] == "Pod"
+        )
+    )
+    do_round(cluster, cluster_client)
+    assert {node_of(kube, "urgent-0"), node_of(kube, "urgent-1")} == {"node-3", "node-4"}
+
+
+def _db_pods_with_budget(kube: FakeKube) -> None:
+    for i, node in enumerate(["node-1", "node-2", "node-3", "node-4"]):
+        kube.add(running_pod(f"db-{i}", node, 1, labels={"app": "db"}))
+    kube.add(
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "db", "namespace": "batch"},
+            "spec": {"minAvailable": 4, "selector": {"matchLabels": {"app": "db"}}},
+        }
+    )
+    for pod in gang_pods("urgent", 2, 1000):
+        kube.add(pod)
+
+
+def test_a_known_disruption_budget_is_honoured_by_the_engine(kube, cluster_client, cluster):
+    _db_pods_with_budget(kube)
+    settle(kube, cluster_client)
+    outcome = do_round(cluster, cluster_client)
+    verdict = outcome.result.unschedulable["ml/urgent"]
+    assert "PodDisruptionBudget batch/db" in verdict.details["preemption"]["reason"]
+    assert verdict.details["counterfactual"]["evict_jobs"]
+    assert not kube.faults.requests_to(r"/eviction$", "POST")
+    assert all(kube.pod("batch", f"db-{i}") is not None for i in range(4))
+
+
+def test_a_budget_the_engine_cannot_see_turns_eviction_into_a_blocked_preemption(kube, cluster):
+    """The API server enforces a budget koordweb was not allowed to read: 429s, then blocked."""
+    for name, block in LAYOUT.items():
+        kube.add(_node(name, block))
+    kube.add(TOPOLOGY)
+    _db_pods_with_budget(kube)
+    blind = tuple(k for k in WATCHED_KINDS if k.name != "poddisruptionbudgets")
+    retry = RetryPolicy(attempts=4, base_delay=0.01, max_delay=0.05)
+    with KubeClusterClient.from_url(
+        kube.url, retry=retry, watch_timeout=1, sync_timeout=10, budget_attempts=3, kinds=blind
+    ) as client:
+        settle(kube, client)
+        do_round(cluster, client)
+    preemption = Preemption.objects.get(preemptor__name="urgent")
+    assert preemption.state == Preemption.State.BLOCKED
+    assert "budget" in preemption.reason.lower()
+    answers = [r.status for r in kube.faults.requests_to(r"/eviction$", "POST")]
+    assert answers and set(answers) == {429} and len(answers) >= 2  # retried, then given up
+    assert all(kube.pod("batch", f"db-{i}") is not None for i in range(4))
+    for victim in preemption.victims.all():
+        assert victim.job.state != JobState.PREEMPTED
