@@ -10,7 +10,7 @@ $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "installing dependencies into $(VENV) ..."
 	@$(PY) -m pip install --quiet --upgrade pip
-	@$(PY) -m pip install --quiet -e ".[dev]"
+	@$(PY) -m pip install --quiet -e ".[dev,bench]"
 	@touch $(STAMP)
 
 install: $(STAMP)
