@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from django.db import transaction
 from django.utils import timezone
+from kubernetes.client import CoreV1Api
 
 from koordweb.backends.kube import KubeClusterClient, RetryPolicy
 from koordweb.backends.kube.kinds import WATCHED_KINDS
@@ -20,7 +21,6 @@ from koordweb.backends.kubernetes import KubernetesBackend
 from koordweb.models import Cluster, Job, JobState, Preemption, Round
 from koordweb.services.records import round_execute
 from tests.fakekube import FakeKube
-from tests.fakekube.resources import resource_for_kind
 from tests.fakekube.testing import RUNNING, eventually, fake_kube
 
 kube = pytest.fixture(fake_kube, name="kube")
@@ -142,12 +142,8 @@ def node_of(kube: FakeKube, name: str, namespace: str = "ml") -> str | None:
 
 def settle(kube: FakeKube, client: KubeClusterClient) -> None:
     """Wait until the mirror has seen every pod the fake server holds."""
-    resource = resource_for_kind("v1", "Pod")
-    assert resource is not None
-    pods, _ = kube.store.list(resource, None)
-    want = {
-        (p["metadata"]["namespace"], p["metadata"]["name"], p["spec"].get("nodeName")) for p in pods
-    }
+    pods = CoreV1Api(client.api).list_pod_for_all_namespaces().items
+    want = {(p.metadata.namespace, p.metadata.name, p.spec.node_name) for p in pods}
 
     def seen() -> bool:
         docs = [d for d in client.snapshot() if d.get("kind") == "Pod"]
