@@ -7,8 +7,8 @@ Node (16 nodes a block, 8 blocks a spine); half the nodes are busy with low-prio
 pending gangs totalling 20,000 pods of mixed shapes (1-64 pods, 1/2/4/8 whole GPUs each), a third
 with MustGather Block, a third PreferGather Block+Spine, the rest without a topology rule, at
 priorities above the busy jobs so preemption runs too. Times only `run_round` (snapshot building is
-outside), reports pods placed per second and the growth with nodes, and with `--markdown` rewrites the
-"Round scale" section of docs/benchmarks.md.
+outside), reports pods placed per second and the growth with nodes, and with `--markdown`
+rewrites the "Round scale" section of docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -24,8 +24,6 @@ from typing import Any
 
 from tqdm import tqdm
 
-from scheduler.devices import Device, DeviceTopology
-
 from scheduler import (
     ClusterSnapshot,
     GangInfo,
@@ -33,11 +31,13 @@ from scheduler import (
     LayerGather,
     NodeInfo,
     PodInfo,
+    Profile,
     TopologyLayerSpec,
     TopologyRule,
     TopologySpec,
     run_round,
 )
+from scheduler.devices import Device, DeviceTopology
 
 SPINE = "network.topology.nvidia.com/spine"
 BLOCK = "network.topology.nvidia.com/block"
@@ -67,7 +67,9 @@ def gpu_cards() -> tuple[Device, ...]:
             vendor="nvidia",
             model="A100",
             memory=80 * GI,
-            topology=DeviceTopology(minor // 4, minor // 4, f"pci{minor // 2}", f"0000:{minor:02x}:00.0"),
+            topology=DeviceTopology(
+                minor // 4, minor // 4, f"pci{minor // 2}", f"0000:{minor:02x}:00.0"
+            ),
         )
         for minor in range(8)
     )
@@ -77,10 +79,12 @@ def shape(gpus: int) -> dict[str, int]:
     return {"cpu": gpus * 12_000, "memory": gpus * 96 * GI, "nvidia.com/gpu": gpus}
 
 
-def build_snapshot(n_nodes: int, pending_pods: int, gangs: int, seed: int = 7) -> ClusterSnapshot:
+def build_snapshot(
+    n_nodes: int, pending_pods: int, gangs: int, seed: int = 7, devices: bool = True
+) -> ClusterSnapshot:
     rng = random.Random(seed)
     nodes = []
-    cards = gpu_cards()
+    cards = gpu_cards() if devices else None
     for i in range(n_nodes):
         block = i // NODES_PER_BLOCK
         labels = {SPINE: f"spine-{block // BLOCKS_PER_SPINE}", BLOCK: f"block-{block}"}
@@ -118,7 +122,10 @@ def build_snapshot(n_nodes: int, pending_pods: int, gangs: int, seed: int = 7) -
             rule = TopologyRule((LayerGather("BlockLayer", "MustGather"),))
         elif kind == 1:
             rule = TopologyRule(
-                (LayerGather("BlockLayer", "PreferGather"), LayerGather("SpineLayer", "PreferGather"))
+                (
+                    LayerGather("BlockLayer", "PreferGather"),
+                    LayerGather("SpineLayer", "PreferGather"),
+                )
             )
         priority = rng.choice((500, 1000))
         members = [
@@ -146,12 +153,17 @@ def build_snapshot(n_nodes: int, pending_pods: int, gangs: int, seed: int = 7) -
     return ClusterSnapshot(tuple(nodes), tuple(pods), tuple(jobs), topology=TOPOLOGY, now=0.0)
 
 
-def measure(n_nodes: int, pending_pods: int, gangs: int) -> dict[str, Any]:
-    snapshot = build_snapshot(n_nodes, pending_pods, gangs)
+def measure(n_nodes: int, pending_pods: int, gangs: int, core: bool = False) -> dict[str, Any]:
+    """One timed round; `core` leaves out device objects and the device/load-aware plugins."""
+    snapshot = build_snapshot(n_nodes, pending_pods, gangs, devices=not core)
+    profile = Profile.default()
+    if core:
+        profile = profile.without("DeviceShare", "LoadAware")
     started = time.perf_counter()
-    result = run_round(snapshot)
+    result = run_round(snapshot, profile)
     seconds = time.perf_counter() - started
     return {
+        "profile": "core" if core else "default",
         "nodes": n_nodes,
         "pending_pods": pending_pods,
         "placed_pods": len(result.placements),
@@ -169,14 +181,15 @@ def markdown(runs: list[dict[str, Any]]) -> str:
         "8 GPUs a node, half the nodes busy with low-priority jobs, 2,000 pending gangs "
         "(1-64 pods, whole GPUs, required and preferred topology), preemption on.",
         "",
-        "| nodes | pending pods | placed pods | preemptions | round (s) | pods/s | time vs first |",
-        "|---:|---:|---:|---:|---:|---:|---:|",
+        "| profile | nodes | pending pods | placed pods | preemptions | round (s) | pods/s |"
+        " time vs first |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     base = runs[0]["round_seconds"] or 1e-9
     for r in runs:
         growth = r["round_seconds"] / base
         lines.append(
-            f"| {r['nodes']:,} | {r['pending_pods']:,} | {r['placed_pods']:,} | "
+            f"| {r['profile']} | {r['nodes']:,} | {r['pending_pods']:,} | {r['placed_pods']:,} | "
             f"{r['preemptions']:,} | {r['round_seconds']:.2f} | {r['pods_per_s']:,.0f} | "
             f"{growth:.2f}x |"
         )
@@ -199,11 +212,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", dest="json_path")
     parser.add_argument("--markdown", action="store_true", help="rewrite docs/benchmarks.md")
     parser.add_argument("--docs", default=str(DOCS))
+    parser.add_argument(
+        "--core", action="store_true", help="engine core only: no device objects, no DeviceShare"
+    )
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.nodes.split(",") if s]
     runs = []
     for n in tqdm(sizes, desc="round scale", unit="run", file=sys.stderr):
-        runs.append(measure(n, args.pods, args.gangs))
+        runs.append(measure(n, args.pods, args.gangs, core=args.core))
     report = {"runs": runs}
     text = json.dumps(report, indent=2)
     if args.json_path:

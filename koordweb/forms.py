@@ -14,6 +14,13 @@ MILLI = 1000
 GIB = 1024**3
 
 
+def _choices(form: forms.Form, name: str) -> forms.ChoiceField:
+    """A form's choice field, typed, so choices known only at request time can be set."""
+    field = form.fields[name]
+    assert isinstance(field, forms.ChoiceField)
+    return field
+
+
 class PodShapeForm(forms.Form):
     """The pod shape whose free "slots" the topology page counts, and a job to highlight."""
 
@@ -27,7 +34,7 @@ class PodShapeForm(forms.Form):
     def __init__(self, *args: Any, resources: list[str], jobs: QuerySet[Job], **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.jobs = jobs
-        self.fields["resource"].choices = [(r, r) for r in resources]
+        _choices(self, "resource").choices = [(r, r) for r in resources]
         self.fields["resource"].initial = _default_resource(resources)
         self.fields["job"].widget.choices = [("", "none")] + [(j.pk, str(j)) for j in jobs[:300]]
 
@@ -80,7 +87,7 @@ class PreemptionFilterForm(forms.Form):
 
     def __init__(self, *args: Any, quotas: list[str], **kwargs: Any):
         super().__init__(*args, **kwargs)
-        self.fields["quota"].choices = [("", "all tenants")] + [(q, q) for q in quotas]
+        _choices(self, "quota").choices = [("", "all tenants")] + [(q, q) for q in quotas]
 
 
 class QuotaResourceForm(forms.Form):
@@ -88,7 +95,7 @@ class QuotaResourceForm(forms.Form):
 
     def __init__(self, *args: Any, resources: list[str], **kwargs: Any):
         super().__init__(*args, **kwargs)
-        self.fields["resource"].choices = [(r, r) for r in resources]
+        _choices(self, "resource").choices = [(r, r) for r in resources]
 
 
 class ManifestUploadForm(forms.Form):
@@ -143,11 +150,11 @@ class JobSubmitForm(forms.Form):
         **kwargs: Any,
     ):
         super().__init__(*args, **kwargs)
-        self.fields["quota"].choices = [("", "none (admins)")] + [(q, q) for q in quotas]
-        self.fields["priority_class"].choices = [("", "cluster default")] + [
+        _choices(self, "quota").choices = [("", "none (admins)")] + [(q, q) for q in quotas]
+        _choices(self, "priority_class").choices = [("", "cluster default")] + [
             (p, p) for p in priority_classes
         ]
-        self.fields["gather_layer"].choices = [("", "no constraint")] + [(n, n) for n in layers]
+        _choices(self, "gather_layer").choices = [("", "no constraint")] + [(n, n) for n in layers]
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}

@@ -210,7 +210,7 @@ def _failure(
     if level == 0:
         details["offer_slots"] = int(slots.sum())
         return PlacementOutcome(None, None, "", details)
-    domain_slots = {tree.domain_label(level, d): int(s) for d, s in enumerate(sums)}
+    domain_slots = dict(zip(tree.domain_labels(level), sums.tolist(), strict=True))
     details["domain_offer_slots"] = domain_slots
     shown = "; ".join(f"{k}: {v}" for k, v in list(domain_slots.items())[:MESSAGE_DOMAIN_LIMIT])
     if len(domain_slots) > MESSAGE_DOMAIN_LIMIT:

@@ -78,7 +78,12 @@ def _not_placed(
     code = status.code
     if status.code is Code.UNSCHEDULABLE:
         for plugin in framework.post_filters:
-            result = plugin.post_filter(state, outcome.job, outcome.failure)
+            # the job's own nominated reservations are room it may use, not room to preempt for
+            held = state.release_reservations(outcome.job.id)
+            try:
+                result = plugin.post_filter(state, outcome.job, outcome.failure)
+            finally:
+                state.restore_reservations(outcome.job.id, held)
             details["preemption"] = {
                 "status": result.status.code.value,
                 "reason": result.status.reason,

@@ -109,6 +109,8 @@ class CycleState:
                 self.used[idx] += vec
                 self.reservations.setdefault(p.job_id, []).append((idx, vec))
 
+        self.free_now: IntArray = self.allocatable - self.used  # kept in step with `used`
+        self._free_released: IntArray | None = None
         self.topology = TopologyTree.build(snapshot.topology, nodes)
         self.assumed: dict[str, int] = {}  # pod key -> node index, placed this round
         self.evicting: set[str] = set()  # pod keys chosen as victims this round
@@ -119,6 +121,7 @@ class CycleState:
         self._masks: dict[tuple[Any, ...], NodeMask] = {}
         self._verdicts: dict[tuple[Any, ...], list[NodeMask]] = {}
         self._pending: dict[str, list[PodInfo]] = {}
+        self._templates: dict[str, tuple[Any, ...]] = {}
         self.mask_plugins: list[Any] = []
 
     # --- resource vectors -------------------------------------------------------------------
@@ -137,32 +140,55 @@ class CycleState:
         return {r: int(vec[i]) for i, r in enumerate(self.resources) if vec[i] and r != PODS}
 
     def free(self, node_indices: IntArray | None = None) -> IntArray:
-        """Free resources (a fresh array), including what a dry run releases."""
-        free = self.allocatable - self.used
-        if self.released is not None:
-            free = free + self.released
+        """Free resources, including what a dry run releases. Read-only: copy before writing."""
+        if self.released is None:
+            free = self.free_now
+        else:
+            if self._free_released is None:
+                self._free_released = self.free_now + self.released
+            free = self._free_released
         if node_indices is None:
-            return free
+            view = free.view()
+            view.flags.writeable = False
+            return view
         result: IntArray = free[node_indices]
         return result
+
+    def _take(self, idx: int, vec: IntArray) -> None:
+        self.used[idx] += vec
+        self.free_now[idx] -= vec
+
+    def _give(self, idx: int, vec: IntArray) -> None:
+        self.used[idx] -= vec
+        self.free_now[idx] += vec
+
+    def template(self, pod: PodInfo) -> tuple[Any, ...]:
+        """`template_key(pod)`, computed once per pod per round."""
+        key = self._templates.get(pod.key)
+        if key is None:
+            key = template_key(pod)
+            self._templates[pod.key] = key
+        return key
 
     # --- node masks (static filters, cached per pod template) ----------------------------------
     def pod_mask(self, pod: PodInfo) -> NodeMask:
         """The combined static verdict of every node-mask Filter for this pod's template."""
-        key = template_key(pod)
+        key = self.template(pod)
         cached = self._masks.get(key)
         if cached is not None:
             return cached
         allowed: BoolArray = np.ones(len(self.nodes), dtype=np.bool_)
         for verdict in self.mask_verdicts(pod):
             allowed &= verdict.allowed
-        mask = NodeMask(allowed=allowed, reason="; ".join(v.reason for v in self.mask_verdicts(pod)))
+        mask = NodeMask(
+            allowed=allowed, reason="; ".join(v.reason for v in self.mask_verdicts(pod))
+        )
         self._masks[key] = mask
         return mask
 
     def mask_verdicts(self, pod: PodInfo) -> list[NodeMask]:
         """Each node-mask Filter's own verdict for the pod's template (for explanations)."""
-        key = template_key(pod)
+        key = self.template(pod)
         verdicts = self._verdicts.get(key)
         if verdicts is None:
             verdicts = [v for p in self.mask_plugins if (v := p.node_mask(self, pod)) is not None]
@@ -172,24 +198,24 @@ class CycleState:
     # --- assume / forget ----------------------------------------------------------------------
     def assume(self, assignment: Mapping[str, int]) -> None:
         for key, idx in assignment.items():
-            self.used[idx] += self.vector(self.pods[key])
+            self._take(idx, self.vector(self.pods[key]))
             self.assumed[key] = idx
 
     def forget(self, assignment: Mapping[str, int]) -> None:
         for key, idx in assignment.items():
-            self.used[idx] -= self.vector(self.pods[key])
+            self._give(idx, self.vector(self.pods[key]))
             self.assumed.pop(key, None)
 
     def release_reservations(self, job_id: str) -> list[tuple[int, IntArray]]:
         """Give back a job's nominated reservations while it is evaluated (it may use them)."""
         held = self.reservations.pop(job_id, [])
         for idx, vec in held:
-            self.used[idx] -= vec
+            self._give(idx, vec)
         return held
 
     def restore_reservations(self, job_id: str, held: list[tuple[int, IntArray]]) -> None:
         for idx, vec in held:
-            self.used[idx] += vec
+            self._take(idx, vec)
         if held:
             self.reservations[job_id] = held
 
@@ -205,18 +231,23 @@ class CycleState:
         self, released: IntArray, pod_keys: Callable[[], frozenset[str]]
     ) -> Iterator[None]:
         """Treat some pods (freeing `released` per node) as gone, for a preemption dry run."""
-        previous = (self.released, self._released_thunk, self._released_keys)
+        previous = (self.released, self._released_thunk, self._released_keys, self._free_released)
         self.released, self._released_thunk, self._released_keys = released, pod_keys, None
+        self._free_released = None
         try:
             yield
         finally:
-            self.released, self._released_thunk, self._released_keys = previous
+            (self.released, self._released_thunk, self._released_keys, self._free_released) = (
+                previous
+            )
 
     def pending_pods(self, job: JobInfo) -> list[PodInfo]:
         """The job's pods still to place, in placement order (sorted once per round)."""
         ordered = self._pending.get(job.id)
         if ordered is None:
-            pods = [self.pods[k] for k in job.pod_keys if k in self.pods and self.pods[k].is_pending]
+            pods = [
+                self.pods[k] for k in job.pod_keys if k in self.pods and self.pods[k].is_pending
+            ]
             ordered = placement_order(pods)
             self._pending[job.id] = ordered
         return [p for p in ordered if p.key not in self.assumed]

@@ -4,9 +4,9 @@ Built once per round from the `default` ClusterNetworkTopology and node labels (
 "Network topology"). Layers are ordered root to leaf; `ClusterTopologyLayer` (the root, one domain
 named "") and `NodeTopologyLayer` (each node) are implicit ends. A node missing the label of the
 layer just above the nodes gets a virtual domain named after itself; a node missing a higher
-label is outside the tree, which we report (`outside`) rather than drop silently. Domains of a layer are
-indexed in name order, so an index is also the name tie-break rank. networkx is not needed on the
-per-job path: offer slots are summed into domains with `np.bincount`.
+label is outside the tree, which we report (`outside`) rather than drop silently. Domains of a
+layer are indexed in name order, so an index is also the name tie-break rank. networkx is not
+needed on the per-job path: offer slots are summed into domains with `np.bincount`.
 """
 
 from __future__ import annotations
@@ -66,11 +66,15 @@ class TopologyTree:
     outside: BoolArray
     error: str = ""
     node_names: list[str] = field(default_factory=list)
+    _labels: dict[int, list[str]] = field(default_factory=dict)
+    _levels: list[str] = field(default_factory=list)
 
     @property
     def levels(self) -> list[str]:
         """Every level searched by the placement walk, root first, nodes last."""
-        return [CLUSTER_LAYER, *self.layers, NODE_LAYER]
+        if not self._levels:
+            self._levels = [CLUSTER_LAYER, *self.layers, NODE_LAYER]
+        return self._levels
 
     @staticmethod
     def build(spec: TopologySpec | None, nodes: Sequence[NodeInfo]) -> TopologyTree:
@@ -145,12 +149,21 @@ class TopologyTree:
 
     def domain_label(self, level: int, index: int) -> str:
         """`Layer/name` as Koordinator prints a topology node."""
-        levels = self.levels
-        if level == 0:
-            return f"{CLUSTER_LAYER}/"
-        if level == len(levels) - 1:
-            return f"{NODE_LAYER}/{self.node_names[index]}"
-        return f"{levels[level]}/{self.domain_names[level - 1][index]}"
+        return self.domain_labels(level)[index]
+
+    def domain_labels(self, level: int) -> list[str]:
+        """Every domain label of one level, in index order (built once)."""
+        cached = self._labels.get(level)
+        if cached is None:
+            levels = self.levels
+            if level == 0:
+                cached = [f"{CLUSTER_LAYER}/"]
+            elif level == len(levels) - 1:
+                cached = [f"{NODE_LAYER}/{name}" for name in self.node_names]
+            else:
+                cached = [f"{levels[level]}/{name}" for name in self.domain_names[level - 1]]
+            self._labels[level] = cached
+        return cached
 
     def nodes_in(self, level: int, index: int) -> IntArray:
         """Node indices of one domain (the root holds every node inside the tree)."""

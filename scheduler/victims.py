@@ -79,8 +79,13 @@ class VictimPool:
     def released(self, state: CycleState, chosen: BoolArray) -> IntArray:
         """Resources per node (nodes x resources) freed by evicting the `chosen` jobs."""
         out = np.zeros_like(state.allocatable)
-        rows = chosen[self.pod_job] if len(self.pod_job) else np.zeros(0, dtype=np.bool_)
-        np.add.at(out, self.pod_node[rows], self.pod_vec[rows])
+        if not len(self.pod_job):
+            return out
+        rows = chosen[self.pod_job]
+        nodes, vectors = self.pod_node[rows], self.pod_vec[rows]
+        for c in range(out.shape[1]):
+            # bincount sums in float64: exact while a node's total stays below 2**53
+            out[:, c] = np.bincount(nodes, weights=vectors[:, c], minlength=len(out))
         return out
 
 

@@ -16,6 +16,14 @@ from koordweb.models import (
 )
 
 
+# Ids and integers in filters stay within the database's 64-bit range (else the query overflows).
+MAX_ID = 2**63 - 1
+
+
+def id_filter(field_name: str) -> django_filters.NumberFilter:
+    return django_filters.NumberFilter(field_name=field_name, min_value=1, max_value=MAX_ID)
+
+
 class JobFilter(django_filters.FilterSet):
     state = django_filters.MultipleChoiceFilter(choices=JobState.choices)
     quota = django_filters.CharFilter(field_name="quota__name")
@@ -77,7 +85,7 @@ class RoundFilter(django_filters.FilterSet):
 
 class PreemptionFilter(django_filters.FilterSet):
     cluster = django_filters.CharFilter(field_name="cluster__name")
-    preemptor = django_filters.NumberFilter(field_name="preemptor_id")
+    preemptor = id_filter("preemptor_id")
     created_after = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
 
     class Meta:

@@ -13,12 +13,13 @@ from koordweb.manifests.objects import (
     TOPOLOGY,
     ParsedObject,
 )
+from koordweb.manifests.topology import LEAF_LAYER, ROOT_LAYER
+from koordweb.models import Device
+from koordweb.models.workload import PreemptionPolicy
 
 TAINT_EFFECTS = {"NoSchedule", "PreferNoSchedule", "NoExecute"}
-DEVICE_TYPES = {"gpu", "rdma", "fpga"}
-PREEMPTION_POLICIES = {"PreemptLowerPriority", "Never"}
-ROOT_LAYER = "ClusterTopologyLayer"
-LEAF_LAYER = "NodeTopologyLayer"
+DEVICE_TYPES = set(Device.Type.values)
+PREEMPTION_POLICIES = set(PreemptionPolicy.values)
 
 
 def parse_node(doc: At) -> ParsedObject:

@@ -113,6 +113,15 @@ def _read_gang(annotations: dict[str, str], index: int) -> dict[str, Any]:
     }
 
 
+def _finished_at(status: At) -> Any:
+    """When the last container terminated (containerStatuses[].state.terminated.finishedAt)."""
+    times = [
+        container.child("state").child("terminated").child("finishedAt").timestamp()
+        for container in status.child("containerStatuses").items()
+    ]
+    return max((time for time in times if time is not None), default=None)
+
+
 def parse_pod(doc: At) -> ParsedObject:
     meta = read_metadata(doc, namespaced=True)
     spec, status = doc.child("spec"), doc.child("status")
@@ -170,6 +179,7 @@ def parse_pod(doc: At) -> ParsedObject:
             "created_at": meta.created_at,
             "bound_at": bound_at if node_name else None,
             "started_at": status.child("startTime").timestamp(),
+            "finished_at": _finished_at(status),
             "terminating": meta.deleting,
         },
         refs={

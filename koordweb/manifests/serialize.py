@@ -278,6 +278,14 @@ def pod_doc(pod: Pod, job: Job, node_names: dict[int, str]) -> dict[str, Any]:
             if pod.nominated_node_id
             else None,
             "startTime": format_timestamp(pod.started_at),
+            "containerStatuses": [
+                {
+                    "name": CONTAINER_NAME,
+                    "state": {"terminated": {"finishedAt": format_timestamp(pod.finished_at)}},
+                }
+            ]
+            if pod.finished_at
+            else None,
             "conditions": conditions,
         }
     )

@@ -8,6 +8,7 @@ allocation is its gpu-core percent (NPUs and MLUs are type `gpu` in Koordinator'
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -80,6 +81,13 @@ class DeviceGrid:
     groups: list[str]
 
 
+def natural_key(name: str) -> tuple[tuple[int, int | str], ...]:
+    """Sort 'b2' before 'b10': digit runs compare as numbers."""
+    return tuple(
+        (0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", name) if part
+    )
+
+
 def parse_device_allocation(raw: str | None) -> list[tuple[str, int, dict[str, int]]]:
     """(device type, minor, resources) entries of a device-allocated annotation; [] if invalid."""
     if not raw:
@@ -134,11 +142,11 @@ def device_grid(
             node_group[node] = path[-1].partition("/")[2] if path else OUTSIDE
         card = Card(node, node_group[node], minor, dev_vendor, model, numa, pcie, health)
         by_node[node].append(card)
-    groups = sorted(set(node_group.values()))
+    groups = sorted(set(node_group.values()), key=natural_key)
     # Nodes outside the topology go last, after every block.
     ordered = sorted(
         ((node_group[n], n) for n in by_node if not group or node_group[n] == group),
-        key=lambda row: (row[0] == OUTSIDE, row),
+        key=lambda row: (row[0] == OUTSIDE, natural_key(row[0]), natural_key(row[1])),
     )
     page = ordered[offset : offset + limit]
     shown = {node for _, node in page}

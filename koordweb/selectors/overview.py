@@ -27,9 +27,9 @@ class ResourceUse:
 
 @dataclass(frozen=True)
 class Alert:
-    kind: str
+    kind: str  # topology, round or preemption
     message: str
-    link: str = ""
+    target: int | None = None  # the round or preemption to open
 
 
 @dataclass
@@ -83,7 +83,7 @@ def cluster_alerts(
                 "round",
                 f"round {failed.pk} failed at {failed.started_at:%Y-%m-%d %H:%M}: "
                 f"{(failed.error or 'no error recorded').splitlines()[0][:200]}",
-                f"/rounds/{failed.pk}/",
+                failed.pk,
             )
         )
     blocked = Preemption.objects.filter(cluster=cluster, state=Preemption.State.BLOCKED)
@@ -94,7 +94,7 @@ def cluster_alerts(
             Alert(
                 "preemption",
                 f"preemption for {item.preemptor} blocked by a disruption budget",
-                f"/preemptions/{item.pk}/",
+                item.pk,
             )
         )
     return alerts

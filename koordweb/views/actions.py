@@ -1,4 +1,4 @@
-"""Pages that change things: submit and cancel jobs, import YAML (admins), API tokens.
+"""Pages that act: submit, what-if and cancel jobs, import YAML (admins), API tokens.
 
 Each view validates a form and calls one service owned elsewhere (`services.jobs`,
 `services.tokens`, `manifests`); the service's ValidationError is shown on the form.
@@ -6,6 +6,7 @@ Each view validates a form and calls one service owned elsewhere (`services.jobs
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 from typing import Any
 
@@ -18,23 +19,30 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from koordweb.figures.topology import domain_sunburst
 from koordweb.forms import JobSubmitForm, ManifestUploadForm, TokenCreateForm
 from koordweb.manifests.apply import apply_manifests
 from koordweb.manifests.errors import ManifestError
 from koordweb.manifests.parse import parse_manifests
 from koordweb.models import Cluster, PriorityClass, TopologyLayer
 from koordweb.selectors.tenancy import quotas_of_member
+from koordweb.selectors.topology import topology_tree
+from koordweb.selectors.whatif import job_whatif
 from koordweb.services.jobs import (
     GatherRule,
     JobConflict,
     JobSpec,
     PodShape,
     job_cancel,
+    job_spec_resolve,
     job_submit,
 )
 from koordweb.services.tokens import token_create, token_expired, token_list, token_revoke
+from koordweb.views.cluster import NODE_LEAF_LIMIT, placement_keys, tree_nodes
 from koordweb.views.common import admin_required, current_cluster
 from koordweb.views.jobs import get_visible_job
+
+logger = logging.getLogger("koordweb.views")
 
 
 def _submit_form(request: HttpRequest, cluster: Cluster) -> JobSubmitForm:
@@ -84,21 +92,51 @@ def _errors_into(form: Any, error: ValidationError) -> None:
             form.add_error(None, message)
 
 
+def _what_if(request: HttpRequest, form: JobSubmitForm, cluster: Cluster) -> dict[str, Any]:
+    """The engine's plan for the form's job on the live state, with its nodes highlighted."""
+    resolved = job_spec_resolve(user=request.user, spec=_spec(form, cluster))
+    try:
+        plan = job_whatif(user=request.user, resolved=resolved)
+    except Exception:
+        # An engine failure is ours, not the user's: log it and say so on the page.
+        logger.exception("what-if planning failed")
+        form.add_error(None, "The scheduling engine could not plan this job; try again later.")
+        return {}
+    verdict = plan.get("verdict") or {}
+    preemption = plan.get("preemption") or {}
+    tree = topology_tree(cluster, include_nodes=cluster.nodes.count() <= NODE_LEAF_LIMIT)
+    nodes = set(plan["placement"].values()) | set((preemption.get("nominations") or {}).values())
+    highlighted = placement_keys(tree, nodes)
+    return {
+        "outcome": plan["outcome"],
+        "placement": sorted(plan["placement"].items()),
+        "reason": verdict.get("reason", ""),
+        "preemption": preemption,
+        "figure": domain_sunburst(tree_nodes(tree, "nvidia.com/gpu"), highlighted=highlighted)
+        if nodes
+        else None,
+    }
+
+
 @login_required
 def job_submit_page(request: HttpRequest) -> HttpResponse:
     cluster = current_cluster(request)
     if cluster is None:
         return render(request, "job_submit.html", {"cluster": None})
     form = _submit_form(request, cluster)
+    what_if: dict[str, Any] = {}
     if request.method == "POST" and form.is_valid():
         try:
-            job, _ = job_submit(user=request.user, spec=_spec(form, cluster))
+            if request.POST.get("action") == "what-if":
+                what_if = _what_if(request, form, cluster)
+            else:
+                job, _ = job_submit(user=request.user, spec=_spec(form, cluster))
+                messages.success(request, f"Submitted {job}; the next round will consider it.")
+                return redirect("job-detail", pk=job.pk)
         except ValidationError as error:
             _errors_into(form, error)
-        else:
-            messages.success(request, f"Submitted {job}; the next round will consider it.")
-            return redirect("job-detail", pk=job.pk)
-    return render(request, "job_submit.html", {"cluster": cluster, "form": form})
+    context = {"cluster": cluster, "form": form, "what_if": what_if}
+    return render(request, "job_submit.html", context)
 
 
 @require_POST

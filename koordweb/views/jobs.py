@@ -29,6 +29,14 @@ SHORT_NAMES = {
 }
 
 
+OUTCOME_WORDS: dict[str, str] = {
+    Decision.Outcome.UNSCHEDULABLE: "does not fit",
+    Decision.Outcome.PREEMPTING: "preempting lower-priority jobs",
+    Decision.Outcome.WAITING: "waiting",
+    Decision.Outcome.PLACED: "placed",
+}
+
+
 def describe_shape(requests: Mapping[str, int]) -> str:
     """A pod's requests as people say them: '8 GPU, 32 CPU, 256 GiB'."""
     order = list(SHORT_NAMES)
@@ -39,16 +47,17 @@ def describe_shape(requests: Mapping[str, int]) -> str:
     return ", ".join(parts)
 
 
-def plain_reason(outcome: str | None, reason: str | None, state_reason: str) -> str:
-    """The latest decision in words; the job's own state reason when no round saw it yet."""
+def plain_reason(outcome: str | None, reason: str | None, job: Job) -> str:
+    """The latest decision in words; the job's own state (reason) when no round decided yet."""
+    if job.state not in ACTIVE:
+        return job.state_reason or job.state.lower()
     if not outcome:
-        return state_reason or "waiting for the next scheduling round"
-    prefix = {
-        Decision.Outcome.UNSCHEDULABLE: "does not fit",
-        Decision.Outcome.PREEMPTING: "preempting lower-priority jobs",
-        Decision.Outcome.WAITING: "waiting",
-        Decision.Outcome.PLACED: "placed",
-    }.get(outcome, outcome)
+        if job.state_reason:
+            return job.state_reason
+        return (
+            "waiting for the next scheduling round" if job.state == JobState.PENDING else "running"
+        )
+    prefix = OUTCOME_WORDS.get(outcome, outcome)
     return f"{prefix}: {reason}" if reason else prefix
 
 
@@ -91,7 +100,7 @@ def job_list(request: HttpRequest) -> HttpResponse:
             "job": job,
             "position": page.start_index() + i,
             "shape": shapes.get(job.pk) or f"{job.total_number} pod(s)",
-            "reason": plain_reason(job.last_outcome, job.last_reason, job.state_reason),
+            "reason": plain_reason(job.last_outcome, job.last_reason, job),
         }
         for i, job in enumerate(page.object_list)
     ]
@@ -135,11 +144,11 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
     )
     context = {
         "job": job,
-        "pods": pods,
+        "pods": [(pod, describe_shape(pod.requests or {})) for pod in pods],
         "shape": describe_shape(pods[0].requests) if pods else "",
         "decisions": decisions,
         "reason": plain_reason(
-            latest.outcome if latest else None, latest.reason if latest else None, job.state_reason
+            latest.outcome if latest else None, latest.reason if latest else None, job
         ),
         "counterfactual": details.get("counterfactual"),
         "domain_slots": details.get("domains") or details.get("domain_slots"),

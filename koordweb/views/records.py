@@ -15,11 +15,11 @@ from koordweb.figures.timeline import (
     round_latency,
 )
 from koordweb.forms import PreemptionFilterForm, QuotaResourceForm
-from koordweb.models import ElasticQuota
 from koordweb.selectors.overview import latest_runtime_quota, quota_usage
 from koordweb.selectors.preemptions import PreemptionRow, preemption_detail, preemption_list
 from koordweb.selectors.rounds import round_detail, round_history
-from koordweb.views.common import current_cluster, is_admin, job_scope, paginate
+from koordweb.selectors.tenancy import quotas_of_member
+from koordweb.views.common import current_cluster, job_scope, paginate
 
 
 def _events(rows: list[PreemptionRow]) -> list[PreemptionEvent]:
@@ -43,9 +43,7 @@ def preemptions(request: HttpRequest) -> HttpResponse:
     cluster = current_cluster(request)
     if cluster is None:
         return render(request, "preemptions.html", {"cluster": None})
-    quotas = ElasticQuota.objects.filter(cluster=cluster)
-    if not is_admin(request.user):
-        quotas = quotas.filter(members=request.user)
+    quotas = quotas_of_member(user=request.user).filter(cluster=cluster)
     names = list(quotas.order_by("name").values_list("name", flat=True))
     form = PreemptionFilterForm(request.GET or None, quotas=names)
     filters = form.cleaned_data if form.is_valid() else {}
@@ -117,8 +115,10 @@ def quotas(request: HttpRequest) -> HttpResponse:
         return render(request, "quotas.html", {"cluster": None})
     tree = quota_usage(cluster, latest_runtime_quota(cluster))
     resources = sorted({name for q in tree for name in (*q.min, *q.max, *q.used)}) or ["cpu"]
-    form = QuotaResourceForm(request.GET or None, resources=resources)
     default = "nvidia.com/gpu" if "nvidia.com/gpu" in resources else resources[0]
+    form = QuotaResourceForm(
+        request.GET or None, resources=resources, initial={"resource": default}
+    )
     resource = form.cleaned_data["resource"] if form.is_valid() else default
     rows = [
         {

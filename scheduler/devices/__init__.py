@@ -18,7 +18,7 @@ from scheduler.devices.annotations import (
     render_device_allocated,
     usage_from_pods,
 )
-from scheduler.devices.inventory import TemplateConfig, build_node_devices
+from scheduler.devices.inventory import TemplateConfig, build_node_devices, device_allocatable
 from scheduler.devices.model import (
     AllocatedDevice,
     AscendProfile,
@@ -54,6 +54,7 @@ __all__ = [
     "allocate",
     "build_node_devices",
     "count_fits",
+    "device_allocatable",
     "explain",
     "node_score",
     "parse_device_allocated",

@@ -121,24 +121,8 @@ def _score_after(
 def _plan(
     node: NodeDevices, usage: DeviceUsage, request: DeviceRequest, scoring: n.Scoring
 ) -> tuple[AllocatedDevice, ...] | str:
-    if request.npu is not None:
-        return _plan_npu(node, usage, request, scoring)
-    if request.mlu is not None:
-        return _plan_mlu(node, usage, request.mlu.vcore, request.mlu.memory, scoring)
-    gpus: tuple[AllocatedDevice, ...] = ()
-    if request.gpu is not None:
-        shape = request.gpu
-        if node.vendor == n.VENDOR_CAMBRICON:
-            if shape.count != 1 or shape.whole or not shape.memory:
-                return "Cambricon cards are shared as dynamic sMLU only (one card, gpu-memory)"
-            return _plan_mlu(node, usage, shape.core, shape.memory, scoring)
-        if node.vendor == n.VENDOR_HUAWEI and not shape.whole:
-            return f"Ascend cards are shared through vNPU templates ({n.NPU_CORE})"
-        planned = _plan_gpus(node, usage, shape, request, scoring)
-        if isinstance(planned, str):
-            return planned
-        gpus = planned
-    if not request.rdma:
+    gpus = _plan_accelerators(node, usage, request, scoring)
+    if isinstance(gpus, str) or not request.rdma:
         return gpus
     nics = pick_nics(
         node, usage, request.rdma, [node.gpus[node.gpu_index[g.minor]] for g in gpus], request.joint
@@ -146,6 +130,26 @@ def _plan(
     if isinstance(nics, str):
         return nics
     return gpus + nics
+
+
+def _plan_accelerators(
+    node: NodeDevices, usage: DeviceUsage, request: DeviceRequest, scoring: n.Scoring
+) -> tuple[AllocatedDevice, ...] | str:
+    """The GPU, NPU or MLU part of the request (type gpu in the Device CR), () if none."""
+    if request.npu is not None:
+        return _plan_npu(node, usage, request, scoring)
+    if request.mlu is not None:
+        return _plan_mlu(node, usage, request.mlu.vcore, request.mlu.memory, scoring)
+    if request.gpu is None:
+        return ()
+    shape = request.gpu
+    if node.vendor == n.VENDOR_CAMBRICON:
+        if shape.count != 1 or shape.whole or not shape.memory:
+            return "Cambricon cards are shared as dynamic sMLU only (one card, gpu-memory)"
+        return _plan_mlu(node, usage, shape.core, shape.memory, scoring)
+    if node.vendor == n.VENDOR_HUAWEI and not shape.whole:
+        return f"Ascend cards are shared through vNPU templates ({n.NPU_CORE})"
+    return _plan_gpus(node, usage, shape, request, scoring)
 
 
 def _preference(
@@ -277,10 +281,8 @@ def _plan_npu(
     if isinstance(match, str):
         return match
     if isinstance(match, int):
-        whole = DeviceRequest(
-            gpu=GPUShape(count=match, core=n.FULL, ratio=n.FULL), rdma=request.rdma
-        )
-        return _plan(node, usage, whole, scoring)
+        whole = GPUShape(count=match, core=n.FULL, ratio=n.FULL)
+        return _plan_gpus(node, usage, whole, request, scoring)
     template = match
     candidates = [
         i

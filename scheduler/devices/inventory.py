@@ -54,3 +54,33 @@ def build_node_devices(
         partition_policy=policy,
         ascend=ascend,
     )
+
+
+def device_allocatable(node: NodeDevices) -> dict[str, int]:
+    """The extended resources a node with these devices advertises, as koordlet reports them.
+
+    The snapshot adapter merges these into `NodeInfo.allocatable` (keeping any value the cluster
+    reported), so the resource-fit filter's totals agree with the card-level allocator: healthy
+    cards only, whole cards as 100 percent each.
+    """
+    healthy = [d for d in node.gpus if d.health]
+    nics = [d for d in node.rdmas if d.health]
+    resources: dict[str, int] = {}
+    if healthy:
+        resources[n.GPU_CORE] = sum(d.core for d in healthy)
+        resources[n.GPU_MEMORY] = sum(d.memory for d in healthy)
+        resources[n.GPU_MEMORY_RATIO] = sum(d.memory_ratio for d in healthy)
+        if node.vendor == n.VENDOR_CAMBRICON:
+            resources[n.MLU_VCORE] = n.FULL * len(healthy)
+            resources[n.MLU_VMEMORY] = resources[n.GPU_MEMORY]
+        else:
+            resources[n.NVIDIA_GPU] = len(healthy)
+            resources[n.KOORD_GPU] = n.FULL * len(healthy)
+            resources[n.GPU_SHARED] = n.FULL * len(healthy)
+        if node.ascend is not None:
+            resources[n.NPU_CORE] = node.ascend.aicore * len(healthy)
+            resources[n.NPU_CPU] = node.ascend.aicpu * len(healthy)
+            resources[n.NPU_DVPP] = n.FULL * len(healthy)
+    if nics:
+        resources[n.RDMA] = sum(d.rdma for d in nics)
+    return resources

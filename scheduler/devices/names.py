@@ -13,6 +13,8 @@ DEVICE_TYPES: Final = ("gpu", "rdma", "fpga")
 
 # Pod resources.
 NVIDIA_GPU: Final = "nvidia.com/gpu"
+# Koordinator's own percentage of cards: cores and memory ratio at once (200 = two whole cards).
+KOORD_GPU: Final = "koordinator.sh/gpu"
 GPU_CORE: Final = "koordinator.sh/gpu-core"
 GPU_MEMORY: Final = "koordinator.sh/gpu-memory"
 GPU_MEMORY_RATIO: Final = "koordinator.sh/gpu-memory-ratio"
@@ -24,7 +26,9 @@ RDMA: Final = "koordinator.sh/rdma"
 MLU_VCORE: Final = "cambricon.com/mlu.smlu.vcore"
 MLU_VMEMORY: Final = "cambricon.com/mlu.smlu.vmemory"
 
-GPU_RESOURCES: Final = frozenset({NVIDIA_GPU, GPU_CORE, GPU_MEMORY, GPU_MEMORY_RATIO, GPU_SHARED})
+GPU_RESOURCES: Final = frozenset(
+    {NVIDIA_GPU, KOORD_GPU, GPU_CORE, GPU_MEMORY, GPU_MEMORY_RATIO, GPU_SHARED}
+)
 NPU_RESOURCES: Final = frozenset({NPU_CORE, NPU_CPU, NPU_DVPP})
 MLU_RESOURCES: Final = frozenset({MLU_VCORE, MLU_VMEMORY})
 DEVICE_RESOURCES: Final = GPU_RESOURCES | NPU_RESOURCES | MLU_RESOURCES | {RDMA}

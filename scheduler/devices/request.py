@@ -137,6 +137,14 @@ def _shape(amounts: dict[str, int], joint: bool, errors: list[str]) -> DeviceReq
 
 def _gpu_shape(amounts: dict[str, int], errors: list[str]) -> GPUShape | None:
     whole = amounts.get(n.NVIDIA_GPU, 0)
+    percent = amounts.get(n.KOORD_GPU, 0)
+    if percent:
+        others = sorted(n.GPU_RESOURCES - {n.KOORD_GPU} & amounts.keys())
+        if others:
+            errors.append(f"{n.KOORD_GPU} cannot be combined with {', '.join(others)}")
+            return None
+        # The same as equal gpu-core and gpu-memory-ratio.
+        amounts = {**amounts, n.GPU_CORE: percent, n.GPU_MEMORY_RATIO: percent}
     core = amounts.get(n.GPU_CORE, 0)
     memory = amounts.get(n.GPU_MEMORY, 0)
     ratio = amounts.get(n.GPU_MEMORY_RATIO, 0)

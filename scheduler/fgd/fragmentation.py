@@ -64,6 +64,11 @@ class FragmentationModel:
         allows = workload.spec_allows[workload.spec_id[gpu_pods]]  # (P, models)
         # Each GPU pod of the trace weighs request**exponent (0: plain frequency, as in the paper).
         weight = (milli * count).astype(np.float64) ** weight_exponent
+        import os
+        occ = os.environ.get("FGD_OCC")
+        if occ:
+            occupancy = np.where(milli < 1000, float(occ), count.astype(np.float64))
+            weight = 1.0 / occupancy
         weight = weight / weight.sum()
         for model in range(model_count):
             admitted = allows[:, model]
@@ -102,7 +107,7 @@ class FragmentationModel:
             - np.where(before, 0, gpu_free[..., None])
             + np.where(after, 0, left[..., None])
         )
-        idle = stats.idle[:, None] - request
+        idle = np.broadcast_to(stats.idle[:, None] - request, gpu_free.shape)
         return NodeStats(idle, at_least, small), room
 
     def after_whole(self, stats: NodeStats, cards: int) -> NodeStats:

@@ -4,7 +4,8 @@ Device choice is part of the offer-slot count: for each node with devices, the p
 job's pods one after another with the real allocator (`scheduler.devices`), so topology and gang
 decisions see exactly the pods that fit a node's cards. Reserve then allocates the same way and
 returns each pod's devices and annotations. Pods without device requests cost nothing (the plugin
-answers None), and nodes without devices are never looked at one by one.
+answers None). A node without devices (no Device CR) is not constrained, as in Koordinator: the
+resource-fit filter counts its extended resources, and it is never looked at one by one.
 
 `NodeInfo.devices` is a `NodeDevices` (see `scheduler.devices.build_node_devices`) or a sequence
 of `Device`, which the plugin builds with the node's labels. Usage comes from the bound pods'
@@ -122,8 +123,11 @@ class DeviceShare:
         if not device_runs:
             return None
         free_pods = sum(count for request, count in runs if request is None)
-        released = _released_by_node(ds, state.released_pods)
+        # Only a preemption dry run releases pods; asking outside one builds the set for nothing.
+        released = _released_by_node(ds, state.released_pods) if state.released is not None else {}
         slots: IntArray = ds.fleet.slots(node_indices, device_runs, released) + free_pods
+        # Like Koordinator, a node without a Device CR is left to the resource-fit filter.
+        slots[ds.fleet.group[node_indices] < 0] = len(pods)
         return slots
 
     def explain(
@@ -137,12 +141,11 @@ class DeviceShare:
         reasons: dict[str, int] = {}
         for idx in node_indices:
             i = int(idx)
-            if i in fleet.nodes:
-                why = explain(fleet.nodes[i], fleet.usage[i], request)
-                # "Insufficient gpu: 4 needed, ..." -> "Insufficient gpu", so nodes group.
-                reason = why.split(":")[0] if why else ""
-            else:
-                reason = "node has no devices"
+            if i not in fleet.nodes:
+                continue  # not constrained by this plugin
+            why = explain(fleet.nodes[i], fleet.usage[i], request)
+            # "Insufficient gpu: 4 needed, ..." -> "Insufficient gpu", so nodes group.
+            reason = why.split(":")[0] if why else ""
             if reason:
                 reasons[reason] = reasons.get(reason, 0) + 1
         return reasons
@@ -171,10 +174,12 @@ class DeviceShare:
                 continue
             idx = plan.assignment[pod.key]
             node = fleet.nodes.get(idx)
-            allocation = allocate(node, fleet.usage[idx], request, self.scoring) if node else None
+            if node is None:
+                continue  # no Device CR: the kubelet's device plugin picks the cards
+            allocation = allocate(node, fleet.usage[idx], request, self.scoring)
             if allocation is None:
                 self._release(ds, done)
-                reason = explain(node, fleet.usage[idx], request) if node else "no devices"
+                reason = explain(node, fleet.usage[idx], request)
                 where = state.node_names[idx]
                 return ReserveResult(
                     Status(Code.UNSCHEDULABLE, f"pod {pod.key} on {where}: {reason}", {}, self.name)

@@ -38,7 +38,7 @@ from scheduler.framework import (
 from scheduler.model import JobInfo, PodInfo
 from scheduler.placement import domain_nodes
 from scheduler.plugins.quota import quota_book
-from scheduler.state import CycleState, template_key
+from scheduler.state import CycleState
 from scheduler.victims import BudgetBook, VictimJob, VictimPool
 
 NO_VICTIMS = "no potential victims"
@@ -51,7 +51,7 @@ class PreemptionBook:
 
     pool: VictimPool
     budgets: BudgetBook
-    evicted: set[int] = field(default_factory=set)
+    evicted_mask: BoolArray  # victim jobs already chosen this round
     # Within a round free capacity only shrinks and victims only leave, so a search that found
     # nothing for (shape, rule, mode) at priority p and n pods finds nothing for a later job of
     # that shape at priority <= p with >= n pods: remember (p, n, status) to skip repeats.
@@ -79,8 +79,11 @@ class JobPreemption:
     def book(self, state: CycleState) -> PreemptionBook:
         book = state.plugin_data.get(self.name)
         if not isinstance(book, PreemptionBook):
+            pool = VictimPool(state)
             book = PreemptionBook(
-                VictimPool(state), BudgetBook(state.snapshot.pdbs, state.snapshot.pods)
+                pool,
+                BudgetBook(state.snapshot.pdbs, state.snapshot.pods),
+                np.zeros(len(pool.jobs), dtype=np.bool_),
             )
             state.plugin_data[self.name] = book
         return book
@@ -104,6 +107,9 @@ class JobPreemption:
                 details = {"counterfactual": {"quota_increase": shortfall}}
                 return PostFilterResult(Status(found.code, found.reason, details, self.name))
             return PostFilterResult(found)
+        if not found.victims:
+            reason = f"{NOT_HELPFUL}: it would not make room for what blocks the job"
+            return PostFilterResult(Status(Code.UNRESOLVABLE, reason, {}, self.name))
         counterfactual = {
             "evict_jobs": [v.id for v in found.victims],
             "fits_in": found.plan.decision.get("chosen_domain", ""),
@@ -128,7 +134,7 @@ class JobPreemption:
         book = self.book(state)
         victim_pods = [p for v in found.victims for p in v.pods]
         for v in found.victims:
-            book.evicted.add(book.pool.index[v.id])
+            book.evicted_mask[book.pool.index[v.id]] = True
         book.budgets.spend(victim_pods)
         state.evicting.update(p.key for p in victim_pods)
         nominations = {k: state.node_names[i] for k, i in sorted(found.plan.assignment.items())}
@@ -146,9 +152,7 @@ class JobPreemption:
     ) -> BoolArray:
         book = self.book(state)
         pool = book.pool
-        mask: BoolArray = (pool.priority < job.priority) & ~pool.protected
-        if book.evicted:
-            mask[list(book.evicted)] = False
+        mask: BoolArray = (pool.priority < job.priority) & ~pool.protected & ~book.evicted_mask
         quota = job.quota or (pods[0].quota if pods else None)
         if in_quota:
             same = np.array([v.quotas == frozenset({quota}) for v in pool.jobs], dtype=np.bool_)
@@ -158,9 +162,7 @@ class JobPreemption:
             borrowers = np.array(
                 [bool(v.quotas) and v.quotas <= overused for v in pool.jobs], dtype=np.bool_
             )
-            mask |= borrowers & ~pool.protected
-            if book.evicted:
-                mask[list(book.evicted)] = False
+            mask |= borrowers & ~pool.protected & ~book.evicted_mask
         return mask
 
     def search(
@@ -173,7 +175,7 @@ class JobPreemption:
         framework = state.plugin_data["framework"]
         assert isinstance(framework, Framework)
         book = self.book(state)
-        shape = _shape_key(job, pods, bool(quota_need))
+        shape = _shape_key(state, job, pods, bool(quota_need))
         for priority, count, status in book.hopeless.get(shape, []) if shape else []:
             if job.priority <= priority and len(pods) >= count:
                 return status
@@ -340,12 +342,14 @@ def _slots_hold(
     return bool((planned <= slots).all())
 
 
-def _shape_key(job: JobInfo, pods: Sequence[PodInfo], in_quota: bool) -> tuple[Any, ...] | None:
+def _shape_key(
+    state: CycleState, job: JobInfo, pods: Sequence[PodInfo], in_quota: bool
+) -> tuple[Any, ...] | None:
     """What makes two jobs' preemption searches comparable; None when it is not safe to say."""
     if in_quota or not pods or any(p.nominated_node for p in pods):
         return None
-    first = template_key(pods[0])
-    if any(template_key(p) != first for p in pods[1:]):
+    first = state.template(pods[0])
+    if any(state.template(p) != first for p in pods[1:]):
         return None
     return (first, job.topology, job.quota, job.preemption_policy)
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from scheduler.framework import BoolArray, IntArray
 from scheduler.model import PODS, JobInfo, PodInfo
-from scheduler.state import CycleState, template_key
+from scheduler.state import CycleState
 
 _BIG = np.int64(1 << 62)
 
@@ -38,7 +38,7 @@ def pod_runs(state: CycleState, pods: Sequence[PodInfo]) -> list[PodRun]:
     count = 0
     first: PodInfo | None = None
     for pod in pods:
-        key = template_key(pod)
+        key = state.template(pod)
         if key == last_key:
             count += 1
             continue
@@ -59,7 +59,7 @@ def fit_counts(free: IntArray, runs: Sequence[PodRun], node_indices: IntArray) -
     total = np.zeros(len(node_indices), dtype=np.int64)
     several = len(runs) > 1
     if several:
-        free = free.copy()
+        free = free.copy()  # the caller's array is read-only
     for run in runs:
         need = run.vector
         cols = np.flatnonzero(need > 0)
@@ -85,7 +85,9 @@ class NodeResourcesFit:
     def slot_limits(
         self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo], node_indices: IntArray
     ) -> IntArray | None:
-        return fit_counts(state.free(node_indices), pod_runs(state, pods), node_indices)
+        everywhere = len(node_indices) == len(state.nodes)
+        free = state.free(None if everywhere else node_indices)
+        return fit_counts(free, pod_runs(state, pods), node_indices)
 
     def explain(
         self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo], node_indices: IntArray

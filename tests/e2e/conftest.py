@@ -13,6 +13,8 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
+from playwright.sync_api import Browser, BrowserContext, Page, Route, sync_playwright
+from pytest_django.live_server_helper import LiveServer
 
 # Playwright's sync API runs an event loop in this thread; the ORM calls the tests make between
 # page loads are still plain synchronous calls.
@@ -44,11 +46,9 @@ class Watch:
 
 
 @pytest.fixture(scope="session")
-def browser() -> Iterator[object]:
+def browser() -> Iterator[Browser]:
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium")
-    from playwright.sync_api import sync_playwright
-
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(
             executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
@@ -63,20 +63,22 @@ def watch() -> Watch:
 
 
 @pytest.fixture
-def browser_context(browser: object, live_server: object, watch: Watch) -> Iterator[object]:
-    context = browser.new_context(  # type: ignore[attr-defined]
-        base_url=live_server.url,  # type: ignore[attr-defined]
+def browser_context(
+    browser: Browser, live_server: LiveServer, watch: Watch
+) -> Iterator[BrowserContext]:
+    context = browser.new_context(
+        base_url=live_server.url,
         viewport={"width": 1440, "height": 900},
     )
 
-    def guard(route: object) -> None:
-        url = route.request.url  # type: ignore[attr-defined]
+    def guard(route: Route) -> None:
+        url = route.request.url
         host = urlparse(url).hostname or ""
         if urlparse(url).scheme in ("data", "blob") or host in LOOPBACK:
-            route.continue_()  # type: ignore[attr-defined]
+            route.continue_()
         else:
             watch.blocked.append(url)
-            route.abort()  # type: ignore[attr-defined]
+            route.abort()
 
     context.route("**/*", guard)
     yield context
@@ -84,8 +86,8 @@ def browser_context(browser: object, live_server: object, watch: Watch) -> Itera
 
 
 @pytest.fixture
-def page(browser_context: object, watch: Watch) -> object:
-    new_page = browser_context.new_page()  # type: ignore[attr-defined]
+def page(browser_context: BrowserContext, watch: Watch) -> Page:
+    new_page = browser_context.new_page()
     new_page.on(
         "console",
         lambda message: watch.errors.append(message.text) if message.type == "error" else None,

@@ -3,8 +3,8 @@ rounds, decisions and a preemption, so every page has something to draw."""
 
 from __future__ import annotations
 
+import io
 from datetime import timedelta
-from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -24,9 +24,10 @@ from koordweb.models import (
 PASSWORD = "browser-test-password-9"
 
 
-def seed(var_dir: Path) -> Cluster:
-    settings.VAR_DIR = var_dir  # the seed writes demo credentials there, not into var/
-    call_command("seed_demo", stdout=open(var_dir / "seed.log", "w"))  # noqa: SIM115
+def seed() -> Cluster:
+    """Seed the demo (the caller points settings.VAR_DIR at a temporary directory, where the
+    seed writes its credentials file), give two users a known password, add the history."""
+    call_command("seed_demo", stdout=io.StringIO())
     cluster = Cluster.objects.get(name=settings.KOORDWEB_CLUSTER)
     for name in ("admin", "alice"):
         user = get_user_model().objects.get(username=name)
@@ -70,7 +71,8 @@ def _history(cluster: Cluster) -> None:
     if len(running) >= 2:
         preemptor, victim = running[0], running[-1]
         victim.state = JobState.PREEMPTED
-        victim.save(update_fields=["state"])
+        victim.started_at = now - timedelta(hours=3)  # so the timeline shows its lost run
+        victim.save(update_fields=["state", "started_at"])
         preemption = Preemption.objects.create(
             cluster=cluster,
             round=rounds[9],
@@ -78,7 +80,7 @@ def _history(cluster: Cluster) -> None:
             state=Preemption.State.ENACTED,
             reason=f"{preemptor} needs its block; {victim} has the lowest priority there",
             cost={"max_victim_priority": victim.priority, "jobs": 1},
-            created_at=rounds[9].started_at,
+            created_at=now - timedelta(minutes=20),
         )
         PreemptionVictim.objects.create(
             preemption=preemption,

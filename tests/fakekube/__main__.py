@@ -14,16 +14,23 @@ def main() -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8001)
     parser.add_argument("--seed", action="append", default=[], help="YAML file of objects")
+    parser.add_argument("--kubeconfig", help="write a kubeconfig for this server to FILE")
     parser.add_argument("--event-window", type=int, default=1000)
     parser.add_argument("--pod-grace-seconds", type=float, default=0.0)
+    parser.add_argument("--bookmark-interval", type=float, default=5.0)
+    parser.add_argument("--eviction-retry-after", type=int, default=1)
     args = parser.parse_args()
     fake = FakeKube(args.host, args.port, event_window=args.event_window)
     fake.settings.pod_grace_seconds = args.pod_grace_seconds
+    fake.settings.bookmark_interval = args.bookmark_interval
+    fake.settings.eviction_retry_after = args.eviction_retry_after
     for path in args.seed:
         fake.load(path)
     stopped = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopped.set())
     fake.start()
+    if args.kubeconfig:
+        fake.write_kubeconfig(args.kubeconfig)
     print(f"fakekube serving on {fake.url}", flush=True)
     try:
         stopped.wait()

@@ -11,13 +11,12 @@ from typing import Any
 
 from tests.fakekube import errors, policy
 from tests.fakekube.patches import json_patch, merge_patch, strategic_merge_patch
-from tests.fakekube.resources import ResourceType, Route, resource_for_kind
+from tests.fakekube.resources import ResourceType, Route, served
 from tests.fakekube.selectors import field_matcher, label_matcher
 from tests.fakekube.store import Obj, ObjectStore, meta, now_rfc3339
 
-NAMESPACES = resource_for_kind("v1", "Namespace")
-PRIORITY_CLASSES = resource_for_kind("scheduling.k8s.io/v1", "PriorityClass")
-assert NAMESPACES is not None and PRIORITY_CLASSES is not None
+NAMESPACES = served("v1", "Namespace")
+PRIORITY_CLASSES = served("scheduling.k8s.io/v1", "PriorityClass")
 # Resources whose `status` belongs to a subresource: the main resource may not write it.
 WITHOUT_STATUS = {"configmaps", "priorityclasses"}
 MERGE = "application/merge-patch+json"
@@ -55,14 +54,16 @@ def _status_success(resource: ResourceType, obj: Obj) -> dict[str, Any]:
     }
 
 
-def encode_continue(rv: int, after: str) -> str:
-    return base64.urlsafe_b64encode(json.dumps({"rv": rv, "start": after}).encode()).decode()
+def encode_continue(rv: int, after: tuple[str, str]) -> str:
+    token = json.dumps({"rv": rv, "start": list(after)})
+    return base64.urlsafe_b64encode(token.encode()).decode()
 
 
-def decode_continue(token: str) -> tuple[int, str]:
+def decode_continue(token: str) -> tuple[int, tuple[str, str]]:
     try:
         data = json.loads(base64.urlsafe_b64decode(token.encode()))
-        return int(data["rv"]), str(data["start"])
+        namespace, name = data["start"]
+        return int(data["rv"]), (str(namespace), str(name))
     except (ValueError, KeyError, TypeError) as exc:
         raise errors.bad_request(f"continue key is not valid: {exc}") from exc
 
@@ -83,7 +84,7 @@ class ApiLogic:
         resource = route.resource
         labels = label_matcher(query.get("labelSelector"))
         fields = field_matcher(query.get("fieldSelector"), resource)
-        items, rv = self.store.list(resource, route.namespace, lambda o: labels(o) and fields(o))
+        after = None
         if query.get("continue"):
             token_rv, after = decode_continue(query["continue"])
             if token_rv < self.store.horizon:
@@ -91,13 +92,20 @@ class ApiLogic:
                     "The provided continue parameter is too old to display a consistent list "
                     "result. You can start a new list without the continue parameter."
                 )
-            items = [i for i in items if _key(i) > after]
-        metadata: dict[str, Any] = {"resourceVersion": str(rv)}
         limit = int(query.get("limit") or 0)
-        if limit and len(items) > limit:
-            metadata["continue"] = encode_continue(rv, _key(items[limit - 1]))
-            metadata["remainingItemCount"] = len(items) - limit
-            items = items[:limit]
+        selected = query.get("labelSelector") or query.get("fieldSelector")
+        items, rv, remaining = self.store.page(
+            resource,
+            route.namespace,
+            (lambda o: labels(o) and fields(o)) if selected else None,
+            after,
+            limit,
+        )
+        metadata: dict[str, Any] = {"resourceVersion": str(rv)}
+        if remaining != 0:
+            metadata["continue"] = encode_continue(rv, _key(items[-1]))
+            if remaining is not None:  # like the real server: no count under a selector
+                metadata["remainingItemCount"] = remaining
         if not resource.custom:  # built-in lists leave kind/apiVersion off their items
             for item in items:
                 item.pop("kind", None)
@@ -155,7 +163,7 @@ class ApiLogic:
                 )
             spec["priority"] = found.get("value", 0)
         else:
-            classes, _ = self.store.list(
+            classes, _ = self.store.select(
                 PRIORITY_CLASSES, None, lambda c: bool(c.get("globalDefault"))
             )
             spec.setdefault("priority", classes[0].get("value", 0) if classes else 0)
@@ -311,5 +319,5 @@ def _check_preconditions(
         raise errors.conflict(resource, name, errors.STALE_OBJECT)
 
 
-def _key(obj: Obj) -> str:
-    return f"{meta(obj).get('namespace') or ''}/{meta(obj)['name']}"
+def _key(obj: Obj) -> tuple[str, str]:
+    return meta(obj).get("namespace") or "", meta(obj)["name"]

@@ -13,13 +13,12 @@ import math
 from typing import Any
 
 from tests.fakekube import errors
-from tests.fakekube.resources import ResourceType, resource_for_kind
+from tests.fakekube.resources import ResourceType, served
 from tests.fakekube.selectors import label_matcher
 from tests.fakekube.store import Obj, ObjectStore, meta, now_rfc3339
 
-PODS = resource_for_kind("v1", "Pod")
-PDBS = resource_for_kind("policy/v1", "PodDisruptionBudget")
-assert PODS is not None and PDBS is not None
+PODS = served("v1", "Pod")
+PDBS = served("policy/v1", "PodDisruptionBudget")
 
 
 def success_status(code: int, name: str, kind: str) -> dict[str, Any]:
@@ -103,7 +102,7 @@ def budget_numbers(store: ObjectStore, pdb: Obj) -> dict[str, int]:
     """currentHealthy, desiredHealthy, expectedPods, disruptionsAllowed of one budget, now."""
     spec = pdb.get("spec") or {}
     selector = spec.get("selector") or {}
-    pods, _ = store.list(PODS, meta(pdb).get("namespace"), _selector_matcher(selector))
+    pods, _ = store.select(PODS, meta(pdb).get("namespace"), _selector_matcher(selector))
     pods = [p for p in pods if (p.get("status") or {}).get("phase") not in {"Succeeded", "Failed"}]
     # The real controller takes expectedPods from the owner's replica count, so a deleted pod
     # still counts as unavailable; without owners the fake keeps the high-water mark instead.
@@ -149,7 +148,7 @@ def evict(
     phase = (pod.get("status") or {}).get("phase")
     if phase in {"Succeeded", "Failed"}:
         return pod, success_status(201, name, "pods")
-    pdbs, _ = store.list(PDBS, namespace)
+    pdbs, _ = store.select(PDBS, namespace)
     covering = [p for p in pdbs if _selector_matcher(p.get("spec", {}).get("selector") or {})(pod)]
     if len(covering) > 1:
         raise errors.internal_error(
@@ -186,7 +185,7 @@ def refresh_budget_status(store: ObjectStore, resource: ResourceType) -> None:
     """Keep every PDB's status in step with its pods (what the disruption controller does)."""
     if resource is not PODS and resource is not PDBS:
         return
-    pdbs, _ = store.list(PDBS, None)
+    pdbs, _ = store.select(PDBS, None)
     for pdb in pdbs:
         numbers = budget_numbers(store, pdb)
 

@@ -76,6 +76,11 @@ def resource_for_kind(api_version: str, kind: str) -> ResourceType | None:
     return _BY_KIND.get((api_version, kind))
 
 
+def served(api_version: str, kind: str) -> ResourceType:
+    """A resource type the fake is known to serve (a KeyError names a typo)."""
+    return _BY_KIND[(api_version, kind)]
+
+
 @dataclass(frozen=True)
 class Route:
     """A parsed request path: the resource, and which namespace/name/subresource it names."""

@@ -1,8 +1,16 @@
 """The fake API server over HTTP: a ThreadingHTTPServer in front of the in-memory store.
 
 Use it in a test as a context manager (`with FakeKube() as kube: kube.url`) or run it as a
-process (`python -m tests.fakekube --port N --seed objects.yaml`). `/_fake/...` is the admin
-surface for other processes: faults, the request log, seeding and compaction.
+process (`python -m tests.fakekube --port N --seed objects.yaml`). Other processes drive it
+through `/_fake/...`:
+    POST   /_fake/objects   an object or a list of objects, stored as given (status included)
+    POST   /_fake/faults    {"path": regex, "method": "POST", "count": N, "status": 503 |
+                            "drop": true | "drop_after": true | "latency": seconds}
+    DELETE /_fake/faults    disarm every fault
+    GET    /_fake/requests  the request log (method, path, query, content type, body, status)
+    DELETE /_fake/requests  clear the log
+    POST   /_fake/compact   forget the event history (older resourceVersions now expire)
+    POST   /_fake/settings  {"pod_grace_seconds": 5, "bookmark_interval": 1, ...}
 """
 
 from __future__ import annotations
@@ -23,7 +31,7 @@ import yaml
 from tests.fakekube import errors, policy
 from tests.fakekube.api import ApiLogic, Reply, Settings
 from tests.fakekube.faults import FaultPlan, LoggedRequest
-from tests.fakekube.resources import parse_path, resource_for_kind
+from tests.fakekube.resources import parse_path, resource_for_kind, served
 from tests.fakekube.selectors import field_matcher, label_matcher
 from tests.fakekube.store import Obj, ObjectStore, meta
 from tests.fakekube.watch import encode_event, stream_watch
@@ -78,7 +86,7 @@ class FakeKube:
         namespace = meta(obj).get("namespace")
         if resource.namespaced:
             namespace = meta(obj)["namespace"] = namespace or "default"
-            if self.store.find(resource_for_kind("v1", "Namespace"), None, namespace) is None:  # type: ignore[arg-type]
+            if self.store.find(served("v1", "Namespace"), None, namespace) is None:
                 self.add({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
         if resource.plural == "pods":
             obj.setdefault("spec", {}).setdefault("schedulerName", "default-scheduler")
@@ -86,6 +94,22 @@ class FakeKube:
         created = self.store.create(resource, obj)
         policy.refresh_budget_status(self.store, resource)
         return created
+
+    def write_kubeconfig(self, path: str | Path) -> Path:
+        """A kubeconfig pointing at this server (plain HTTP, a dummy token), for KUBECONFIG."""
+        kubeconfig = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "fakekube", "cluster": {"server": self.url}}],
+            "users": [{"name": "fakekube", "user": {"token": "fakekube"}}],
+            "contexts": [
+                {"name": "fakekube", "context": {"cluster": "fakekube", "user": "fakekube"}}
+            ],
+            "current-context": "fakekube",
+        }
+        target = Path(path)
+        target.write_text(yaml.safe_dump(kubeconfig, sort_keys=False))
+        return target
 
     def load(self, path: str | Path) -> list[Obj]:
         """Seed every object of a multi-document YAML file (`kind: List` documents unfold)."""
@@ -97,8 +121,7 @@ class FakeKube:
         return added
 
     def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> Obj:
-        resource = resource_for_kind(api_version, kind)
-        assert resource is not None, kind
+        resource = served(api_version, kind)
         return self.store.get(resource, namespace if resource.namespaced else None, name)
 
     def find(
@@ -111,8 +134,7 @@ class FakeKube:
 
     def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> Obj:
         """Remove an object at once (no grace period), as a controller or a user would."""
-        resource = resource_for_kind(api_version, kind)
-        assert resource is not None, kind
+        resource = served(api_version, kind)
         gone = self.store.delete(resource, namespace if resource.namespaced else None, name)
         policy.refresh_budget_status(self.store, resource)
         return gone
@@ -245,6 +267,8 @@ class _Handler(BaseHTTPRequestHandler):
             fake.store.compact()
         elif path == "/_fake/settings" and method == "POST":
             for key, value in (body or {}).items():
+                if not hasattr(fake.settings, key):
+                    raise errors.bad_request(f"unknown setting {key!r}")
                 setattr(fake.settings, key, value)
         elif not (path in ("/_fake/faults", "/_fake/requests") and method == "GET"):
             raise errors.path_not_found()

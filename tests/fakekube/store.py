@@ -7,6 +7,7 @@ compaction makes the real server do.
 
 from __future__ import annotations
 
+import bisect
 import copy
 import threading
 import uuid
@@ -75,20 +76,49 @@ class ObjectStore:
             found = self._objects.get(resource, {}).get((namespace or "", name))
             return copy.deepcopy(found) if found is not None else None
 
-    def list(
+    def select(
         self,
         resource: ResourceType,
         namespace: str | None,
         matches: Callable[[Obj], bool] = lambda obj: True,
     ) -> tuple[list[Obj], int]:
         """Matching objects in key order (namespace, name), and the list's resourceVersion."""
+        items, rv, _ = self.page(resource, namespace, matches)
+        return items, rv
+
+    def page(
+        self,
+        resource: ResourceType,
+        namespace: str | None,
+        matches: Callable[[Obj], bool] | None = None,
+        after: Key | None = None,
+        limit: int = 0,
+    ) -> tuple[list[Obj], int, int | None]:
+        """One page of a list: up to `limit` objects with keys after `after` (copied), the
+        resourceVersion, and how many objects remain past the page: a count without a
+        selector, 1 for "some" with one (the real server omits remainingItemCount then), or 0."""
         with self.cond:
-            items = [
-                copy.deepcopy(obj)
-                for key, obj in sorted(self._objects.get(resource, {}).items())
-                if (namespace is None or key[0] == namespace) and matches(obj)
-            ]
-            return items, self._rv
+            bucket = self._objects.get(resource, {})
+            keys = sorted(bucket)
+            start = bisect.bisect_right(keys, after) if after is not None else 0
+            chosen: list[Key] = []
+            remaining: int | None = 0
+            for position in range(start, len(keys)):
+                key = keys[position]
+                if namespace is not None and key[0] != namespace:
+                    continue
+                if matches is not None and not matches(bucket[key]):
+                    continue
+                if limit and len(chosen) == limit:
+                    remaining = (
+                        None
+                        if matches is not None
+                        else sum(namespace is None or k[0] == namespace for k in keys[position:])
+                    )
+                    break
+                chosen.append(key)
+            items = [copy.deepcopy(bucket[key]) for key in chosen]
+            return items, self._rv, remaining
 
     def events_after(self, resource: ResourceType, rv: int) -> list[WatchEvent]:
         """Events of one resource newer than `rv`; 410 when `rv` fell out of the window."""

@@ -56,7 +56,7 @@ def stream_watch(
     next_bookmark = time.monotonic() + settings.bookmark_interval
     requested = query.get("resourceVersion") or "0"
     if requested == "0":
-        items, cursor = store.list(resource, route.namespace, matches)
+        items, cursor = store.select(resource, route.namespace, matches)
         for item in items:
             send({"type": "ADDED", "object": item})
     else:

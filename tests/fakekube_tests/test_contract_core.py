@@ -312,3 +312,96 @@ def test_unknown_paths_are_the_servers_generic_not_found(
     answer = urllib3.PoolManager().request("GET", f"{kube.url}/apis/example.com/v1/widgets")
     assert answer.status == 404
     assert answer.json()["message"] == "the server could not find the requested resource"
+
+
+def test_patch_with_another_uid_is_a_precondition_conflict(
+    kube: FakeKube, core: client.CoreV1Api
+) -> None:
+    kube.add(pod("p1"))
+    with pytest.raises(ApiException) as caught:
+        core.patch_namespaced_pod(
+            "p1", "default", {"metadata": {"uid": "old", "labels": {"a": "b"}}}
+        )
+    assert caught.value.status == 409
+    assert (
+        "Precondition failed: UID in precondition: old" in json.loads(caught.value.body)["message"]
+    )
+    stored = kube.pod("default", "p1")
+    assert stored is not None and stored["metadata"]["labels"] == {}
+
+
+def test_json_patch_operations(kube: FakeKube, core: client.CoreV1Api) -> None:
+    kube.add(pod("p1", labels={"a": "1"}))
+    patched = core.patch_namespaced_pod(
+        "p1",
+        "default",
+        [
+            {"op": "test", "path": "/metadata/labels/a", "value": "1"},
+            {"op": "add", "path": "/metadata/labels/b", "value": "2"},
+            {"op": "remove", "path": "/metadata/labels/a"},
+        ],
+    )
+    assert patched.metadata.labels == {"b": "2"}
+    assert kube.faults.requests_to("/pods/p1$")[-1].content_type == "application/json-patch+json"
+    with pytest.raises(ApiException) as caught:
+        core.patch_namespaced_pod(
+            "p1", "default", [{"op": "test", "path": "/metadata/labels/b", "value": "9"}]
+        )
+    assert caught.value.status == 422
+
+
+def test_no_op_writes_keep_the_resource_version(kube: FakeKube, core: client.CoreV1Api) -> None:
+    first = kube.add(pod("p1", labels={"a": "1"}))
+    same = core.patch_namespaced_pod("p1", "default", {"metadata": {"labels": {"a": "1"}}})
+    assert same.metadata.resource_version == first["metadata"]["resourceVersion"]
+
+
+def test_pages_follow_key_order_across_namespaces(kube: FakeKube, core: client.CoreV1Api) -> None:
+    expected = []
+    for namespace in ("a", "a-b", "b"):  # "a-b/x" sorts before "a/x" as text, not as a key
+        for name in ("x", "y"):
+            kube.add(pod(name, namespace=namespace))
+            expected.append((namespace, name))
+    seen, token = [], None
+    while True:
+        page = core.list_pod_for_all_namespaces(limit=4, _continue=token)
+        seen += [(p.metadata.namespace, p.metadata.name) for p in page.items]
+        token = page.metadata._continue
+        if not token:
+            break
+    assert seen == expected
+
+
+def test_other_builtin_kinds_deserialise(
+    kube: FakeKube, core: client.CoreV1Api, api: client.ApiClient
+) -> None:
+    kube.add(pod("w0", labels={"app": "train"}, nodeName="node-1", status=RUNNING))
+    kube.add(
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "train", "namespace": "default"},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "train"}}},
+        }
+    )
+    kube.add(
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "high"},
+            "value": 1000,
+            "preemptionPolicy": "Never",
+        }
+    )
+    budgets = client.PolicyV1Api(api).list_pod_disruption_budget_for_all_namespaces()
+    assert isinstance(budgets, client.V1PodDisruptionBudgetList)
+    status = budgets.items[0].status
+    assert (status.current_healthy, status.desired_healthy, status.disruptions_allowed) == (1, 1, 0)
+    classes = client.SchedulingV1Api(api).list_priority_class()
+    assert isinstance(classes.items[0], client.V1PriorityClass)
+    assert (classes.items[0].value, classes.items[0].preemption_policy) == (1000, "Never")
+    assert [n.metadata.name for n in core.list_namespace().items] == ["default", "kube-system"]
+    created = core.create_namespaced_config_map(
+        "default", {"metadata": {"name": "settings"}, "data": {"k": "v"}}
+    )
+    assert isinstance(created, client.V1ConfigMap) and created.data == {"k": "v"}

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import urllib3
-from kubernetes import client
+from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
 from tests.fakekube import FakeKube
@@ -71,6 +71,8 @@ def test_admin_endpoints(kube: FakeKube) -> None:
     assert http.request("GET", f"{kube.url}/api/v1/nodes").status == 500
     listed = http.request("GET", f"{kube.url}/api/v1/nodes").json()
     assert [n["metadata"]["name"] for n in listed["items"]] == ["node-1", "node-2"]
+    http.request("POST", f"{kube.url}/_fake/settings", json={"pod_grace_seconds": 2.5})
+    assert kube.settings.pod_grace_seconds == 2.5
     log = http.request("GET", f"{kube.url}/_fake/requests").json()["requests"]
     assert [r["status"] for r in log if r["path"] == "/api/v1/nodes"] == [500, 200]
 
@@ -89,8 +91,19 @@ def test_runs_as_a_process_with_seed_objects(tmp_path: Path) -> None:
         "spec: {schedulerName: koordweb, containers: [{name: c, image: x}]}\n"
     )
     port = free_port()
+    kubeconfig = tmp_path / "kubeconfig"
     process = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakekube", "--port", str(port), "--seed", str(seed)],
+        [
+            sys.executable,
+            "-m",
+            "tests.fakekube",
+            "--port",
+            str(port),
+            "--seed",
+            str(seed),
+            "--kubeconfig",
+            str(kubeconfig),
+        ],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,
@@ -105,6 +118,11 @@ def test_runs_as_a_process_with_seed_objects(tmp_path: Path) -> None:
         pods = core.list_namespaced_pod("team-a").items
         assert pods[0].spec.scheduler_name == "koordweb"
         assert core.read_namespace("team-a").metadata.name == "team-a"
+        loaded = client.Configuration()
+        config.load_kube_config(config_file=str(kubeconfig), client_configuration=loaded)
+        assert loaded.host == f"http://127.0.0.1:{port}"
+        via_kubeconfig = client.CoreV1Api(client.ApiClient(loaded))
+        assert [n.metadata.name for n in via_kubeconfig.list_node().items] == ["node-1"]
     finally:
         process.terminate()
         process.wait(timeout=5)

@@ -228,3 +228,14 @@ def test_enact_reports_each_pod_by_id(kube: FakeKube) -> None:
     assert report.evicted == [3]
     assert list(report.blocked) == [4]
     assert report.nominated == [5]
+
+
+def test_evicting_a_recreated_pod_leaves_the_new_one(
+    kube: FakeKube, cluster: KubeClusterClient
+) -> None:
+    kube.add(pod("victim", nodeName="node-1", status=RUNNING))
+    result = cluster.evict("default", "victim", preemptor="default/job-a", uid="the-old-pod")
+    assert (result.outcome, result.ok) == (EvictOutcome.GONE, True)
+    survivor = kube.pod("default", "victim")
+    assert survivor is not None
+    assert all(c["type"] != "DisruptionTarget" for c in survivor["status"]["conditions"])

@@ -9,6 +9,7 @@ import pytest
 
 from koordweb.backends.kube import KubeClusterClient, KubeUnavailable, RetryPolicy
 from tests.fakekube import FakeKube
+from tests.fakekube.resources import served
 from tests.fakekube.testing import RUNNING, eventually, fake_kube, node, pod
 
 kube = pytest.fixture(fake_kube, name="kube")
@@ -75,7 +76,7 @@ def test_snapshot_lists_every_kind_as_manifests(kube: FakeKube, cluster: KubeClu
     node_doc = next(d for d in documents if d["kind"] == "Node")
     assert node_doc["apiVersion"] == "v1"
     assert node_doc["metadata"]["labels"] == {"network.topology.nvidia.com/block": "b1"}
-    assert node_doc["status"]["allocatable"] == {"cpu": "16"}
+    assert node_doc["status"]["allocatable"] == {"cpu": "16", "memory": "64Gi"}
     assert [d["kind"] for d in documents][:1] == ["Node"]
 
 
@@ -141,3 +142,53 @@ def test_an_unreachable_cluster_is_reported(kube: FakeKube) -> None:
     client = KubeClusterClient.from_url(kube.url, retry=fast_retry(), watch_timeout=1)
     with client, pytest.raises(KubeUnavailable, match="nodemetrics"):
         client.snapshot(timeout=0.5)
+
+
+def test_an_earlier_snapshot_is_not_changed_by_later_events(
+    kube: FakeKube, cluster: KubeClusterClient
+) -> None:
+    kube.add(node("node-1", rack="r1"))
+    before = cluster.snapshot()
+    kube.store.update(
+        served("v1", "Node"),
+        None,
+        "node-1",
+        lambda n: {**n, "metadata": {**n["metadata"], "labels": {"rack": "r2"}}},
+    )
+
+    def rack(documents: list[dict]) -> str:
+        return next(d for d in documents if d["kind"] == "Node")["metadata"]["labels"]["rack"]
+
+    eventually(lambda: rack(cluster.snapshot()) == "r2")
+    assert rack(before) == "r1"
+
+
+def test_namespaced_custom_objects_follow_changes(
+    kube: FakeKube, cluster: KubeClusterClient
+) -> None:
+    cluster.snapshot()
+    quota = {
+        "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
+        "kind": "ElasticQuota",
+        "metadata": {"name": "team-a", "namespace": "default"},
+        "spec": {"max": {"cpu": "8"}},
+    }
+    cluster.apply_object(quota)
+    quota["spec"]["max"]["cpu"] = "16"
+    cluster.apply_object(quota)
+
+    def quota_max() -> object:
+        found = [d for d in cluster.snapshot() if d["kind"] == "ElasticQuota"]
+        return found[0]["spec"]["max"]["cpu"] if found else None
+
+    eventually(lambda: quota_max() == "16")
+    assert cluster.mirror.reflectors["elasticquotas"].relists == 1
+
+
+def test_connects_through_a_kubeconfig(kube: FakeKube, tmp_path) -> None:
+    kube.add(node("node-1"))
+    path = kube.write_kubeconfig(tmp_path / "kubeconfig")
+    with KubeClusterClient.from_kubeconfig(str(path), retry=fast_retry()) as client:
+        assert names(client.snapshot(), "Node") == ["node-1"]
+    sent = kube.faults.requests_to("/api/v1/nodes$")[0]
+    assert sent.status == 200

@@ -200,6 +200,7 @@ def test_pods_sum_containers_and_keep_scheduling_fields(imported):
     gang0 = pods["gang-a-0"]
     assert gang0.requests == {"cpu": 4000, "memory": 10**9}  # the init container dominates cpu
     assert gang0.annotations == {} and gang0.node_selector == {"kubernetes.io/arch": "amd64"}
+    assert pods["gang-a-1"].finished_at.isoformat() == "2026-01-02T02:00:00+00:00"
     assert pods["lonely"].terminating and pods["lonely"].scheduler_name == "koordweb"
     assert pods["lonely"].requests["ephemeral-storage"] == GI
 

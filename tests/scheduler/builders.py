@@ -32,6 +32,10 @@ from scheduler.model import (
     TopologyRule,
     TopologySpec,
 )
+from scheduler.profile import Profile
+
+# The engine's own plugins only (devices and load-aware are tested in tests/scheduler/devices).
+CORE = Profile.default().without("DeviceShare", "LoadAware")
 
 SPINE_LABEL = "network.topology.nvidia.com/spine"
 BLOCK_LABEL = "network.topology.nvidia.com/block"

@@ -3,7 +3,8 @@
 Each kind has a `Reflector` thread (the informer pattern): it lists (in pages), then watches from
 the list's resourceVersion with bookmarks, re-watches from the last version seen when a watch ends,
 and relists from scratch when the server answers 410 Gone. Transient failures back off and retry
-for as long as the mirror runs. `ClusterMirror.documents()` is a consistent copy of everything.
+for as long as the mirror runs. `ClusterMirror.documents(kind)` answers a kind's objects as they
+stand: each kind is current on its own (no cross-kind snapshot exists in Kubernetes either).
 """
 
 from __future__ import annotations

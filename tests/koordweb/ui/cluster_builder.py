@@ -109,18 +109,32 @@ def build_ui_cluster() -> UiCluster:
     prod = PriorityClass.objects.create(cluster=cluster, name="koord-prod", value=9000)
     batch = PriorityClass.objects.create(cluster=cluster, name="koord-batch", value=5000)
     root = ElasticQuota.objects.create(
-        cluster=cluster, name="root", is_parent=True, min={"nvidia.com/gpu": 32}, max={"nvidia.com/gpu": 40}
+        cluster=cluster,
+        name="root",
+        is_parent=True,
+        min={"nvidia.com/gpu": 32},
+        max={"nvidia.com/gpu": 40},
     )
     team_a = ElasticQuota.objects.create(
-        cluster=cluster, name="team-a", parent=root, min={"nvidia.com/gpu": 16}, max={"nvidia.com/gpu": 32}
+        cluster=cluster,
+        name="team-a",
+        parent=root,
+        min={"nvidia.com/gpu": 16},
+        max={"nvidia.com/gpu": 32},
     )
     team_b = ElasticQuota.objects.create(
-        cluster=cluster, name="team-b", parent=root, min={"nvidia.com/gpu": 8}, max={"nvidia.com/gpu": 24}
+        cluster=cluster,
+        name="team-b",
+        parent=root,
+        min={"nvidia.com/gpu": 8},
+        max={"nvidia.com/gpu": 24},
     )
     team_a.members.add(alice)
     team_b.members.add(bob)
 
-    def job(name: str, quota: ElasticQuota, state: str, priority_class: PriorityClass, **extra: Any) -> Job:
+    def job(
+        name: str, quota: ElasticQuota, state: str, priority_class: PriorityClass, **extra: Any
+    ) -> Job:
         return Job.objects.create(
             cluster=cluster,
             name=name,
@@ -135,62 +149,110 @@ def build_ui_cluster() -> UiCluster:
         )
 
     running = job(
-        "train-a", team_a, JobState.RUNNING, prod, total_number=2, min_available=2,
+        "train-a",
+        team_a,
+        JobState.RUNNING,
+        prod,
+        total_number=2,
+        min_available=2,
         started_at=now - timedelta(hours=1),
         topology_spec={"gatherStrategy": [{"layer": "BlockLayer", "strategy": "MustGather"}]},
     )
     for index, node in enumerate(["node-1", "node-2"]):
         Pod.objects.create(
-            cluster=cluster, job=running, name=f"train-a-{index}", node=nodes[node],
-            phase=PodPhase.RUNNING, created_at=now,
+            cluster=cluster,
+            job=running,
+            name=f"train-a-{index}",
+            node=nodes[node],
+            phase=PodPhase.RUNNING,
+            created_at=now,
             requests={"cpu": 32000, "memory": 128 * GIB, "nvidia.com/gpu": 8},
             annotations={"scheduling.koordinator.sh/device-allocated": _allocated(list(range(8)))},
         )
     shared = job("notebook-b", team_b, JobState.RUNNING, batch, started_at=now - timedelta(hours=2))
     Pod.objects.create(
-        cluster=cluster, job=shared, name="notebook-b-0", node=nodes["node-3"],
-        phase=PodPhase.RUNNING, created_at=now,
+        cluster=cluster,
+        job=shared,
+        name="notebook-b-0",
+        node=nodes["node-3"],
+        phase=PodPhase.RUNNING,
+        created_at=now,
         requests={"cpu": 4000, "memory": 16 * GIB, "koordinator.sh/gpu-core": 50},
         annotations={"scheduling.koordinator.sh/device-allocated": _allocated([0], core=50)},
     )
     pending = job("big-b", team_b, JobState.PENDING, batch, total_number=4, min_available=4)
     for index in range(4):
         Pod.objects.create(
-            cluster=cluster, job=pending, name=f"big-b-{index}", created_at=now,
+            cluster=cluster,
+            job=pending,
+            name=f"big-b-{index}",
+            created_at=now,
             requests={"cpu": 8000, "nvidia.com/gpu": 8},
         )
     preempted = job("old-b", team_b, JobState.PREEMPTED, batch, started_at=now - timedelta(hours=5))
     good_round = Round.objects.create(
-        cluster=cluster, state=Round.State.SUCCEEDED, started_at=now - timedelta(minutes=30),
-        duration_ms=42, engine_ms=30, jobs_considered=3, jobs_placed=1, preemption_count=1,
+        cluster=cluster,
+        state=Round.State.SUCCEEDED,
+        started_at=now - timedelta(minutes=30),
+        duration_ms=42,
+        engine_ms=30,
+        jobs_considered=3,
+        jobs_placed=1,
+        preemption_count=1,
     )
     failed_round = Round.objects.create(
-        cluster=cluster, state=Round.State.FAILED, started_at=now - timedelta(minutes=10),
-        duration_ms=5, error="snapshot failed: node-9 vanished",
+        cluster=cluster,
+        state=Round.State.FAILED,
+        started_at=now - timedelta(minutes=10),
+        duration_ms=5,
+        error="snapshot failed: node-9 vanished",
     )
     Decision.objects.create(
-        round=good_round, job=pending, outcome=Decision.Outcome.UNSCHEDULABLE,
+        round=good_round,
+        job=pending,
+        outcome=Decision.Outcome.UNSCHEDULABLE,
         reason="no candidate topology nodes can accommodate job, desiredOfferSlot: 4",
         details={"counterfactual": "fits block b1 if train-a is preempted"},
         created_at=now - timedelta(minutes=30),
     )
     Decision.objects.create(
-        round=good_round, job=running, outcome=Decision.Outcome.PLACED, reason="block b1",
+        round=good_round,
+        job=running,
+        outcome=Decision.Outcome.PLACED,
+        reason="block b1",
         created_at=now - timedelta(minutes=30),
     )
     preemption = Preemption.objects.create(
-        cluster=cluster, round=good_round, preemptor=running, state=Preemption.State.ENACTED,
-        reason="train-a needs block b1", cost={"max_victim_priority": 5000, "jobs": 1},
-        nominations={"train-a-0": "node-1"}, created_at=now - timedelta(minutes=30),
+        cluster=cluster,
+        round=good_round,
+        preemptor=running,
+        state=Preemption.State.ENACTED,
+        reason="train-a needs block b1",
+        cost={"max_victim_priority": 5000, "jobs": 1},
+        nominations={"train-a-0": "node-1"},
+        created_at=now - timedelta(minutes=30),
     )
     PreemptionVictim.objects.create(
         preemption=preemption, job=preempted, pods=["default/old-b-0"], freed={"nvidia.com/gpu": 8}
     )
     blocked = Preemption.objects.create(
-        cluster=cluster, preemptor=running, state=Preemption.State.BLOCKED,
-        reason="a PodDisruptionBudget allows no disruption", created_at=now - timedelta(minutes=5),
+        cluster=cluster,
+        preemptor=running,
+        state=Preemption.State.BLOCKED,
+        reason="a PodDisruptionBudget allows no disruption",
+        created_at=now - timedelta(minutes=5),
     )
     return UiCluster(
-        cluster, admin, alice, bob, running, shared, pending, preempted, failed_round, good_round,
-        preemption, blocked,
+        cluster,
+        admin,
+        alice,
+        bob,
+        running,
+        shared,
+        pending,
+        preempted,
+        failed_round,
+        good_round,
+        preemption,
+        blocked,
     )

@@ -34,9 +34,15 @@ def tree() -> list[TreeNode]:
         TreeNode("SpineLayer/s1", "s1", "cluster", "SpineLayer", 1, 3, 50.0, 8, 1),
         TreeNode("BlockLayer/b1", "b1", "SpineLayer/s1", "BlockLayer", 2, 2, 75.0, 4, 0),
         TreeNode("BlockLayer/b2", "b2", "SpineLayer/s1", "BlockLayer", 2, 1, 0.0, 8, 1),
-        TreeNode("NodeTopologyLayer/n1", "n1", "BlockLayer/b1", "NodeTopologyLayer", 3, 1, 100.0, 0, 0),
-        TreeNode("NodeTopologyLayer/n2", "n2", "BlockLayer/b1", "NodeTopologyLayer", 3, 1, 50.0, 4, 0),
-        TreeNode("NodeTopologyLayer/n3", "n3", "BlockLayer/b2", "NodeTopologyLayer", 3, 1, 0.0, 8, 1),
+        TreeNode(
+            "NodeTopologyLayer/n1", "n1", "BlockLayer/b1", "NodeTopologyLayer", 3, 1, 100.0, 0, 0
+        ),
+        TreeNode(
+            "NodeTopologyLayer/n2", "n2", "BlockLayer/b1", "NodeTopologyLayer", 3, 1, 50.0, 4, 0
+        ),
+        TreeNode(
+            "NodeTopologyLayer/n3", "n3", "BlockLayer/b2", "NodeTopologyLayer", 3, 1, 0.0, 8, 1
+        ),
     ]
 
 
@@ -62,7 +68,12 @@ def test_quota_bars_split_used_at_min_and_mark_runtime() -> None:
     figure = valid(quota_bars(quotas, "nvidia.com/gpu"))
     within, borrowed = figure["data"][0], figure["data"][1]
     assert within["y"] == [16, 4] and borrowed["y"] == [4, 0]
-    assert [t["name"] for t in figure["data"]] == ["used within min", "borrowed above min", "min", "max"]
+    assert [t["name"] for t in figure["data"]] == [
+        "used within min",
+        "borrowed above min",
+        "min",
+        "max",
+    ]
     with_runtime = [(*q[:4], {"nvidia.com/gpu": 18}) for q in quotas]
     assert valid(quota_bars(with_runtime, "nvidia.com/gpu"))["data"][-1]["y"] == [18, 18]
 
@@ -82,7 +93,12 @@ def test_sunburst_sizes_by_nodes_and_outlines_the_job() -> None:
 def test_graph_layout_puts_layers_in_rows_root_on_top() -> None:
     positions = graph_positions(tree())
     rows = {key: y for key, (_, y) in positions.items()}
-    assert rows["cluster"] > rows["SpineLayer/s1"] > rows["BlockLayer/b1"] > rows["NodeTopologyLayer/n1"]
+    assert (
+        rows["cluster"]
+        > rows["SpineLayer/s1"]
+        > rows["BlockLayer/b1"]
+        > rows["NodeTopologyLayer/n1"]
+    )
     assert rows["BlockLayer/b1"] == rows["BlockLayer/b2"]
     # Depth-first order keeps a block's nodes together under it.
     xs = {key: x for key, (x, _) in positions.items()}
@@ -105,7 +121,11 @@ def test_heatmap_cells_marks_and_bands() -> None:
         (0, 1): CardCell(50, True, True, "n1 #1"),
         (1, 0): CardCell(0, False, False, "n2 #0"),
     }
-    groups = [ColumnGroup("NUMA", "0", 0, 0), ColumnGroup("NUMA", "1", 1, 1), ColumnGroup("NVLink", "0-1", 0, 1)]
+    groups = [
+        ColumnGroup("NUMA", "0", 0, 0),
+        ColumnGroup("NUMA", "1", 1, 1),
+        ColumnGroup("NVLink", "0-1", 0, 1),
+    ]
     figure = valid(device_heatmap(["b1 · n1", "b1 · n2"], [0, 1], cells, groups=groups))
     heat = figure["data"][0]
     assert heat["z"] == [[100, 50], [0, None]]
@@ -134,7 +154,10 @@ def test_preemption_timeline_spans_lost_work_and_links_preemptor() -> None:
             "default/big",
             "enacted",
             "needs block b1",
-            (VictimSpan("default/small", at - timedelta(hours=2), 8, 16), VictimSpan("default/new", None, 1, 0)),
+            (
+                VictimSpan("default/small", at - timedelta(hours=2), 8, 16),
+                VictimSpan("default/new", None, 1, 0),
+            ),
         )
     ]
     figure = valid(preemption_timeline(events))
@@ -149,7 +172,10 @@ def test_preemption_timeline_spans_lost_work_and_links_preemptor() -> None:
 
 def test_round_latency_colours_failures() -> None:
     t = datetime(2026, 12, 1, tzinfo=UTC)
-    points = [RoundPoint(1, t, "succeeded", 40, 3, 0), RoundPoint(2, t + timedelta(seconds=10), "failed", None, 0, 0)]
+    points = [
+        RoundPoint(1, t, "succeeded", 40, 3, 0),
+        RoundPoint(2, t + timedelta(seconds=10), "failed", None, 0, 0),
+    ]
     figure = valid(round_latency(points))
     bars, placed = figure["data"]
     assert bars["y"] == [40, 0]

@@ -27,7 +27,9 @@ PAGES = [
 
 def figures(html: str) -> dict[str, dict]:
     """The figure JSON blocks of a page, by id (what figures.js draws)."""
-    found = re.findall(r'<script id="(fig-[\w-]+)" type="application/json">(.*?)</script>', html, re.S)
+    found = re.findall(
+        r'<script id="(fig-[\w-]+)" type="application/json">(.*?)</script>', html, re.S
+    )
     return {fig_id: json.loads(body) for fig_id, body in found}
 
 
@@ -57,7 +59,9 @@ def test_detail_pages_answer(ui: UiCluster, as_admin: Client) -> None:
         assert as_admin.get(url).status_code == 200, url
 
 
-def test_tenant_cannot_open_another_tenants_job(ui: UiCluster, as_alice: Client, as_bob: Client) -> None:
+def test_tenant_cannot_open_another_tenants_job(
+    ui: UiCluster, as_alice: Client, as_bob: Client
+) -> None:
     assert as_alice.get(reverse("job-detail", args=[ui.running.pk])).status_code == 200
     assert as_alice.get(reverse("job-detail", args=[ui.pending.pk])).status_code == 404
     assert as_bob.get(reverse("job-detail", args=[ui.running.pk])).status_code == 404
@@ -105,14 +109,18 @@ def test_overview_counts_alerts_and_figures(ui: UiCluster, as_admin: Client) -> 
     assert re.search(r'data-count="pending">1<', html)
 
 
-def test_overview_hides_alerts_and_foreign_counts_from_tenants(ui: UiCluster, as_alice: Client) -> None:
+def test_overview_hides_alerts_and_foreign_counts_from_tenants(
+    ui: UiCluster, as_alice: Client
+) -> None:
     html = as_alice.get(reverse("overview-live")).content.decode()
     assert "snapshot failed" not in html
     assert re.search(r'data-count="pending">0<', html)  # big-b belongs to team-b
 
 
 def test_topology_counts_slots_for_a_shape(ui: UiCluster, as_admin: Client) -> None:
-    html = as_admin.get(reverse("topology"), {"resource": "nvidia.com/gpu", "count": 4, "cpu": 0, "memory": 0}).content.decode()
+    html = as_admin.get(
+        reverse("topology"), {"resource": "nvidia.com/gpu", "count": 4, "cpu": 0, "memory": 0}
+    ).content.decode()
     # Free 8-GPU nodes: node-3 has 8 free (shared pod asked gpu-core only); node-5 is outside.
     assert re.search(r'data-slots="cluster">2<', html)
     sunburst = figures(html)["fig-sunburst"]["data"][0]
@@ -124,14 +132,22 @@ def test_topology_counts_slots_for_a_shape(ui: UiCluster, as_admin: Client) -> N
 
 
 def test_topology_highlights_a_visible_job_only(ui: UiCluster, as_bob: Client) -> None:
-    response = as_bob.get(reverse("topology"), {"resource": "nvidia.com/gpu", "count": 8, "cpu": 0, "memory": 0, "job": ui.running.pk})
+    response = as_bob.get(
+        reverse("topology"),
+        {"resource": "nvidia.com/gpu", "count": 8, "cpu": 0, "memory": 0, "job": ui.running.pk},
+    )
     assert "no such job" in response.content.decode()
-    shared = as_bob.get(reverse("topology"), {"resource": "nvidia.com/gpu", "count": 8, "cpu": 0, "memory": 0, "job": ui.shared.pk})
+    shared = as_bob.get(
+        reverse("topology"),
+        {"resource": "nvidia.com/gpu", "count": 8, "cpu": 0, "memory": 0, "job": ui.shared.pk},
+    )
     graph = figures(shared.content.decode())["fig-graph"]["data"]
     assert graph[-1]["name"] == "selected job"
 
 
-def test_devices_heatmap_marks_shared_and_hides_foreign_jobs(ui: UiCluster, as_admin: Client, as_alice: Client) -> None:
+def test_devices_heatmap_marks_shared_and_hides_foreign_jobs(
+    ui: UiCluster, as_admin: Client, as_alice: Client
+) -> None:
     html = as_admin.get(reverse("devices"), {"vendor": "nvidia"}).content.decode()
     heat = figures(html)["fig-heatmap"]["data"][0]
     rows = heat["y"]
@@ -156,7 +172,9 @@ def test_devices_filter_by_vendor_and_block(ui: UiCluster, as_admin: Client) -> 
     assert block["fig-heatmap"]["data"][0]["y"] == ["b1 · node-1", "b1 · node-2"]
 
 
-def test_preemptions_scoped_filtered_and_costed(ui: UiCluster, as_admin: Client, as_alice: Client) -> None:
+def test_preemptions_scoped_filtered_and_costed(
+    ui: UiCluster, as_admin: Client, as_alice: Client
+) -> None:
     html = as_admin.get(reverse("preemptions")).content.decode()
     assert "old-b" in html and "8.0 GPUs freed" not in html
     assert "<strong>8.0</strong> GPUs freed" in html
@@ -219,22 +237,39 @@ def test_import_validates_and_writes(ui: UiCluster, as_admin: Client) -> None:
 
 def test_submit_and_cancel_through_the_services(ui: UiCluster, as_alice: Client) -> None:
     form = {
-        "name": "ui-job", "namespace": "default", "quota": "team-a", "priority_class": "koord-batch",
-        "replicas": 2, "gpus": 4, "cpu": 8, "memory": 32, "gather_layer": "BlockLayer",
+        "name": "ui-job",
+        "namespace": "default",
+        "quota": "team-a",
+        "priority_class": "koord-batch",
+        "replicas": 2,
+        "gpus": 4,
+        "cpu": 8,
+        "memory": 32,
+        "gather_layer": "BlockLayer",
         "gather_strategy": "MustGather",
     }
     response = as_alice.post(reverse("job-submit"), form)
     assert response.status_code == 302, response.content.decode()[:2000]
     job = ui.cluster.jobs.get(name="ui-job")
     assert job.quota.name == "team-a" and job.pods.count() == 2 and job.owner == ui.alice
-    assert job.topology_spec == {"gatherStrategy": [{"layer": "BlockLayer", "strategy": "MustGather"}]}
+    assert job.topology_spec == {
+        "gatherStrategy": [{"layer": "BlockLayer", "strategy": "MustGather"}]
+    }
     assert as_alice.post(reverse("job-cancel", args=[job.pk])).status_code == 302
     job.refresh_from_db()
     assert job.state == "Cancelled"
 
 
 def test_submit_shows_service_errors(ui: UiCluster, as_alice: Client) -> None:
-    form = {"name": "too-big", "namespace": "default", "quota": "team-a", "replicas": 1, "gpus": 64, "cpu": 1, "memory": 1}
+    form = {
+        "name": "too-big",
+        "namespace": "default",
+        "quota": "team-a",
+        "replicas": 1,
+        "gpus": 64,
+        "cpu": 1,
+        "memory": 1,
+    }
     response = as_alice.post(reverse("job-submit"), form)
     assert response.status_code == 200
     assert "more than any node has" in response.content.decode()
@@ -253,3 +288,28 @@ def test_tokens_create_show_once_and_revoke(ui: UiCluster, as_alice: Client) -> 
     after = as_alice.get(reverse("tokens")).content.decode()
     assert f"Revoked token {key}" in after
     assert f"/tokens/{key}/revoke/" not in after
+
+
+def test_what_if_plans_without_writing(ui: UiCluster, as_alice: Client) -> None:
+    form = {
+        "name": "maybe",
+        "namespace": "default",
+        "quota": "team-a",
+        "priority_class": "koord-batch",
+        "replicas": 1,
+        "gpus": 8,
+        "cpu": 8,
+        "memory": 32,
+        "action": "what-if",
+    }
+    response = as_alice.post(reverse("job-submit"), form)
+    html = response.content.decode()
+    assert response.status_code == 200
+    outcome = re.search(r'data-outcome="(\w+)"', html)
+    assert outcome is not None, html[-3000:]
+    assert outcome.group(1) in {"placed", "preempting", "unschedulable"}
+    # Whatever the engine decides, the page says where or why, and draws the nodes involved.
+    assert "Placement:" in html or "Would preempt" in html or 'class="reason"' in html
+    if outcome.group(1) != "unschedulable":
+        assert "fig-whatif" in html
+    assert not ui.cluster.jobs.filter(name__startswith="maybe").exists()

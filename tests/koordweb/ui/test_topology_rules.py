@@ -25,9 +25,15 @@ def test_layer_chain_orders_from_the_top_whatever_the_row_order() -> None:
 
 def test_node_domains_follow_koordinator_rules() -> None:
     chain = layer_chain(LAYERS)
-    assert node_domains(chain, "n1", {SPINE: "s1", BLOCK: "b1"}) == ["SpineLayer/s1", "BlockLayer/b1"]
+    assert node_domains(chain, "n1", {SPINE: "s1", BLOCK: "b1"}) == [
+        "SpineLayer/s1",
+        "BlockLayer/b1",
+    ]
     # The first label key present wins (topograph's labels are accepted too).
-    assert node_domains(chain, "n2", {"fabric.topograph.run/tier-2": "t", BLOCK: "b"})[0] == "SpineLayer/t"
+    assert (
+        node_domains(chain, "n2", {"fabric.topograph.run/tier-2": "t", BLOCK: "b"})[0]
+        == "SpineLayer/t"
+    )
     # Missing the label just above the node: a virtual domain named after the node.
     assert node_domains(chain, "n3", {SPINE: "s1"}) == ["SpineLayer/s1", "BlockLayer/n3"]
     # Missing a higher label: outside the topology.
@@ -58,7 +64,9 @@ def test_parse_device_allocation_reads_koordinator_format_and_tolerates_junk() -
     raw = json.dumps(
         {
             "gpu": [{"minor": 0, "resources": {"koordinator.sh/gpu-core": 50}}, {"minor": "x"}],
-            "rdma": [{"minor": 1, "resources": {"koordinator.sh/rdma": 1}, "extension": {"vfs": []}}],
+            "rdma": [
+                {"minor": 1, "resources": {"koordinator.sh/rdma": 1}, "extension": {"vfs": []}}
+            ],
         }
     )
     assert parse_device_allocation(raw) == [

@@ -1,4 +1,4 @@
-"""GPU and RDMA choice on one node: koordinator.md's public examples, scoring, partitions, counts."""
+"""GPU and RDMA choice on one node: koordinator.md's examples, scoring, partitions, counts."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from scheduler.devices import (
 from scheduler.devices.names import ANNOTATION_DEVICE_ALLOCATED, LABEL_GPU_MODEL
 from scheduler.devices.names import LABEL_PARTITION_POLICY as POLICY
 from tests.scheduler.devices.builders import (
-    GiB,
     JOINT,
+    GiB,
     eight_gpu_node,
     plain_gpu_node,
     request,
@@ -91,7 +91,10 @@ def test_gpu_shared_spreads_the_totals_over_cards() -> None:
     node = eight_gpu_node()
     allocation = allocate(node, DeviceUsage(node), request(shared=2, core=100, ratio=100))
     assert allocation is not None
-    assert [(d.minor, d.core, d.memory_ratio) for d in allocation.devices] == [(0, 50, 50), (1, 50, 50)]
+    assert [(d.minor, d.core, d.memory_ratio) for d in allocation.devices] == [
+        (0, 50, 50),
+        (1, 50, 50),
+    ]
 
 
 def test_scope_prefers_the_partly_used_pcie_switch() -> None:

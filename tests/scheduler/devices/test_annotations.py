@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -15,7 +16,7 @@ from scheduler.devices import (
 )
 from scheduler.devices.names import ANNOTATION_DEVICE_ALLOCATED as ALLOCATED
 from scheduler.devices.partitions import HOPPER_TABLE, parse_partition_table, render_partition_table
-from tests.scheduler.devices.builders import GiB, JOINT, eight_gpu_node, request
+from tests.scheduler.devices.builders import JOINT, GiB, eight_gpu_node, request
 
 
 def test_render_then_parse_gives_the_same_devices() -> None:
@@ -35,11 +36,22 @@ def test_running_pods_keep_their_cards() -> None:
         ALLOCATED: json.dumps(
             {
                 "gpu": [
-                    {"minor": m, "resources": {"koordinator.sh/gpu-core": "100", "koordinator.sh/gpu-memory": "80Gi", "koordinator.sh/gpu-memory-ratio": "100"}}
+                    {
+                        "minor": m,
+                        "resources": {
+                            "koordinator.sh/gpu-core": "100",
+                            "koordinator.sh/gpu-memory": "80Gi",
+                            "koordinator.sh/gpu-memory-ratio": "100",
+                        },
+                    }
                     for m in (0, 1)
                 ],
                 "rdma": [
-                    {"minor": 1, "resources": {"koordinator.sh/rdma": "1"}, "extension": {"vfs": [{"minor": 0, "busID": "0000:01:00.1"}]}}
+                    {
+                        "minor": 1,
+                        "resources": {"koordinator.sh/rdma": "1"},
+                        "extension": {"vfs": [{"minor": 0, "busID": "0000:01:00.1"}]},
+                    }
                 ],
             }
         )
@@ -65,7 +77,11 @@ def test_malformed_annotations_are_reported_not_fatal() -> None:
 
 @pytest.mark.parametrize(
     "raw",
-    ['{"gpu": [{"minor": "0"}]}', "[]", '{"gpu": [{"minor": 0, "resources": {"koordinator.sh/gpu-core": "-1"}}]}'],
+    [
+        '{"gpu": [{"minor": "0"}]}',
+        "[]",
+        '{"gpu": [{"minor": 0, "resources": {"koordinator.sh/gpu-core": "-1"}}]}',
+    ],
 )
 def test_parse_rejects_bad_shapes(raw: str) -> None:
     with pytest.raises(ValueError):
@@ -75,7 +91,11 @@ def test_parse_rejects_bad_shapes(raw: str) -> None:
 def test_unknown_minors_are_ignored() -> None:
     node = eight_gpu_node()
     usage = DeviceUsage(node)
-    usage.apply(parse_device_allocated('{"gpu":[{"minor":42,"resources":{"koordinator.sh/gpu-core":"100"}}]}'))
+    usage.apply(
+        parse_device_allocated(
+            '{"gpu":[{"minor":42,"resources":{"koordinator.sh/gpu-core":"100"}}]}'
+        )
+    )
     assert usage.core == [0] * 8
 
 
@@ -84,3 +104,16 @@ def test_partition_table_round_trip_and_errors() -> None:
     for bad in ("{", "{}", '{"two": []}', '{"2": [{"minors": [0]}]}', '{"2": {}}'):
         with pytest.raises(ValueError):
             parse_partition_table(bad)
+
+
+def test_device_allocatable_matches_the_cards() -> None:
+    from scheduler.devices import device_allocatable
+
+    node = eight_gpu_node()
+    sick = replace(node.gpus[7], health=False)
+    resources = device_allocatable(replace(node, gpus=(*node.gpus[:7], sick)))
+    assert resources["nvidia.com/gpu"] == 7
+    assert resources["koordinator.sh/gpu-core"] == 700
+    assert resources["koordinator.sh/gpu-memory"] == 7 * 80 * GiB
+    assert resources["koordinator.sh/rdma"] == 400
+    assert "huawei.com/npu-core" not in resources

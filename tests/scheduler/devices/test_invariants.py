@@ -5,10 +5,17 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scheduler.devices import AllocatedDevice, DeviceRequest, DeviceUsage, NodeDevices, allocate
-from scheduler.devices.names import LABEL_GPU_MODEL
-from scheduler.devices.request import GPUShape
-from tests.scheduler.devices.builders import GiB, eight_gpu_node
+from scheduler.devices import (
+    AllocatedDevice,
+    DeviceRequest,
+    DeviceUsage,
+    NodeDevices,
+    allocate,
+    build_node_devices,
+)
+from scheduler.devices.names import LABEL_GPU_MODEL, LABEL_GPU_VENDOR
+from scheduler.devices.request import GPUShape, MLUShape, NPUShape
+from tests.scheduler.devices.builders import GiB, eight_gpu_node, gpu
 
 gpu_shapes = st.one_of(
     st.builds(lambda c: GPUShape(c, 100, 0, 100), st.sampled_from([1, 2, 3, 4, 8])),
@@ -36,7 +43,9 @@ def assert_within_capacity(node: NodeDevices, usage: DeviceUsage) -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(steps=steps, hopper=st.booleans(), scoring=st.sampled_from(["LeastAllocated", "MostAllocated"]))
+@given(
+    steps=steps, hopper=st.booleans(), scoring=st.sampled_from(["LeastAllocated", "MostAllocated"])
+)
 def test_no_card_is_ever_over_allocated(
     steps: list[tuple[DeviceRequest, bool]], hopper: bool, scoring: str
 ) -> None:
@@ -57,3 +66,56 @@ def test_no_card_is_ever_over_allocated(
         usage.apply(allocation.devices)
         held.append(allocation.devices)
         assert_within_capacity(node, usage)
+
+
+npu_requests = st.one_of(
+    st.builds(lambda c: DeviceRequest(npu=NPUShape(c)), st.sampled_from([1, 2, 8, 16])),
+    st.builds(
+        lambda c, p, d: DeviceRequest(npu=NPUShape(c, p, d)),
+        st.sampled_from([2, 4]),
+        st.sampled_from([1, 3, 4]),
+        st.sampled_from([None, 0, 50, 100]),
+    ),
+    st.builds(lambda k: DeviceRequest(gpu=GPUShape(k, 100, 0, 100)), st.integers(1, 3)),
+)
+mlu_requests = st.builds(
+    lambda v, blocks: DeviceRequest(mlu=MLUShape(v, blocks * 256 * 1024**2)),
+    st.integers(1, 100),
+    st.integers(1, 40),
+)
+
+
+def run_sequence(node: NodeDevices, sequence: list[tuple[DeviceRequest, bool]]) -> None:
+    usage = DeviceUsage(node)
+    held: list[tuple[AllocatedDevice, ...]] = []
+    for request, release_oldest in sequence:
+        if release_oldest and held:
+            usage.release(held.pop(0))
+        allocation = allocate(node, usage, request)
+        if allocation is None:
+            continue
+        usage.apply(allocation.devices)
+        held.append(allocation.devices)
+        assert_within_capacity(node, usage)
+        profile = node.ascend
+        for i in range(len(node.gpus)):
+            if profile is not None:
+                assert usage.npu_core[i] <= profile.aicore
+                assert usage.npu_cpu[i] <= profile.aicpu
+                assert usage.dvpp[i] <= 100
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(npu_requests, st.booleans()), min_size=1, max_size=30))
+def test_no_ascend_card_is_over_allocated(sequence: list[tuple[DeviceRequest, bool]]) -> None:
+    labels = {LABEL_GPU_VENDOR: "huawei", LABEL_GPU_MODEL: "Ascend-310P3"}
+    node = build_node_devices("npu", [gpu(m, memory=24 * GiB) for m in range(4)], labels=labels)
+    run_sequence(node, sequence)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(mlu_requests, st.booleans()), min_size=1, max_size=30))
+def test_no_mlu_is_over_allocated(sequence: list[tuple[DeviceRequest, bool]]) -> None:
+    labels = {LABEL_GPU_VENDOR: "cambricon", LABEL_GPU_MODEL: "MLU370"}
+    node = build_node_devices("mlu", [gpu(m, memory=24 * GiB) for m in range(2)], labels=labels)
+    run_sequence(node, sequence)

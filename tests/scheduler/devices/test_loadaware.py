@@ -22,7 +22,9 @@ def loaded(name: str, cpu_used: float, memory_used_gib: int = 0, **extra: object
     return replace(info, usage=usage, **extra)  # type: ignore[arg-type]
 
 
-def state_with(*nodes: NodeInfo, pods: int = 1, cpu: float = 1.0, now: float = 0.0) -> tuple[CycleState, LoadAware]:
+def state_with(
+    *nodes: NodeInfo, pods: int = 1, cpu: float = 1.0, now: float = 0.0
+) -> tuple[CycleState, LoadAware]:
     c = cluster()
     c.nodes.extend(nodes)
     c.submit(gang("default/web", pods=pods).cpu(cpu))
@@ -76,7 +78,9 @@ class ReportedNode(NodeInfo):
 
 def reported(name: str, cpu_used: float, at: float) -> NodeInfo:
     base = loaded(name, cpu_used)
-    fields = {f: getattr(base, f) for f in ("name", "allocatable", "labels", "annotations", "usage")}
+    fields = {
+        f: getattr(base, f) for f in ("name", "allocatable", "labels", "annotations", "usage")
+    }
     return ReportedNode(**fields, usage_reported_at=at)
 
 
@@ -102,9 +106,13 @@ def test_reserved_pods_raise_the_estimate_until_unreserved() -> None:
 
 
 def test_score_prefers_the_idle_node_and_zero_for_unreported() -> None:
-    state, plugin = state_with(loaded("busy", 5.0, 50), loaded("idle", 0.0, 0), node("quiet").cpu(10).memory(100).build())
+    state, plugin = state_with(
+        loaded("busy", 5.0, 50), loaded("idle", 0.0, 0), node("quiet").cpu(10).memory(100).build()
+    )
     job = state.jobs["default/web"]
-    scores = dict(zip(state.node_names, plugin.score_nodes(state, job, np.arange(3)).tolist(), strict=True))
+    scores = dict(
+        zip(state.node_names, plugin.score_nodes(state, job, np.arange(3)).tolist(), strict=True)
+    )
     assert scores["idle"] > scores["busy"] > 0
     assert scores["quiet"] == 0
     # idle: cpu (10 - 0.85) / 10 -> 91; memory (100Gi - 140Mi) / 100Gi -> 99; mean 95.

@@ -21,7 +21,7 @@ from scheduler.profile import Profile
 from scheduler.round import run_round
 from scheduler.state import CycleState
 from tests.scheduler.builders import cluster, gang, node, pod
-from tests.scheduler.devices.builders import GiB, JOINT, eight_gpu_node
+from tests.scheduler.devices.builders import JOINT, GiB, eight_gpu_node
 
 PROFILE = Profile.default().with_args("DeviceShare")
 
@@ -40,7 +40,9 @@ def with_annotations(pods: list[PodInfo], annotations: dict[str, str]) -> list[P
     return [replace(p, annotations={**p.annotations, **annotations}) for p in pods]
 
 
-def snapshot_of(nodes: list[NodeInfo], *jobs: gang, running: list[PodInfo] = (), joint: bool = False):  # type: ignore[no-untyped-def,assignment]
+def snapshot_of(
+    nodes: list[NodeInfo], *jobs: gang, running: list[PodInfo] = (), joint: bool = False
+):  # type: ignore[no-untyped-def,assignment]
     c = cluster()
     c.nodes.extend(nodes)
     c.pods.extend(running)
@@ -100,7 +102,9 @@ def test_invalid_request_is_reported_at_prefilter() -> None:
     assert "koordinator.sh/gpu-memory" in verdict.reason
 
 
-def state_for(nodes: list[NodeInfo], *jobs: gang, running: list[PodInfo] = ()) -> tuple[CycleState, DeviceShare]:  # type: ignore[assignment]
+def state_for(
+    nodes: list[NodeInfo], *jobs: gang, running: list[PodInfo] = ()
+) -> tuple[CycleState, DeviceShare]:  # type: ignore[assignment]
     state = CycleState(snapshot_of(nodes, *jobs, running=running))
     plugin = DeviceShare({})
     plugin.setup(state)
@@ -114,14 +118,15 @@ def test_pods_without_devices_cost_nothing() -> None:
     assert plugin.slot_limits(state, job, state.pending_pods(job), everywhere) is None
 
 
-def test_identical_nodes_share_one_count_and_plain_nodes_get_zero() -> None:
+def test_identical_nodes_share_one_count_and_nodes_without_devices_are_not_constrained() -> None:
     nodes = [gpu_node(f"gpu-{i:02d}") for i in range(40)] + [node("cpu-1").cpu(64).build()]
     state, plugin = state_for(nodes, gang("default/train", pods=3).cpu(1).gpu(3))
     job = state.jobs["default/train"]
     everywhere = np.arange(len(state.nodes), dtype=np.int64)
     slots = plugin.slot_limits(state, job, state.pending_pods(job), everywhere)
     assert slots is not None
-    assert slots.tolist() == [0] + [2] * 40  # "cpu-1" sorts first; 8 cards hold two 3-card pods
+    # "cpu-1" sorts first and is left to the resource filter; 8 cards hold two 3-card pods.
+    assert slots.tolist() == [3] + [2] * 40
     ds = state.plugin_data["DeviceShare"]
     assert isinstance(ds, DeviceState)
     assert len(set(ds.fleet.group.tolist()) - {-1}) == 1  # one group: every idle 8-GPU node
@@ -129,13 +134,15 @@ def test_identical_nodes_share_one_count_and_plain_nodes_get_zero() -> None:
 
 def test_preemption_dry_run_sees_the_victims_cards_free() -> None:
     running = [busy("gpu-1", list(range(8)), "victim")]
-    state, plugin = state_for([gpu_node("gpu-1")], gang("default/train", pods=1).gpu(8), running=running)
+    state, plugin = state_for(
+        [gpu_node("gpu-1")], gang("default/train", pods=1).gpu(8), running=running
+    )
     job = state.jobs["default/train"]
     pods = state.pending_pods(job)
     everywhere = np.arange(1, dtype=np.int64)
     assert plugin.slot_limits(state, job, pods, everywhere).tolist() == [0]  # type: ignore[union-attr]
     released = np.zeros_like(state.used)
-    with state.releasing(released, frozenset({"default/victim"})):
+    with state.releasing(released, lambda: frozenset({"default/victim"})):
         assert plugin.slot_limits(state, job, pods, everywhere).tolist() == [1]  # type: ignore[union-attr]
     assert plugin.slot_limits(state, job, pods, everywhere).tolist() == [0]  # type: ignore[union-attr]
 
@@ -155,7 +162,9 @@ def test_reserve_then_unreserve_gives_the_cards_back() -> None:
 
 def test_bound_pod_without_annotation_still_holds_cards() -> None:
     running = [pod("legacy").gpu(6).on("gpu-1").build()]
-    state, plugin = state_for([gpu_node("gpu-1")], gang("default/train", pods=1).gpu(4), running=running)
+    state, plugin = state_for(
+        [gpu_node("gpu-1")], gang("default/train", pods=1).gpu(4), running=running
+    )
     job = state.jobs["default/train"]
     slots = plugin.slot_limits(state, job, state.pending_pods(job), np.arange(1, dtype=np.int64))
     assert slots is not None and slots.tolist() == [0]
@@ -163,3 +172,25 @@ def test_bound_pod_without_annotation_still_holds_cards() -> None:
         "Insufficient gpu": 1
     }
     assert ANNOTATION_JOINT_ALLOCATE not in state.pods["default/train-1"].annotations
+
+
+def test_gpu_pods_on_nodes_without_a_device_cr_are_left_to_resource_fit() -> None:
+    plain = node("plain").cpu(8).gpus(2).build()
+    result = run_round(snapshot_of([plain], gang("default/two", pods=2).gpu(1)), PROFILE)
+    assert [result.placements[f"default/two-{i}"].node for i in (1, 2)] == ["plain", "plain"]
+    assert result.placements["default/two-1"].annotations == {}
+
+
+def test_a_reserved_node_leaves_its_group_and_only_its_count_drops() -> None:
+    nodes = [gpu_node(f"gpu-{i}") for i in range(3)]
+    state, plugin = state_for(
+        nodes, gang("default/a", pods=1).gpu(4), gang("default/b", pods=2).gpu(4)
+    )
+    first = state.jobs["default/a"]
+    everywhere = np.arange(3, dtype=np.int64)
+    plugin.reserve(state, first, Plan({"default/a-1": 1}))
+    second = state.jobs["default/b"]
+    slots = plugin.slot_limits(state, second, state.pending_pods(second), everywhere)
+    assert slots is not None and slots.tolist() == [2, 1, 2]
+    groups = state.plugin_data["DeviceShare"].fleet.group.tolist()
+    assert groups[0] == groups[2] != groups[1]

@@ -6,7 +6,7 @@ import pytest
 
 from scheduler.devices import DeviceRequestError, parse_device_request, validate_device_request
 from scheduler.devices.request import GPUShape, MLUShape, NPUShape
-from tests.scheduler.devices.builders import GiB, JOINT
+from tests.scheduler.devices.builders import JOINT, GiB
 
 MiB = 1024**2
 
@@ -15,13 +15,28 @@ MiB = 1024**2
     ("resources", "shape"),
     [
         ({"nvidia.com/gpu": 2}, GPUShape(2, 100, 0, 100)),
-        ({"koordinator.sh/gpu-core": 50, "koordinator.sh/gpu-memory-ratio": 50}, GPUShape(1, 50, 0, 50)),
-        ({"koordinator.sh/gpu-core": 20, "koordinator.sh/gpu-memory": "4Gi"}, GPUShape(1, 20, 4 * GiB, 0)),
-        ({"koordinator.sh/gpu-core": 200, "koordinator.sh/gpu-memory-ratio": 200}, GPUShape(2, 100, 0, 100)),
+        (
+            {"koordinator.sh/gpu-core": 50, "koordinator.sh/gpu-memory-ratio": 50},
+            GPUShape(1, 50, 0, 50),
+        ),
+        (
+            {"koordinator.sh/gpu-core": 20, "koordinator.sh/gpu-memory": "4Gi"},
+            GPUShape(1, 20, 4 * GiB, 0),
+        ),
+        (
+            {"koordinator.sh/gpu-core": 200, "koordinator.sh/gpu-memory-ratio": 200},
+            GPUShape(2, 100, 0, 100),
+        ),
         ({"koordinator.sh/gpu-memory-ratio": 300}, GPUShape(3, 100, 0, 100)),
         ({"koordinator.sh/gpu-memory": 8 * GiB}, GPUShape(1, 0, 8 * GiB, 0)),
+        ({"koordinator.sh/gpu": 50}, GPUShape(1, 50, 0, 50)),
+        ({"koordinator.sh/gpu": 200}, GPUShape(2, 100, 0, 100)),
         (
-            {"koordinator.sh/gpu.shared": 2, "koordinator.sh/gpu-core": 100, "koordinator.sh/gpu-memory": 16 * GiB},
+            {
+                "koordinator.sh/gpu.shared": 2,
+                "koordinator.sh/gpu-core": 100,
+                "koordinator.sh/gpu-memory": 16 * GiB,
+            },
             GPUShape(2, 50, 8 * GiB, 0),
         ),
     ],
@@ -43,7 +58,9 @@ def test_no_device_resources_means_no_request() -> None:
 
 
 def test_vendor_requests() -> None:
-    npu = parse_device_request({"huawei.com/npu-core": 4, "huawei.com/npu-cpu": 4, "huawei.com/npu-dvpp": 100})
+    npu = parse_device_request(
+        {"huawei.com/npu-core": 4, "huawei.com/npu-cpu": 4, "huawei.com/npu-dvpp": 100}
+    )
     assert npu is not None and npu.npu == NPUShape(4, 4, 100)
     mlu = parse_device_request(
         {"cambricon.com/mlu.smlu.vcore": 20, "cambricon.com/mlu.smlu.vmemory": 512 * MiB}
@@ -59,23 +76,53 @@ def test_joint_request() -> None:
 @pytest.mark.parametrize(
     ("resources", "annotations", "message"),
     [
-        ({"nvidia.com/gpu": 1, "koordinator.sh/gpu-core": 50}, {}, "cannot be combined with koordinator.sh/gpu-core"),
-        ({"koordinator.sh/gpu-core": 50}, {}, "needs koordinator.sh/gpu-memory or"),
         (
-            {"koordinator.sh/gpu-core": 50, "koordinator.sh/gpu-memory": 1, "koordinator.sh/gpu-memory-ratio": 5},
+            {"nvidia.com/gpu": 1, "koordinator.sh/gpu-core": 50},
+            {},
+            "cannot be combined with koordinator.sh/gpu-core",
+        ),
+        ({"koordinator.sh/gpu-core": 50}, {}, "needs koordinator.sh/gpu-memory or"),
+        ({"koordinator.sh/gpu": 50, "koordinator.sh/gpu-core": 50}, {}, "cannot be combined"),
+        ({"koordinator.sh/gpu": 150}, {}, "equal multiples of 100"),
+        (
+            {
+                "koordinator.sh/gpu-core": 50,
+                "koordinator.sh/gpu-memory": 1,
+                "koordinator.sh/gpu-memory-ratio": 5,
+            },
             {},
             "not both",
         ),
-        ({"koordinator.sh/gpu-core": 150, "koordinator.sh/gpu-memory-ratio": 150}, {}, "equal multiples of 100"),
-        ({"koordinator.sh/gpu-core": 200, "koordinator.sh/gpu-memory-ratio": 100}, {}, "equal multiples of 100"),
-        ({"koordinator.sh/gpu-core": 200, "koordinator.sh/gpu-memory": 8 * GiB}, {}, "equal multiples of 100"),
         (
-            {"koordinator.sh/gpu.shared": 2, "koordinator.sh/gpu-core": 75, "koordinator.sh/gpu-memory-ratio": 100},
+            {"koordinator.sh/gpu-core": 150, "koordinator.sh/gpu-memory-ratio": 150},
+            {},
+            "equal multiples of 100",
+        ),
+        (
+            {"koordinator.sh/gpu-core": 200, "koordinator.sh/gpu-memory-ratio": 100},
+            {},
+            "equal multiples of 100",
+        ),
+        (
+            {"koordinator.sh/gpu-core": 200, "koordinator.sh/gpu-memory": 8 * GiB},
+            {},
+            "equal multiples of 100",
+        ),
+        (
+            {
+                "koordinator.sh/gpu.shared": 2,
+                "koordinator.sh/gpu-core": 75,
+                "koordinator.sh/gpu-memory-ratio": 100,
+            },
             {},
             "divide evenly",
         ),
         (
-            {"koordinator.sh/gpu.shared": 2, "koordinator.sh/gpu-core": 300, "koordinator.sh/gpu-memory-ratio": 300},
+            {
+                "koordinator.sh/gpu.shared": 2,
+                "koordinator.sh/gpu-core": 300,
+                "koordinator.sh/gpu-memory-ratio": 300,
+            },
             {},
             "at most 100%",
         ),
@@ -83,7 +130,11 @@ def test_joint_request() -> None:
         ({"huawei.com/npu-core": 4, "huawei.com/npu-dvpp": 150}, {}, "percentage"),
         ({"huawei.com/npu-core": 4, "nvidia.com/gpu": 1}, {}, "one kind of accelerator"),
         ({"cambricon.com/mlu.smlu.vcore": 10}, {}, "needs both"),
-        ({"cambricon.com/mlu.smlu.vcore": 10, "cambricon.com/mlu.smlu.vmemory": 100 * MiB}, {}, "at least 256Mi"),
+        (
+            {"cambricon.com/mlu.smlu.vcore": 10, "cambricon.com/mlu.smlu.vmemory": 100 * MiB},
+            {},
+            "at least 256Mi",
+        ),
         ({"koordinator.sh/gpu-cores": 1}, {}, "unknown device resource koordinator.sh/gpu-cores"),
         ({"nvidia.com/gpu": "two"}, {}, "non-negative integer"),
         ({"koordinator.sh/rdma": 150}, {}, "multiple of 100"),

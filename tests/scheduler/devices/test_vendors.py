@@ -19,7 +19,9 @@ def ascend_node(model: str = "Ascend-310P3", cards: int = 4, config: dict | None
 
 def cambricon_node(cards: int = 2):  # type: ignore[no-untyped-def]
     labels = {LABEL_GPU_VENDOR: "cambricon", LABEL_GPU_MODEL: "MLU370"}
-    return build_node_devices("mlu-1", [gpu(m, memory=24 * GiB) for m in range(cards)], labels=labels)
+    return build_node_devices(
+        "mlu-1", [gpu(m, memory=24 * GiB) for m in range(cards)], labels=labels
+    )
 
 
 class TestAscend:
@@ -30,9 +32,10 @@ class TestAscend:
         (card,) = allocation.devices
         assert card.template == "vir04_4c_dvpp"
         assert allocation.annotations["huawei.com/npu-core"] == "0-vir04_4c_dvpp"
-        assert '"gpuSharedResourceTemplate":"vir04_4c_dvpp"' in allocation.annotations[
-            "scheduling.koordinator.sh/device-allocated"
-        ]
+        assert (
+            '"gpuSharedResourceTemplate":"vir04_4c_dvpp"'
+            in allocation.annotations["scheduling.koordinator.sh/device-allocated"]
+        )
 
     def test_ambiguous_and_unknown_shapes_are_explained(self) -> None:
         node = ascend_node()
@@ -120,3 +123,14 @@ class TestCambricon:
     def test_mlu_requests_do_not_fit_gpu_nodes(self, resources: dict[str, int]) -> None:
         node = build_node_devices("gpu-1", [gpu(0)])
         assert "no Cambricon MLU" in explain(node, DeviceUsage(node), request(**resources))
+
+
+def test_vnpu_with_rdma_gets_a_nic_too() -> None:
+    from tests.scheduler.devices.builders import rdma
+
+    labels = {LABEL_GPU_VENDOR: "huawei", LABEL_GPU_MODEL: "Ascend-310P3"}
+    devices = [gpu(0, numa=0, pcie="0", memory=24 * GiB), rdma(1, numa=0, pcie="0")]
+    node = build_node_devices("npu-1", devices, labels=labels)
+    allocation = allocate(node, DeviceUsage(node), request(npu_core=1, rdma=1))
+    assert allocation is not None
+    assert [(d.type, d.minor) for d in allocation.devices] == [("gpu", 0), ("rdma", 1)]

@@ -17,8 +17,13 @@ class TraceBuilder:
     ) -> TraceBuilder:
         name = f"node-{len(self.node_rows):03d}"
         self.node_rows.append(
-            {"sn": name, "cpu_milli": str(cpu), "memory_mib": str(memory), "gpu": str(gpus),
-             "model": model}
+            {
+                "sn": name,
+                "cpu_milli": str(cpu),
+                "memory_mib": str(memory),
+                "gpu": str(gpus),
+                "model": model,
+            }
         )
         return self
 
@@ -27,8 +32,14 @@ class TraceBuilder:
     ) -> TraceBuilder:
         name = f"pod-{len(self.pod_rows):04d}"
         self.pod_rows.append(
-            {"name": name, "cpu_milli": str(cpu), "memory_mib": str(memory),
-             "num_gpu": str(num_gpu), "gpu_milli": str(gpu_milli), "gpu_spec": spec}
+            {
+                "name": name,
+                "cpu_milli": str(cpu),
+                "memory_mib": str(memory),
+                "num_gpu": str(num_gpu),
+                "gpu_milli": str(gpu_milli),
+                "gpu_spec": spec,
+            }
         )
         return self
 

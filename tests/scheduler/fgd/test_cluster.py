@@ -34,10 +34,13 @@ def test_gpu_spec_becomes_a_model_mask_and_is_ignored_for_cpu_pods() -> None:
 
 
 def test_multigpu_rows_without_spec_column_parse() -> None:
-    cluster = parse_nodes([{"sn": "n", "cpu_milli": "8000", "memory_mib": "1", "gpu": "1",
-                            "model": "P100"}])
-    pods = parse_pods([{"name": "p", "cpu_milli": "1", "memory_mib": "1", "num_gpu": "1",
-                        "gpu_milli": "1000"}], cluster.models)
+    cluster = parse_nodes(
+        [{"sn": "n", "cpu_milli": "8000", "memory_mib": "1", "gpu": "1", "model": "P100"}]
+    )
+    pods = parse_pods(
+        [{"name": "p", "cpu_milli": "1", "memory_mib": "1", "num_gpu": "1", "gpu_milli": "1000"}],
+        cluster.models,
+    )
     assert pods.spec_id.tolist() == [0]
 
 

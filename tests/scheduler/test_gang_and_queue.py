@@ -1,0 +1,83 @@
+"""Gangs all-or-nothing, min-available, queue order, determinism and the result's JSON shape."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+from scheduler import GangInfo, JobInfo, gang_group_id, run_round
+from tests.scheduler.builders import CORE, cluster, gang, node, pod
+
+
+def test_gang_is_all_or_nothing() -> None:
+    c = cluster().node(node("a").cpu(8), node("b").cpu(8))
+    result = run_round(c.submit(gang("ml/g", pods=5).cpu(4)).snapshot(), CORE)
+    assert result.placements == {}
+    assert result.unschedulable["ml/g"].code == "Unschedulable"
+
+
+def test_min_available_gang_starts_with_its_minimum() -> None:
+    c = cluster().node(node("a").cpu(8), node("b").cpu(8))
+    result = run_round(c.submit(gang("ml/g", pods=6, min_available=4).cpu(4)).snapshot(), CORE)
+    assert sorted(result.placements) == ["ml/g-1", "ml/g-2", "ml/g-3", "ml/g-4"]
+
+
+def test_gang_waits_until_min_available_pods_exist() -> None:
+    job, pods = gang("ml/g", pods=2).cpu(1).build()
+    job = replace(job, gangs=(GangInfo("ml/g", 3, 3),))
+    snap = replace(cluster().node(node("a").cpu(8)).snapshot(), pods=tuple(pods), jobs=(job,))
+    verdict = run_round(snap, CORE).unschedulable["ml/g"]
+    assert verdict.code == "Wait"
+    assert "has 2 of min-available 3 pods" in verdict.reason
+
+
+def test_gang_group_places_member_gangs_together_or_not_at_all() -> None:
+    _, workers = gang("ml/workers", pods=2).cpu(4).build()
+    _, ps = gang("ml/ps", pods=1).cpu(4).build()
+    group = gang_group_id(["ml/workers", "ml/ps"])
+    assert group == "ml/ps,ml/workers"
+    pods = [replace(p, job_id=group) for p in workers + ps]
+    job = JobInfo(
+        group,
+        tuple(p.key for p in pods),
+        (GangInfo("ml/workers", 2, 2), GangInfo("ml/ps", 1, 1)),
+    )
+    small = cluster().node(node("a").cpu(8)).snapshot()
+    result = run_round(replace(small, pods=tuple(pods), jobs=(job,)), CORE)
+    assert result.placements == {}  # room for two of three: the whole group waits
+    big = cluster().node(node("a").cpu(12)).snapshot()
+    result = run_round(replace(big, pods=tuple(pods), jobs=(job,)), CORE)
+    assert len(result.placements) == 3
+
+
+def test_queue_order_priority_then_submission_then_id() -> None:
+    c = cluster().node(node("a").cpu(4))
+    c.submit(
+        gang("ml/late-high", pods=1).cpu(4).priority(10).submitted_at(5),
+        gang("ml/early-low", pods=1).cpu(4).priority(1).submitted_at(1),
+        gang("ml/b", pods=1).cpu(4).priority(10).submitted_at(5),
+    )
+    result = run_round(c.snapshot(), CORE)
+    assert list(result.placements) == ["ml/b-1"]  # ml/b and ml/late-high tie, id decides
+
+
+def test_same_input_same_output_as_json() -> None:
+    c = cluster().node(*(node(f"n{i}").cpu(8) for i in range(6)))
+    c.running(pod("low").cpu(8).priority(1).on("n0"))
+    c.submit(gang("ml/a", pods=3).cpu(6).priority(5), gang("ml/b", pods=4).cpu(8).priority(9))
+    snap = c.snapshot()
+    first = json.dumps(run_round(snap).to_dict(), sort_keys=True)
+    assert first == json.dumps(run_round(snap).to_dict(), sort_keys=True)
+    data = json.loads(first)
+    assert set(data) >= {"placements", "preemptions", "unschedulable", "decisions"}
+
+
+def test_bound_pods_of_a_job_count_toward_its_gang() -> None:
+    job, pods = gang("ml/g", pods=3, min_available=3).cpu(4).build()
+    pods[0] = replace(pods[0], node="a", phase="Running")
+    snap = replace(
+        cluster().node(node("a").cpu(4), node("b").cpu(8)).snapshot(), pods=tuple(pods), jobs=(job,)
+    )
+    result = run_round(snap, CORE)
+    assert sorted(result.placements) == ["ml/g-2", "ml/g-3"]
+    assert {p.node for p in result.placements.values()} == {"b"}

@@ -1,0 +1,153 @@
+"""Job-level preemption: whole-job victims, protections, budgets, costs, nominations, waiting."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from scheduler import PDBInfo, apply_round, run_round
+from tests.scheduler.builders import CORE, cluster, gang, node, pod
+
+
+def two_nodes() -> cluster:
+    return cluster().node(node("a").cpu(16), node("b").cpu(16))
+
+
+def test_victims_are_whole_jobs() -> None:
+    c = two_nodes()
+    c.running(pod("low-a").cpu(16).priority(1).job("batch/low").on("a"))
+    c.running(pod("low-b").cpu(16).priority(1).job("batch/low").on("b"))
+    [record] = run_round(
+        c.submit(gang("ml/g", pods=1).cpu(16).priority(9)).snapshot(), CORE
+    ).preemptions
+    assert record.victim_jobs == ("batch/low",)
+    assert record.victim_pods == ("default/low-a", "default/low-b")
+
+
+def test_cheapest_plan_prefers_lower_victim_priority_then_fewer_jobs() -> None:
+    c = two_nodes()
+    c.running(pod("mid").cpu(16).priority(5).on("a"))
+    c.running(pod("low-1").cpu(8).priority(1).on("b"), pod("low-2").cpu(8).priority(1).on("b"))
+    [record] = run_round(
+        c.submit(gang("ml/g", pods=1).cpu(16).priority(9)).snapshot(), CORE
+    ).preemptions
+    assert record.victim_pods == ("default/low-1", "default/low-2")
+    assert record.cost["highest_victim_priority"] == 1
+    assert record.cost["victim_jobs"] == 2
+
+
+def test_minimal_victims_keep_back_what_is_not_needed() -> None:
+    c = cluster().node(node("a").cpu(32))
+    c.running(pod("low-1").cpu(8).priority(1).on("a"), pod("low-2").cpu(8).priority(2).on("a"))
+    c.running(pod("low-3").cpu(16).priority(3).on("a"))
+    result = run_round(c.submit(gang("ml/g", pods=1).cpu(16).priority(9)).snapshot(), CORE)
+    [record] = result.preemptions
+    # keeping back the priority-3 pod first still leaves room once the two small ones go
+    assert record.victim_pods == ("default/low-1", "default/low-2")
+
+
+def test_protected_pods_and_higher_priorities_are_never_victims() -> None:
+    c = two_nodes()
+    c.running(
+        pod("keep")
+        .cpu(16)
+        .priority(1)
+        .label("scheduling.koordinator.sh/disable-preemptible", "true")
+        .on("a")
+    )
+    c.running(
+        pod("keep-q")
+        .cpu(16)
+        .priority(1)
+        .label("quota.scheduling.koordinator.sh/preemptible", "false")
+        .on("b")
+    )
+    result = run_round(c.submit(gang("ml/g", pods=1).cpu(16).priority(9)).snapshot(), CORE)
+    assert result.preemptions == ()
+    assert result.unschedulable["ml/g"].details["preemption"]["reason"] == "no potential victims"
+
+
+def test_preemption_not_helpful_when_even_all_victims_are_not_enough() -> None:
+    c = two_nodes().running(pod("low").cpu(16).priority(1).on("a"))
+    c.running(pod("high").cpu(16).priority(100).on("b"))
+    result = run_round(c.submit(gang("ml/g", pods=2).cpu(16).priority(9)).snapshot(), CORE)
+    assert result.preemptions == ()
+    reason = result.unschedulable["ml/g"].details["preemption"]["reason"]
+    assert reason.startswith("preemption not helpful")
+
+
+def test_never_policy_gets_a_counterfactual_instead() -> None:
+    c = two_nodes().running(
+        pod("low").cpu(16).priority(1).on("a"), pod("x").cpu(16).priority(1).on("b")
+    )
+    result = run_round(
+        c.submit(gang("ml/g", pods=1).cpu(16).priority(9).never_preempt()).snapshot(), CORE
+    )
+    assert result.preemptions == ()
+    verdict = result.unschedulable["ml/g"]
+    assert verdict.details["counterfactual"]["evict_jobs"] == ["default/low"]
+    assert (
+        verdict.details["preemption"]["reason"]
+        == "preemption not allowed (preemptionPolicy: Never)"
+    )
+
+
+def test_disruption_budget_steers_to_another_victim_set() -> None:
+    c = two_nodes()
+    c.running(pod("guarded").cpu(16).priority(1).label("app", "db").on("a"))
+    c.running(pod("free").cpu(16).priority(1).on("b"))
+    c.pdb(PDBInfo("default", "db", {"app": "db"}, min_available=1))
+    [record] = run_round(
+        c.submit(gang("ml/g", pods=1).cpu(16).priority(9)).snapshot(), CORE
+    ).preemptions
+    assert record.victim_pods == ("default/free",)
+
+
+def test_disruption_budget_blocks_when_no_other_set_works() -> None:
+    c = cluster().node(node("a").cpu(16))
+    c.running(pod("guarded").cpu(16).priority(1).label("app", "db").on("a"))
+    c.pdb(PDBInfo("default", "db", {"app": "db"}, max_unavailable=0))
+    result = run_round(c.submit(gang("ml/g", pods=1).cpu(16).priority(9)).snapshot(), CORE)
+    assert result.preemptions == ()
+    reason = result.unschedulable["ml/g"].details["preemption"]["reason"]
+    assert reason == "preemption blocked by PodDisruptionBudget default/db"
+
+
+def test_victims_are_not_taken_twice_in_one_round() -> None:
+    c = cluster().node(node("a").cpu(16)).running(pod("low").cpu(16).priority(1).on("a"))
+    c.submit(
+        gang("ml/first", pods=1).cpu(16).priority(9), gang("ml/second", pods=1).cpu(16).priority(8)
+    )
+    result = run_round(c.snapshot(), CORE)
+    assert [r.preemptor for r in result.preemptions] == ["ml/first"]
+
+
+def test_nominated_resources_are_held_for_the_preemptor_next_round() -> None:
+    c = cluster().node(node("a").cpu(16)).running(pod("low").cpu(16).priority(1).on("a"))
+    snap = c.submit(gang("ml/big", pods=1).cpu(16).priority(9)).snapshot()
+    first = run_round(snap, CORE)
+    after = apply_round(snap, first)
+    # a newcomer of higher priority than the victim but submitted later must not steal node a
+    intruder = replace(pod("intruder").cpu(16).priority(5).build(), job_id="default/intruder")
+    after = replace(after, pods=(*after.pods, intruder))
+    second = run_round(after, CORE)
+    assert second.placements["ml/big-1"].node == "a"
+    assert "default/intruder" not in second.placements
+    assert second.decisions["ml/big"]["nominated"] is True
+
+
+def test_waits_while_a_victim_is_still_terminating_on_the_nominated_node() -> None:
+    c = (
+        cluster()
+        .node(node("a").cpu(16))
+        .running(pod("low").cpu(16).priority(1).on("a").terminating())
+    )
+    snap = c.submit(gang("ml/big", pods=1).cpu(16).priority(9)).snapshot()
+    pods = tuple(replace(p, nominated_node="a") if p.job_id == "ml/big" else p for p in snap.pods)
+    result = run_round(replace(snap, pods=pods), CORE)
+    assert result.preemptions == ()
+    verdict = result.unschedulable["ml/big"]
+    assert verdict.code == "Wait"
+    assert (
+        verdict.details["preemption"]["reason"]
+        == "waiting for preemption victims to terminate on a"
+    )

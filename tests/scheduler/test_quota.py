@@ -1,0 +1,90 @@
+"""Elastic quota: runtime water-filling, admission with named dimensions, in-quota preemption."""
+
+from __future__ import annotations
+
+from scheduler import QuotaInfo, run_round
+from scheduler.quota_tree import QuotaTree, runtime_quota
+from tests.scheduler.builders import CORE, cluster, gang, node, pod
+
+
+def runtime(quotas: list[QuotaInfo], requests: dict[str, int], total: int) -> dict[str, int]:
+    tree = QuotaTree.build(quotas)
+    reqs = {name: {"cpu": amount} for name, amount in requests.items()}
+    for q in quotas:  # parents request what their children do
+        if q.parent:
+            reqs.setdefault(q.parent, {"cpu": 0})
+            reqs[q.parent]["cpu"] += requests.get(q.name, 0)
+    out = runtime_quota(tree, reqs, {"cpu": total})
+    return {name: out[name].get("cpu", 0) for name in out}
+
+
+CASES = [
+    # (quotas (name, min, max, weight), requests, total, expected runtime)
+    ([("a", 10, 100, None), ("b", 10, 100, None)], {"a": 5, "b": 50}, 60, {"a": 5, "b": 50}),
+    ([("a", 10, 100, None), ("b", 10, 100, None)], {"a": 40, "b": 40}, 60, {"a": 30, "b": 30}),
+    ([("a", 10, 100, 1), ("b", 10, 100, 3)], {"a": 100, "b": 100}, 60, {"a": 20, "b": 40}),
+    ([("a", 10, 20, 1), ("b", 0, 100, 1)], {"a": 100, "b": 100}, 60, {"a": 20, "b": 40}),
+    ([("a", 10, 20, None), ("b", 0, 100, None)], {"a": 100, "b": 100}, 60, {"a": 19, "b": 41}),
+    ([("a", 50, 100, None), ("b", 0, 100, None)], {"a": 0, "b": 100}, 60, {"a": 0, "b": 60}),
+]
+
+
+def test_runtime_quota_water_filling_table() -> None:
+    for specs, requests, total, expected in CASES:
+        quotas = [
+            QuotaInfo(n, {"cpu": lo}, {"cpu": hi}, None, {"cpu": w} if w else None)
+            for n, lo, hi, w in specs
+        ]
+        assert runtime(quotas, requests, total) == expected, (specs, requests)
+
+
+def test_quota_that_does_not_lend_keeps_its_min_out_of_the_pool() -> None:
+    quotas = [
+        QuotaInfo("a", {"cpu": 50}, {"cpu": 100}, allow_lent=False),
+        QuotaInfo("b", {"cpu": 0}, {"cpu": 100}),
+    ]
+    assert runtime(quotas, {"a": 0, "b": 100}, 60) == {"a": 0, "b": 10}
+
+
+def test_runtime_flows_down_the_tree() -> None:
+    quotas = [
+        QuotaInfo("org", {"cpu": 0}, {"cpu": 40}),
+        QuotaInfo("team-1", {"cpu": 10}, {"cpu": 40}, parent="org"),
+        QuotaInfo("team-2", {"cpu": 10}, {"cpu": 40}, parent="org"),
+    ]
+    got = runtime(quotas, {"team-1": 40, "team-2": 40}, 100)
+    assert got == {"org": 40, "team-1": 20, "team-2": 20}
+
+
+def test_admission_names_the_exceeded_dimension_and_the_shortfall() -> None:
+    c = cluster().node(node("a").cpu(64))
+    c.quota(QuotaInfo("team", {"cpu": 8000}, {"cpu": 8000}))
+    c.running(pod("old").cpu(6).quota("team").priority(50).on("a"))
+    c.submit(gang("team/new", pods=1).cpu(4).quota("team").priority(10))
+    verdict = run_round(c.snapshot(), CORE).unschedulable["team/new"]
+    assert verdict.reason == "Insufficient quotas, quotaName: team, exceedDimensions: [cpu]"
+    assert verdict.details["quota_shortfall"] == {"team": {"cpu": 2000}}
+    assert verdict.details["counterfactual"] == {"quota_increase": {"team": {"cpu": 2000}}}
+
+
+def test_in_quota_preemption_takes_a_lower_priority_pod_of_the_same_quota() -> None:
+    c = cluster().node(node("a").cpu(64))
+    c.quota(QuotaInfo("team", {"cpu": 8000}, {"cpu": 8000}))
+    c.quota(QuotaInfo("other", {"cpu": 8000}, {"cpu": 64000}))
+    c.running(pod("mine-low").cpu(6).quota("team").priority(1).on("a"))
+    c.running(pod("theirs-low").cpu(6).quota("other").priority(1).on("a"))
+    c.submit(gang("team/new", pods=1).cpu(4).quota("team").priority(10))
+    [record] = run_round(c.snapshot(), CORE).preemptions
+    assert record.victim_pods == ("default/mine-low",)
+
+
+def test_later_jobs_see_quota_used_by_earlier_ones() -> None:
+    c = cluster().node(node("a").cpu(64))
+    c.quota(QuotaInfo("team", {"cpu": 8000}, {"cpu": 8000}))
+    c.submit(
+        gang("team/first", pods=1).cpu(6).quota("team").priority(10),
+        gang("team/second", pods=1).cpu(6).quota("team").priority(5),
+    )
+    result = run_round(c.snapshot(), CORE)
+    assert list(result.placements) == ["team/first-1"]
+    assert "Insufficient quotas" in result.unschedulable["team/second"].reason

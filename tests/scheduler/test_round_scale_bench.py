@@ -1,0 +1,36 @@
+"""The round-scale benchmark runs end to end at a small size and writes the documented JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from benchmarks.round_scale import main, rewrite_section
+
+
+def test_small_run_writes_json_and_the_docs_section(tmp_path: Path) -> None:
+    out = tmp_path / "runs.json"
+    docs = tmp_path / "benchmarks.md"
+    docs.write_text("# B\n\n## Round scale (engine)\nold\n\n## Next\nkept\n")
+    code = main(
+        [
+            *("--nodes", "100,200", "--pods", "600", "--gangs", "60"),
+            *("--json", str(out), "--markdown", "--docs", str(docs)),
+        ]
+    )
+    assert code == 0
+    runs = json.loads(out.read_text())["runs"]
+    assert [r["nodes"] for r in runs] == [100, 200]
+    for run in runs:
+        assert set(run) >= {"nodes", "pending_pods", "placed_pods", "round_seconds", "pods_per_s"}
+        assert run["pending_pods"] == 600
+        assert 0 < run["placed_pods"] <= 600
+        assert run["pods_per_s"] > 0
+    text = docs.read_text()
+    assert "old" not in text and "## Next\nkept" in text
+    assert "| default | 200 | 600 |" in text
+
+
+def test_rewrite_section_only_touches_round_scale() -> None:
+    text = "## Round scale (engine)\nA\n## Other\nB\n"
+    assert rewrite_section(text, "NEW\n") == "## Round scale (engine)\nNEW\n\n## Other\nB\n"
