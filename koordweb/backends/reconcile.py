@@ -98,7 +98,8 @@ def _topology(cluster: Cluster, objs: list[ParsedObject]) -> None:
         return
     cluster.topology_layers.all().delete()
     TopologyLayer.objects.bulk_create(
-        TopologyLayer(cluster=cluster, **{"position": i, **row}) for i, row in enumerate(default.rows)
+        TopologyLayer(cluster=cluster, **{"position": i, **row})
+        for i, row in enumerate(default.rows)
     )
 
 
@@ -210,7 +211,8 @@ def _pods(
             touched_jobs.add(pod.job_id)
     present = {(o.namespace, o.name) for o in objs}
     for identity, pod in stored.items():
-        if identity not in present and pod.phase not in FINISHED:
+        # A pod without a uid was submitted to koordweb and is not in the cluster yet.
+        if identity not in present and pod.phase not in FINISHED and pod.uid:
             pod.phase = PodPhase.FAILED if pod.node_id is None else PodPhase.SUCCEEDED
             pod.finished_at = now
             pod.save(update_fields=["phase", "finished_at"])

@@ -17,6 +17,9 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from koordweb.manifests.apply import apply_manifests
+from koordweb.manifests.errors import ManifestError
+from koordweb.manifests.objects import POD, POD_GROUP, JobPlan, ManifestSet
 from koordweb.models import (
     Cluster,
     Device,
@@ -353,6 +356,59 @@ def _create_job(*, owner: Any, resolved: ResolvedJob, idempotency_key: str | Non
     Pod.objects.bulk_create(job_pod_rows(job, resolved, now))
     _request_round(resolved.cluster.pk)
     return job
+
+
+def _submitted_plan(manifests: ManifestSet) -> JobPlan:
+    """The one new job a manifest submission may hold: PodGroup and Pods, pending, unbound."""
+    other = sorted({obj.kind for obj in manifests.objects} - {POD, POD_GROUP})
+    if other:
+        raise ValidationError(
+            {"manifest": [f"a job submission holds only PodGroups and Pods, not {other}"]}
+        )
+    plans = manifests.jobs
+    if len(plans) != 1 or plans[0].existing or not plans[0].pods:
+        names = [plan.gang_id for plan in plans]
+        raise ValidationError({"manifest": [f"submit exactly one job with its pods, got {names}"]})
+    for pod in plans[0].pods:
+        if pod.refs.get("node") or pod.values.get("phase") != PodPhase.PENDING:
+            raise ValidationError(
+                {"manifest": [f"document {pod.index}: a submitted pod must be Pending and unbound"]}
+            )
+    return plans[0]
+
+
+def job_submit_manifest(
+    *, user: Any, manifests: ManifestSet, cluster: str | None, idempotency_key: str | None
+) -> tuple[Job, bool]:
+    """Submit a job given as Kubernetes manifests (parsed by `koordweb.manifests`)."""
+    owner = user if user is not None and user.is_authenticated else None
+    if idempotency_key and owner is not None:
+        existing = Job.objects.filter(owner=owner, idempotency_key=idempotency_key).first()
+        if existing is not None:
+            return existing, False
+    plan = _submitted_plan(manifests)
+    target = _resolve_cluster(cluster)
+    _resolve_quota(user=user, cluster=target, name=plan.quota_name or None)
+    gather = (plan.values.get("topology_spec") or {}).get("gatherStrategy") or []
+    _check_layers(target, tuple(GatherRule(g["layer"], g["strategy"]) for g in gather))
+    for pod in plan.pods:
+        _check_shape(target, pod.values["requests"])
+        _check_devices(pod.values["requests"])
+    try:
+        with transaction.atomic():
+            apply_manifests(target, manifests)
+            job = Job.objects.get(cluster=target, namespace=plan.namespace, name=plan.name)
+            job.owner = owner
+            job.idempotency_key = idempotency_key or None
+            job.save(update_fields=["owner", "idempotency_key"])
+            _request_round(target.pk)
+    except (IntegrityError, ManifestError) as exc:
+        if idempotency_key and owner is not None:
+            existing = Job.objects.filter(owner=owner, idempotency_key=idempotency_key).first()
+            if existing is not None:
+                return existing, False
+        raise ValidationError({"manifest": [str(exc)]}) from exc
+    return job, True
 
 
 @transaction.atomic

@@ -49,6 +49,18 @@ def job_mark_preempted(*, job: Job, reason: str, now: datetime) -> None:
     )
 
 
+def job_mark_failed(*, job: Job, reason: str, now: datetime) -> None:
+    if job.state in FINAL_JOB_STATES:
+        return
+    job.state = JobState.FAILED
+    job.state_reason = reason
+    job.finished_at = now
+    job.save(update_fields=["state", "state_reason", "finished_at"])
+    job.pods.filter(phase__in=[PodPhase.PENDING, PodPhase.RUNNING]).update(
+        phase=PodPhase.FAILED, finished_at=now, nominated_node=None
+    )
+
+
 def job_refresh_states(*, jobs: Iterable[Job], now: datetime) -> None:
     """Derive each active job's state from its pods (Pending -> Scheduled -> Running -> done)."""
     for job in jobs:

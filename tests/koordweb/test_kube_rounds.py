@@ -246,3 +246,54 @@ def test_a_budget_the_engine_cannot_see_turns_eviction_into_a_blocked_preemption
     assert all(kube.pod("batch", f"db-{i}") is not None for i in range(4))
     for victim in preemption.victims.all():
         assert victim.job.state != JobState.PREEMPTED
+
+
+def test_a_job_submitted_to_koordweb_is_created_in_the_cluster_then_bound(
+    kube, cluster_client, cluster, django_user_model
+):
+    from koordweb.services.jobs import GatherRule, JobSpec, PodShape, job_submit
+
+    kube.add({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
+    settle(kube, cluster_client)
+    do_round(cluster, cluster_client)  # learn the nodes and the topology
+    admin = django_user_model.objects.create_user("root", is_staff=True, is_superuser=True)
+    job, _ = job_submit(
+        user=admin,
+        spec=JobSpec(
+            name="sweep",
+            namespace="ml",
+            cluster=cluster.name,
+            replicas=2,
+            pod=PodShape(requests={"cpu": 16000}),
+            gather=(GatherRule("BlockLayer", "MustGather"),),
+        ),
+    )
+    outcome = do_round(cluster, cluster_client)
+    created = [kube.pod("ml", f"sweep-{i}") for i in range(2)]
+    assert all(created)
+    for doc in created:
+        assert doc["spec"]["schedulerName"] == "koordweb"
+        assert doc["metadata"]["annotations"]["gang.scheduling.koordinator.sh/name"] == "sweep"
+    nodes = {doc["spec"].get("nodeName") for doc in created}
+    assert None not in nodes and len({LAYOUT[n] for n in nodes}) == 1
+    assert outcome.summary["placed_pods"] == 2
+    assert all(p.uid for p in job.pods.all())
+    job.refresh_from_db()
+    assert job.state == JobState.SCHEDULED
+
+
+def test_a_job_the_cluster_refuses_fails_alone(kube, cluster_client, cluster, django_user_model):
+    from koordweb.services.jobs import JobSpec, PodShape, job_submit
+
+    settle(kube, cluster_client)
+    do_round(cluster, cluster_client)
+    admin = django_user_model.objects.create_user("root", is_staff=True, is_superuser=True)
+    job, _ = job_submit(
+        user=admin,
+        spec=JobSpec(name="lost", namespace="nowhere", cluster=cluster.name, pod=PodShape({})),
+    )
+    outcome = do_round(cluster, cluster_client)
+    job.refresh_from_db()
+    assert job.state == JobState.FAILED
+    assert 'namespaces "nowhere" not found' in job.state_reason
+    assert outcome.round.state == Round.State.SUCCEEDED
