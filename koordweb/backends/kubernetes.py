@@ -14,10 +14,9 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from kubernetes.client.exceptions import ApiException
 
 from koordweb.backends.base import EnactPlan, EnactReport
-from koordweb.backends.kube.client import KubeClusterClient
+from koordweb.backends.kube import ApiException, KubeClusterClient
 from koordweb.backends.reconcile import cluster_reconcile
 from koordweb.manifests import serialize
 from koordweb.models import Cluster, Job, Pod, PodPhase

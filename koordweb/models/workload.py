@@ -44,7 +44,7 @@ class ElasticQuota(models.Model):
     namespace = models.CharField(max_length=63, default="default")
     name = models.CharField(max_length=253)
     parent = models.ForeignKey(
-        "self", on_delete=models.PROTECT, null=True, blank=True, related_name="children"
+        "self", on_delete=models.RESTRICT, null=True, blank=True, related_name="children"
     )
     min = models.JSONField(default=dict, blank=True, validators=[validate_resource_list])
     max = models.JSONField(default=dict, blank=True, validators=[validate_resource_list])
@@ -100,10 +100,10 @@ class Job(models.Model):
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.GANG)
     pod_group_api = models.CharField(max_length=64, blank=True)
     quota = models.ForeignKey(
-        ElasticQuota, on_delete=models.PROTECT, null=True, blank=True, related_name="jobs"
+        ElasticQuota, on_delete=models.RESTRICT, null=True, blank=True, related_name="jobs"
     )
     priority_class = models.ForeignKey(
-        PriorityClass, on_delete=models.PROTECT, null=True, blank=True, related_name="jobs"
+        PriorityClass, on_delete=models.RESTRICT, null=True, blank=True, related_name="jobs"
     )
     priority = models.IntegerField(default=0)
     preemption_policy = models.CharField(

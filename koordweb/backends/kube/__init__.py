@@ -4,6 +4,8 @@
 writes, idempotently and with bounded retries.
 """
 
+from kubernetes.client.exceptions import ApiException
+
 from koordweb.backends.kube.client import KubeClusterClient
 from koordweb.backends.kube.connection import KubeUnavailable, RetryPolicy, api_client
 from koordweb.backends.kube.kinds import WATCHED_KINDS, WatchedKind
@@ -12,6 +14,7 @@ from koordweb.backends.kube.pods import BindOutcome, BindResult, EvictOutcome, E
 
 __all__ = [
     "WATCHED_KINDS",
+    "ApiException",
     "BindOutcome",
     "BindResult",
     "EvictOutcome",
