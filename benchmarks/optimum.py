@@ -141,8 +141,10 @@ def placement_optimum(
     started = time.perf_counter()
     status = solver.solve(model)
     seconds = time.perf_counter() - started
+    found = status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
     return {
         "status": solver.status_name(status),
+        "admitted": [g.id for g, x in zip(queue, admit, strict=True) if found and solver.value(x)],
         "admitted_gpus": int(solver.objective_value),
         "bound_gpus": int(solver.best_objective_bound),
         "solver_seconds": round(seconds, 3),
@@ -179,6 +181,14 @@ def placement_case(topo: Topology, rng: random.Random, time_limit: float) -> dic
     )
     best = placement_optimum(topo, free, queue, time_limit)
     reference = best["admitted_gpus"] if best["status"] == "OPTIMAL" else best["bound_gpus"]
+    # Diagnostic: handed only the gangs the optimum admits (same order), does the engine place
+    # them all? If so the gap is the queue order (FIFO admission), not the placement itself.
+    chosen = set(best["admitted"])
+    subset = placement_snapshot(topo, free, [g for g in queue if g.id in chosen])
+    subset_result = run_round(subset, core_profile())
+    subset_gpus = sum(
+        int(p.requests[GPU]) for p in subset.pods if p.key in subset_result.placements
+    )
     return {
         "topology": topo.name,
         "nodes": len(topo.nodes),
@@ -192,6 +202,7 @@ def placement_case(topo: Topology, rng: random.Random, time_limit: float) -> dic
         "solver_status": best["status"],
         "solver_seconds": best["solver_seconds"],
         "gap": round((reference - ours) / reference, 4) if reference else 0.0,
+        "ours_on_optimal_set_gpus": subset_gpus,
     }
 
 
@@ -351,13 +362,40 @@ def victim_case(topo: Topology, rng: random.Random, time_limit: float) -> dict[s
         else:
             row["lexicographic_miss"] = row["ours_highest_priority"] > row["optimum_highest_priority"]
     row["ours_missed"] = record is None and best.get("victim_jobs") is not None
+    threshold = threshold_search(topo, running, preemptor)
+    row["threshold_highest_priority"] = threshold[0]
+    row["threshold_victim_jobs"] = threshold[1]
     return row
+
+
+def threshold_search(
+    topo: Topology, running: Sequence[Running], preemptor: Gang
+) -> tuple[int | None, int | None]:
+    """The proposed engine change, emulated from outside: offer victims in priority bands.
+
+    For each distinct victim priority p, lowest first, the preemptor runs at priority p + 1 (so
+    only jobs of priority <= p are candidates); the first band that yields a preemption fixes the
+    highest victim priority, as the lexicographic cost wants.
+    """
+    for band in sorted({r.priority for r in running if r.priority < preemptor.priority}):
+        trial = Gang(preemptor.id, preemptor.size, preemptor.gpus, preemptor.kind, band + 1)
+        result = run_round(victim_snapshot(topo, running, trial), core_profile())
+        if result.preemptions:
+            record = result.preemptions[0]
+            return record.cost["highest_victim_priority"], len(record.victim_jobs)
+    return None, None
 
 
 # --- the run -----------------------------------------------------------------------------------
 def summarise(placements: list[dict[str, Any]], victims: list[dict[str, Any]]) -> dict[str, Any]:
     gaps = [r["gap"] for r in placements]
     ratios = [r["ratio"] for r in victims if r["ratio"] is not None]
+    banded = [
+        r["threshold_victim_jobs"] / r["optimum_victim_jobs"]
+        for r in victims
+        if r["optimum_victim_jobs"]
+        and r["threshold_highest_priority"] == r["optimum_highest_priority"]
+    ]
     return {
         "placement_cases": len(placements),
         "placement_gap_mean": round(sum(gaps) / len(gaps), 4) if gaps else None,
@@ -370,6 +408,17 @@ def summarise(placements: list[dict[str, Any]], victims: list[dict[str, Any]]) -
         "victim_ratio_max": max(ratios) if ratios else None,
         "victim_lexicographic_misses": sum(1 for r in victims if r["lexicographic_miss"]),
         "victim_engine_found_none": sum(1 for r in victims if r["ours_missed"]),
+        "victim_banded_ratio_mean": round(sum(banded) / len(banded), 3) if banded else None,
+        "victim_banded_ratio_max": round(max(banded), 3) if banded else None,
+        "victim_banded_lexicographic_misses": sum(
+            1
+            for r in victims
+            if r["optimum_highest_priority"] is not None
+            and r["threshold_highest_priority"] != r["optimum_highest_priority"]
+        ),
+        "placement_optimal_set_placed_whole": sum(
+            1 for r in placements if r["ours_on_optimal_set_gpus"] == r["optimum_gpus"]
+        ),
         "victim_ours_seconds_p50": percentile([r["ours_seconds"] for r in victims], 50),
         "victim_solver_seconds_p50": percentile([r["solver_seconds"] for r in victims], 50),
     }

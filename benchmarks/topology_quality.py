@@ -8,7 +8,7 @@ gangs of 1-64 pods x 8 GPUs arrive (Poisson, offered load = arrival rate x mean 
 duration / cluster GPUs), a third MustGather Block (sizes capped to the largest block), a third
 PreferGather Spine, a third without a rule; each tick expires finished gangs, builds a
 `ClusterSnapshot`, calls `run_round` and binds what it placed. Every profile sees the same
-arrival stream. Metrics per run (after a warm-up of the first fifth of the ticks):
+arrival stream. Metrics per run (after a warm-up of two mean durations, 60 ticks, or a fifth of a short run):
 - `block_locality`: of the placed gangs for which, just before their placement, one block had
   enough free nodes, the share placed inside one block;
 - `span_gpu_weighted`: the height of the lowest common domain of a gang's nodes (0 node, 1 the
@@ -144,7 +144,8 @@ def simulate(
     progress: tqdm | None = None,
 ) -> dict[str, Any]:
     tree = TreeIndex(topo)
-    warmup = ticks // 5
+    # measure from steady state: two mean durations in, or the first fifth of a short run
+    warmup = max(ticks // 5, min(ticks // 2, int(2 * MEAN_DURATION)))
     free = {n.name for n in topo.nodes}
     running: dict[str, RunningGang] = {}
     pending: dict[str, tuple[Arrival, JobInfo, list[PodInfo]]] = {}

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 ResourceList = Mapping[str, int]
@@ -109,7 +110,7 @@ class PodInfo:
     quota: str | None = None  # elastic quota name, from label quota.scheduling.koordinator.sh/name
     gang_id: str | None = None  # the member gang ("ns/name") this pod belongs to, if any
 
-    @property
+    @cached_property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
 
@@ -126,7 +127,7 @@ class PodInfo:
     def is_pending(self) -> bool:
         return self.node is None and self.phase == "Pending"
 
-    @property
+    @cached_property
     def preemptible(self) -> bool:
         """False when a protection label forbids evicting this pod."""
         return (

@@ -22,7 +22,8 @@ def run_round(snapshot: ClusterSnapshot, profile: Profile | None = None) -> Roun
     framework = Framework((profile or Profile.default()).build())
     state = CycleState(snapshot)
     framework.start(state)
-    pending = [job for job in state.jobs.values() if state.pending_pods(job)]
+    pending_counts = {job.id: len(state.pending_pods(job)) for job in state.jobs.values()}
+    pending = [job for job in state.jobs.values() if pending_counts[job.id]]
     placements: dict[str, Placement] = {}
     decisions: dict[str, dict[str, Any]] = {}
     preemptions: list[PreemptionRecord] = []
@@ -60,7 +61,7 @@ def run_round(snapshot: ClusterSnapshot, profile: Profile | None = None) -> Roun
             "jobs_considered": len(pending),
             "jobs_placed": len(decisions),
             "pods_placed": len(placements),
-            "pending_pods": sum(len(state.pending_pods(j)) for j in pending) + len(placements),
+            "pending_pods": sum(pending_counts.values()),
             "preemptions": len(preemptions),
         },
     )

@@ -91,7 +91,9 @@ class CycleState:
                 self.allocatable[i, self.resource_index[r]] = int(v)
             if PODS not in n.allocatable:
                 self.allocatable[i, pods_col] = UNLIMITED_PODS
-        self.used: IntArray = np.zeros((n_nodes, n_res), dtype=np.int64)
+        # column-major: the per-job hot path reads whole resource columns across all nodes
+        self.allocatable = np.asfortranarray(self.allocatable)
+        self.used: IntArray = np.zeros((n_nodes, n_res), dtype=np.int64, order="F")
         self._vectors: dict[str, IntArray] = {}
         # Pods bound to a node, by node index (the preemption candidates are drawn from these).
         self.bound_on_node: dict[int, list[PodInfo]] = {}
@@ -109,7 +111,7 @@ class CycleState:
                 self.used[idx] += vec
                 self.reservations.setdefault(p.job_id, []).append((idx, vec))
 
-        self.free_now: IntArray = self.allocatable - self.used  # kept in step with `used`
+        self.free_now: IntArray = np.asfortranarray(self.allocatable - self.used)  # tracks `used`
         self._free_released: IntArray | None = None
         self.topology = TopologyTree.build(snapshot.topology, nodes)
         self.assumed: dict[str, int] = {}  # pod key -> node index, placed this round

@@ -68,6 +68,7 @@ class TopologyTree:
     node_names: list[str] = field(default_factory=list)
     _labels: dict[int, list[str]] = field(default_factory=dict)
     _levels: list[str] = field(default_factory=list)
+    _groups: dict[int, tuple[IntArray, IntArray]] = field(default_factory=dict)
 
     @property
     def levels(self) -> list[str]:
@@ -140,12 +141,23 @@ class TopologyTree:
             return np.array([int(per_node.sum())], dtype=np.int64)
         if level == len(self.layers) + 1:
             return per_node
-        arr = self.node_domain[level - 1]
-        inside = arr >= 0
-        sums: IntArray = np.bincount(
-            arr[inside], weights=per_node[inside], minlength=len(self.domain_names[level - 1])
-        ).astype(np.int64)
+        order, starts = self._grouping(level - 1)
+        if len(order) == 0:
+            return np.zeros(0, dtype=np.int64)
+        sums: IntArray = np.add.reduceat(per_node[order], starts)
         return sums
+
+    def _grouping(self, layer: int) -> tuple[IntArray, IntArray]:
+        """Nodes of a layer sorted by domain and where each domain starts (every domain has one)."""
+        cached = self._groups.get(layer)
+        if cached is None:
+            arr = self.node_domain[layer]
+            order = np.flatnonzero(arr >= 0)
+            order = order[np.argsort(arr[order], kind="stable")]
+            starts = np.searchsorted(arr[order], np.arange(len(self.domain_names[layer])))
+            cached = (order.astype(np.int64), starts.astype(np.int64))
+            self._groups[layer] = cached
+        return cached
 
     def domain_label(self, level: int, index: int) -> str:
         """`Layer/name` as Koordinator prints a topology node."""

@@ -15,7 +15,6 @@ from koordweb.models import (
     Round,
 )
 
-
 # Ids and integers in filters stay within the database's 64-bit range (else the query overflows).
 MAX_ID = 2**63 - 1
 

@@ -8,6 +8,7 @@ undeclared (chunked) body is read at most one byte past the limit.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
@@ -25,7 +26,7 @@ def max_body_bytes() -> int:
     return int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 5 * 1024 * 1024)
 
 
-def read_limited(stream: Any, parser_context: dict[str, Any] | None) -> bytes:
+def read_limited(stream: Any, parser_context: Mapping[str, Any] | None) -> bytes:
     """The whole body, or PayloadTooLarge when it is over the limit."""
     limit = max_body_bytes()
     request = (parser_context or {}).get("request")
@@ -53,7 +54,7 @@ class LimitedJSONParser(BaseParser):
         self,
         stream: Any,
         media_type: str | None = None,
-        parser_context: dict[str, Any] | None = None,
+        parser_context: Mapping[str, Any] | None = None,
     ) -> Any:
         raw = read_limited(stream, parser_context)
         try:
@@ -83,7 +84,7 @@ class YAMLTextParser(BaseParser):
         self,
         stream: Any,
         media_type: str | None = None,
-        parser_context: dict[str, Any] | None = None,
+        parser_context: Mapping[str, Any] | None = None,
     ) -> Any:
         raw = read_limited(stream, parser_context)
         try:

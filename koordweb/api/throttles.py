@@ -22,7 +22,9 @@ class SharedCacheThrottle(SimpleRateThrottle):
         super().__init__()
 
     def get_rate(self) -> str | None:
-        return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)  # type: ignore[no-any-return]
+        rates: dict[str, Any] = dict(api_settings.DEFAULT_THROTTLE_RATES)
+        rate = rates.get(str(self.scope))
+        return rate if isinstance(rate, str) else None
 
 
 class TokenRateThrottle(SharedCacheThrottle):

@@ -6,10 +6,11 @@ from rest_framework.routers import DefaultRouter
 
 from koordweb.api.views import catalog
 from koordweb.api.views.jobs import JobViewSet
+from koordweb.api.views.manifests import ManifestsView
 from koordweb.api.views.not_found import api_not_found
+from koordweb.api.views.tokens import TokenDetailView, TokenListView
 from koordweb.api.views.topology import TopologyView
 from koordweb.api.views.whatif import WhatIfView
-from koordweb.api.views.tokens import TokenDetailView, TokenListView
 
 router = DefaultRouter(trailing_slash=True)
 router.include_root_view = False
@@ -26,6 +27,7 @@ v1 = [
     *router.urls,
     path("topology/", TopologyView.as_view(), name="topology"),
     path("whatif/", WhatIfView.as_view(), name="whatif"),
+    path("manifests/", ManifestsView.as_view(), name="manifests"),
     path("tokens/", TokenListView.as_view(), name="token-list"),
     path("tokens/<str:token_key>/", TokenDetailView.as_view(), name="token-detail"),
 ]

@@ -24,8 +24,12 @@ from koordweb.models import (
     TopologyLayer,
 )
 from koordweb.selectors.overview import QuotaUse, latest_runtime_quota, quota_usage
-from koordweb.selectors.tenancy import jobs_visible, preemptions_visible, quota_ids_visible
-from koordweb.selectors.tenancy import user_is_admin
+from koordweb.selectors.tenancy import (
+    jobs_visible,
+    preemptions_visible,
+    quota_ids_visible,
+    user_is_admin,
+)
 from koordweb.selectors.topology import OCCUPYING_PHASES
 
 

@@ -14,7 +14,7 @@ from django.shortcuts import render
 from koordweb.figures.capacity import display_amount
 from koordweb.models import Decision, Job, JobState, Pod, Preemption, PreemptionVictim
 from koordweb.views.cluster import placement_figure
-from koordweb.views.common import current_cluster, paginate, visible_jobs
+from koordweb.views.common import current_cluster, is_admin, paginate, visible_jobs
 
 ACTIVE = (JobState.PENDING, JobState.SCHEDULED, JobState.RUNNING)
 STATE_FILTERS = {"active": ACTIVE, "pending": (JobState.PENDING,), "all": ()}
@@ -59,6 +59,44 @@ def plain_reason(outcome: str | None, reason: str | None, job: Job) -> str:
         )
     prefix = OUTCOME_WORDS.get(outcome, outcome)
     return f"{prefix}: {reason}" if reason else prefix
+
+
+def counterfactual_words(counterfactual: Any, visible: set[str] | None = None) -> str:
+    """The engine's counterfactual in words: 'fits in BlockLayer/b2 if team/x is preempted',
+    'needs 8 more nvidia.com/gpu in quota team-a'. Jobs outside `visible` (a tenant's view) are
+    counted, never named."""
+    if not counterfactual:
+        return ""
+    if isinstance(counterfactual, str):
+        return counterfactual
+    if not isinstance(counterfactual, dict):
+        return str(counterfactual)
+    parts = []
+    evict = [str(j) for j in counterfactual.get("evict_jobs") or []]
+    if evict:
+        shown = [j for j in evict if visible is None or j in visible]
+        hidden = len(evict) - len(shown)
+        names = shown + ([f"{hidden} job(s) of other tenants"] if hidden else [])
+        where = counterfactual.get("fits_in")
+        verb = "is" if len(evict) == 1 else "are"
+        parts.append(
+            f"fits{f' in {where}' if where else ''} if {', '.join(names)} {verb} preempted"
+        )
+    for quota, missing in (counterfactual.get("quota_increase") or {}).items():
+        if isinstance(missing, dict):
+            amounts = ", ".join(f"{n} more {r}" for r, n in sorted(missing.items()))
+            parts.append(f"needs {amounts} in quota {quota}")
+    return "; ".join(parts) or str(counterfactual)
+
+
+def offer_slot_words(details: Mapping[str, Any]) -> str:
+    """'desired 4; BlockLayer/b1: 2, BlockLayer/b2: 3' from a decision's offer-slot details."""
+    slots = details.get("domain_offer_slots")
+    if not isinstance(slots, dict) or not slots:
+        return ""
+    listed = ", ".join(f"{domain}: {n}" for domain, n in sorted(slots.items())[:30])
+    desired = details.get("desired_offer_slots")
+    return f"desired {desired}; {listed}" if desired is not None else listed
 
 
 def job_queue(jobs: QuerySet[Job], states: tuple[str, ...]) -> QuerySet[Job]:
@@ -127,6 +165,14 @@ def get_visible_job(request: HttpRequest, pk: int) -> Job:
     return job
 
 
+def _visible_job_ids(request: HttpRequest, cluster_id: int) -> set[str] | None:
+    """Job ids (namespace/name) a tenant may see named; None for admins (everything)."""
+    if is_admin(request.user):
+        return None
+    rows = visible_jobs(request.user).filter(cluster_id=cluster_id).values_list("namespace", "name")
+    return {f"{namespace}/{name}" for namespace, name in rows}
+
+
 @login_required
 def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
     job = get_visible_job(request, pk)
@@ -150,8 +196,10 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "reason": plain_reason(
             latest.outcome if latest else None, latest.reason if latest else None, job
         ),
-        "counterfactual": details.get("counterfactual"),
-        "domain_slots": details.get("domains") or details.get("domain_slots"),
+        "counterfactual": counterfactual_words(
+            details.get("counterfactual"), _visible_job_ids(request, job.cluster_id)
+        ),
+        "domain_slots": offer_slot_words(details),
         "preemptions_made": Preemption.objects.filter(preemptor=job).order_by("-created_at")[:20],
         "preempted_by": PreemptionVictim.objects.filter(job=job).select_related(
             "preemption__preemptor"

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.devices.allocator import allocate, count_fits, score_request
+from scheduler.devices.allocator import allocate, count_fits, explain, score_request
 from scheduler.devices.model import AllocatedDevice, DeviceUsage, NodeDevices
 from scheduler.devices.names import Scoring
 from scheduler.devices.request import DeviceRequest
@@ -102,6 +102,20 @@ class DeviceFleet:
             table[g] = score
         result: FloatArray = table[groups]
         return result
+
+    def reasons(self, node_indices: IntArray, request: DeviceRequest) -> dict[str, int]:
+        """Why one pod of `request` does not fit, counted over the device nodes given."""
+        groups = self.group[node_indices]
+        found, counts = np.unique(groups[groups >= 0], return_counts=True)
+        reasons: dict[str, int] = {}
+        for g, count in zip(found.tolist(), counts.tolist(), strict=True):
+            node, usage = self._members[g]
+            why = explain(node, usage, request)
+            # "Insufficient gpu: 4 needed, ..." -> "Insufficient gpu", so nodes group by reason.
+            reason = why.split(":")[0]
+            if reason:
+                reasons[reason] = reasons.get(reason, 0) + count
+        return reasons
 
     # --- internals ------------------------------------------------------------------------------
     def _fit_runs(self, node: NodeDevices, usage: DeviceUsage, runs: Runs) -> int:

@@ -64,11 +64,6 @@ class FragmentationModel:
         allows = workload.spec_allows[workload.spec_id[gpu_pods]]  # (P, models)
         # Each GPU pod of the trace weighs request**exponent (0: plain frequency, as in the paper).
         weight = (milli * count).astype(np.float64) ** weight_exponent
-        import os
-        occ = os.environ.get("FGD_OCC")
-        if occ:
-            occupancy = np.where(milli < 1000, float(occ), count.astype(np.float64))
-            weight = 1.0 / occupancy
         weight = weight / weight.sum()
         for model in range(model_count):
             admitted = allows[:, model]

@@ -137,18 +137,7 @@ class DeviceShare:
         request = next((r for r, _ in _runs(ds.requests, pods) if r is not None), None)
         if request is None:
             return {}
-        fleet = ds.fleet
-        reasons: dict[str, int] = {}
-        for idx in node_indices:
-            i = int(idx)
-            if i not in fleet.nodes:
-                continue  # not constrained by this plugin
-            why = explain(fleet.nodes[i], fleet.usage[i], request)
-            # "Insufficient gpu: 4 needed, ..." -> "Insufficient gpu", so nodes group.
-            reason = why.split(":")[0] if why else ""
-            if reason:
-                reasons[reason] = reasons.get(reason, 0) + 1
-        return reasons
+        return ds.fleet.reasons(node_indices, request)
 
     # --- Score ----------------------------------------------------------------------------------
     def score_nodes(self, state: CycleState, job: JobInfo, node_indices: IntArray) -> FloatArray:

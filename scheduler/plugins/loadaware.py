@@ -175,20 +175,16 @@ class LoadAware:
         used = self.estimated_usage(ls, node_indices) + estimate[None, :]
         alloc = ls.allocatable[node_indices]
         limit = ls.thresholds[node_indices]
-        reasons: dict[str, int] = {}
-        for p, idx in enumerate(node_indices):
-            if not ls.fresh[idx]:
-                continue
-            for j, r in enumerate(ls.resources):
-                if (
-                    limit[p, j]
-                    and alloc[p, j]
-                    and 200 * used[p, j] >= (2 * limit[p, j] + 1) * alloc[p, j]
-                ):
-                    reason = f"node(s) {r} usage exceed threshold"
-                    reasons[reason] = reasons.get(reason, 0) + 1
-                    break
-        return reasons
+        over = (limit > 0) & (alloc > 0) & (200 * used >= (2 * limit + 1) * alloc)
+        over &= ls.fresh[node_indices][:, None]
+        # Koordinator reports the first resource over its threshold.
+        first = np.argmax(over, axis=1)[over.any(axis=1)]
+        counts = np.bincount(first, minlength=len(ls.resources))
+        return {
+            f"node(s) {r} usage exceed threshold": int(counts[j])
+            for j, r in enumerate(ls.resources)
+            if counts[j]
+        }
 
     # --- Score ----------------------------------------------------------------------------------
     def score_nodes(self, state: CycleState, job: JobInfo, node_indices: IntArray) -> FloatArray:

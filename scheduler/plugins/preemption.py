@@ -246,7 +246,9 @@ class JobPreemption:
         if quota_need:
             chosen = np.flatnonzero(eligible)
         else:
-            on_plan = np.isin(pool.pod_node, np.fromiter(planned, dtype=np.int64))
+            planned_mask = np.zeros(len(state.nodes), dtype=np.bool_)
+            planned_mask[list(planned)] = True
+            on_plan = planned_mask[pool.pod_node]
             chosen = np.unique(pool.pod_job[on_plan & eligible[pool.pod_job]])
         consider = [pool.jobs[int(i)] for i in chosen]
         rows = np.array(sorted(planned), dtype=np.int64)

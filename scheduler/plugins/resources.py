@@ -101,16 +101,17 @@ class NodeResourcesFit:
             return {}
         first = pods[0]
         counts: dict[str, int] = {}
-        rejected = np.zeros(len(node_indices), dtype=np.bool_)
+        asked = np.zeros(len(state.nodes), dtype=np.bool_)
+        asked[node_indices] = True
         for verdict in state.mask_verdicts(first):
-            hit = ~verdict.allowed[node_indices]
+            hit = asked & ~verdict.allowed
             if hit.any():
                 counts[verdict.reason] = counts.get(verdict.reason, 0) + int(hit.sum())
-                rejected |= hit
+                asked &= verdict.allowed
         need = state.vector(first)
-        free = state.free(node_indices)[~rejected]
+        free = state.free()
         for c in np.flatnonzero(need > 0):
-            short = int((free[:, c] < need[c]).sum())
+            short = int(np.count_nonzero(asked & (free[:, c] < need[c])))
             if short:
                 r = state.resources[int(c)]
                 reason = "Too many pods" if r == PODS else f"Insufficient {r}"

@@ -79,7 +79,7 @@ def history(db):
     rnd(a, 4000, ago=10)
     rnd(a, 0, state=Round.State.FAILED, ago=5)
     rnd(b, 70, pods=1)
-    job = Job.objects.create(cluster=a, name="urgent", namespace="ml")
+    job = Job.objects.create(cluster=a, name="urgent", namespace="ml", submitted_at=now)
     for state in (Preemption.State.ENACTED, Preemption.State.ENACTED, Preemption.State.BLOCKED):
         Preemption.objects.create(cluster=a, round=first, preemptor=job, state=state, created_at=now)
     return a, b, now
@@ -184,7 +184,7 @@ def test_the_middleware_counts_real_api_answers(client, db, settings):
     settings.MIDDLEWARE = [*settings.MIDDLEWARE, "koordweb.observability.ApiErrorCountingMiddleware"]
     for _ in range(3):
         client.get("/api/no-such-endpoint/")
-    client.get("/api/jobs/")  # anonymous: refused
+    client.get("/api/v1/jobs/")  # anonymous: refused
     counts = api_error_counts()
     assert counts[("http", 404)] == 3
     assert sum(v for (source, code), v in counts.items() if code in (401, 403)) == 1

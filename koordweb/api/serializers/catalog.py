@@ -89,7 +89,7 @@ class TopologyLayerSerializer(StrictModelSerializer):
 
 class QuotaSerializer(StrictModelSerializer):
     cluster = _cluster_field()
-    parent = serializers.PrimaryKeyRelatedField(
+    parent = serializers.PrimaryKeyRelatedField(  # type: ignore[assignment]
         queryset=ElasticQuota.objects.all(), allow_null=True, required=False
     )
     members = serializers.SlugRelatedField(
@@ -142,7 +142,7 @@ class QuotaSerializer(StrictModelSerializer):
 
 class QuotaTreeRowSerializer(serializers.Serializer):  # type: ignore[type-arg]
     name = serializers.CharField()
-    parent = serializers.CharField(allow_blank=True)
+    parent = serializers.CharField(allow_blank=True)  # type: ignore[assignment]
     depth = serializers.IntegerField()
     min = serializers.DictField(child=serializers.IntegerField())
     max = serializers.DictField(child=serializers.IntegerField())

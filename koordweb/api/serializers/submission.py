@@ -64,7 +64,7 @@ class GatherRuleSerializer(StrictSerializer):
 
 
 class TopologyRuleSerializer(StrictSerializer):
-    gather = GatherRuleSerializer(many=True, max_length=8)
+    gather = GatherRuleSerializer(many=True, max_length=8)  # type: ignore[call-arg]
 
 
 class JobSubmissionSerializer(StrictSerializer):

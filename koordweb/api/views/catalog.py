@@ -46,7 +46,7 @@ class NodeViewSet(CatalogViewSet):
         return catalog.node_list()
 
     def get_serializer_context(self) -> dict[str, Any]:
-        context = super().get_serializer_context()
+        context = dict(super().get_serializer_context())
         context["allocated"] = getattr(self, "_allocated", {})
         return context
 
@@ -133,7 +133,7 @@ class PreemptionViewSet(ApiMixin, viewsets.ReadOnlyModelViewSet):  # type: ignor
         return catalog.preemption_list(user=self.request.user)
 
     def get_serializer_context(self) -> dict[str, Any]:
-        context = super().get_serializer_context()
+        context = dict(super().get_serializer_context())
         context["member_quota_ids"] = set(
             quotas_of_member(user=self.request.user).values_list("id", flat=True)
         )

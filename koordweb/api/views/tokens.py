@@ -24,6 +24,7 @@ from koordweb.services.tokens import token_create, token_list, token_revoke
 
 class TokenListView(ApiView):
     pagination_class = None  # a user has a handful of tokens
+
     @extend_schema(responses={200: TokenSerializer(many=True)}, operation_id="tokens_list")
     def get(self, request: Request) -> Response:
         tokens = token_list(user=request.user)

@@ -45,7 +45,7 @@ class DomainSerializer(serializers.Serializer):  # type: ignore[type-arg]
     key = serializers.CharField()
     layer = serializers.CharField()
     name = serializers.CharField()
-    parent = serializers.CharField(allow_blank=True)
+    parent = serializers.CharField(allow_blank=True)  # type: ignore[assignment]
     node_count = serializers.IntegerField()
     capacity = serializers.DictField(child=serializers.IntegerField())
     allocated = serializers.DictField(child=serializers.IntegerField())

@@ -15,7 +15,6 @@ from koordweb.api.serializers.submission import JobSubmissionSerializer
 from koordweb.selectors.whatif import job_whatif
 from koordweb.services.jobs import job_spec_resolve
 
-
 logger = logging.getLogger("koordweb.api")
 
 

@@ -6,6 +6,8 @@ with details), and lists simply leave them out.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 from rest_framework.test import APIClient
 
@@ -42,12 +44,14 @@ def scene(world):
         "bob": token_client(world.bob),
         "admin": token_client(world.admin),
     }
-    return world, job_a, job_b, b_only, clients
+    return SimpleNamespace(
+        world=world, jobs={"a": job_a, "b": job_b}, b_only=b_only, clients=clients
+    )
 
 
 @pytest.mark.parametrize("endpoint", READ_ENDPOINTS)
 def test_anonymous_is_refused_everywhere(scene, endpoint):
-    *_, clients = scene
+    clients = scene.clients
     response = clients["anonymous"].get(V1 + endpoint)
     assert response.status_code == 401
     assert "credentials" in response.json()["detail"].lower()
@@ -56,7 +60,7 @@ def test_anonymous_is_refused_everywhere(scene, endpoint):
 @pytest.mark.parametrize("endpoint", READ_ENDPOINTS)
 @pytest.mark.parametrize("who", ["alice", "bob", "admin"])
 def test_authenticated_reads_answer(scene, endpoint, who):
-    *_, clients = scene
+    clients = scene.clients
     assert clients[who].get(V1 + endpoint).status_code == 200
 
 
@@ -64,12 +68,10 @@ def _ids(response):
     return {item["id"] for item in response.json()["results"]}
 
 
-@pytest.mark.parametrize(
-    ("who", "own", "foreign"), [("alice", "a", "b"), ("bob", "b", "a")]
-)
+@pytest.mark.parametrize(("who", "own", "foreign"), [("alice", "a", "b"), ("bob", "b", "a")])
 def test_tenants_see_only_their_jobs(scene, who, own, foreign):
-    world, job_a, job_b, b_only, clients = scene
-    jobs = {"a": job_a, "b": job_b}
+    clients = scene.clients
+    jobs = scene.jobs
     client = clients[who]
     listed = _ids(client.get(V1 + "jobs/"))
     assert jobs[own].pk in listed and jobs[foreign].pk not in listed
@@ -82,8 +84,8 @@ def test_tenants_see_only_their_jobs(scene, who, own, foreign):
 
 @pytest.mark.parametrize(("who", "foreign"), [("alice", "b"), ("bob", "a")])
 def test_tenants_cannot_cancel_foreign_jobs(scene, who, foreign):
-    world, job_a, job_b, b_only, clients = scene
-    target = {"a": job_a, "b": job_b}[foreign]
+    clients = scene.clients
+    target = scene.jobs[foreign]
     response = clients[who].post(f"{V1}jobs/{target.pk}/cancel/")
     assert response.status_code == 404
     target.refresh_from_db()
@@ -92,7 +94,7 @@ def test_tenants_cannot_cancel_foreign_jobs(scene, who, foreign):
 
 @pytest.mark.parametrize(("who", "foreign_quota"), [("alice", "team-b"), ("bob", "team-a")])
 def test_tenants_cannot_submit_into_foreign_quotas(scene, who, foreign_quota):
-    *_, clients = scene
+    clients = scene.clients
     before = Job.objects.count()
     response = clients[who].post(
         V1 + "jobs/", submission(name="sneaky", quota=foreign_quota), format="json"
@@ -103,22 +105,22 @@ def test_tenants_cannot_submit_into_foreign_quotas(scene, who, foreign_quota):
 
 
 def test_preemptions_only_where_the_tenant_is_involved(scene):
-    world, job_a, job_b, b_only, clients = scene
+    clients = scene.clients
     assert clients["alice"].get(V1 + "preemptions/").json()["count"] == 0
-    assert clients["alice"].get(f"{V1}preemptions/{b_only.pk}/").status_code == 404
+    assert clients["alice"].get(f"{V1}preemptions/{scene.b_only.pk}/").status_code == 404
     assert clients["bob"].get(V1 + "preemptions/").json()["count"] == 1
     assert clients["admin"].get(V1 + "preemptions/").json()["count"] == 1
 
 
 def test_admin_sees_and_cancels_everything(scene):
-    world, job_a, job_b, b_only, clients = scene
+    clients = scene.clients
     admin = clients["admin"]
-    assert {job_a.pk, job_b.pk} <= _ids(admin.get(V1 + "jobs/"))
-    assert admin.post(f"{V1}jobs/{job_b.pk}/cancel/").status_code == 200
+    assert {scene.jobs["a"].pk, scene.jobs["b"].pk} <= _ids(admin.get(V1 + "jobs/"))
+    assert admin.post(f"{V1}jobs/{scene.jobs['b'].pk}/cancel/").status_code == 200
 
 
 def test_tokens_are_private(scene):
-    world, *_ , clients = scene
+    clients = scene.clients
     alice_tokens = clients["alice"].get(V1 + "tokens/").json()
     bob_tokens = clients["bob"].get(V1 + "tokens/").json()
     assert len(alice_tokens) == 1 and len(bob_tokens) == 1

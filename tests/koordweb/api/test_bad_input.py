@@ -19,7 +19,12 @@ def _pod(**requests):
 # (id, body, field the message is under, a word the message contains)
 CASES = [
     ("unknown-field", submission(colour="red"), "colour", "unknown field"),
-    ("unknown-pod-field", submission(pod={"requests": {"cpu": "1"}, "image": "x"}), "pod", "unknown"),
+    (
+        "unknown-pod-field",
+        submission(pod={"requests": {"cpu": "1"}, "image": "x"}),
+        "pod",
+        "unknown",
+    ),
     ("replicas-type", submission(replicas="two"), "replicas", "integer"),
     ("replicas-negative", submission(replicas=-1), "replicas", "greater than or equal"),
     ("replicas-huge", submission(replicas=10**9), "replicas", "less than or equal"),
@@ -29,23 +34,63 @@ CASES = [
     ("quantity-type", submission(pod=_pod(cpu=[1])), "pod", "cpu"),
     ("resource-name", submission(pod=_pod(**{"bad name!": "1"})), "pod", "resource name"),
     ("empty-requests", submission(pod=_pod(cpu="0")), "pod", "at least one"),
-    ("unknown-layer", submission(topology={"gather": [{"layer": "RackLayer", "strategy": "MustGather"}]}), "topology", "RackLayer"),
-    ("bad-strategy", submission(topology={"gather": [{"layer": "BlockLayer", "strategy": "Maybe"}]}), "topology", "valid choice"),
-    ("duplicate-layer", submission(topology={"gather": [{"layer": "BlockLayer", "strategy": "MustGather"}] * 2}), "topology", "once"),
+    (
+        "unknown-layer",
+        submission(topology={"gather": [{"layer": "RackLayer", "strategy": "MustGather"}]}),
+        "topology",
+        "RackLayer",
+    ),
+    (
+        "bad-strategy",
+        submission(topology={"gather": [{"layer": "BlockLayer", "strategy": "Maybe"}]}),
+        "topology",
+        "valid choice",
+    ),
+    (
+        "duplicate-layer",
+        submission(topology={"gather": [{"layer": "BlockLayer", "strategy": "MustGather"}] * 2}),
+        "topology",
+        "once",
+    ),
     ("unknown-quota", submission(quota="nope"), "quota", "unknown quota"),
     ("parent-quota", submission(quota="root"), "quota", "unknown quota"),
     ("no-quota", submission(quota=None), "quota", "required"),
     ("unknown-priority", submission(priority_class="koord-ultra"), "priority_class", "koord-prod"),
     ("unknown-cluster", submission(cluster="mars"), "cluster", "mars"),
-    ("too-many-gpus", submission(pod=_pod(cpu="1", **{"nvidia.com/gpu": "9"})), "pod", "more than any node"),
+    (
+        "too-many-gpus",
+        submission(pod=_pod(cpu="1", **{"nvidia.com/gpu": "9"})),
+        "pod",
+        "more than any node",
+    ),
     ("too-much-cpu", submission(pod=_pod(cpu="500")), "pod", "largest offers"),
-    ("unknown-resource", submission(pod=_pod(cpu="1", **{"example.com/widget": "1"})), "pod", "no node"),
-    ("device-combination", submission(pod=_pod(cpu="1", **{"koordinator.sh/gpu-core": "50"})), "pod", "gpu-memory"),
+    (
+        "unknown-resource",
+        submission(pod=_pod(cpu="1", **{"example.com/widget": "1"})),
+        "pod",
+        "no node",
+    ),
+    (
+        "device-combination",
+        submission(pod=_pod(cpu="1", **{"koordinator.sh/gpu-core": "50"})),
+        "pod",
+        "gpu-memory",
+    ),
     ("min-over-replicas", submission(replicas=2, min_available=3), "min_available", "at most"),
     ("bad-mode", submission(mode="Loose"), "mode", "valid choice"),
     ("bad-name", submission(name="Train_1"), "name", "pattern"),
-    ("tolerations-type", submission(pod={"requests": {"cpu": "1"}, "tolerations": "all"}), "pod", "list"),
-    ("selector-type", submission(pod={"requests": {"cpu": "1"}, "node_selector": ["a"]}), "pod", "dictionary"),
+    (
+        "tolerations-type",
+        submission(pod={"requests": {"cpu": "1"}, "tolerations": "all"}),
+        "pod",
+        "list",
+    ),
+    (
+        "selector-type",
+        submission(pod={"requests": {"cpu": "1"}, "node_selector": ["a"]}),
+        "pod",
+        "dictionary",
+    ),
     ("waiting-negative", submission(waiting_time_seconds=-5), "waiting_time_seconds", "greater"),
 ]
 
@@ -54,7 +99,9 @@ def _nothing_written(before):
     assert (Job.objects.count(), Pod.objects.count()) == before
 
 
-@pytest.mark.parametrize(("body", "field", "word"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    ("body", "field", "word"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
 def test_bad_submission(alice_api, world, body, field, word):
     before = (Job.objects.count(), Pod.objects.count())
     response = alice_api.post(JOBS, body, format="json")

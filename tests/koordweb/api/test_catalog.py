@@ -84,8 +84,14 @@ def test_admin_creates_updates_deletes_catalog_rows(admin_api, world):
         format="json",
     )
     assert quota.status_code == 201, quota.content
-    assert list(ElasticQuota.objects.get(name="team-c").members.values_list("username", flat=True)) == ["bob"]
-    pc = admin_api.post(V1 + "priority-classes/", {"cluster": "default", "name": "koord-free", "value": 1000}, format="json")
+    assert list(
+        ElasticQuota.objects.get(name="team-c").members.values_list("username", flat=True)
+    ) == ["bob"]
+    pc = admin_api.post(
+        V1 + "priority-classes/",
+        {"cluster": "default", "name": "koord-free", "value": 1000},
+        format="json",
+    )
     assert pc.status_code == 201
 
 
@@ -97,7 +103,11 @@ def test_deleting_a_referenced_quota_is_409(admin_api, world):
 
 
 def test_quota_parent_cycle_is_refused(admin_api, world):
-    response = admin_api.patch(f"{V1}quotas/{world.team_a.pk}/".replace(str(world.team_a.pk), str(world.team_a.parent_id)), {"parent": world.team_a.pk}, format="json")
+    response = admin_api.patch(
+        f"{V1}quotas/{world.team_a.pk}/".replace(str(world.team_a.pk), str(world.team_a.parent_id)),
+        {"parent": world.team_a.pk},
+        format="json",
+    )
     assert response.status_code == 400 and "cycle" in response.json()["parent"][0]
 
 
@@ -111,7 +121,9 @@ def test_tenants_cannot_write_catalog(alice_api, world, path):
     assert alice_api.get(V1 + path).json()["count"] == before
 
 
-def test_rounds_and_preemptions(alice_api, bob_api, admin_api, world, django_assert_max_num_queries):
+def test_rounds_and_preemptions(
+    alice_api, bob_api, admin_api, world, django_assert_max_num_queries
+):
     f.RoundFactory(cluster=world.cluster, jobs_placed=3)
     mine = f.JobFactory(cluster=world.cluster, quota=world.team_a, name="mine")
     theirs = f.JobFactory(cluster=world.cluster, quota=world.team_b, name="theirs", priority=9)

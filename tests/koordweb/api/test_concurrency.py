@@ -47,7 +47,10 @@ def test_one_key_many_threads_one_job(world):
             barrier.wait(timeout=10)
             response = post_with_busy_wait(
                 client,
-                "/api/v1/jobs/", submission(), format="json", HTTP_IDEMPOTENCY_KEY="same-key"
+                "/api/v1/jobs/",
+                submission(),
+                format="json",
+                HTTP_IDEMPOTENCY_KEY="same-key",
             )
             results.append((response.status_code, response.json().get("id")))
         except BaseException as exc:  # reported below, a thread cannot fail the test itself
@@ -68,7 +71,9 @@ def test_one_key_many_threads_one_job(world):
     assert Pod.objects.count() == 2
 
 
-def test_submission_asks_for_a_round_on_commit(alice_api, world, django_capture_on_commit_callbacks):
+def test_submission_asks_for_a_round_on_commit(
+    alice_api, world, django_capture_on_commit_callbacks
+):
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         assert alice_api.post("/api/v1/jobs/", submission(), format="json").status_code == 201
     assert len(callbacks) == 1

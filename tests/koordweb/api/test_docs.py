@@ -23,8 +23,19 @@ def curl_blocks() -> list[str]:
 
 def test_the_guide_has_examples_for_every_area():
     text = "\n".join(curl_blocks())
-    for endpoint in ["jobs/", "explain/", "whatif/", "cancel/", "topology/", "quotas/tree/",
-                     "nodes/", "devices/", "rounds/", "preemptions/", "tokens/"]:
+    for endpoint in [
+        "jobs/",
+        "explain/",
+        "whatif/",
+        "cancel/",
+        "topology/",
+        "quotas/tree/",
+        "nodes/",
+        "devices/",
+        "rounds/",
+        "preemptions/",
+        "tokens/",
+    ]:
         assert endpoint in text, endpoint
 
 

@@ -22,7 +22,9 @@ def test_submit_creates_the_job_and_its_pods(alice_api, world):
     assert job.quota == world.team_a
     assert job.priority == 9000
     assert job.total_number == 2 and job.min_available == 2
-    assert job.topology_spec == {"gatherStrategy": [{"layer": "BlockLayer", "strategy": "MustGather"}]}
+    assert job.topology_spec == {
+        "gatherStrategy": [{"layer": "BlockLayer", "strategy": "MustGather"}]
+    }
     pods = list(job.pods.order_by("name"))
     assert [p.name for p in pods] == ["train-0", "train-1"]
     assert pods[0].requests == {"cpu": 8000, "memory": 64 * 2**30, "nvidia.com/gpu": 4}
@@ -50,14 +52,18 @@ def test_idempotency_key_returns_the_original(alice_api, world):
 
 def test_same_key_for_another_user_is_another_job(alice_api, bob_api, world):
     a = alice_api.post(JOBS, submission(), format="json", HTTP_IDEMPOTENCY_KEY="k")
-    b = bob_api.post(JOBS, submission(name="b", quota="team-b"), format="json", HTTP_IDEMPOTENCY_KEY="k")
+    b = bob_api.post(
+        JOBS, submission(name="b", quota="team-b"), format="json", HTTP_IDEMPOTENCY_KEY="k"
+    )
     assert a.status_code == b.status_code == 201
     assert a.json()["id"] != b.json()["id"]
 
 
 def test_list_filters_and_orders(alice_api, world):
     f.JobFactory(cluster=world.cluster, name="old", quota=world.team_a, priority=1)
-    f.JobFactory(cluster=world.cluster, name="run", quota=world.team_a, state=JobState.RUNNING, priority=7)
+    f.JobFactory(
+        cluster=world.cluster, name="run", quota=world.team_a, state=JobState.RUNNING, priority=7
+    )
     f.JobFactory(cluster=world.cluster, name="theirs", quota=world.team_b)
     names = [j["name"] for j in alice_api.get(JOBS + "?ordering=priority").json()["results"]]
     assert names == ["old", "run"]

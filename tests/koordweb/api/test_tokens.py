@@ -1,4 +1,4 @@
-"""API tokens: created from a session (with CSRF) or by `create_token`, listed, revoked, expiring."""
+"""API tokens: created from a session (with CSRF) or by `create_token`, listed, revoked."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def test_list_and_revoke(alice_api, world):
 
 
 def test_expired_token_is_refused(world):
-    instance, clear_text = AuthToken.objects.create(user=world.bob, expiry=timedelta(seconds=-1))
+    _, clear_text = AuthToken.objects.create(user=world.bob, expiry=timedelta(seconds=-1))
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Token {clear_text}")
     assert api.get("/api/v1/jobs/").status_code == 401
@@ -81,7 +81,10 @@ def test_create_token_unknown_user_exits_2(world):
 
 
 def test_throttled_per_token(alice_api, world, settings):
-    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {"user": "3/min", "anon": "3/min"}}
+    settings.REST_FRAMEWORK = {
+        **settings.REST_FRAMEWORK,
+        "DEFAULT_THROTTLE_RATES": {"user": "3/min", "anon": "3/min"},
+    }
     codes = [alice_api.get("/api/v1/nodes/").status_code for _ in range(4)]
     assert codes == [200, 200, 200, 429]
     other = APIClient()

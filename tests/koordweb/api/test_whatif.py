@@ -20,7 +20,9 @@ def test_fits_on_an_idle_block(alice_api, world):
 
 
 def test_does_not_fit_says_why(alice_api, world):
-    body = submission(replicas=5, topology={"gather": [{"layer": "SpineLayer", "strategy": "MustGather"}]})
+    body = submission(
+        replicas=5, topology={"gather": [{"layer": "SpineLayer", "strategy": "MustGather"}]}
+    )
     body["pod"] = {"requests": {"cpu": "8", "nvidia.com/gpu": "8"}}
     plan = alice_api.post(WHATIF, body, format="json").json()
     assert plan["feasible"] is False and plan["placement"] == {}
@@ -33,11 +35,23 @@ def test_preemption_names_only_visible_victims(alice_api, world):
     for i, node in enumerate(world.nodes):
         quota = world.team_b if i % 2 else world.team_a
         job = f.JobFactory(
-            cluster=world.cluster, quota=quota, name=f"low-{i}", priority=1,
-            priority_class=low, state=JobState.RUNNING, total_number=1, min_available=1,
+            cluster=world.cluster,
+            quota=quota,
+            name=f"low-{i}",
+            priority=1,
+            priority_class=low,
+            state=JobState.RUNNING,
+            total_number=1,
+            min_available=1,
         )
-        f.PodFactory(job=job, name=f"low-{i}-0", node=node, phase="Running", priority=1,
-                     requests={"cpu": 8000, "nvidia.com/gpu": 8})
+        f.PodFactory(
+            job=job,
+            name=f"low-{i}-0",
+            node=node,
+            phase="Running",
+            priority=1,
+            requests={"cpu": 8000, "nvidia.com/gpu": 8},
+        )
     body = submission(replicas=1, topology=None)
     body["pod"] = {"requests": {"cpu": "8", "nvidia.com/gpu": "8"}}
     plan = alice_api.post(WHATIF, body, format="json").json()
@@ -51,4 +65,3 @@ def test_preemption_names_only_visible_victims(alice_api, world):
 def test_whatif_validates_like_a_submission(alice_api, world):
     response = alice_api.post(WHATIF, submission(quota="team-b"), format="json")
     assert response.status_code == 400 and "quota" in response.json()
-

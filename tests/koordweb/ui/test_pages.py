@@ -313,3 +313,21 @@ def test_what_if_plans_without_writing(ui: UiCluster, as_alice: Client) -> None:
     if outcome.group(1) != "unschedulable":
         assert "fig-whatif" in html
     assert not ui.cluster.jobs.filter(name__startswith="maybe").exists()
+
+
+def test_counterfactual_in_words_hides_foreign_jobs() -> None:
+    from koordweb.views.jobs import counterfactual_words, offer_slot_words
+
+    evict = {"evict_jobs": ["a/x", "b/y"], "fits_in": "BlockLayer/b2", "cost": {}}
+    assert counterfactual_words(evict) == "fits in BlockLayer/b2 if a/x, b/y are preempted"
+    assert counterfactual_words(evict, {"a/x"}) == (
+        "fits in BlockLayer/b2 if a/x, 1 job(s) of other tenants are preempted"
+    )
+    quota = {"quota_increase": {"team-a": {"nvidia.com/gpu": 8}}}
+    assert counterfactual_words(quota) == "needs 8 more nvidia.com/gpu in quota team-a"
+    assert counterfactual_words(None) == ""
+    details = {
+        "desired_offer_slots": 4,
+        "domain_offer_slots": {"BlockLayer/b2": 3, "BlockLayer/b1": 2},
+    }
+    assert offer_slot_words(details) == "desired 4; BlockLayer/b1: 2, BlockLayer/b2: 3"
