@@ -45,7 +45,7 @@ ARRIVALS = (
     Arrival("team-speech", "carol", "wav2vec", "koord-batch", 4, _gpus(8), BLOCK, 120),
     Arrival("team-nlp", "bob", "moe-ablation", "koord-batch", 8, _gpus(8), BLOCK, 150),
     Arrival("team-vision", "alice", "sam-sweep", "koord-free", 6, _gpus(4), (), 60),
-    Arrival("team-nlp", "bob", "prod-llm-refresh", "koord-prod", 24, _gpus(8), SPINE, 120),
+    Arrival("team-nlp", "bob", "prod-llm-refresh", "koord-prod", 16, _gpus(8), SPINE, 120),
 )
 
 
