@@ -116,7 +116,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     }
     # A file, not shared-cache memory: worker threads and subprocesses in tests then wait on the
     # writer lock as in production instead of failing with "table is locked".
-    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test-{os.getpid()}.sqlite3")}
 else:
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
     DATABASES["default"].setdefault("TEST", {})

@@ -62,7 +62,11 @@ def _history(cluster: Cluster) -> None:
             outcome=Decision.Outcome.UNSCHEDULABLE,
             reason="no candidate topology nodes can accommodate job, desiredOfferSlot: 4, "
             "topology topologyNode BlockLayer/b1: 2; BlockLayer/b2: 3",
-            details={"counterfactual": "fits BlockLayer/b2 if one koord-batch job is preempted"},
+            details={
+                "desired_offer_slots": 4,
+                "domain_offer_slots": {"BlockLayer/b1": 2, "BlockLayer/b2": 3},
+                "counterfactual": {"quota_increase": {"team-nlp": {"nvidia.com/gpu": 8}}},
+            },
             created_at=rounds[-1].started_at,
         )
     running = list(

@@ -69,15 +69,17 @@ def test_every_page_as_admin(page: Page, watch: Watch, screenshots: Path, demo: 
         assert page.locator(".plotly").count() >= charts, name
         page.screenshot(path=str(screenshots / f"{name}.png"), full_page=True)
     running = Job.objects.filter(cluster=cluster, state=JobState.RUNNING).first()
-    assert running is not None
+    pending = Job.objects.filter(cluster=cluster, decisions__isnull=False).first()
+    assert running is not None and pending is not None
     detail_pages = {
         "job-detail": f"/jobs/{running.pk}/",
+        "job-pending": f"/jobs/{pending.pk}/",
         "preemption-detail": f"/preemptions/{Preemption.objects.first().pk}/",
         "round-detail": f"/rounds/{Round.objects.filter(state='failed').first().pk}/",
     }
     for name, path in detail_pages.items():
         assert page.goto(path).status == 200, name
-        if name != "round-detail":
+        if name not in ("round-detail", "job-pending"):
             drawn_charts(page, 1)
         page.screenshot(path=str(screenshots / f"{name}.png"), full_page=True)
     watch.assert_clean()
