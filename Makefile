@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint types imports pytest install migrate seed clean
+.PHONY: run test lint types imports pytest e2e install migrate seed clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -43,6 +43,9 @@ pytest: $(STAMP)
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
 test: lint types imports pytest
+
+e2e: $(STAMP)
+	$(VENV)/bin/pytest -m browser tests/e2e
 
 clean:
 	rm -rf var staticfiles .mypy_cache .ruff_cache
