@@ -30,6 +30,8 @@ from koordweb.models import (
     Round,
 )
 from koordweb.services.engine import engine_profile, node_devices_builder
+from scheduler.model import ClusterSnapshot
+from scheduler.quota_tree import QuotaTree, add_into, quota_sums, runtime_quota
 from scheduler.result import RoundResult
 from scheduler.round import run_round as engine_run_round
 
@@ -83,6 +85,7 @@ def round_execute(
         "evicted": len(report.evicted),
         "nodes": len(snapshot.nodes),
         "outside_topology": list(result.outside_topology),
+        "runtime_quota": quota_runtime(snapshot),
         **{k: int(v) for k, v in result.metrics.items()},
     }
     if report.dropped:
@@ -96,6 +99,18 @@ def round_execute(
         "duration_ms": rnd.duration_ms,
     }
     return RoundOutcome(rnd, result, summary)
+
+
+def quota_runtime(snapshot: ClusterSnapshot) -> dict[str, dict[str, int]]:
+    """Runtime quota per quota at the start of the round (the engine's own arithmetic)."""
+    if not snapshot.quotas:
+        return {}
+    tree = QuotaTree.build(snapshot.quotas)
+    total: dict[str, int] = {}
+    for node in snapshot.nodes:
+        add_into(total, node.allocatable)
+    requests = quota_sums(tree, snapshot.pods, include_pending=True)
+    return runtime_quota(tree, requests, total)
 
 
 def round_record_failure(

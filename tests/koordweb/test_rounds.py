@@ -145,9 +145,7 @@ def test_no_node_holds_more_gpus_than_it_has_after_many_rounds(demo):
     for node in demo.nodes.all():
         used = sum(
             p.requests.get("nvidia.com/gpu", 0)
-            for p in Pod.objects.filter(
-                node=node, phase__in=[PodPhase.PENDING, PodPhase.RUNNING]
-            )
+            for p in Pod.objects.filter(node=node, phase__in=[PodPhase.PENDING, PodPhase.RUNNING])
         )
         assert used <= node.allocatable.get("nvidia.com/gpu", 0)
 
@@ -201,3 +199,13 @@ def test_two_rounds_of_one_cluster_never_overlap():
     assert summary["skipped"] == "another round is running"
     with transaction.atomic():
         assert round_lock_try(cluster_id=cluster.id) is True
+
+
+def test_rounds_record_runtime_quota_for_the_quotas_page(demo):
+    outcome = _round(demo)
+    runtime = outcome.round.metrics["runtime_quota"]
+    assert set(runtime) >= {"root", "team-vision", "team-nlp", "team-speech"}
+    teams = sum(
+        runtime[t].get("nvidia.com/gpu", 0) for t in ("team-vision", "team-nlp", "team-speech")
+    )
+    assert 0 < teams <= runtime["root"]["nvidia.com/gpu"]
