@@ -47,12 +47,24 @@ class AcceleratorKind:
     vendor: str
     model: str
     memory_bytes: int
-    resource: str  # the node-level whole-card resource name
+    per_card: tuple[tuple[str, int], ...]  # node-level vendor resources each card adds
 
 
-H800 = AcceleratorKind("nvidia", "H800", 80 * GI, "nvidia.com/gpu")
-ASCEND = AcceleratorKind("huawei", "Ascend-910B3", 64 * GI, "huawei.com/npu")
-MLU = AcceleratorKind("cambricon", "MLU370", 48 * GI, "cambricon.com/mlu")
+H800 = AcceleratorKind("nvidia", "H800", 80 * GI, (("nvidia.com/gpu", 1),))
+# 910B3: 20 AI cores, 7 AI CPUs and a whole DVPP per card (Huawei's device plugin resources).
+ASCEND = AcceleratorKind(
+    "huawei",
+    "Ascend-910B3",
+    64 * GI,
+    (("huawei.com/npu-core", 20), ("huawei.com/npu-cpu", 7), ("huawei.com/npu-dvpp", 100)),
+)
+# MLU370-X8: dynamic sMLU slices in core percent and memory bytes.
+MLU = AcceleratorKind(
+    "cambricon",
+    "MLU370",
+    48 * GI,
+    (("cambricon.com/mlu.smlu.vcore", 100), ("cambricon.com/mlu.smlu.vmemory", 48 * GI)),
+)
 
 
 def credentials_path() -> Path:
@@ -121,7 +133,7 @@ def _create_node(
         "cpu": 192_000,
         "memory": 2048 * GI,
         "pods": 110,
-        kind.resource: cards,
+        **{name: amount * cards for name, amount in kind.per_card},
         "koordinator.sh/gpu-core": 100 * cards,
         "koordinator.sh/gpu-memory-ratio": 100 * cards,
         "koordinator.sh/gpu-memory": kind.memory_bytes * cards,

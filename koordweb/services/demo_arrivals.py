@@ -46,6 +46,43 @@ ARRIVALS = (
     Arrival("team-nlp", "bob", "moe-ablation", "koord-batch", 8, _gpus(8), BLOCK, 150),
     Arrival("team-vision", "alice", "sam-sweep", "koord-free", 6, _gpus(4), (), 60),
     Arrival("team-nlp", "bob", "prod-llm-refresh", "koord-prod", 16, _gpus(8), SPINE, 120),
+    # Ascend 910B3 vNPUs (template vir10_4c_16g_m: 10 AI cores, 4 AI CPUs) and whole cards.
+    Arrival(
+        "team-speech",
+        "carol",
+        "ascend-vnpu-infer",
+        "koord-batch",
+        6,
+        {"cpu": 4000, "memory": 16 * GI, "huawei.com/npu-core": 10, "huawei.com/npu-cpu": 4},
+        (),
+        90,
+    ),
+    Arrival(
+        "team-nlp",
+        "bob",
+        "ascend-train",
+        "koord-batch",
+        2,
+        {"cpu": 32000, "memory": 256 * GI, "huawei.com/npu-core": 80},
+        PREFER_BLOCK,
+        120,
+    ),
+    # Cambricon MLU370 dynamic sMLU slices: half a card's cores, 8 GiB each.
+    Arrival(
+        "team-vision",
+        "alice",
+        "mlu-smlu-serve",
+        "koord-batch",
+        5,
+        {
+            "cpu": 2000,
+            "memory": 8 * GI,
+            "cambricon.com/mlu.smlu.vcore": 50,
+            "cambricon.com/mlu.smlu.vmemory": 8 * GI,
+        },
+        (),
+        75,
+    ),
 )
 
 

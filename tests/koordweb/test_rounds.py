@@ -209,3 +209,33 @@ def test_rounds_record_runtime_quota_for_the_quotas_page(demo):
         runtime[t].get("nvidia.com/gpu", 0) for t in ("team-vision", "team-nlp", "team-speech")
     )
     assert 0 < teams <= runtime["root"]["nvidia.com/gpu"]
+
+
+def test_demo_ascend_and_cambricon_jobs_get_their_cards_end_to_end(demo):
+    from koordweb.services.demo_arrivals import ARRIVALS, demo_arrival
+
+    wanted = {"ascend-vnpu-infer", "ascend-train", "mlu-smlu-serve"}
+    now = timezone.now()
+    for step in range(len(ARRIVALS)):
+        demo_arrival(cluster=demo, limit_active=1000)
+        _round(demo, now + timedelta(seconds=step))
+    jobs = [j for j in demo.jobs.all() if any(j.name.startswith(f"demo-{w}") for w in wanted)]
+    assert {j.name.split("-", 1)[1].rsplit("-", 1)[0] for j in jobs} == wanted
+    for job in jobs:
+        job.refresh_from_db()
+        assert job.state in (JobState.SCHEDULED, JobState.RUNNING), (job, job.decisions.first())
+        for pod in job.pods.all():
+            vendor = pod.node.labels["node.koordinator.sh/gpu-vendor"]
+            allocated = pod.annotations["scheduling.koordinator.sh/device-allocated"]
+            assert '"gpu"' in allocated
+            if "vnpu" in job.name:
+                assert vendor == "huawei"
+                assert pod.annotations["huawei.com/npu-core"].endswith("-vir10_4c_16g_m")
+            elif "ascend" in job.name:
+                assert vendor == "huawei"
+                assert len(pod.annotations["huawei.com/npu-core"].split(",")) == 4
+            else:
+                assert vendor == "cambricon"
+                minor, vcore, blocks = pod.annotations["CAMBRICON_DSMLU_PROFILE"].split("_")
+                assert (vcore, blocks) == ("50", str(8 * 4))
+                assert pod.annotations["CAMBRICON_DSMLU_ASSIGHED"] == "false"
