@@ -8,7 +8,6 @@ round changes nothing or N rounds have run. The decisions are printed as JSON on
 from __future__ import annotations
 
 import json
-import sys
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -54,8 +53,7 @@ class Command(BaseCommand):
                 f"database not ready ({str(exc).splitlines()[0]}); run `make migrate` first",
                 returncode=2,
             ) from exc
-        json.dump(output, sys.stdout, indent=options["indent"], sort_keys=True)
-        sys.stdout.write("\n")
+        self.stdout.write(json.dumps(output, indent=options["indent"], sort_keys=True))
 
 
 def _read(path: Path) -> list[Any]:
