@@ -180,22 +180,28 @@ def measure(n_nodes: int, pending_pods: int, gangs: int, core: bool = False) -> 
 def markdown(runs: list[dict[str, Any]]) -> str:
     lines = [
         "<!-- section: round_scale; written by benchmarks/round_scale.py -->",
-        f"`python -m benchmarks.round_scale --nodes {','.join(str(r['nodes']) for r in runs)}"
-        " --markdown` on " + f"{platform.python_implementation()} {platform.python_version()}: "
-        "8 GPUs a node, half the nodes busy with low-priority jobs, 2,000 pending gangs "
-        "(1-64 pods, whole GPUs, required and preferred topology), preemption on.",
+        "`python -m benchmarks.round_scale "
+        f"--nodes {','.join(sorted({str(r['nodes']) for r in runs}, key=int))} "
+        f"--profiles {','.join(dict.fromkeys(r['profile'] for r in runs))} --markdown` on "
+        f"{platform.python_implementation()} {platform.python_version()}: 8 GPUs a node, half the "
+        "nodes busy with low-priority jobs, 2,000 pending gangs (1-64 pods, whole GPUs, required "
+        "and preferred topology), preemption on. `core` leaves out the device and load-aware "
+        "plugins (GPUs counted as a plain extended resource); `default` is the full profile with "
+        "a Device object on every node. CPU seconds are the round's own process time (the "
+        "reference machine is shared, so wall time includes waiting for a core); growth is CPU "
+        "time relative to the smallest run of the same profile.",
         "",
-        "| profile | nodes | pending pods | placed pods | preemptions | round (s) | pods/s |"
-        " time vs first |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| profile | nodes | pending pods | placed pods | preemptions | wall (s) | CPU (s) |"
+        " pods/CPU-s | CPU growth |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    base = runs[0]["round_seconds"] or 1e-9
+    first: dict[str, float] = {}
     for r in runs:
-        growth = r["round_seconds"] / base
+        base = first.setdefault(r["profile"], r["cpu_seconds"] or 1e-9)
         lines.append(
             f"| {r['profile']} | {r['nodes']:,} | {r['pending_pods']:,} | {r['placed_pods']:,} | "
-            f"{r['preemptions']:,} | {r['round_seconds']:.2f} | {r['pods_per_s']:,.0f} | "
-            f"{growth:.2f}x |"
+            f"{r['preemptions']:,} | {r['round_seconds']:.2f} | {r['cpu_seconds']:.2f} | "
+            f"{r['pods_per_cpu_s']:,.0f} | {r['cpu_seconds'] / base:.2f}x |"
         )
     return "\n".join(lines) + "\n"
 
@@ -217,13 +223,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown", action="store_true", help="rewrite docs/benchmarks.md")
     parser.add_argument("--docs", default=str(DOCS))
     parser.add_argument(
-        "--core", action="store_true", help="engine core only: no device objects, no DeviceShare"
+        "--profiles",
+        default="default",
+        help="comma list: default (nodes carry Device objects, DeviceShare runs) and/or core "
+        "(engine core only: GPUs as plain extended resources, no device/load-aware plugins)",
+    )
+    parser.add_argument(
+        "--max-device-nodes",
+        type=int,
+        default=1000,
+        help="skip default-profile runs above this size (the device allocator is per node)",
     )
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.nodes.split(",") if s]
+    plan = [
+        (profile, n)
+        for profile in args.profiles.split(",")
+        for n in sizes
+        if profile == "core" or n <= args.max_device_nodes
+    ]
     runs = []
-    for n in tqdm(sizes, desc="round scale", unit="run", file=sys.stderr):
-        runs.append(measure(n, args.pods, args.gangs, core=args.core))
+    for profile, n in tqdm(plan, desc="round scale", unit="run", file=sys.stderr):
+        runs.append(measure(n, args.pods, args.gangs, core=profile == "core"))
     report = {"runs": runs}
     text = json.dumps(report, indent=2)
     if args.json_path:

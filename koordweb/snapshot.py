@@ -25,6 +25,7 @@ from koordweb.models import (
     Pod,
     PodPhase,
 )
+from scheduler.devices.inventory import device_allocatable
 from scheduler.model import (
     ClusterSnapshot,
     GangInfo,
@@ -120,9 +121,14 @@ def engine_job_id(job: Job, first_pod: str | None = None) -> str:
 
 
 def node_info(node: Node, metric: NodeMetric | None, devices: Any = None) -> NodeInfo:
+    allocatable = dict(node.allocatable)
+    if devices is not None:
+        # What the cards offer, where the Node object does not say it itself.
+        for resource, amount in device_allocatable(devices).items():
+            allocatable.setdefault(resource, amount)
     return NodeInfo(
         name=node.name,
-        allocatable=dict(node.allocatable),
+        allocatable=allocatable,
         labels=dict(node.labels),
         annotations=dict(node.annotations),
         taints=parse_taints(node.taints),

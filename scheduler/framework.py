@@ -31,7 +31,11 @@ for a whole job at once:
               not fit.
 
 Plugins are classes built from a `Profile` entry with their arguments (`__init__(self, args)`); each
-implements only the points it needs and declares them in `extension_points`.
+implements only the points it needs and declares them in `extension_points`. Two optional hooks:
+`setup(state)` runs once when the round starts (precompute per-round data into
+`state.plugin_data[name]`), and `fallback_pods(state, job, pods)` (the gang plugin) offers a smaller
+pod set to try when the whole job does not fit. Plugins read node capacity through
+`state.free(...)` (read-only) and never write `state.used`; the framework assumes placed pods.
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@ distribute the job's pods inside it:
 Options (our extensions, off in the default profile): `parent_fragmentation` breaks slot ties by the
 parent domain's slots (fewest first, so the job lands where its parent is already fragmented
 and whole parents stay free); `prefer_gather_score` treats PreferGather layers as a score (a
-candidate inside one domain of a PreferGather layer earns a point) instead of a strict walk.
+candidate inside one domain of a PreferGather layer earns a point; all covering levels compete, and
+at equal slots the shallower, already fragmented domain wins) instead of a strict walk.
 `podCountMultiple` is applied
 by the caller by flooring node slots to a multiple of N before calling here.
 """
@@ -99,7 +100,9 @@ def place(
     for lv in candidate_levels:
         cand, best_key = _rank(tree, lv, sums, domain_scores[lv], desired, levels, options)
         first = best_key[0]
-        ranked.append(((-bonus.get(lv, 0), *first, lv), lv, cand))
+        own, parent, neg_score, index = first
+        # across levels, equal slots go to the shallower (already fragmented) domain
+        ranked.append(((-bonus.get(lv, 0), own, parent, neg_score, lv, index), lv, cand))
     _key, level, ordered_candidates = min(ranked, key=lambda r: r[0])
     domain = int(ordered_candidates[0])
     members = domain_nodes(tree, level, domain, topological, len(slots))

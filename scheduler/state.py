@@ -3,8 +3,10 @@
 Nodes are indexed in name order (so a node's index is also its name tie-break rank), resources in
 a fixed column order. `allocatable` and `used` are int64 arrays (nodes x resources); `used` counts
 bound pods, pods assumed earlier in this round, and resources reserved for nominated pods of jobs
-not yet placed. A preemption dry run sets `released` (resources freed by hypothetical victims) and
-`released_pods` for the duration of one `with state.releasing(...)` block.
+not yet placed; `free_now` (allocatable - used) is kept in step. The arrays are column-major
+because the per-job path reads whole resource columns across all nodes. A preemption dry run sets
+`released` (resources freed by hypothetical victims) and `released_pods` for the duration of one
+`with state.releasing(...)` block.
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ _DIGITS = re.compile(r"(\d+)")
 
 def natural_key(name: str) -> tuple[Any, ...]:
     """Sort "pod-2" before "pod-10": digit runs compare as numbers."""
+    head, sep, tail = name.rpartition("-")
+    if sep and tail.isdigit() and not any(c.isdigit() for c in head):
+        return (head + sep, int(tail), "")  # same as the regex below, for "<prefix>-<n>"
     return tuple(int(p) if p.isdigit() else p for p in _DIGITS.split(name))
 
 
@@ -124,6 +129,7 @@ class CycleState:
         self._verdicts: dict[tuple[Any, ...], list[NodeMask]] = {}
         self._pending: dict[str, list[PodInfo]] = {}
         self._templates: dict[str, tuple[Any, ...]] = {}
+        self._totals: IntArray | None = None
         self.mask_plugins: list[Any] = []
 
     # --- resource vectors -------------------------------------------------------------------
@@ -137,6 +143,12 @@ class CycleState:
             vec[self.resource_index[PODS]] += 1
             self._vectors[pod.key] = vec
         return vec
+
+    def totals(self) -> IntArray:
+        """Allocatable summed over all nodes, per resource (cached)."""
+        if self._totals is None:
+            self._totals = self.allocatable.sum(axis=0)
+        return self._totals
 
     def request_dict(self, vec: IntArray) -> dict[str, int]:
         return {r: int(vec[i]) for i, r in enumerate(self.resources) if vec[i] and r != PODS}

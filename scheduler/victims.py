@@ -3,19 +3,21 @@
 A victim is a whole job (evicting one pod of a gang evicts the gang). `VictimPool` indexes every
 job with pods bound to nodes once per round, with its pods' node indices and request rows as arrays,
 so a preemptor's possible victims and the resources they would release per node are array ops.
-`BudgetBook` answers how many pods each PodDisruptionBudget still allows to be disrupted.
+`BudgetBook` answers how many pods each PodDisruptionBudget still allows to be disrupted;
+`overused_quotas` names the quotas a quota within its min may reclaim from.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from scheduler.framework import BoolArray, IntArray
 from scheduler.model import PDBInfo, PodInfo
+from scheduler.plugins.quota import quota_book
 from scheduler.state import CycleState
 
 
@@ -146,3 +148,27 @@ class BudgetBook:
                 if self.matches(pdb, pod):
                     name = self.label(pdb)
                     self.allowed[name] = max(0, self.allowed[name] - 1)
+
+
+def overused_quotas(
+    state: CycleState, quota: str | None, pods: Sequence[PodInfo]
+) -> frozenset[str | None]:
+    """Quotas using more than their runtime, when `quota` is within its min (it may reclaim)."""
+    book = quota_book(state)
+    if book is None or quota is None or quota not in book.tree.quotas:
+        return frozenset()
+    info = book.tree.quotas[quota]
+    request: dict[str, int] = {}
+    for pod in pods:
+        for r, v in pod.requests.items():
+            request[r] = request.get(r, 0) + int(v)
+    used = book.used[quota]
+    if not info.min or any(
+        used.get(r, 0) + v > info.min[r] for r, v in request.items() if r in info.min
+    ):
+        return frozenset()
+    return frozenset(
+        name
+        for name, runtime in book.runtime.items()
+        if name != quota and any(book.used[name].get(r, 0) > v for r, v in runtime.items())
+    )

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
+from koordweb.manifests import ManifestError, load_documents
+from koordweb.models import Cluster, DeviceTemplateConfig, Node
 from koordweb.models import Device as DeviceRow
-from koordweb.models import Node
 from scheduler.devices import Device, NodeDevices, build_node_devices
+from scheduler.devices.inventory import TemplateConfig
 from scheduler.devices.model import DeviceTopology, VirtualFunction
 from scheduler.profile import Profile
 
@@ -41,23 +44,62 @@ def device_from_row(row: DeviceRow) -> Device:
         ),
         vfs=tuple(
             VirtualFunction(minor=int(vf.get("minor", i)), bus_id=str(vf.get("busID", "")))
-            for i, vf in enumerate(row.vfs or [])
+            for i, vf in enumerate(_flat_vfs(row.vfs or []))
         ),
         uuid=row.uuid,
     )
 
 
-def node_devices(node: Node, rows: Sequence[DeviceRow]) -> NodeDevices | None:
-    """A node's devices as the allocator sees them; None for a node without devices."""
-    if not rows:
-        return None
-    return build_node_devices(
-        node.name,
-        [device_from_row(r) for r in rows],
-        labels=node.labels,
-        device_annotations=node.annotations,
-    )
+def _flat_vfs(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """VFs stored flat ([{minor, busID}]) or as the CR's vfGroups ([{vfs: [...]}])."""
+    flat: list[dict[str, Any]] = []
+    for entry in entries:
+        if isinstance(entry, dict) and isinstance(entry.get("vfs"), list):
+            flat.extend(vf for vf in entry["vfs"] if isinstance(vf, dict))
+        elif isinstance(entry, dict):
+            flat.append(entry)
+    return flat
 
 
-def node_devices_builder() -> Callable[[Node, Sequence[DeviceRow]], NodeDevices | None]:
+def template_config(cluster: Cluster) -> TemplateConfig:
+    """Vendor templates from the cluster's template ConfigMaps: "<vendor>-<model>" -> templates.
+
+    Each data value is YAML (read with the safe manifest loader); entries keyed like
+    `huawei-Ascend-910B3` override the built-in vNPU templates of that model.
+    """
+    merged: dict[str, dict[str, dict[str, object]]] = {}
+    for config in DeviceTemplateConfig.objects.filter(cluster=cluster).order_by("name"):
+        for raw in (config.data or {}).values():
+            try:
+                documents = load_documents(raw)
+            except ManifestError:
+                continue
+            for doc in documents:
+                if not isinstance(doc, dict):
+                    continue
+                for key, templates in doc.items():
+                    if isinstance(key, str) and "-" in key and isinstance(templates, dict):
+                        merged.setdefault(key, {}).update(
+                            {str(k): v for k, v in templates.items() if isinstance(v, dict)}
+                        )
+    return merged
+
+
+def node_devices_builder(
+    cluster: Cluster,
+) -> Callable[[Node, Sequence[DeviceRow]], NodeDevices | None]:
+    """A function (node row, device rows) -> the devices plugin's state; None without devices."""
+    templates = template_config(cluster)
+
+    def node_devices(node: Node, rows: Sequence[DeviceRow]) -> NodeDevices | None:
+        if not rows:
+            return None
+        return build_node_devices(
+            node.name,
+            [device_from_row(r) for r in rows],
+            labels=node.labels,
+            device_annotations=node.annotations,
+            template_config=templates or None,
+        )
+
     return node_devices

@@ -358,7 +358,7 @@ def _create_job(*, owner: Any, resolved: ResolvedJob, idempotency_key: str | Non
     return job
 
 
-def _submitted_plan(manifests: ManifestSet) -> JobPlan:
+def _submitted_plan(manifests: ManifestSet, *, user: Any) -> JobPlan:
     """The one new job a manifest submission may hold: PodGroup and Pods, pending, unbound."""
     other = sorted({obj.kind for obj in manifests.objects} - {POD, POD_GROUP})
     if other:
@@ -374,6 +374,11 @@ def _submitted_plan(manifests: ManifestSet) -> JobPlan:
             raise ValidationError(
                 {"manifest": [f"document {pod.index}: a submitted pod must be Pending and unbound"]}
             )
+        if pod.extra.get("priority") is not None and not user_is_admin(user):
+            # As Kubernetes' Priority admission: a priority comes from priorityClassName.
+            raise ValidationError(
+                {"manifest": [f"document {pod.index}: spec.priority comes from priorityClassName"]}
+            )
     return plans[0]
 
 
@@ -386,7 +391,7 @@ def job_submit_manifest(
         existing = Job.objects.filter(owner=owner, idempotency_key=idempotency_key).first()
         if existing is not None:
             return existing, False
-    plan = _submitted_plan(manifests)
+    plan = _submitted_plan(manifests, user=user)
     target = _resolve_cluster(cluster)
     _resolve_quota(user=user, cluster=target, name=plan.quota_name or None)
     gather = (plan.values.get("topology_spec") or {}).get("gatherStrategy") or []

@@ -49,7 +49,9 @@ def round_execute(
     """Sync, snapshot, decide, record, enact. Call inside a transaction holding the round lock."""
     t0 = perf_counter()
     backend.sync(cluster, now=now)
-    snapshot, index = snapshot_adapter.build(cluster, now=now, devices_for=node_devices_builder())
+    snapshot, index = snapshot_adapter.build(
+        cluster, now=now, devices_for=node_devices_builder(cluster)
+    )
     t1 = perf_counter()
     result = engine_run_round(snapshot, engine_profile())
     t2 = perf_counter()

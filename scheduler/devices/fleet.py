@@ -15,7 +15,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.devices.allocator import allocate, count_fits, explain, score_request
+from scheduler.devices.allocator import (
+    DeviceAllocation,
+    allocate,
+    count_fits,
+    explain,
+    score_request,
+)
 from scheduler.devices.model import AllocatedDevice, DeviceUsage, NodeDevices
 from scheduler.devices.names import Scoring
 from scheduler.devices.request import DeviceRequest
@@ -48,6 +54,7 @@ class DeviceFleet:
         self._members: list[tuple[NodeDevices, DeviceUsage]] = []
         self._counts: dict[tuple[Any, ...], int] = {}
         self._scores: dict[tuple[Any, ...], float] = {}
+        self._plans: dict[tuple[Any, ...], DeviceAllocation | None] = {}
         for idx in self.nodes:
             self._regroup(idx)
 
@@ -60,6 +67,20 @@ class DeviceFleet:
         self.usage[idx].release(devices)
         self._regroup(idx)
 
+    def allocate(self, idx: int, request: DeviceRequest) -> DeviceAllocation | None:
+        """What one pod of `request` gets on node `idx` now (usage unchanged; None: no fit).
+
+        The choice depends only on the node's layout and usage, so nodes of one group share it.
+        """
+        key = (int(self.group[idx]), request)
+        if key not in self._plans:
+            node, usage = self._members[key[0]]
+            self._plans[key] = allocate(node, usage, request, self.scoring)
+        shared = self._plans[key]
+        if shared is None:
+            return None
+        return DeviceAllocation(self.nodes[idx].node, shared.devices, dict(shared.annotations))
+
     # --- questions over many nodes --------------------------------------------------------------
     def slots(
         self,
@@ -70,7 +91,7 @@ class DeviceFleet:
         """Per position, how many pods of `runs` fit that node's devices in order (0: none)."""
         groups = self.group[node_indices]
         table = np.zeros(len(self._members) + 1, dtype=np.int64)  # last slot: non-device nodes
-        for g in np.unique(groups[groups >= 0]):
+        for g in self._present(groups):
             key = (int(g), runs)
             fits = self._counts.get(key)
             if fits is None:
@@ -91,7 +112,7 @@ class DeviceFleet:
         """Per position, the node score for one pod of `request` (0 where it does not fit)."""
         groups = self.group[node_indices]
         table = np.zeros(len(self._members) + 1, dtype=np.float64)
-        for g in np.unique(groups[groups >= 0]):
+        for g in self._present(groups):
             key = (int(g), request)
             score = self._scores.get(key)
             if score is None:
@@ -106,9 +127,10 @@ class DeviceFleet:
     def reasons(self, node_indices: IntArray, request: DeviceRequest) -> dict[str, int]:
         """Why one pod of `request` does not fit, counted over the device nodes given."""
         groups = self.group[node_indices]
-        found, counts = np.unique(groups[groups >= 0], return_counts=True)
+        counts = np.bincount(groups[groups >= 0], minlength=len(self._members))
         reasons: dict[str, int] = {}
-        for g, count in zip(found.tolist(), counts.tolist(), strict=True):
+        for g in np.flatnonzero(counts).tolist():
+            count = int(counts[g])
             node, usage = self._members[g]
             why = explain(node, usage, request)
             # "Insufficient gpu: 4 needed, ..." -> "Insufficient gpu", so nodes group by reason.
@@ -118,6 +140,12 @@ class DeviceFleet:
         return reasons
 
     # --- internals ------------------------------------------------------------------------------
+    def _present(self, groups: IntArray) -> list[int]:
+        """The distinct groups among `groups` (-1: no devices); counting beats np.unique here."""
+        counts = np.bincount(groups[groups >= 0], minlength=len(self._members))
+        present: list[int] = np.flatnonzero(counts).tolist()
+        return present
+
     def _fit_runs(self, node: NodeDevices, usage: DeviceUsage, runs: Runs) -> int:
         if len(runs) == 1:
             request, count = runs[0]

@@ -73,7 +73,10 @@ def device_allocatable(node: NodeDevices) -> dict[str, int]:
         if node.vendor == n.VENDOR_CAMBRICON:
             resources[n.MLU_VCORE] = n.FULL * len(healthy)
             resources[n.MLU_VMEMORY] = resources[n.GPU_MEMORY]
-        else:
+        elif node.vendor != n.VENDOR_HUAWEI:
+            # Whole and shared GPU resources are NVIDIA's (or an unlabelled GPU's); an Ascend
+            # node offers its cards through huawei.com/npu-* below, so a pod asking for
+            # nvidia.com/gpu never lands on an NPU.
             resources[n.NVIDIA_GPU] = len(healthy)
             resources[n.KOORD_GPU] = n.FULL * len(healthy)
             resources[n.GPU_SHARED] = n.FULL * len(healthy)

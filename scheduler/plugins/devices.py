@@ -54,7 +54,7 @@ from scheduler.framework import (
     Status,
 )
 from scheduler.model import JobInfo, NodeInfo, PodInfo
-from scheduler.state import CycleState, placement_order
+from scheduler.state import CycleState
 
 
 @dataclass
@@ -154,7 +154,8 @@ class DeviceShare:
     def reserve(self, state: CycleState, job: JobInfo, plan: Plan) -> ReserveResult:
         ds = self._state(state)
         fleet = ds.fleet
-        pods = placement_order([state.pods[key] for key in plan.assignment])
+        # The plan lists pods in placement order, the order the slot counts assumed them in.
+        pods = [state.pods[key] for key in plan.assignment]
         allocations: dict[str, PodAllocation] = {}
         done: list[str] = []
         for pod in pods:
@@ -165,7 +166,7 @@ class DeviceShare:
             node = fleet.nodes.get(idx)
             if node is None:
                 continue  # no Device CR: the kubelet's device plugin picks the cards
-            allocation = allocate(node, fleet.usage[idx], request, self.scoring)
+            allocation = fleet.allocate(idx, request)
             if allocation is None:
                 self._release(ds, done)
                 reason = explain(node, fleet.usage[idx], request)

@@ -13,7 +13,7 @@ For a job that did not fit (koordinator.md, "Job-level preemption", with our dif
 5. the cheapest plan evicts its victims and nominates the job's pods to their planned nodes; a plan
    that must break a PodDisruptionBudget is reported as blocked instead.
 When preemption is not allowed (`preemptionPolicy: Never`) the same search yields the counterfactual
-("would fit if these jobs were evicted"). Arguments: `candidateLimit` (default 4), `counterfactuals`
+("would fit if these jobs were evicted"). Arguments: `candidateLimit` (default 3), `counterfactuals`
 (default true).
 """
 
@@ -37,9 +37,8 @@ from scheduler.framework import (
 )
 from scheduler.model import JobInfo, PodInfo
 from scheduler.placement import domain_nodes
-from scheduler.plugins.quota import quota_book
 from scheduler.state import CycleState
-from scheduler.victims import BudgetBook, VictimJob, VictimPool
+from scheduler.victims import BudgetBook, VictimJob, VictimPool, overused_quotas
 
 NO_VICTIMS = "no potential victims"
 NOT_HELPFUL = "preemption not helpful"
@@ -73,7 +72,7 @@ class JobPreemption:
 
     def __init__(self, args: Mapping[str, Any] | None = None) -> None:
         args = dict(args or {})
-        self.candidate_limit = int(args.get("candidateLimit", 4))
+        self.candidate_limit = int(args.get("candidateLimit", 3))
         self.counterfactuals = bool(args.get("counterfactuals", True))
 
     def book(self, state: CycleState) -> PreemptionBook:
@@ -157,7 +156,7 @@ class JobPreemption:
         if in_quota:
             same = np.array([v.quotas == frozenset({quota}) for v in pool.jobs], dtype=np.bool_)
             return mask & same
-        overused = _overused_quotas(state, quota, pods)
+        overused = overused_quotas(state, quota, pods)
         if overused:
             borrowers = np.array(
                 [bool(v.quotas) and v.quotas <= overused for v in pool.jobs], dtype=np.bool_
@@ -280,7 +279,18 @@ class JobPreemption:
             else:
                 victims.append(v)
         if not _slots_hold(state, framework, job, pods, plan, victims, book):
+            # Resources alone kept back too much (cards, partitions and NICs decide too): start
+            # from every candidate and keep one back only when every slot-limit Filter agrees.
             victims = list(consider)
+            quota_room = {r: sum(_amount(v, r) for v in consider) for r in quota_need}
+            for v in sorted(consider, key=reprieve_order):
+                if any(quota_room[r] - _amount(v, r) < a for r, a in quota_need.items()):
+                    continue
+                rest = [u for u in victims if u is not v]
+                if _slots_hold(state, framework, job, pods, plan, rest, book):
+                    victims = rest
+                    for r in quota_need:
+                        quota_room[r] -= _amount(v, r)
         return _costed(state, plan, victims, book, rank)
 
 
@@ -298,7 +308,7 @@ def _costed(
     for pod in pods:
         for r, amount in pod.requests.items():
             resources[r] = resources.get(r, 0) + int(amount)
-    totals = state.allocatable.sum(axis=0)
+    totals = state.totals()
     weight = sum(
         amount / max(1, int(totals[state.resource_index[r]])) for r, amount in resources.items()
     )
@@ -378,27 +388,3 @@ def _terminating_on_nominated(state: CycleState, pods: Sequence[PodInfo]) -> lis
         if n is not None
         and any(p.terminating for p in state.bound_on_node.get(state.node_index[n], []))
     ]
-
-
-def _overused_quotas(
-    state: CycleState, quota: str | None, pods: Sequence[PodInfo]
-) -> frozenset[str | None]:
-    """Quotas using more than their runtime, when `quota` is within its min (it may reclaim)."""
-    book = quota_book(state)
-    if book is None or quota is None or quota not in book.tree.quotas:
-        return frozenset()
-    info = book.tree.quotas[quota]
-    request: dict[str, int] = {}
-    for pod in pods:
-        for r, v in pod.requests.items():
-            request[r] = request.get(r, 0) + int(v)
-    used = book.used[quota]
-    if not info.min or any(
-        used.get(r, 0) + v > info.min[r] for r, v in request.items() if r in info.min
-    ):
-        return frozenset()
-    return frozenset(
-        name
-        for name, runtime in book.runtime.items()
-        if name != quota and any(book.used[name].get(r, 0) > v for r, v in runtime.items())
-    )

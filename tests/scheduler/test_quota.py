@@ -88,3 +88,25 @@ def test_later_jobs_see_quota_used_by_earlier_ones() -> None:
     result = run_round(c.snapshot(), CORE)
     assert list(result.placements) == ["team/first-1"]
     assert "Insufficient quotas" in result.unschedulable["team/second"].reason
+
+
+def test_a_quota_within_its_min_reclaims_from_a_borrowing_quota() -> None:
+    # team-b borrows the whole node (min 0); team-a asks for its guaranteed 8 cores: runtime
+    # quota gives team-a 8 and team-b 8, so team-b's pod is reclaimed despite its priority.
+    c = cluster().node(node("a").cpu(16))
+    c.quota(QuotaInfo("team-a", {"cpu": 8000}, {"cpu": 16000}))
+    c.quota(QuotaInfo("team-b", {"cpu": 0}, {"cpu": 16000}))
+    c.running(pod("borrower").cpu(16).quota("team-b").priority(10).on("a"))
+    c.submit(gang("team/a-job", pods=1).cpu(8).quota("team-a").priority(5))
+    [record] = run_round(c.snapshot(), CORE).preemptions
+    assert record.victim_pods == ("default/borrower",)
+
+
+def test_a_borrowing_quota_cannot_reclaim_from_higher_priorities() -> None:
+    c = cluster().node(node("a").cpu(16))
+    c.quota(QuotaInfo("team-a", {"cpu": 0}, {"cpu": 16000}))
+    c.quota(QuotaInfo("team-b", {"cpu": 16000}, {"cpu": 16000}))
+    c.running(pod("owner").cpu(16).quota("team-b").priority(10).on("a"))
+    c.submit(gang("team/a-job", pods=1).cpu(8).quota("team-a").priority(5))
+    result = run_round(c.snapshot(), CORE)
+    assert result.preemptions == ()

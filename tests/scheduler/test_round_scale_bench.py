@@ -15,12 +15,17 @@ def test_small_run_writes_json_and_the_docs_section(tmp_path: Path) -> None:
     code = main(
         [
             *("--nodes", "100,200", "--pods", "600", "--gangs", "60"),
-            *("--json", str(out), "--markdown", "--docs", str(docs)),
+            *("--json", str(out), "--markdown", "--docs", str(docs), "--profiles", "default,core"),
         ]
     )
     assert code == 0
     runs = json.loads(out.read_text())["runs"]
-    assert [r["nodes"] for r in runs] == [100, 200]
+    assert [(r["profile"], r["nodes"]) for r in runs] == [
+        ("default", 100),
+        ("default", 200),
+        ("core", 100),
+        ("core", 200),
+    ]
     for run in runs:
         assert set(run) >= {"nodes", "pending_pods", "placed_pods", "round_seconds", "pods_per_s"}
         assert run["pending_pods"] == 600
@@ -28,7 +33,7 @@ def test_small_run_writes_json_and_the_docs_section(tmp_path: Path) -> None:
         assert run["pods_per_s"] > 0
     text = docs.read_text()
     assert "old" not in text and "## Next\nkept" in text
-    assert "| default | 200 | 600 |" in text
+    assert "| default | 200 | 600 |" in text and "| core | 200 | 600 |" in text
 
 
 def test_rewrite_section_only_touches_round_scale() -> None:

@@ -135,3 +135,15 @@ def test_domain_sums_match_a_python_loop() -> None:
     names = [n.name for n in sorted(snap.nodes, key=lambda n: n.name)]
     s1 = sum(int(slots[names.index(f"node-{i}")]) for i in (1, 2, 7, 8))
     assert spines.tolist() == [s1, int(slots.sum()) - s1]
+
+
+def test_prefer_gather_score_option_fills_a_fragmented_spine_first() -> None:
+    # s2 keeps one free node per block (2 slots); the reference walk takes block b1 of idle s1,
+    # the score option takes the equally tight but already fragmented s2, keeping s1 whole.
+    busy = [pod("used-3").cpu(16).on("node-3"), pod("used-4").cpu(16).on("node-4")]
+    snap = t8(*busy).submit(gang("ml/g", pods=2).cpu(16).prefer_gather("SpineLayer")).snapshot()
+    assert run_round(snap, CORE).decisions["ml/g"]["chosen_domain"] == "BlockLayer/b1"
+    option = CORE.with_args("NetworkTopology", preferGatherScore=True)
+    result = run_round(snap, option)
+    assert result.decisions["ml/g"]["chosen_domain"] == "SpineLayer/s2"
+    assert sorted(p.node for p in result.placements.values()) == ["node-5", "node-6"]
