@@ -141,7 +141,7 @@ def _record(
     pods = {
         p.id: p
         for p in Pod.objects.filter(id__in=index.pod_ids.values()).only(
-            "id", "namespace", "name", "uid", "node_id", "phase", "job_id"
+            "id", "namespace", "name", "uid", "node_id", "phase", "job_id", "requests"
         )
     }
     bindings = []
@@ -203,9 +203,22 @@ def _record(
         for key in record.victim_pods:
             victim_pods_by_job.setdefault(index.job_by_pod_key.get(key, ""), []).append(key)
         for victim_id in record.victim_jobs:
+            keys = sorted(victim_pods_by_job.get(victim_id, []))
             for job in index.jobs_by_engine_id.get(victim_id, []):
+                own = [
+                    pods[index.pod_ids[k]]
+                    for k in keys
+                    if index.pod_ids.get(k) in pods and pods[index.pod_ids[k]].job_id == job.id
+                ]
+                freed: dict[str, int] = {}
+                for pod in own:
+                    for resource, amount in pod.requests.items():
+                        freed[resource] = freed.get(resource, 0) + int(amount)
                 PreemptionVictim.objects.create(
-                    preemption=row, job=job, pods=sorted(victim_pods_by_job.get(victim_id, []))
+                    preemption=row,
+                    job=job,
+                    pods=[f"{p.namespace}/{p.name}" for p in own],
+                    freed=freed,
                 )
         for key in record.victim_pods:
             victim = pods.get(index.pod_ids.get(key, -1))
