@@ -7,13 +7,14 @@ For a job that did not fit (koordinator.md, "Job-level preemption", with our dif
    job's quota is within its min: also jobs of quotas using more than their runtime quota);
 3. dry run with every possible victim removed: the whole job must fit, topology included, else
    "preemption not helpful";
-4. for the best few candidate domains of that dry run, plan the job inside the domain, keep back
+4. for the best few candidate domains of that dry run, plan the job inside the domain (and on
+   the domain's nodes whose victims cost least), keep back
    victims highest priority first (budget-breaking ones first) while the plan still fits, and cost
    the plan: (budget violations, highest victim priority, victim jobs, resources, rank);
 5. the cheapest plan evicts its victims and nominates the job's pods to their planned nodes; a plan
    that must break a PodDisruptionBudget is reported as blocked instead.
 When preemption is not allowed (`preemptionPolicy: Never`) the same search yields the counterfactual
-("would fit if these jobs were evicted"). Arguments: `candidateLimit` (default 3), `counterfactuals`
+("would fit if these jobs were evicted"). Arguments: `candidateLimit` (default 6), `counterfactuals`
 (default true).
 """
 
@@ -72,7 +73,7 @@ class JobPreemption:
 
     def __init__(self, args: Mapping[str, Any] | None = None) -> None:
         args = dict(args or {})
-        self.candidate_limit = int(args.get("candidateLimit", 3))
+        self.candidate_limit = int(args.get("candidateLimit", 6))
         self.counterfactuals = bool(args.get("counterfactuals", True))
 
     def book(self, state: CycleState) -> PreemptionBook:
@@ -208,11 +209,19 @@ class JobPreemption:
                 return Status(Code.UNRESOLVABLE, reason, dict(dry.status.details), self.name)
             plans: list[Plan] = [dry]
             topological = bool(job.topology and job.topology.gather)
-            for level, domain in dry.candidates[1 : self.candidate_limit]:
+            cost = _node_victim_cost(book, eligible, len(state.nodes))
+            for number, (level, domain) in enumerate(dry.candidates[: self.candidate_limit]):
                 within = domain_nodes(state.topology, level, domain, topological, len(state.nodes))
-                attempt = framework.try_place(state, job, pods, within, slots)
-                if isinstance(attempt, Plan):
-                    plans.append(attempt)
+                attempts = [] if number == 0 else [within]
+                # The reference plan takes a domain's nodes by offer slots and name; the nodes
+                # whose victims cost least are often elsewhere in the same domain: plan there too.
+                cheap = _cheapest_nodes(within, slots, cost, len(pods))
+                if cheap is not None and len(cheap) < len(within):
+                    attempts.append(cheap)
+                for nodes in attempts:
+                    attempt = framework.try_place(state, job, pods, nodes, slots)
+                    if isinstance(attempt, Plan):
+                        plans.append(attempt)
         best: VictimPlan | None = None
         for rank, plan in enumerate(plans):
             candidate = self._victims_for(
@@ -292,6 +301,43 @@ class JobPreemption:
                     for r in quota_need:
                         quota_room[r] -= _amount(v, r)
         return _costed(state, plan, victims, book, rank)
+
+
+def _node_victim_cost(book: PreemptionBook, eligible: BoolArray, nodes: int) -> IntArray:
+    """Per node: (highest eligible victim priority, victim jobs) folded into one sortable number;
+    0 for a node with no victims (cheapest), growing with the priority, then the job count."""
+    pool = book.pool
+    cost: IntArray = np.zeros(nodes, dtype=np.int64)
+    if not len(pool.pod_job):
+        return cost
+    on = eligible[pool.pod_job]
+    if not on.any():
+        return cost
+    where, jobs = pool.pod_node[on], pool.pod_job[on]
+    priorities = pool.priority[jobs]
+    levels = np.unique(priorities)
+    rank = np.searchsorted(levels, priorities).astype(np.int64) + 1
+    top: IntArray = np.zeros(nodes, dtype=np.int64)
+    np.maximum.at(top, where, rank)
+    pairs = np.unique(np.stack([where, jobs]), axis=1)
+    counts = np.bincount(pairs[0], minlength=nodes).astype(np.int64)
+    cost = top * (len(pool.jobs) + 1) + counts
+    return cost
+
+
+def _cheapest_nodes(
+    within: IntArray, slots: IntArray, cost: IntArray, wanted: int
+) -> IntArray | None:
+    """The fewest of `within`, cheapest victims first, whose offer slots cover `wanted` pods."""
+    usable = within[slots[within] > 0]
+    if not len(usable):
+        return None
+    order = usable[np.lexsort((usable, cost[usable]))]
+    covered = np.cumsum(slots[order])
+    enough = int(np.searchsorted(covered, wanted)) + 1
+    if enough > len(order):
+        return None
+    return np.sort(order[:enough])
 
 
 def _costed(

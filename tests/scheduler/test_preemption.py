@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from scheduler import PDBInfo, apply_round, run_round
-from tests.scheduler.builders import CORE, cluster, gang, node, pod
+from tests.scheduler.builders import CORE, SPINE_BLOCK, cluster, gang, node, pod
 
 
 def two_nodes() -> cluster:
@@ -151,3 +151,22 @@ def test_waits_while_a_victim_is_still_terminating_on_the_nominated_node() -> No
         verdict.details["preemption"]["reason"]
         == "waiting for preemption victims to terminate on a"
     )
+
+
+def test_the_cheapest_nodes_of_a_domain_are_found_beyond_the_reference_order() -> None:
+    # One block of eight nodes: the first two (by name) run a mid-priority job, the last two a
+    # low-priority one, the rest a high one. The reference order would take n1, n2 (priority 5);
+    # the cheapest plan takes n7, n8 (priority 1).
+    c = cluster().topology(SPINE_BLOCK)
+    for i in range(1, 9):
+        c.node(node(f"n{i}").cpu(16).spine("s1").block("b1"))
+    c.running(pod("mid-1").cpu(16).priority(5).job("batch/mid").on("n1"))
+    c.running(pod("mid-2").cpu(16).priority(5).job("batch/mid").on("n2"))
+    for i in range(3, 7):
+        c.running(pod(f"high-{i}").cpu(16).priority(8).job(f"batch/high-{i}").on(f"n{i}"))
+    c.running(pod("low-7").cpu(16).priority(1).job("batch/low").on("n7"))
+    c.running(pod("low-8").cpu(16).priority(1).job("batch/low").on("n8"))
+    snap = c.submit(gang("ml/g", pods=2).cpu(16).must_gather("BlockLayer").priority(9)).snapshot()
+    [record] = run_round(snap, CORE).preemptions
+    assert record.victim_jobs == ("batch/low",)
+    assert sorted(record.nominations.values()) == ["n7", "n8"]
