@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import uuid
+from collections.abc import Iterator
 
 import pytest
 from django.conf import settings
@@ -25,3 +27,17 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         raise pytest.UsageError(f"CI requires PostgreSQL, DATABASE_URL gives {engine}")
     if not settings.CELERY_BROKER_URL.startswith("redis"):
         raise pytest.UsageError("CI requires a Redis broker (CELERY_BROKER_URL=redis://...)")
+
+
+@pytest.fixture
+def celery_queue() -> Iterator[str]:
+    """A queue of this test's own, so no other worker on a shared broker takes its tasks."""
+    from koordweb.celery import app
+
+    name = f"koordweb-test-{uuid.uuid4().hex[:10]}"
+    previous = app.conf.task_default_queue
+    app.conf.task_default_queue = name
+    try:
+        yield name
+    finally:
+        app.conf.task_default_queue = previous

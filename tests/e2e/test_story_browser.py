@@ -65,9 +65,11 @@ def free_h800_nodes(cluster: Cluster) -> int:
 
 
 def test_submit_round_placement_preemption_story(
-    page: Page, watch: Watch, demo: Cluster, screenshots: Path
+    page: Page, watch: Watch, demo: Cluster, screenshots: Path, celery_queue: str
 ) -> None:
-    with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=60):
+    with start_worker(
+        app, pool="solo", perform_ping_check=False, shutdown_timeout=60, queues=[celery_queue]
+    ):
         log_in(page, "admin")
         # 1. A batch job is submitted through the form; the round after the commit places it.
         submit(

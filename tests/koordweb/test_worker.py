@@ -50,7 +50,9 @@ def _wait_rounds(cluster: Cluster, count: int, timeout: float = 60) -> list[Roun
 
 
 @pytest.mark.django_db(transaction=True)
-def test_worker_rounds_bind_gangs_whole_and_preempt_through_evictions(kube, settings, tmp_path):
+def test_worker_rounds_bind_gangs_whole_and_preempt_through_evictions(
+    kube, settings, tmp_path, celery_queue
+):
     for name, block in LAYOUT.items():
         kube.add(_node(name, block))
     kube.add(TOPOLOGY)
@@ -62,7 +64,9 @@ def test_worker_rounds_bind_gangs_whole_and_preempt_through_evictions(kube, sett
     kube_backend._clients.clear()
     cluster = Cluster.objects.create(name="k8s", backend=Cluster.Backend.KUBERNETES)
     try:
-        with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=30):
+        with start_worker(
+            app, pool="solo", perform_ping_check=False, shutdown_timeout=30, queues=[celery_queue]
+        ):
             from koordweb.tasks import run_round
 
             run_round.delay(cluster.id, "manual")
@@ -85,13 +89,15 @@ def test_worker_rounds_bind_gangs_whole_and_preempt_through_evictions(kube, sett
 
 
 @pytest.mark.django_db(transaction=True)
-def test_round_requests_after_commit_are_collapsed(settings):
+def test_round_requests_after_commit_are_collapsed(settings, celery_queue):
     from django.core.cache import cache
     from django.db import transaction
 
     cluster = Cluster.objects.create(name="collapse")
     cache.delete(f"round-requested:{cluster.id}")
-    with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=30):
+    with start_worker(
+        app, pool="solo", perform_ping_check=False, shutdown_timeout=30, queues=[celery_queue]
+    ):
         with transaction.atomic():
             for _ in range(5):
                 round_request(cluster_id=cluster.id, trigger="submit")
