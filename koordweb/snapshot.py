@@ -297,3 +297,10 @@ def build(
 
 def topology_spec_json(rule: Mapping[str, Any]) -> str:
     return json.dumps(rule, separators=(",", ":"), sort_keys=True)
+
+
+def build_for_round(cluster: Cluster, *, now: datetime) -> tuple[ClusterSnapshot, SnapshotIndex]:
+    """The snapshot a round (and a what-if) reads: rows plus each node's device state."""
+    from koordweb.services.engine import node_devices_builder
+
+    return build(cluster, now=now, devices_for=node_devices_builder(cluster))

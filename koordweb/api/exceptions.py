@@ -6,6 +6,7 @@ services raise, so a service error turns into a 400 (or 413) with a message per 
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
@@ -15,6 +16,9 @@ from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
+from rest_framework.views import set_rollback
+
+logger = logging.getLogger("koordweb.api")
 
 
 def django_validation_detail(exc: DjangoValidationError) -> Any:
@@ -40,4 +44,13 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         exc = exceptions.NotFound("Not found.")
     elif isinstance(exc, PermissionDenied):
         exc = exceptions.PermissionDenied()
-    return drf_exception_handler(exc, context)
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        # A bug of ours: keep the traceback in the log, give the client JSON it can parse.
+        logger.error("API request failed", exc_info=exc)
+        set_rollback()
+        return Response(
+            {"detail": "Internal error; it has been logged."},
+            status=status.HTTP_500_INTERNAL_SERVER_ERROR,
+        )
+    return response

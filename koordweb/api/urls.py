@@ -14,6 +14,8 @@ from koordweb.api.views.whatif import WhatIfView
 
 router = DefaultRouter(trailing_slash=True)
 router.include_root_view = False
+# JSON only: format-suffix routes (`jobs.json/`) would reach actions that take no `format`.
+router.include_format_suffixes = False
 router.register("jobs", JobViewSet, basename="job")
 router.register("nodes", catalog.NodeViewSet, basename="node")
 router.register("devices", catalog.DeviceViewSet, basename="device")

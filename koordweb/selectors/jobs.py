@@ -52,8 +52,11 @@ def _why_here(job: Job, decision: Decision | None) -> dict[str, Any] | None:
     details = (decision.details or {}) if decision else {}
     return {
         "pods": {pod.name: pod.node.name for pod in bound if pod.node is not None},
-        "domain": details.get("domain"),
-        "alternatives": details.get("alternatives", []),
+        # The engine records the chosen domain and every candidate's offer slots.
+        "domain": details.get("chosen_domain"),
+        "offer_slots": details.get("chosen_offer_slots"),
+        "desired_offer_slots": details.get("desired_offer_slots"),
+        "alternatives": details.get("alternatives") or {},
         "reason": decision.reason if decision else "",
     }
 

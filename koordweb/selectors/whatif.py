@@ -15,7 +15,7 @@ from django.utils import timezone
 from koordweb import snapshot as snapshot_adapter
 from koordweb.models import Job, Pod
 from koordweb.selectors.tenancy import jobs_visible, user_is_admin
-from koordweb.services.engine import engine_profile, node_devices_builder
+from koordweb.services.engine import engine_profile
 from koordweb.services.jobs import ResolvedJob, job_pod_rows
 from scheduler.model import GangInfo, JobInfo
 from scheduler.result import RoundResult
@@ -43,7 +43,7 @@ def _hypothetical_job(resolved: ResolvedJob) -> Job:
 
 def _plan(resolved: ResolvedJob) -> tuple[str, list[str], RoundResult]:
     now = timezone.now()
-    live, _ = snapshot_adapter.build(resolved.cluster, now=now, devices_for=node_devices_builder())
+    live, _ = snapshot_adapter.build_for_round(resolved.cluster, now=now)
     job = _hypothetical_job(resolved)
     spec = resolved.spec
     pods = job_pod_rows(job, replace(resolved, spec=replace(spec, name=job.name)), now)

@@ -29,7 +29,7 @@ from koordweb.models import (
     PreemptionVictim,
     Round,
 )
-from koordweb.services.engine import engine_profile, node_devices_builder
+from koordweb.services.engine import engine_profile
 from scheduler.model import ClusterSnapshot
 from scheduler.quota_tree import QuotaTree, add_into, quota_sums, runtime_quota
 from scheduler.result import RoundResult
@@ -49,9 +49,7 @@ def round_execute(
     """Sync, snapshot, decide, record, enact. Call inside a transaction holding the round lock."""
     t0 = perf_counter()
     backend.sync(cluster, now=now)
-    snapshot, index = snapshot_adapter.build(
-        cluster, now=now, devices_for=node_devices_builder(cluster)
-    )
+    snapshot, index = snapshot_adapter.build_for_round(cluster, now=now)
     t1 = perf_counter()
     result = engine_run_round(snapshot, engine_profile())
     t2 = perf_counter()

@@ -16,8 +16,12 @@ class DecisionExplanationSerializer(serializers.Serializer):  # type: ignore[typ
 
 class PlacementExplanationSerializer(serializers.Serializer):  # type: ignore[type-arg]
     pods = serializers.DictField(child=serializers.CharField(), help_text="pod -> node")
-    domain = serializers.JSONField(allow_null=True)
-    alternatives = serializers.JSONField()
+    domain = serializers.CharField(allow_null=True, help_text="e.g. BlockLayer/b1")
+    offer_slots = serializers.IntegerField(allow_null=True)
+    desired_offer_slots = serializers.IntegerField(allow_null=True)
+    alternatives = serializers.DictField(
+        child=serializers.IntegerField(), help_text="Candidate domain -> its offer slots."
+    )
     reason = serializers.CharField(allow_blank=True)
 
 

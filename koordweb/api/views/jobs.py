@@ -69,7 +69,10 @@ class JobViewSet(
         return [parser() for parser in JSON_PARSERS]
 
     @extend_schema(
-        request=JobSubmissionSerializer,
+        request={
+            "application/json": JobSubmissionSerializer,
+            "application/yaml": OpenApiTypes.STR,
+        },
         parameters=[IDEMPOTENCY_HEADER],
         responses={
             201: JobDetailSerializer,

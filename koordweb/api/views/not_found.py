@@ -12,9 +12,10 @@ def api_not_found(request: HttpRequest, path: str = "") -> JsonResponse:
     detail = "No such API endpoint."
     if not request.path.endswith("/"):
         try:
-            resolve(request.path + "/")
+            match = resolve(request.path + "/")
         except Resolver404:
             pass
         else:
-            detail += " API paths end with a slash: " + request.path + "/"
+            if match.func is not api_not_found:
+                detail += " API paths end with a slash: " + request.path + "/"
     return JsonResponse({"detail": detail}, status=404)

@@ -167,3 +167,16 @@ def test_bad_filters_are_400(alice_api, world):
     assert alice_api.get(JOBS + "?submitted_after=yesterday").status_code == 400
     assert alice_api.get(JOBS + "?limit=abc").status_code == 200  # DRF ignores a bad limit
     assert alice_api.get(JOBS + "nope/").status_code == 404
+
+
+def test_unknown_paths_answer_json_404(alice_api, world):
+    response = alice_api.get("/api/v1/jobs")
+    assert response.status_code == 404
+    assert "end with a slash: /api/v1/jobs/" in response.json()["detail"]
+    assert alice_api.post("/api/v1/nothing/here/", {}).json() == {"detail": "No such API endpoint."}
+
+
+def test_format_suffix_paths_are_json_404(alice_api, world):
+    for path in ["/api/v1/jobs.json/", "/api/v1/quotas/tree.json/"]:
+        response = alice_api.get(path)
+        assert response.status_code == 404 and response.json()["detail"]

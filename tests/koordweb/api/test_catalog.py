@@ -143,3 +143,17 @@ def test_rounds_and_preemptions(
     assert bob_api.get(V1 + "preemptions/").json()["count"] == 6
     assert admin_api.get(V1 + "preemptions/").json()["count"] == 6
     assert alice_api.get(f"{V1}preemptions/{touching.pk + 1}/").status_code == 404
+
+
+@pytest.mark.parametrize(
+    "path", ["quotas/", "priority-classes/", "rounds/", "topology/layers/", "quotas/tree/"]
+)
+def test_list_query_counts_are_flat(admin_api, world, path, django_assert_max_num_queries):
+    for i in range(15):
+        f.QuotaFactory(cluster=world.cluster, name=f"extra-{i}", parent=world.team_a)
+        f.PriorityClassFactory(cluster=world.cluster, name=f"pc-{i}", value=i)
+        f.RoundFactory(cluster=world.cluster)
+        f.LayerFactory(cluster=world.cluster, name=f"L{i}", position=10 + i)
+    with django_assert_max_num_queries(7):
+        response = admin_api.get(V1 + path)
+    assert response.status_code == 200

@@ -18,9 +18,9 @@ THREADS = 6
 def post_with_busy_wait(client, *args, **kwargs):
     """Retry while SQLite reports a locked table.
 
-    The SQLite test database is in memory with a shared cache, where a second writer gets
-    "table is locked" at once instead of waiting as it does on the file database (busy timeout)
-    and on PostgreSQL (row locks); waiting here restores the production behaviour.
+    When the SQLite test database is in shared-cache memory, a second writer gets "table is
+    locked" at once instead of waiting as on a database file (busy timeout) or on PostgreSQL (row
+    locks); waiting here restores the production behaviour. On a file or PostgreSQL it never runs.
     """
     for _ in range(200):
         try:
@@ -76,4 +76,13 @@ def test_submission_asks_for_a_round_on_commit(
 ):
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         assert alice_api.post("/api/v1/jobs/", submission(), format="json").status_code == 201
+    assert len(callbacks) == 1
+
+
+def test_cancellation_asks_for_a_round_on_commit(
+    alice_api, world, django_capture_on_commit_callbacks
+):
+    job_id = alice_api.post("/api/v1/jobs/", submission(), format="json").json()["id"]
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        assert alice_api.post(f"/api/v1/jobs/{job_id}/cancel/").status_code == 200
     assert len(callbacks) == 1

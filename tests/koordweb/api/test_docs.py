@@ -43,11 +43,13 @@ def test_the_guide_has_examples_for_every_area():
 def test_curl_examples_run_against_a_live_server(live_server, world, tmp_path):
     cache.add(f"round-requested:{world.cluster.pk}", "test", timeout=300)  # no real Celery task
     _, token = token_create(user=world.alice)
+    _, admin_token = token_create(user=world.admin)
     script = "set -euo pipefail\n" + "\n".join(curl_blocks())
-    env = {**os.environ, "KOORDWEB": live_server.url, "TOKEN": token}
+    env = {**os.environ, "KOORDWEB": live_server.url, "TOKEN": token, "ADMIN_TOKEN": admin_token}
     result = subprocess.run(
         ["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "submitted job" in result.stdout
     assert '"outcome"' in result.stdout
+    assert '"bert-0"' in result.stdout  # the YAML submission answered with its pods

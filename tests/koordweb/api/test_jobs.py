@@ -109,13 +109,19 @@ def test_explain_pending_placed_and_preempted(alice_api, bob_api, world):
         job=placed,
         outcome="placed",
         reason="binpack",
-        details={"domain": "BlockLayer/b0", "alternatives": ["BlockLayer/b1"]},
+        details={
+            "chosen_domain": "BlockLayer/b0",
+            "chosen_offer_slots": 1,
+            "desired_offer_slots": 1,
+            "alternatives": {"BlockLayer/b0": 1, "BlockLayer/b1": 2},
+        },
     )
     preemptor = f.JobFactory(cluster=world.cluster, quota=world.team_b, name="big", priority=9000)
     f.VictimFactory(preemption=f.PreemptionFactory(preemptor=preemptor), job=placed)
     explained = alice_api.get(f"{JOBS}{placed.pk}/explain/").json()
     assert explained["why_here"]["pods"] == {"q-0": "node-0"}
     assert explained["why_here"]["domain"] == "BlockLayer/b0"
+    assert explained["why_here"]["alternatives"]["BlockLayer/b1"] == 2
     assert explained["why_preempted"][0]["preemptor"] == "default/big"
     assert explained["why_preempted"][0]["cost"]["victim_jobs"] == 1
     assert bob_api.get(f"{JOBS}{placed.pk}/explain/").status_code == 404

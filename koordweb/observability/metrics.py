@@ -1,31 +1,21 @@
-"""Observability: the Prometheus endpoint, API error counting, JSON logs carrying the round id.
+"""Prometheus metrics: the `/metrics` view, API error counters and the collector behind them.
 
-- `/metrics` (`metrics_view`): round latency, rounds by state, pods bound and preemptions by
-  state are read from the Round and Preemption rows at scrape time, so every process that runs
-  rounds (any number of celery workers) is counted without a push gateway; API errors by status
-  code are counted in the shared Django cache by `ApiErrorCountingMiddleware` (and by
-  `api_error_count` for calls to the Kubernetes API server), so gunicorn and celery workers add up.
-  Anonymous scrapes are allowed only from loopback; otherwise a `KOORDWEB_METRICS_TOKEN` bearer.
-- Logs: `round_context` / `round_id_set` put the cluster and round id in a contextvar,
-  `RoundContextFilter` copies them onto every record and `JsonFormatter` writes one JSON object
-  per line, so every log line of a round can be found by its id.
+Round latency, rounds by state, pods bound and preemptions by state are read from the Round and
+Preemption rows at scrape time, so every process that runs rounds (any number of celery workers)
+is counted without a push gateway. API errors by status code are counted in the shared Django
+cache by `ApiErrorCountingMiddleware` (and by `api_error_count` for answers of the Kubernetes API
+server), so gunicorn and celery workers add up. Anonymous scrapes are allowed only from loopback
+with no proxy in between; otherwise the `KOORDWEB_METRICS_TOKEN` bearer is needed.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hmac
 import ipaddress
-import json
-import logging
 import os
 from collections.abc import Callable, Iterator
-from contextvars import ContextVar
-from datetime import UTC, datetime
-from http import HTTPStatus
 from typing import Any
 
-from django.core.cache import cache
 from django.db.models import Count, Max, Q, Sum
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
@@ -39,103 +29,9 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from koordweb.models import Preemption, Round
+from koordweb.observability.counters import api_error_count, api_error_counts
 
-# --- round context for logs ----------------------------------------------------------------
-
-_round_id: ContextVar[int | None] = ContextVar("koordweb_round_id", default=None)
-_cluster: ContextVar[str | None] = ContextVar("koordweb_cluster", default=None)
-
-
-@contextlib.contextmanager
-def round_context(*, cluster: str | None = None, round_id: int | None = None) -> Iterator[None]:
-    """Every log line written inside carries this cluster and round id (restored on exit)."""
-    cluster_token = _cluster.set(cluster)
-    round_token = _round_id.set(round_id)
-    try:
-        yield
-    finally:
-        _round_id.reset(round_token)
-        _cluster.reset(cluster_token)
-
-
-def round_id_set(round_id: int | None) -> None:
-    """Name the round once its row exists (inside `round_context`, which restores the old id)."""
-    _round_id.set(round_id)
-
-
-def round_id_current() -> int | None:
-    return _round_id.get()
-
-
-class RoundContextFilter(logging.Filter):
-    """Copies the current round id and cluster onto each record (None outside a round)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        record.round_id = _round_id.get()
-        record.cluster = _cluster.get()
-        return True
-
-
-# Attributes every LogRecord has; anything else on a record came from `extra=` and is kept.
-_STANDARD_ATTRS = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
-
-
-class JsonFormatter(logging.Formatter):
-    """One JSON object per line: time, level, logger, message, round id, cluster, extras."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        entry: dict[str, Any] = {
-            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
-            "level": record.levelname,
-            "logger": record.name,
-            "message": record.getMessage(),
-            # Read the contextvar too, so the formatter works without the filter installed.
-            "round_id": getattr(record, "round_id", None) or _round_id.get(),
-            "cluster": getattr(record, "cluster", None) or _cluster.get(),
-            "process": record.process,
-        }
-        for key, value in vars(record).items():
-            if key not in _STANDARD_ATTRS and key not in entry:
-                entry[key] = value
-        if record.exc_info:
-            entry["exception"] = self.formatException(record.exc_info)
-        if record.stack_info:
-            entry["stack"] = self.formatStack(record.stack_info)
-        return json.dumps(entry, default=str)
-
-
-# --- API errors counted in the shared cache ------------------------------------------------
-
-API_ERROR_SOURCES = ("http", "kube")
-# Every code a counter may exist for: 4xx and 5xx from the standard list, 0 = no answer at all.
-API_ERROR_CODES = (0, *sorted(s.value for s in HTTPStatus if s.value >= 400))
-_ERROR_KEY = "metrics:api-errors:{source}:{code}"
-
-
-def api_error_count(source: str, code: int) -> None:
-    """Add one error answer (or, with code 0, a dropped connection) to the shared counters."""
-    if source not in API_ERROR_SOURCES:
-        raise ValueError(f"unknown API error source {source!r}")
-    if code not in API_ERROR_CODES:
-        code = 500 if code >= 500 else 400 if code >= 400 else 0
-    key = _ERROR_KEY.format(source=source, code=code)
-    # add() makes the key exist forever; incr() is atomic on Redis (the production cache).
-    cache.add(key, 0, timeout=None)
-    try:
-        cache.incr(key)
-    except ValueError:  # evicted between add and incr
-        cache.set(key, 1, timeout=None)
-
-
-def api_error_counts() -> dict[tuple[str, int], int]:
-    """{(source, code): count} for every counter that exists."""
-    keys = {
-        _ERROR_KEY.format(source=source, code=code): (source, code)
-        for source in API_ERROR_SOURCES
-        for code in API_ERROR_CODES
-    }
-    found = cache.get_many(list(keys))
-    return {keys[key]: int(value) for key, value in found.items()}
+# --- API errors: the middleware ------------------------------------------------------------
 
 
 class ApiErrorCountingMiddleware:
@@ -193,21 +89,22 @@ class RoundCollector(Collector):
             pods_by_cluster[name] = pods_by_cluster.get(name, 0) + int(row["pods"] or 0)
         for name, pods in sorted(pods_by_cluster.items()):
             bound.add_metric([name], pods)
-        for row in Round.objects.values("cluster__name").annotate(at=Max("started_at")).order_by():
-            if row["at"] is not None:
-                last.add_metric([row["cluster__name"]], row["at"].timestamp())
+        latest = Round.objects.values("cluster__name").annotate(at=Max("started_at")).order_by()
+        for newest in latest:
+            if newest["at"] is not None:
+                last.add_metric([newest["cluster__name"]], newest["at"].timestamp())
         yield rounds
         yield bound
         yield last
         preemptions = GaugeMetricFamily(
             "koordweb_preemptions", "Preemptions by state", labels=["cluster", "state"]
         )
-        for row in (
+        for counted in (
             Preemption.objects.values("cluster__name", "state")
             .annotate(n=Count("id"))
             .order_by("cluster__name", "state")
         ):
-            preemptions.add_metric([row["cluster__name"], row["state"]], row["n"])
+            preemptions.add_metric([counted["cluster__name"], counted["state"]], counted["n"])
         yield preemptions
         errors = CounterMetricFamily(
             "koordweb_api_errors",
@@ -220,7 +117,7 @@ class RoundCollector(Collector):
         yield errors
 
     def _latency(self) -> HistogramMetricFamily:
-        """A cumulative histogram over every finished round: counts only grow, as Prometheus wants."""
+        """A cumulative histogram over all finished rounds: counts only grow."""
         family = HistogramMetricFamily(
             "koordweb_round_duration_seconds",
             "Wall time of successful scheduling rounds (sync, engine, record, enact)",
@@ -237,8 +134,10 @@ class RoundCollector(Collector):
             .order_by("cluster__name")
         )
         for row in rows:
+            # The bucket counts are dynamic annotations the stubs' TypedDict does not know.
+            counts: dict[str, Any] = dict(row)
             buckets: list[tuple[str, float]] = [
-                (str(bound), row[f"le_{i}"]) for i, bound in enumerate(LATENCY_BUCKETS)
+                (str(bound), counts[f"le_{i}"]) for i, bound in enumerate(LATENCY_BUCKETS)
             ]
             buckets.append(("+Inf", row["total"]))
             family.add_metric(

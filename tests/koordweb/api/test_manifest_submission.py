@@ -1,0 +1,129 @@
+"""jobs/ with Content-Type: application/yaml: PodGroups and gang pods; unsafe YAML refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from koordweb.models import Job, Pod
+
+JOBS = "/api/v1/jobs/"
+
+POD_GROUP = """
+apiVersion: scheduling.sigs.k8s.io/v1alpha1
+kind: PodGroup
+metadata:
+  name: bert
+  namespace: default
+  annotations:
+    gang.scheduling.koordinator.sh/network-topology-spec: >-
+      {"gatherStrategy":[{"layer":"BlockLayer","strategy":"MustGather"}]}
+spec:
+  minMember: 2
+"""
+
+
+def pod(name: str, group: str = "bert", quota: str = "team-a") -> str:
+    return f"""
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+  namespace: default
+  labels:
+    pod-group.scheduling.sigs.k8s.io: {group}
+    quota.scheduling.koordinator.sh/name: {quota}
+spec:
+  priorityClassName: koord-prod
+  containers:
+  - name: main
+    image: trainer
+    resources:
+      requests: {{cpu: "4", nvidia.com/gpu: "2"}}
+"""
+
+
+def yaml_post(client, text, **headers):
+    return client.generic("POST", JOBS, text.encode(), content_type="application/yaml", **headers)
+
+
+def test_pod_group_with_pods_is_one_job(alice_api, world):
+    text = "---".join([POD_GROUP, pod("bert-0"), pod("bert-1")])
+    response = yaml_post(alice_api, text, HTTP_IDEMPOTENCY_KEY="yaml-1")
+    assert response.status_code == 201, response.content
+    job = Job.objects.get(pk=response.json()["id"])
+    assert (job.name, job.kind, job.owner, job.quota) == (
+        "bert",
+        "podgroup",
+        world.alice,
+        world.team_a,
+    )
+    assert job.topology_spec["gatherStrategy"][0]["layer"] == "BlockLayer"
+    assert sorted(job.pods.values_list("name", flat=True)) == ["bert-0", "bert-1"]
+    again = yaml_post(alice_api, text, HTTP_IDEMPOTENCY_KEY="yaml-1")
+    assert again.status_code == 200 and again.json()["id"] == job.pk
+
+
+@pytest.mark.parametrize(
+    ("text", "word"),
+    [
+        ("a: &x [1]\nb: *x\n", "anchors are not allowed"),
+        ("kind: Node\napiVersion: v1\nmetadata: {name: n9}\n", "PodGroups and Pods"),
+        ("---".join([POD_GROUP, pod("bert-0", quota="team-b")]), "not a member"),
+        ("key: [unclosed\n", "manifest"),
+        (POD_GROUP.replace("BlockLayer", "RackLayer") + "---" + pod("bert-0"), "RackLayer"),
+        (
+            POD_GROUP
+            + "---"
+            + pod("bert-0").replace("  containers:", "  priority: 99999\n  containers:"),
+            "priorityClassName",
+        ),
+    ],
+    ids=["alias", "not-a-job", "foreign-quota", "broken-yaml", "unknown-layer", "own-priority"],
+)
+def test_bad_yaml_is_400_and_writes_nothing(alice_api, world, text, word):
+    response = yaml_post(alice_api, text)
+    assert response.status_code == 400, response.content
+    assert word.lower() in response.content.decode().lower()
+    assert Job.objects.count() == 0 and Pod.objects.count() == 0
+
+
+MANIFESTS = "/api/v1/manifests/"
+NODE = """
+apiVersion: v1
+kind: Node
+metadata:
+  name: imported-1
+  labels: {network.topology.nvidia.com/spine: s9, network.topology.nvidia.com/block: b9}
+status:
+  allocatable: {cpu: "32", memory: 256Gi, pods: "110"}
+"""
+
+
+def test_admin_imports_and_exports(admin_api, world):
+    response = admin_api.generic("POST", MANIFESTS, NODE.encode(), content_type="application/yaml")
+    assert response.status_code == 201, response.content
+    assert response.json()["counts"] == {"Node": 1}
+    exported = admin_api.get(MANIFESTS)
+    assert exported.status_code == 200
+    assert exported["Content-Type"].startswith("application/yaml")
+    assert "name: imported-1" in exported.content.decode()
+
+
+def test_import_is_all_or_nothing(admin_api, world):
+    broken = (
+        NODE
+        + "---\nkind: Node\napiVersion: v1\nmetadata: {name: bad}\n"
+        + "status:\n  allocatable: {cpu: lots}\n"
+    )
+    response = admin_api.generic(
+        "POST", MANIFESTS, broken.encode(), content_type="application/yaml"
+    )
+    assert response.status_code == 400 and "document 2" in response.json()["manifest"][0]
+    assert not world.cluster.nodes.filter(name="imported-1").exists()
+
+
+def test_tenants_cannot_import_or_export(alice_api, world):
+    assert alice_api.get(MANIFESTS).status_code == 403
+    response = alice_api.generic("POST", MANIFESTS, NODE.encode(), content_type="application/yaml")
+    assert response.status_code == 403
+    assert not world.cluster.nodes.filter(name="imported-1").exists()
