@@ -65,3 +65,64 @@ def test_preemption_names_only_visible_victims(alice_api, world):
 def test_whatif_validates_like_a_submission(alice_api, world):
     response = alice_api.post(WHATIF, submission(quota="team-b"), format="json")
     assert response.status_code == 400 and "quota" in response.json()
+
+
+def _next_round(world) -> None:
+    from django.db import transaction
+    from django.utils import timezone
+
+    from koordweb.backends.simulated import SimulatedBackend
+    from koordweb.services.records import round_execute
+
+    with transaction.atomic():
+        round_execute(
+            cluster=world.cluster, backend=SimulatedBackend(), trigger="manual", now=timezone.now()
+        )
+
+
+def test_whatif_agrees_with_what_the_next_round_does(alice_api, world):
+    body = submission(replicas=3, topology=None)
+    body["pod"] = {"requests": {"cpu": "4", "nvidia.com/gpu": "2"}}
+    plan = alice_api.post(WHATIF, body, format="json").json()
+    assert plan["outcome"] == "placed", plan
+    created = alice_api.post("/api/v1/jobs/", body, format="json")
+    assert created.status_code == 201, created.content
+    _next_round(world)
+    job = Job.objects.get(name=body["name"])
+    actual = {f"{p.namespace}/{p.name}": p.node.name for p in job.pods.select_related("node")}
+    assert actual == plan["placement"]
+
+
+def test_whatif_agrees_with_the_next_round_on_a_preemption(alice_api, world):
+    low = f.PriorityClassFactory(cluster=world.cluster, name="low", value=1)
+    for i, node in enumerate(world.nodes):
+        job = f.JobFactory(
+            cluster=world.cluster,
+            quota=world.team_a,
+            name=f"low-{i}",
+            priority=1,
+            priority_class=low,
+            state=JobState.RUNNING,
+            total_number=1,
+            min_available=1,
+        )
+        f.PodFactory(
+            job=job,
+            name=f"low-{i}-0",
+            node=node,
+            phase="Running",
+            priority=1,
+            requests={"cpu": 8000, "nvidia.com/gpu": 8},
+        )
+    body = submission(replicas=1, topology=None)
+    body["pod"] = {"requests": {"cpu": "8", "nvidia.com/gpu": "8"}}
+    plan = alice_api.post(WHATIF, body, format="json").json()
+    assert plan["outcome"] == "preempting", plan
+    assert alice_api.post("/api/v1/jobs/", body, format="json").status_code == 201
+    _next_round(world)
+    from koordweb.models import Preemption
+
+    record = Preemption.objects.get(preemptor__name=body["name"])
+    evicted = sorted(v.job.name for v in record.victims.select_related("job"))
+    assert evicted == sorted(v.rsplit("/", 1)[-1] for v in plan["preemption"]["victim_jobs"])
+    assert record.nominations == plan["preemption"].get("nominations", record.nominations)
