@@ -10,7 +10,7 @@ from typing import Any
 from django.db.models import Prefetch, QuerySet
 
 from koordweb.models import Decision, Job, Pod, PreemptionVictim
-from koordweb.selectors.tenancy import jobs_visible
+from koordweb.selectors.tenancy import jobs_visible, user_is_admin
 
 
 def job_list(*, user: Any) -> QuerySet[Job]:
@@ -84,9 +84,38 @@ def _why_preempted(job: Job) -> list[dict[str, Any]]:
     ]
 
 
-def job_explain(*, job: Job) -> dict[str, Any]:
-    """Why the job is pending, why it runs where it runs, and why it was preempted."""
-    latest = job.decisions.order_by("-created_at", "-id").first()
+def _redacted(decision: Decision | None, user: Any) -> Decision | None:
+    """The decision with other tenants' job names in its counterfactual replaced by a count."""
+    if decision is None or user is None or user_is_admin(user):
+        return decision
+    details = dict(decision.details or {})
+    counterfactual = details.get("counterfactual")
+    if not isinstance(counterfactual, dict) or not counterfactual.get("evict_jobs"):
+        return decision
+    names = [str(n) for n in counterfactual["evict_jobs"]]
+    visible = {
+        f"{ns}/{name}"
+        for ns, name in jobs_visible(user=user)
+        .filter(name__in=[n.rsplit("/", 1)[-1] for n in names])
+        .values_list("namespace", "name")
+    }
+    shown = [n for n in names if n in visible]
+    hidden = len(names) - len(shown)
+    details["counterfactual"] = {
+        **counterfactual,
+        "evict_jobs": shown,
+        "other_tenants_jobs": hidden,
+    }
+    decision.details = details
+    return decision
+
+
+def job_explain(*, job: Job, user: Any = None) -> dict[str, Any]:
+    """Why the job is pending, why it runs where it runs, and why it was preempted.
+
+    For a tenant, jobs of other tenants that a counterfactual would evict are counted, not named.
+    """
+    latest = _redacted(job.decisions.order_by("-created_at", "-id").first(), user)
     placed = (
         job.decisions.filter(outcome=Decision.Outcome.PLACED).order_by("-created_at", "-id").first()
     )

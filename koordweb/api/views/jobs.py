@@ -116,4 +116,4 @@ class JobViewSet(
     def explain(self, request: Request, pk: str | None = None) -> Response:
         """Why pending, why here, why preempted."""
         job = self.get_object()
-        return Response(JobExplanationSerializer(job_explain(job=job)).data)
+        return Response(JobExplanationSerializer(job_explain(job=job, user=request.user)).data)
