@@ -191,7 +191,7 @@ def _record(
             cluster=cluster,
             round=rnd,
             preemptor=preemptor_jobs[0],
-            reason=record.reason,
+            reason=_preemption_rule(record_plain, preemptor_jobs[0].priority) + record.reason,
             cost=record_plain["cost"],
             nominations=dict(record.nominations),
             created_at=now,
@@ -229,6 +229,14 @@ def _record(
             if nominee is not None:
                 nominations.append(Nomination(nominee.id, nominee.namespace, nominee.name, node))
     return EnactPlan(tuple(bindings), tuple(evictions), tuple(nominations)), records
+
+
+def _preemption_rule(record: Mapping[str, Any], priority: int) -> str:
+    """Which rule allowed the eviction, in front of why the preemptor did not fit."""
+    highest = (record.get("cost") or {}).get("highest_victim_priority")
+    if isinstance(highest, int) and highest >= priority:
+        return "borrowed quota reclaimed (the preemptor's quota is within its min): "
+    return f"lower-priority jobs evicted (priority {priority} over at most {highest}): "
 
 
 def _write_decisions(
