@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from koordweb.backends import backend_for
 from koordweb.models import Cluster, Round
+from koordweb.observability import round_context
 from koordweb.services.locks import round_lock_try
 from koordweb.services.records import round_execute, round_record_failure
 
@@ -30,26 +31,21 @@ def run_round(cluster_id: int, trigger: str = Round.Trigger.TIMER) -> dict[str, 
     if cluster is None:
         return {"cluster": cluster_id, "skipped": "no such cluster"}
     started = timezone.now()
-    try:
-        with transaction.atomic():
-            if not round_lock_try(cluster_id=cluster_id):
-                logger.info("round skipped: another round of cluster %s is running", cluster.name)
-                return {"cluster": cluster_id, "skipped": "another round is running"}
-            summary = round_execute(
-                cluster=cluster, backend=backend_for(cluster), trigger=trigger, now=started
-            ).summary
-    except Exception as exc:
-        logger.exception("round of cluster %s failed", cluster.name)
-        round_record_failure(cluster=cluster, trigger=trigger, started=started, error=exc)
-        raise
-    logger.info(
-        "round %(round)s of cluster %(cluster)s: %(summary)s",
-        {
-            "round": summary["round"],
-            "cluster": cluster.name,
-            "summary": summary,
-        },
-    )
+    with round_context(cluster=cluster.name):
+        try:
+            with transaction.atomic():
+                if not round_lock_try(cluster_id=cluster_id):
+                    logger.info("round skipped: another round of %s is running", cluster.name)
+                    return {"cluster": cluster_id, "skipped": "another round is running"}
+                started = timezone.now()  # after the lock: the round's own time only
+                summary = round_execute(
+                    cluster=cluster, backend=backend_for(cluster), trigger=trigger, now=started
+                ).summary
+        except Exception as exc:
+            logger.exception("round of cluster %s failed", cluster.name)
+            round_record_failure(cluster=cluster, trigger=trigger, started=started, error=exc)
+            raise
+        logger.info("round %s of cluster %s: %s", summary["round"], cluster.name, summary)
     return summary
 
 

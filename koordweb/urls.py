@@ -3,8 +3,11 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from koordweb.observability.metrics import metrics_view
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", include("koordweb.api.urls")),
+    path("metrics", metrics_view, name="metrics"),
     path("", include("koordweb.ui_urls")),
 ]

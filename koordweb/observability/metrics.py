@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Count, Max, Q, Sum
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
@@ -166,7 +166,7 @@ def _from_loopback(request: HttpRequest) -> bool:
 
 
 def _bearer_ok(request: HttpRequest) -> bool:
-    expected = os.environ.get("KOORDWEB_METRICS_TOKEN", "")
+    expected = settings.KOORDWEB_METRICS_TOKEN
     scheme, _, given = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
     if not expected or scheme.lower() != "bearer" or not given:
         return False

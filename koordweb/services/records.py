@@ -10,7 +10,7 @@ from __future__ import annotations
 import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from time import perf_counter
 from typing import Any
 
@@ -29,6 +29,7 @@ from koordweb.models import (
     PreemptionVictim,
     Round,
 )
+from koordweb.observability import round_id_set
 from koordweb.services.engine import engine_profile
 from scheduler.model import ClusterSnapshot
 from scheduler.quota_tree import QuotaTree, add_into, quota_sums, runtime_quota
@@ -54,6 +55,7 @@ def round_execute(
     result = engine_run_round(snapshot, engine_profile())
     t2 = perf_counter()
     rnd = Round.objects.create(cluster=cluster, trigger=trigger, started_at=now)
+    round_id_set(rnd.id)
     plan, preemptions = _record(cluster, rnd, result, index, now)
     report = backend.enact(cluster, plan, now=now)
     for record in preemptions:
@@ -70,7 +72,7 @@ def round_execute(
         record.save(update_fields=["state", "reason"])
     t3 = perf_counter()
     rnd.state = Round.State.SUCCEEDED
-    rnd.finished_at = now
+    rnd.finished_at = now + timedelta(seconds=t3 - t0)
     rnd.duration_ms = int((t3 - t0) * 1000)
     rnd.engine_ms = int((t2 - t1) * 1000)
     rnd.jobs_considered = int(result.metrics.get("jobs_considered", 0))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
+import sys
 import threading
 from datetime import timedelta
 
@@ -14,16 +16,14 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from koordweb.models import Cluster, Job, Preemption, Round
 from koordweb.observability import (
-    ApiErrorCountingMiddleware,
     JsonFormatter,
     RoundContextFilter,
-    api_error_count,
-    api_error_counts,
-    metrics_view,
     round_context,
     round_id_current,
     round_id_set,
 )
+from koordweb.observability.counters import api_error_count, api_error_counts
+from koordweb.observability.metrics import ApiErrorCountingMiddleware, metrics_view
 
 # This module is its own URLconf (the project's urls.py gains /metrics from the lead).
 urlpatterns = [path("metrics", metrics_view)]
@@ -81,7 +81,9 @@ def history(db):
     rnd(b, 70, pods=1)
     job = Job.objects.create(cluster=a, name="urgent", namespace="ml", submitted_at=now)
     for state in (Preemption.State.ENACTED, Preemption.State.ENACTED, Preemption.State.BLOCKED):
-        Preemption.objects.create(cluster=a, round=first, preemptor=job, state=state, created_at=now)
+        Preemption.objects.create(
+            cluster=a, round=first, preemptor=job, state=state, created_at=now
+        )
     return a, b, now
 
 
@@ -127,8 +129,8 @@ def test_metrics_on_an_empty_database_are_valid_and_empty(client, db):
         ({"REMOTE_ADDR": "10.1.2.3", "HTTP_AUTHORIZATION": f"Basic {TOKEN}"}, False),
     ],
 )
-def test_metrics_need_loopback_or_the_bearer_token(client, db, monkeypatch, headers, allowed):
-    monkeypatch.setenv("KOORDWEB_METRICS_TOKEN", TOKEN)
+def test_metrics_need_loopback_or_the_bearer_token(client, db, settings, headers, allowed):
+    settings.KOORDWEB_METRICS_TOKEN = TOKEN
     response = client.get("/metrics", **headers)
     assert response.status_code == (200 if allowed else 401)
     if not allowed:
@@ -181,7 +183,7 @@ def test_api_errors_are_counted_by_code_and_exposed(client, db, rf):
 
 def test_the_middleware_counts_real_api_answers(client, db, settings):
     settings.ROOT_URLCONF = "koordweb.urls"
-    settings.MIDDLEWARE = [*settings.MIDDLEWARE, "koordweb.observability.ApiErrorCountingMiddleware"]
+    assert "koordweb.observability.metrics.ApiErrorCountingMiddleware" in settings.MIDDLEWARE
     for _ in range(3):
         client.get("/api/no-such-endpoint/")
     client.get("/api/v1/jobs/")  # anonymous: refused
@@ -251,3 +253,36 @@ def test_round_ids_do_not_leak_between_threads():
     for thread in threads:
         thread.join()
     assert sorted(json.loads(line)["round_id"] for line in lines) == [1, 2]
+
+
+# The LOGGING entries proposed for settings.py (see docs/reliability.md "Observability").
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {"round": {"()": "koordweb.observability.RoundContextFilter"}},
+    "formatters": {"json": {"()": "koordweb.observability.JsonFormatter"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "json", "filters": ["round"]}
+    },
+    "root": {"handlers": ["console"], "level": "INFO"},
+}
+
+
+def test_the_logging_config_loads_before_the_app_registry_and_writes_json(tmp_path):
+    """Django configures logging before it populates the apps: the package must import bare."""
+    script = tmp_path / "configure.py"
+    script.write_text(
+        "import json, logging, logging.config, sys\n"
+        "from django.apps import apps\n"
+        "assert not apps.ready\n"
+        f"logging.config.dictConfig({LOGGING!r})\n"
+        "from koordweb.observability import round_context\n"
+        "with round_context(cluster='c1', round_id=5):\n"
+        "    logging.getLogger('koordweb.rounds').info('placed %d', 2)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    entry = json.loads(done.stderr.strip().splitlines()[-1])
+    assert entry["message"] == "placed 2" and entry["round_id"] == 5 and entry["cluster"] == "c1"

@@ -37,7 +37,12 @@ def test_the_demo_has_the_promised_shape(seeded):
 
 
 def test_seeding_twice_changes_nothing(seeded, client):
-    before = (Node.objects.count(), Device.objects.count(), Job.objects.count(), Pod.objects.count())
+    before = (
+        Node.objects.count(),
+        Device.objects.count(),
+        Job.objects.count(),
+        Pod.objects.count(),
+    )
     assert demo_seed() == seeded
     after = (Node.objects.count(), Device.objects.count(), Job.objects.count(), Pod.objects.count())
     assert before == after
@@ -52,9 +57,7 @@ def test_printed_credentials_log_in(seeded, client):
     assert credentials_path().stat().st_mode & 0o077 == 0
 
 
-def test_demo_export_imports_into_an_empty_database_and_exports_identically(
-    seeded, tmp_path: Path
-):
+def test_demo_export_imports_into_an_empty_database_and_exports_identically(seeded, tmp_path: Path):
     first = tmp_path / "demo.yaml"
     call_command("export_manifests", "-o", str(first), "--cluster", "default")
     Job.objects.all().delete()

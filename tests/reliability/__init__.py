@@ -1,0 +1,1 @@
+"""Reliability: faults during enact, a worker killed mid-enact, workers racing rounds."""
