@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Prefetch
+from django.db.models import Max, Subquery
 
 from koordweb.models import (
     Cluster,
+    Device,
     ElasticQuota,
     Job,
     JobState,
@@ -138,7 +139,22 @@ def node_info(node: Node, metric: NodeMetric | None, devices: Any = None) -> Nod
     )
 
 
-def pod_info(pod: Pod, job_id: str, quota: str | None, gang_id: str | None = None) -> PodInfo:
+def pod_info(
+    pod: Pod,
+    job_id: str,
+    quota: str | None,
+    gang_id: str | None = None,
+    node_names: Mapping[int, str] | None = None,
+) -> PodInfo:
+    """One pod; `node_names` (node id -> name) spares loading a Node row per pod."""
+    if node_names is not None:
+        node = node_names.get(pod.node_id) if pod.node_id else None
+        nominated = node_names.get(pod.nominated_node_id) if pod.nominated_node_id else None
+    else:
+        node = pod.node.name if pod.node_id and pod.node else None
+        nominated = (
+            pod.nominated_node.name if pod.nominated_node_id and pod.nominated_node else None
+        )
     return PodInfo(
         namespace=pod.namespace,
         name=pod.name,
@@ -146,16 +162,14 @@ def pod_info(pod: Pod, job_id: str, quota: str | None, gang_id: str | None = Non
         gang_id=gang_id,
         requests=dict(pod.requests),
         node_selector=dict(pod.node_selector),
-        required_affinity=parse_required_affinity(pod.affinity or {}),
-        tolerations=parse_tolerations(pod.tolerations),
+        required_affinity=parse_required_affinity(pod.affinity) if pod.affinity else (),
+        tolerations=parse_tolerations(pod.tolerations) if pod.tolerations else (),
         labels=dict(pod.labels),
         annotations=dict(pod.annotations),
         priority=pod.priority,
         preemption_policy=pod.preemption_policy,  # type: ignore[arg-type]
-        node=pod.node.name if pod.node_id and pod.node else None,
-        nominated_node=pod.nominated_node.name
-        if pod.nominated_node_id and pod.nominated_node
-        else None,
+        node=node,
+        nominated_node=nominated,
         phase=pod.phase,  # type: ignore[arg-type]
         terminating=pod.terminating,
         topology_index=pod.topology_index,
@@ -189,26 +203,38 @@ def build(
     devices plugin; without it nodes carry no devices.
     """
     index = SnapshotIndex()
-    nodes = list(
-        cluster.nodes.order_by("name").prefetch_related(
-            Prefetch("metrics", queryset=NodeMetric.objects.order_by("node_id", "-reported_at")),
-            "devices",
-        )
+    nodes = list(cluster.nodes.order_by("name").defer("capacity", "conditions", "created_at"))
+    node_names = {node.id: node.name for node in nodes}
+    latest_ids = (
+        NodeMetric.objects.filter(node__cluster=cluster)
+        .values("node_id")
+        .annotate(latest=Max("id"))
+        .values("latest")
     )
-    node_infos = []
-    for node in nodes:
-        metrics = list(node.metrics.all())
-        devs = devices_for(node, list(node.devices.all())) if devices_for else None
-        node_infos.append(node_info(node, metrics[0] if metrics else None, devs))
+    metrics = {m.node_id: m for m in NodeMetric.objects.filter(id__in=Subquery(latest_ids))}
+    devices: dict[int, list[Device]] = defaultdict(list)
+    if devices_for:
+        for device in Device.objects.filter(node__cluster=cluster).order_by(
+            "node_id", "device_type", "minor"
+        ):
+            devices[device.node_id].append(device)
+    node_infos = [
+        node_info(
+            node,
+            metrics.get(node.id),
+            devices_for(node, devices.get(node.id, [])) if devices_for else None,
+        )
+        for node in nodes
+    ]
 
     jobs = list(
         cluster.jobs.filter(state__in=ACTIVE_JOB_STATES).select_related("quota").order_by("id")
     )
     pods_by_job: dict[int, list[Pod]] = defaultdict(list)
     pods = (
-        Pod.objects.filter(job__in=[j.id for j in jobs])
+        Pod.objects.filter(cluster=cluster, job__state__in=ACTIVE_JOB_STATES)
         .exclude(phase__in=[PodPhase.SUCCEEDED, PodPhase.FAILED])
-        .select_related("node", "nominated_node")
+        .defer("limits", "created_at", "bound_at", "started_at", "finished_at")
         .order_by("namespace", "name")
     )
     for pod in pods:
@@ -230,7 +256,7 @@ def build(
             quota = job.quota.name if job.quota else None
             for pod in pods_by_job.get(job.id, []):
                 gang = job.gang_id if job.kind != Job.Kind.POD else None
-                info = pod_info(pod, job_id, quota, gang)
+                info = pod_info(pod, job_id, quota, gang, node_names)
                 pod_infos.append(info)
                 keys.append(info.key)
                 index.pod_ids[info.key] = pod.id

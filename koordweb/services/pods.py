@@ -1,32 +1,23 @@
 """Pod and job state changes that follow what happened in the cluster (bind, evict, run, finish).
 
 Both backends call these after the cluster accepted an action, so the database tells the same
-story whichever backend ran the round.
+story whichever backend ran the round. Writes are batched: a round binding 5,000 pods issues a
+handful of statements, not 5,000.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-
-from django.db.models import Q
+from typing import TYPE_CHECKING
 
 from koordweb.models import Job, JobState, Node, Pod, PodPhase
 
+if TYPE_CHECKING:
+    from koordweb.backends.base import EnactPlan, EnactReport
+
 FINAL_JOB_STATES = (JobState.SUCCEEDED, JobState.FAILED, JobState.PREEMPTED, JobState.CANCELLED)
-
-
-def pod_bind_record(*, pod: Pod, node: Node, annotations: dict[str, str], now: datetime) -> None:
-    pod.node = node
-    pod.nominated_node = None
-    pod.bound_at = now
-    pod.annotations = {**pod.annotations, **annotations}
-    pod.save(update_fields=["node", "nominated_node", "bound_at", "annotations"])
-
-
-def pod_nominate_record(*, pod: Pod, node: Node) -> None:
-    pod.nominated_node = node
-    pod.save(update_fields=["nominated_node"])
+BATCH = 500
 
 
 def pod_evict_record(*, pod: Pod, now: datetime) -> None:
@@ -37,49 +28,49 @@ def pod_evict_record(*, pod: Pod, now: datetime) -> None:
     pod.save(update_fields=["phase", "terminating", "finished_at"])
 
 
-def job_mark_preempted(*, job: Job, reason: str, now: datetime) -> None:
+def _job_end(*, job: Job, state: str, reason: str, now: datetime) -> None:
     if job.state in FINAL_JOB_STATES:
         return
-    job.state = JobState.PREEMPTED
+    job.state = state
     job.state_reason = reason
     job.finished_at = now
     job.save(update_fields=["state", "state_reason", "finished_at"])
     job.pods.filter(phase__in=[PodPhase.PENDING, PodPhase.RUNNING]).update(
         phase=PodPhase.FAILED, finished_at=now, nominated_node=None
     )
+
+
+def job_mark_preempted(*, job: Job, reason: str, now: datetime) -> None:
+    _job_end(job=job, state=JobState.PREEMPTED, reason=reason, now=now)
 
 
 def job_mark_failed(*, job: Job, reason: str, now: datetime) -> None:
-    if job.state in FINAL_JOB_STATES:
-        return
-    job.state = JobState.FAILED
-    job.state_reason = reason
-    job.finished_at = now
-    job.save(update_fields=["state", "state_reason", "finished_at"])
-    job.pods.filter(phase__in=[PodPhase.PENDING, PodPhase.RUNNING]).update(
-        phase=PodPhase.FAILED, finished_at=now, nominated_node=None
-    )
+    _job_end(job=job, state=JobState.FAILED, reason=reason, now=now)
+
+
+def _derived_state(job: Job, pods: list[Pod]) -> str:
+    phases = [p.phase for p in pods]
+    if all(ph == PodPhase.SUCCEEDED for ph in phases):
+        return JobState.SUCCEEDED
+    if any(ph == PodPhase.FAILED for ph in phases):
+        return JobState.FAILED
+    if all(ph == PodPhase.RUNNING for ph in phases):
+        return JobState.RUNNING
+    if sum(1 for p in pods if p.node_id is not None) >= job.min_available:
+        return JobState.SCHEDULED
+    return job.state
 
 
 def job_refresh_states(*, jobs: Iterable[Job], now: datetime) -> None:
     """Derive each active job's state from its pods (Pending -> Scheduled -> Running -> done)."""
+    changed: list[Job] = []
     for job in jobs:
         if job.state in FINAL_JOB_STATES:
             continue
         pods = list(job.pods.all())
         if not pods:
             continue
-        phases = [p.phase for p in pods]
-        bound = sum(1 for p in pods if p.node_id is not None)
-        state = job.state
-        if all(ph == PodPhase.SUCCEEDED for ph in phases):
-            state = JobState.SUCCEEDED
-        elif any(ph == PodPhase.FAILED for ph in phases):
-            state = JobState.FAILED
-        elif all(ph == PodPhase.RUNNING for ph in phases):
-            state = JobState.RUNNING
-        elif bound >= job.min_available:
-            state = JobState.SCHEDULED
+        state = _derived_state(job, pods)
         if state == job.state:
             continue
         job.state = state
@@ -90,27 +81,27 @@ def job_refresh_states(*, jobs: Iterable[Job], now: datetime) -> None:
             job.started_at = job.started_at or now
         if state in FINAL_JOB_STATES:
             job.finished_at = now
-        job.save(update_fields=["state", "scheduled_at", "started_at", "finished_at"])
-
-
-def active_pods_q() -> Q:
-    """Pods that hold resources on their node (bound and not finished)."""
-    return Q(node__isnull=False, phase__in=[PodPhase.PENDING, PodPhase.RUNNING])
+        changed.append(job)
+    Job.objects.bulk_update(
+        changed, ["state", "scheduled_at", "started_at", "finished_at"], batch_size=BATCH
+    )
 
 
 def enact_record(
-    *, cluster_nodes: dict[str, Node], plan: object, report: object, now: datetime
+    *, cluster_nodes: dict[str, Node], plan: EnactPlan, report: EnactReport, now: datetime
 ) -> None:
     """Write down what the cluster accepted of a plan (both backends call this)."""
-    from koordweb.backends.base import EnactPlan, EnactReport
-
-    assert isinstance(plan, EnactPlan) and isinstance(report, EnactReport)
     ids = (
         [b.pod_id for b in plan.bindings]
         + [e.pod_id for e in plan.evictions]
         + [n.pod_id for n in plan.nominations]
     )
-    pods = {p.id: p for p in Pod.objects.filter(id__in=ids).select_related("job")}
+    pods = {
+        p.id: p
+        for p in Pod.objects.filter(id__in=ids)
+        .select_related("job")
+        .only("id", "job", "phase", "annotations", "node_id", "nominated_node_id")
+    }
     evicted = set(report.evicted)
     for eviction in plan.evictions:
         pod = pods[eviction.pod_id]
@@ -120,17 +111,26 @@ def enact_record(
             pod_evict_record(pod=pod, now=now)
         job_mark_preempted(job=pod.job, reason=f"preempted by {eviction.preemptor}", now=now)
     bound = set(report.bound)
+    to_bind: list[Pod] = []
     for binding in plan.bindings:
-        if binding.pod_id in bound:
-            pod_bind_record(
-                pod=pods[binding.pod_id],
-                node=cluster_nodes[binding.node],
-                annotations=binding.annotations,
-                now=now,
-            )
+        if binding.pod_id not in bound:
+            continue
+        pod = pods[binding.pod_id]
+        pod.node = cluster_nodes[binding.node]
+        pod.nominated_node = None
+        pod.bound_at = now
+        pod.annotations = {**pod.annotations, **binding.annotations}
+        to_bind.append(pod)
+    Pod.objects.bulk_update(
+        to_bind, ["node", "nominated_node", "bound_at", "annotations"], batch_size=BATCH
+    )
     nominated = set(report.nominated)
+    to_nominate: list[Pod] = []
     for nomination in plan.nominations:
         if nomination.pod_id in nominated:
-            pod_nominate_record(pod=pods[nomination.pod_id], node=cluster_nodes[nomination.node])
+            pod = pods[nomination.pod_id]
+            pod.nominated_node = cluster_nodes[nomination.node]
+            to_nominate.append(pod)
+    Pod.objects.bulk_update(to_nominate, ["nominated_node"], batch_size=BATCH)
     touched = {pods[i].job_id for i in bound}
     job_refresh_states(jobs=Job.objects.filter(id__in=touched).prefetch_related("pods"), now=now)

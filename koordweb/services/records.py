@@ -159,10 +159,11 @@ def _record(
         )
     plain = result.to_dict()
     decisions: list[tuple[Job, str, str, dict[str, Any]]] = []
+    placed_by_job: dict[str, dict[str, str]] = {}
+    for key, placement in result.placements.items():
+        placed_by_job.setdefault(index.job_by_pod_key.get(key, ""), {})[key] = placement.node
     for job_id, why in plain["decisions"].items():
-        placed = {
-            k: p.node for k, p in result.placements.items() if index.job_by_pod_key.get(k) == job_id
-        }
+        placed = placed_by_job.get(job_id, {})
         for job in index.jobs_by_engine_id.get(job_id, []):
             details = {**why, "placements": placed}
             decisions.append((job, Decision.Outcome.PLACED, _why_here(why), details))
