@@ -53,6 +53,7 @@ class DeviceFleet:
         self._groups: dict[tuple[Any, ...], int] = {}
         self._members: list[tuple[NodeDevices, DeviceUsage]] = []
         self._counts: dict[tuple[Any, ...], int] = {}
+        self._released_counts: dict[tuple[Any, ...], int] = {}
         self._scores: dict[tuple[Any, ...], float] = {}
         self._plans: dict[tuple[Any, ...], DeviceAllocation | None] = {}
         for idx in self.nodes:
@@ -105,7 +106,14 @@ class DeviceFleet:
             usage = self.usage[idx].copy()
             for held in (released or {})[idx]:
                 usage.release(held)
-            result[pos] = self._fit_runs(self.nodes[idx], usage, runs)
+            # A preemption dry run frees many nodes into the same few states (often: idle);
+            # equal layout and usage give equal counts, so each state is counted once a round.
+            state = (self._key(idx, usage), runs)
+            fits = self._released_counts.get(state)
+            if fits is None:
+                fits = self._fit_runs(self.nodes[idx], usage, runs)
+                self._released_counts[state] = fits
+            result[pos] = fits
         return result
 
     def scores(self, node_indices: IntArray, request: DeviceRequest) -> FloatArray:
@@ -190,9 +198,9 @@ class DeviceFleet:
         key = (devices, node.vendor, node.model, partitions, node.partition_policy, node.ascend)
         return self._layouts.setdefault(key, len(self._layouts))
 
-    def _regroup(self, idx: int) -> None:
-        usage = self.usage[idx]
-        key = (
+    def _key(self, idx: int, usage: DeviceUsage) -> tuple[Any, ...]:
+        """A node's group key: its layout and a fingerprint of its usage."""
+        return (
             self._layout_of[idx],
             tuple(usage.core),
             tuple(usage.memory),
@@ -203,6 +211,10 @@ class DeviceFleet:
             tuple(usage.rdma),
             tuple(frozenset(v) for v in usage.vfs),
         )
+
+    def _regroup(self, idx: int) -> None:
+        usage = self.usage[idx]
+        key = self._key(idx, usage)
         group = self._groups.get(key)
         if group is None:
             group = len(self._members)
