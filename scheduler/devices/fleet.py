@@ -103,6 +103,12 @@ class DeviceFleet:
         result: IntArray = table[groups]
         for pos in self._positions(node_indices, released):
             idx = int(node_indices[pos])
+            freed = tuple((released or {})[idx])
+            shortcut = (int(self.group[idx]), freed, runs)
+            known = self._released_counts.get(shortcut)
+            if known is not None:
+                result[pos] = known
+                continue
             usage = self.usage[idx].copy()
             for held in (released or {})[idx]:
                 usage.release(held)
@@ -113,6 +119,8 @@ class DeviceFleet:
             if fits is None:
                 fits = self._fit_runs(self.nodes[idx], usage, runs)
                 self._released_counts[state] = fits
+            # Same group and same cards freed: the same state, without releasing again.
+            self._released_counts[shortcut] = fits
             result[pos] = fits
         return result
 
