@@ -219,9 +219,7 @@ def _pods(
             touched_jobs.add(pod.job_id)
     if new:
         touched_jobs |= _import_new_pods(cluster, new, groups, raw)
-    pod_services.job_refresh_states(
-        jobs=Job.objects.filter(id__in=touched_jobs).prefetch_related("pods"), now=now
-    )
+    pod_services.job_refresh_states(jobs=Job.objects.filter(id__in=touched_jobs), now=now)
     return len(objs)
 
 

@@ -28,7 +28,7 @@ class SimulatedBackend:
                     phase=PodPhase.SUCCEEDED, finished_at=now
                 )
                 touched.add(job.id)
-        jobs = Job.objects.filter(id__in=touched).prefetch_related("pods")
+        jobs = Job.objects.filter(id__in=touched)
         pod_services.job_refresh_states(jobs=jobs, now=now)
 
     def enact(self, cluster: Cluster, plan: EnactPlan, *, now: datetime) -> EnactReport:

@@ -7,9 +7,13 @@ handful of statements, not 5,000.
 
 from __future__ import annotations
 
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from django.db import connection
+from django.db.models import Count, Field, Model
 
 from koordweb.models import Job, JobState, Node, Pod, PodPhase
 
@@ -17,7 +21,6 @@ if TYPE_CHECKING:
     from koordweb.backends.base import EnactPlan, EnactReport
 
 FINAL_JOB_STATES = (JobState.SUCCEEDED, JobState.FAILED, JobState.PREEMPTED, JobState.CANCELLED)
-BATCH = 500
 
 
 def pod_evict_record(*, pod: Pod, now: datetime) -> None:
@@ -48,29 +51,41 @@ def job_mark_failed(*, job: Job, reason: str, now: datetime) -> None:
     _job_end(job=job, state=JobState.FAILED, reason=reason, now=now)
 
 
-def _derived_state(job: Job, pods: list[Pod]) -> str:
-    phases = [p.phase for p in pods]
-    if all(ph == PodPhase.SUCCEEDED for ph in phases):
+def _derived_state(job: Job, phases: Counter[str], bound: int) -> str:
+    total = sum(phases.values())
+    if phases[PodPhase.SUCCEEDED] == total:
         return JobState.SUCCEEDED
-    if any(ph == PodPhase.FAILED for ph in phases):
+    if phases[PodPhase.FAILED]:
         return JobState.FAILED
-    if all(ph == PodPhase.RUNNING for ph in phases):
+    if phases[PodPhase.RUNNING] == total:
         return JobState.RUNNING
-    if sum(1 for p in pods if p.node_id is not None) >= job.min_available:
+    if bound >= job.min_available:
         return JobState.SCHEDULED
     return job.state
 
 
 def job_refresh_states(*, jobs: Iterable[Job], now: datetime) -> None:
-    """Derive each active job's state from its pods (Pending -> Scheduled -> Running -> done)."""
+    """Derive each active job's state from its pods (Pending -> Scheduled -> Running -> done).
+
+    One aggregate query over the jobs' pods, one batched write of the jobs that changed."""
+    active = {job.id: job for job in jobs if job.state not in FINAL_JOB_STATES}
+    if not active:
+        return
+    phases: dict[int, Counter[str]] = defaultdict(Counter)
+    bound: dict[int, int] = defaultdict(int)
+    for row in (
+        Pod.objects.filter(job_id__in=list(active))
+        .values("job_id", "phase")
+        .annotate(pods=Count("id"), bound=Count("node_id"))
+        .order_by()
+    ):
+        phases[row["job_id"]][row["phase"]] += row["pods"]
+        bound[row["job_id"]] += row["bound"]
     changed: list[Job] = []
-    for job in jobs:
-        if job.state in FINAL_JOB_STATES:
+    for job_id, job in active.items():
+        if not phases.get(job_id):
             continue
-        pods = list(job.pods.all())
-        if not pods:
-            continue
-        state = _derived_state(job, pods)
+        state = _derived_state(job, phases[job_id], bound[job_id])
         if state == job.state:
             continue
         job.state = state
@@ -82,9 +97,27 @@ def job_refresh_states(*, jobs: Iterable[Job], now: datetime) -> None:
         if state in FINAL_JOB_STATES:
             job.finished_at = now
         changed.append(job)
-    Job.objects.bulk_update(
-        changed, ["state", "scheduled_at", "started_at", "finished_at"], batch_size=BATCH
+    rows_update(Job, changed, ["state", "scheduled_at", "started_at", "finished_at"])
+
+
+def rows_update(model: type[Model], rows: list[Any], fields: list[str]) -> None:
+    """Write `fields` of many rows with one prepared UPDATE run for each row.
+
+    bulk_update builds CASE expressions that cost seconds of Python at 5,000 rows; a prepared
+    statement costs the round trip."""
+    if not rows:
+        return
+    table = connection.ops.quote_name(model._meta.db_table)
+    columns = [field for name in fields if isinstance(field := model._meta.get_field(name), Field)]
+    assignments = ", ".join(
+        f"{connection.ops.quote_name(c.column or c.name)} = %s" for c in columns
     )
+    params = [
+        [c.get_db_prep_save(getattr(row, c.attname), connection) for c in columns] + [row.pk]
+        for row in rows
+    ]
+    with connection.cursor() as cursor:
+        cursor.executemany(f"UPDATE {table} SET {assignments} WHERE id = %s", params)
 
 
 def enact_record(
@@ -121,9 +154,7 @@ def enact_record(
         pod.bound_at = now
         pod.annotations = {**pod.annotations, **binding.annotations}
         to_bind.append(pod)
-    Pod.objects.bulk_update(
-        to_bind, ["node", "nominated_node", "bound_at", "annotations"], batch_size=BATCH
-    )
+    rows_update(Pod, to_bind, ["node", "nominated_node", "bound_at", "annotations"])
     nominated = set(report.nominated)
     to_nominate: list[Pod] = []
     for nomination in plan.nominations:
@@ -131,6 +162,6 @@ def enact_record(
             pod = pods[nomination.pod_id]
             pod.nominated_node = cluster_nodes[nomination.node]
             to_nominate.append(pod)
-    Pod.objects.bulk_update(to_nominate, ["nominated_node"], batch_size=BATCH)
+    rows_update(Pod, to_nominate, ["nominated_node"])
     touched = {pods[i].job_id for i in bound}
-    job_refresh_states(jobs=Job.objects.filter(id__in=touched).prefetch_related("pods"), now=now)
+    job_refresh_states(jobs=Job.objects.filter(id__in=touched), now=now)
