@@ -151,6 +151,11 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Login throttling: after this many failures within the window a user name or client address
+# gets 429 until the window passes (counted in the shared cache).
+AUTHENTICATION_BACKENDS = ["koordweb.security.RateLimitedModelBackend"]
+KOORDWEB_LOGIN_FAILURE_LIMIT = int(os.environ.get("KOORDWEB_LOGIN_FAILURE_LIMIT", "5"))
+KOORDWEB_LOGIN_FAILURE_WINDOW = int(os.environ.get("KOORDWEB_LOGIN_FAILURE_WINDOW", "300"))
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "overview"
 LOGOUT_REDIRECT_URL = "login"
@@ -224,6 +229,7 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "ENUM_NAME_OVERRIDES": {"JobStateEnum": "koordweb.models.workload.JobState"},
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
 }
 REST_KNOX = {"TOKEN_TTL": timedelta(days=30), "AUTO_REFRESH": False}
 

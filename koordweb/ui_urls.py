@@ -3,10 +3,11 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
+from koordweb.security import RateLimitedLoginView
 from koordweb.views import actions, cluster, jobs, overview, records
 
 urlpatterns = [
-    path("login/", auth_views.LoginView.as_view(template_name="login.html"), name="login"),
+    path("login/", RateLimitedLoginView.as_view(template_name="login.html"), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", overview.overview, name="overview"),
     path("overview/live/", overview.overview_live, name="overview-live"),

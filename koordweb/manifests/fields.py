@@ -168,6 +168,7 @@ def format_timestamp(moment: datetime | None) -> str | None:
 
 
 _DNS_LABEL_RE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS_SUBDOMAIN_RE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
 @dataclass(frozen=True)
@@ -187,6 +188,8 @@ def read_metadata(doc: At, *, namespaced: bool, default_namespace: str = "defaul
     if not meta.present():
         doc.fail("is required", "metadata")
     name = meta.child("name").string(required=True)
+    if not _DNS_SUBDOMAIN_RE.fullmatch(name):
+        meta.fail(f"must be a DNS-1123 subdomain (a-z, 0-9, '-', '.'), got {name!r}", "name")
     namespace = ""
     if namespaced:
         namespace = meta.child("namespace").string(default_namespace, max_length=63)

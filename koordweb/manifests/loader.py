@@ -73,7 +73,10 @@ def _check_events(text: str) -> None:
             event = parser.get_event()
             kind = type(event)
             if kind is scalar:
-                pass
+                if "\x00" in event.value:
+                    raise ManifestError(
+                        document, "yaml", f"NUL characters are not allowed ({_line(event)})"
+                    )
             elif kind in opening:
                 depth += 1
                 if depth > MAX_DEPTH:

@@ -15,7 +15,7 @@ from typing import Any
 from django.db.models import Prefetch, Q, QuerySet
 
 from koordweb.models import Cluster, Preemption, PreemptionVictim
-from koordweb.selectors.tenancy import preemptions_visible, user_is_admin
+from koordweb.selectors.tenancy import preemptions_visible, quotas_of_member, user_is_admin
 
 GPU_CORE = "koordinator.sh/gpu-core"
 WHOLE_CARD_RESOURCES = ("nvidia.com/gpu", "huawei.com/npu", "cambricon.com/mlu")
@@ -81,7 +81,8 @@ def _victim_row(victim: PreemptionVictim, at: datetime) -> VictimRow:
     )
 
 
-def _row(item: Preemption) -> PreemptionRow:
+def _row(item: Preemption, visible_quotas: set[int] | None = None) -> PreemptionRow:
+    """One preemption; with `visible_quotas` (a tenant), other tenants' victims are left out."""
     preemptor = item.preemptor
     return PreemptionRow(
         item.pk,
@@ -94,8 +95,18 @@ def _row(item: Preemption) -> PreemptionRow:
         dict(item.cost or {}),
         item.round_id,
         dict(item.nominations or {}),
-        [_victim_row(v, item.created_at) for v in item.victims.all()],
+        [
+            _victim_row(v, item.created_at)
+            for v in item.victims.all()
+            if visible_quotas is None or v.job.quota_id in visible_quotas
+        ],
     )
+
+
+def _visible_quotas(user: Any) -> set[int] | None:
+    if user_is_admin(user):
+        return None
+    return set(quotas_of_member(user=user).values_list("id", flat=True))
 
 
 def _queryset(cluster: Cluster, user: Any) -> QuerySet[Preemption]:
@@ -129,10 +140,11 @@ def preemption_list(
         items = items.filter(created_at__gte=since)
     if until:
         items = items.filter(created_at__lte=until)
-    return [_row(item) for item in items.order_by("-created_at", "-id")[:limit]]
+    visible = _visible_quotas(user)
+    return [_row(item, visible) for item in items.order_by("-created_at", "-id")[:limit]]
 
 
 def preemption_detail(cluster: Cluster, pk: int, *, user: Any) -> PreemptionRow | None:
     """One preemption, or None when it is absent or the user may not see it."""
     item = _queryset(cluster, user).filter(pk=pk).first()
-    return _row(item) if item else None
+    return _row(item, _visible_quotas(user)) if item else None

@@ -166,7 +166,9 @@ def import_page(request: HttpRequest) -> HttpResponse:
                 result = {"counts": apply_manifests(cluster, manifests), "dry_run": False}
         except ManifestError as error:
             form.add_error(None, str(error))
-    return render(request, "import.html", {"cluster": cluster, "form": form, "result": result})
+    status = 400 if form.errors else 200
+    context = {"cluster": cluster, "form": form, "result": result}
+    return render(request, "import.html", context, status=status)
 
 
 @login_required

@@ -319,7 +319,6 @@ def test_api_hides_other_tenants_victims_from_the_preemptor(world: World) -> Non
         assert B_SECRET not in response.content.decode(), path
 
 
-@pytest.mark.xfail(strict=True, reason="UI preemption pages list other tenants' victim jobs")
 def test_ui_hides_other_tenants_victims_from_the_preemptor(world: World) -> None:
     """Fix in koordweb/selectors/preemptions.py: `_row(item, member_quota_ids)` keeps only victims
     whose job.quota_id is in the user's member quotas (None for admins), as the API's

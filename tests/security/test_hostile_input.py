@@ -71,16 +71,9 @@ JSON_CASES.update(_generated_json())
 
 TIMINGS: list[dict[str, Any]] = []
 
-# Holes found in the manifests package, pinned as strict xfails so a fix shows up as XPASS (then
-# delete the entry). Fix: validate metadata.name as a DNS-1123 subdomain and refuse NUL in every
-# string, in koordweb/manifests/fields.py (see docs/reliability.md, "Hostile input").
-_NAME_NOT_VALIDATED = "manifests accept any metadata.name (NUL, RTL override, homoglyphs)"
-_NUL_IN_LABELS = "manifests accept NUL in label keys and values (PostgreSQL jsonb refuses them)"
-KNOWN_HOLES = {
-    "nul_in_name.yaml": _NAME_NOT_VALIDATED,
-    "rtl_override_name.yaml": _NAME_NOT_VALIDATED,
-    "nul_in_label.yaml": _NUL_IN_LABELS,
-}
+# Holes found in the manifests package are pinned here as strict xfails, so a fix shows up as
+# XPASS (then delete the entry). None is open: names are DNS-1123 subdomains and NUL is refused.
+KNOWN_HOLES: dict[str, str] = {}
 # Doors that reach the manifests importer (the job submission YAML door only takes Pods and
 # PodGroups, so it refuses these Nodes for their kind).
 IMPORT_DOORS = {"manifests", "ui-import", "import_manifests", "simulate"}
@@ -205,7 +198,6 @@ def test_ui_import_form(world: World, case: str) -> None:
     assert response.status_code >= 400 or (form is not None and form.errors), response.content
 
 
-@pytest.mark.xfail(strict=True, reason="the import page answers 200 to a refused import")
 def test_ui_import_form_answers_4xx_when_refused(world: World) -> None:
     """Fix in koordweb/views/actions.py import_page: render(..., status=400 if form.errors
     else 200), so scripts and monitors see the refusal."""
