@@ -20,7 +20,13 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-EXPECTED = Path("/work/shared/data/fgd-atc23-expected-results/analysis_allo_discrete.csv")
+EXPECTED = (
+    Path(__file__).resolve().parents[2]
+    / "shared"
+    / "data"
+    / "fgd-atc23-expected-results"
+    / "analysis_allo_discrete.csv"
+)
 PAPER_POLICIES = {
     "06-FGD": "FGD",
     "05-BestFit": "BestFit",

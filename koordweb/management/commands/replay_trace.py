@@ -14,12 +14,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from scheduler.fgd import POLICY_NAMES, REPORTED_LOADS, TraceError, parse_nodes, parse_pods, replay
 
-DEFAULT_TRACE_DIR = "/work/shared/data/alibaba-gpu-v2023/csv"
+# The shared data folder beside the checkout (../shared/data), as the project lays it out.
+DEFAULT_TRACE_DIR = str(
+    Path(settings.BASE_DIR).parent / "shared" / "data" / "alibaba-gpu-v2023" / "csv"
+)
 NODE_FILE = "openb_node_list_gpu_node.csv"
 POD_FILE = "openb_pod_list_{trace}.csv"
 DEFAULT_SEEDS = "42,43,44,45,46,47,48,49,50,51"
