@@ -239,6 +239,6 @@ def test_demo_ascend_and_cambricon_jobs_get_their_cards_end_to_end(demo):
                 assert len(pod.annotations["huawei.com/npu-core"].split(",")) == 4
             else:
                 assert vendor == "cambricon"
-                minor, vcore, blocks = pod.annotations["CAMBRICON_DSMLU_PROFILE"].split("_")
+                _minor, vcore, blocks = pod.annotations["CAMBRICON_DSMLU_PROFILE"].split("_")
                 assert (vcore, blocks) == ("50", str(8 * 4))
                 assert pod.annotations["CAMBRICON_DSMLU_ASSIGHED"] == "false"

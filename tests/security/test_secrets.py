@@ -10,8 +10,6 @@ import re
 import subprocess
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 # Test code names throwaway passwords for throwaway users; the corpus is hostile on purpose.
 TEST_DIRS = ("tests/",)
