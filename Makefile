@@ -34,7 +34,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 
 types: $(STAMP)
-	$(VENV)/bin/mypy koordweb scheduler
+	KOORDWEB_TESTING=1 $(VENV)/bin/mypy koordweb scheduler
 
 imports: $(STAMP)
 	$(VENV)/bin/lint-imports
