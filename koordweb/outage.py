@@ -24,6 +24,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from kombu.exceptions import OperationalError as BrokerOperationalError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
+from rest_framework.response import Response
 
 logger = logging.getLogger("koordweb.outage")
 
@@ -74,29 +75,46 @@ def retry_after_seconds() -> int:
     return int(getattr(settings, "KOORDWEB_OUTAGE_RETRY_AFTER", DEFAULT_RETRY_AFTER))
 
 
+def _log(request: Any, exc: BaseException) -> None:
+    first_line = str(exc).splitlines()[0] if str(exc) else ""
+    logger.warning(
+        "503 for %s %s: %s unreachable (%s: %s)",
+        getattr(request, "method", "?"),
+        getattr(request, "path", ""),
+        _what(exc),
+        type(exc).__name__,
+        first_line,
+    )
+
+
+def _api_body(exc: BaseException, seconds: int) -> dict[str, str]:
+    return {
+        "detail": f"Service temporarily unavailable: the {_what(exc)} cannot be reached. "
+        f"Retry in {seconds} seconds (with the same Idempotency-Key for submissions).",
+        "code": "service_unavailable",
+    }
+
+
+def outage_api_response(request: Any, exc: BaseException) -> Response:
+    """The API's 503 as a DRF Response, for `koordweb.api.exceptions.api_exception_handler`."""
+    seconds = retry_after_seconds()
+    _log(request, exc)
+    return Response(
+        _api_body(exc, seconds),
+        status=503,
+        headers={"Retry-After": str(seconds), "Cache-Control": "no-store"},
+    )
+
+
 def outage_response(request: Any, exc: BaseException) -> HttpResponse:
     """The 503 for `request` (a Django or DRF request): JSON under /api/, HTML elsewhere."""
     seconds = retry_after_seconds()
     what = _what(exc)
     path = str(getattr(request, "path", "") or "")
-    logger.warning(
-        "503 for %s %s: %s unreachable (%s: %s)",
-        getattr(request, "method", "?"),
-        path,
-        what,
-        type(exc).__name__,
-        str(exc).splitlines()[0] if str(exc) else "",
-    )
+    _log(request, exc)
     response: HttpResponse
     if path.startswith(API_PREFIX):
-        response = JsonResponse(
-            {
-                "detail": f"Service temporarily unavailable: the {what} cannot be reached. "
-                f"Retry in {seconds} seconds (with the same Idempotency-Key for submissions).",
-                "code": "service_unavailable",
-            },
-            status=503,
-        )
+        response = JsonResponse(_api_body(exc, seconds), status=503)
     else:
         response = HttpResponse(
             PAGE.format(what=what, seconds=seconds),

@@ -20,6 +20,7 @@ from koordweb.models import Cluster, Round
 from koordweb.observability import round_context
 from koordweb.services.locks import round_lock_try
 from koordweb.services.records import round_execute, round_record_failure
+from koordweb.services.rounds import round_request_started
 
 logger = logging.getLogger("koordweb.rounds")
 
@@ -27,6 +28,8 @@ logger = logging.getLogger("koordweb.rounds")
 @shared_task(name="koordweb.run_round", acks_late=True, reject_on_worker_lost=True)
 def run_round(cluster_id: int, trigger: str = Round.Trigger.TIMER) -> dict[str, Any]:
     """One scheduling round of one cluster; skipped when another round of it is running."""
+    # Requests arriving from now on may need this round's successor: let them enqueue one.
+    round_request_started(cluster_id=cluster_id)
     cluster = Cluster.objects.filter(id=cluster_id).first()
     if cluster is None:
         return {"cluster": cluster_id, "skipped": "no such cluster"}

@@ -18,6 +18,8 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 from rest_framework.views import set_rollback
 
+from koordweb.outage import is_outage, outage_api_response
+
 logger = logging.getLogger("koordweb.api")
 
 
@@ -28,6 +30,10 @@ def django_validation_detail(exc: DjangoValidationError) -> Any:
 
 
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if is_outage(exc):
+        # A lost database, cache or broker is not a bug: 503 with Retry-After, never a 500.
+        set_rollback()
+        return outage_api_response(context.get("request"), exc)
     if isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(django_validation_detail(exc))
     elif isinstance(exc, RequestDataTooBig):

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from typing import Any
+
 import django_filters
+from rest_framework.exceptions import ValidationError
 
 from koordweb.models import (
     Device,
@@ -19,6 +23,19 @@ from koordweb.models import (
 MAX_ID = 2**63 - 1
 
 
+class UtcDateTimeFilter(django_filters.IsoDateTimeFilter):
+    """An ISO 8601 instant, compared in UTC: PostgreSQL refuses offsets past +/-15:59 that
+    Python accepts (up to 24 h), so the offset is resolved before the query."""
+
+    def filter(self, qs: Any, value: Any) -> Any:
+        if isinstance(value, datetime) and value.tzinfo is not None:
+            try:
+                value = value.astimezone(UTC)
+            except OverflowError:
+                raise ValidationError({self.field_name: ["date and time out of range"]}) from None
+        return super().filter(qs, value)
+
+
 def id_filter(field_name: str) -> django_filters.NumberFilter:
     return django_filters.NumberFilter(field_name=field_name, min_value=1, max_value=MAX_ID)
 
@@ -29,8 +46,8 @@ class JobFilter(django_filters.FilterSet):
     priority_class = django_filters.CharFilter(field_name="priority_class__name")
     namespace = django_filters.CharFilter()
     cluster = django_filters.CharFilter(field_name="cluster__name")
-    submitted_after = django_filters.IsoDateTimeFilter(field_name="submitted_at", lookup_expr="gte")
-    submitted_before = django_filters.IsoDateTimeFilter(field_name="submitted_at", lookup_expr="lt")
+    submitted_after = UtcDateTimeFilter(field_name="submitted_at", lookup_expr="gte")
+    submitted_before = UtcDateTimeFilter(field_name="submitted_at", lookup_expr="lt")
     name = django_filters.CharFilter(lookup_expr="icontains")
 
     class Meta:
@@ -75,7 +92,7 @@ class PriorityClassFilter(django_filters.FilterSet):
 
 class RoundFilter(django_filters.FilterSet):
     cluster = django_filters.CharFilter(field_name="cluster__name")
-    started_after = django_filters.IsoDateTimeFilter(field_name="started_at", lookup_expr="gte")
+    started_after = UtcDateTimeFilter(field_name="started_at", lookup_expr="gte")
 
     class Meta:
         model = Round
@@ -85,7 +102,7 @@ class RoundFilter(django_filters.FilterSet):
 class PreemptionFilter(django_filters.FilterSet):
     cluster = django_filters.CharFilter(field_name="cluster__name")
     preemptor = id_filter("preemptor_id")
-    created_after = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
+    created_after = UtcDateTimeFilter(field_name="created_at", lookup_expr="gte")
 
     class Meta:
         model = Preemption

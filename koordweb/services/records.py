@@ -29,7 +29,7 @@ from koordweb.models import (
     PreemptionVictim,
     Round,
 )
-from koordweb.observability import round_id_set
+from koordweb.observability import round_context, round_id_set
 from koordweb.services.engine import engine_profile
 from scheduler.model import ClusterSnapshot
 from scheduler.quota_tree import QuotaTree, add_into, quota_sums, runtime_quota
@@ -47,7 +47,16 @@ class RoundOutcome:
 def round_execute(
     *, cluster: Cluster, backend: ClusterBackend, trigger: str, now: datetime
 ) -> RoundOutcome:
-    """Sync, snapshot, decide, record, enact. Call inside a transaction holding the round lock."""
+    """Sync, snapshot, decide, record, enact. Call inside a transaction holding the round lock.
+
+    Every log line of the round carries its cluster and, once its row exists, its round id."""
+    with round_context(cluster=cluster.name):
+        return _round_execute(cluster=cluster, backend=backend, trigger=trigger, now=now)
+
+
+def _round_execute(
+    *, cluster: Cluster, backend: ClusterBackend, trigger: str, now: datetime
+) -> RoundOutcome:
     t0 = perf_counter()
     backend.sync(cluster, now=now)
     snapshot, index = snapshot_adapter.build_for_round(cluster, now=now)

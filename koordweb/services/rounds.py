@@ -2,24 +2,39 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from django.core.cache import cache
 from django.db import transaction
+
+from koordweb.outage import round_enqueue_guarded
 
 # A burst of submissions within this many seconds causes one round.
 COLLAPSE_SECONDS = 2
 
 
+def _marker(cluster_id: int) -> str:
+    return f"round-requested:{cluster_id}"
+
+
+def round_request_started(*, cluster_id: int) -> None:
+    """A round has started: the next request must enqueue a new one, not join this one."""
+    # The cache being down must not stop a round; the marker expires anyway.
+    with contextlib.suppress(Exception):
+        cache.delete(_marker(cluster_id))
+
+
 def round_request(*, cluster_id: int, trigger: str = "submit") -> None:
     """Enqueue `run_round(cluster_id)` once the current transaction commits.
 
-    Requests are collapsed through the shared cache: while one is queued and not yet started,
-    further requests for the same cluster add nothing.
+    Requests are collapsed through the shared cache: while one is queued and not yet started
+    (the task clears the marker when it starts), further requests for the cluster add nothing.
     """
 
     def enqueue() -> None:
         from koordweb.tasks import run_round
 
-        if cache.add(f"round-requested:{cluster_id}", trigger, timeout=COLLAPSE_SECONDS):
+        if cache.add(_marker(cluster_id), trigger, timeout=COLLAPSE_SECONDS):
             run_round.apply_async(args=[cluster_id], kwargs={"trigger": trigger})
 
-    transaction.on_commit(enqueue)
+    transaction.on_commit(round_enqueue_guarded(enqueue, cluster_id=cluster_id))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -105,6 +106,7 @@ def test_missing_trace_folder_exits_2_from_the_shell(tmp_path: Path) -> None:
         text=True,
         timeout=60,
         check=False,
+        env={**os.environ, "SECRET_KEY": "cli-test-" + "k" * 40},
     )
     assert done.returncode == 2
     assert "no openb_node_list_gpu_node.csv" in done.stderr

@@ -51,6 +51,7 @@ def production_env(**overrides: str) -> dict[str, str]:
         DJANGO_SETTINGS_MODULE="koordweb.settings",
     )
     env.pop("KOORDWEB_HTTPS", None)  # the production default, not a developer's override
+    env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)  # the browser tests' switch, never production's
     env.update(overrides)
     return env
 
