@@ -319,8 +319,10 @@ def _node_victim_cost(book: PreemptionBook, eligible: BoolArray, nodes: int) -> 
     rank = np.searchsorted(levels, priorities).astype(np.int64) + 1
     top: IntArray = np.zeros(nodes, dtype=np.int64)
     np.maximum.at(top, where, rank)
-    pairs = np.unique(np.stack([where, jobs]), axis=1)
-    counts = np.bincount(pairs[0], minlength=nodes).astype(np.int64)
+    # Distinct (node, job) pairs as one integer each: a flat unique is far cheaper than axis=1.
+    width = np.int64(len(pool.jobs) + 1)
+    pairs = np.unique(where * width + jobs)
+    counts = np.bincount(pairs // width, minlength=nodes).astype(np.int64)
     cost = top * (len(pool.jobs) + 1) + counts
     return cost
 
