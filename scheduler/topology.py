@@ -4,8 +4,10 @@ Built once per round from the `default` ClusterNetworkTopology and node labels (
 "Network topology"). Layers are ordered root to leaf; `ClusterTopologyLayer` (the root, one domain
 named "") and `NodeTopologyLayer` (each node) are implicit ends. A node missing the label of the
 layer just above the nodes gets a virtual domain named after itself; a node missing a higher
-label is outside the tree, which we report (`outside`) rather than drop silently. Domains of a
-layer are indexed in name order, so an index is also the name tie-break rank. networkx is not
+label is outside the tree, which we report (`outside`) rather than drop silently. A domain is its
+path of names from the top (we differ from Koordinator's (layer, name) key only where a name is
+reused under two parents, and then say so in the label). Domains of a layer are indexed in name
+order, so an index is also the name tie-break rank. networkx is not
 needed on the per-job path: offer slots are summed into domains with `np.bincount`.
 """
 
@@ -66,6 +68,7 @@ class TopologyTree:
     outside: BoolArray
     error: str = ""
     node_names: list[str] = field(default_factory=list)
+    domain_paths: list[list[tuple[str, ...]]] = field(default_factory=list)
     _labels: dict[int, list[str]] = field(default_factory=dict)
     _levels: list[str] = field(default_factory=list)
     _groups: dict[int, tuple[IntArray, IntArray]] = field(default_factory=dict)
@@ -100,16 +103,26 @@ class TopologyTree:
                 names.append(value)
             raw.append(names)
         domain_names: list[list[str]] = []
+        domain_paths: list[list[tuple[str, ...]]] = []
         node_domain: list[IntArray] = []
+        # A domain is its path from the top: a block named b0 under spine s0 and one under s1
+        # are two domains (real fabrics reuse rack names under different switches).
+        above: list[tuple[str, ...]] = [() for _ in nodes]
         for names in raw:
-            ordered = sorted({v for i, v in enumerate(names) if v is not None and not outside[i]})
-            index = {v: j for j, v in enumerate(ordered)}
+            paths: list[tuple[str, ...] | None] = [
+                (*above[i], v) if v is not None and not outside[i] else None
+                for i, v in enumerate(names)
+            ]
+            ordered = sorted({p for p in paths if p is not None}, key=lambda p: (p[-1], p))
+            index = {path: j for j, path in enumerate(ordered)}
             arr = np.full(n, -1, dtype=np.int64)
-            for i, v in enumerate(names):
-                if v is not None and not outside[i]:
-                    arr[i] = index[v]
-            domain_names.append(ordered)
+            for i, path in enumerate(paths):
+                if path is not None:
+                    arr[i] = index[path]
+            domain_names.append([path[-1] for path in ordered])
+            domain_paths.append(ordered)
             node_domain.append(arr)
+            above = [path if path is not None else () for path in paths]
         domain_parent: list[IntArray] = []
         for depth, arr in enumerate(node_domain):
             parents = np.full(len(domain_names[depth]), -1, dtype=np.int64)
@@ -128,6 +141,7 @@ class TopologyTree:
             outside=outside,
             error=error,
             node_names=[node.name for node in nodes],
+            domain_paths=domain_paths,
         )
 
     def layer_position(self, layer: str) -> int | None:
@@ -173,7 +187,14 @@ class TopologyTree:
             elif level == len(levels) - 1:
                 cached = [f"{NODE_LAYER}/{name}" for name in self.node_names]
             else:
-                cached = [f"{levels[level]}/{name}" for name in self.domain_names[level - 1]]
+                names = self.domain_names[level - 1]
+                repeated = {name for name in names if names.count(name) > 1}
+                paths = self.domain_paths[level - 1] if self.domain_paths else []
+                # A name used under two parents is told apart by its path: BlockLayer/s0/b0.
+                cached = [
+                    f"{levels[level]}/{'/'.join(paths[j]) if name in repeated else name}"
+                    for j, name in enumerate(names)
+                ]
             self._labels[level] = cached
         return cached
 
