@@ -218,6 +218,9 @@ class JobPreemption:
                 cheap = _cheapest_nodes(within, slots, cost, len(pods))
                 if cheap is not None and len(cheap) < len(within):
                     attempts.append(cheap)
+                shared = _fewest_new_victims(book, eligible, within, slots, len(pods))
+                if shared is not None and len(shared) < len(within):
+                    attempts.append(shared)
                 for nodes in attempts:
                     attempt = framework.try_place(state, job, pods, nodes, slots)
                     if isinstance(attempt, Plan):
@@ -340,6 +343,46 @@ def _cheapest_nodes(
     if enough > len(order):
         return None
     return np.sort(order[:enough])
+
+
+# Past this many candidate nodes in a domain the greedy below costs more than it saves.
+GREEDY_NODE_LIMIT = 128
+
+
+def _fewest_new_victims(
+    book: PreemptionBook, eligible: BoolArray, within: IntArray, slots: IntArray, wanted: int
+) -> IntArray | None:
+    """Nodes for `wanted` pods evicting the fewest jobs: within the lowest priority band that can
+    hold them, repeatedly take the node whose victims add the fewest jobs not yet chosen (a job
+    spanning several nodes is paid for once, which per-node costs cannot see)."""
+    usable = [int(n) for n in within if slots[n] > 0]
+    if not usable or len(usable) > GREEDY_NODE_LIMIT:
+        return None
+    pool = book.pool
+    jobs_on: dict[int, set[int]] = {}
+    if len(pool.pod_job):
+        on = eligible[pool.pod_job] & np.isin(pool.pod_node, within)
+        for n, j in zip(pool.pod_node[on].tolist(), pool.pod_job[on].tolist(), strict=True):
+            jobs_on.setdefault(n, set()).add(j)
+    top = {n: max(int(pool.priority[j]) for j in jobs) for n, jobs in jobs_on.items()}
+    bands = sorted(set(top.values()) | {min(top.values(), default=0)})
+    for band in bands:
+        remaining = [n for n in usable if top.get(n, band) <= band]
+        if sum(int(slots[n]) for n in remaining) < wanted:
+            continue
+        chosen: set[int] = set()
+        picked: list[int] = []
+        covered = 0
+        while covered < wanted and remaining:
+            best = min(
+                remaining, key=lambda n: (len(jobs_on.get(n, set()) - chosen), -int(slots[n]), n)
+            )
+            remaining.remove(best)
+            picked.append(best)
+            chosen |= jobs_on.get(best, set())
+            covered += int(slots[best])
+        return np.array(sorted(picked), dtype=np.int64)
+    return None
 
 
 def _costed(
