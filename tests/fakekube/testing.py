@@ -5,6 +5,7 @@ Test modules declare the fixture with `kube = pytest.fixture(fake_kube, name="ku
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -50,3 +51,90 @@ def eventually(check: Callable[[], bool], timeout: float = 5.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError("condition not met in time")
         time.sleep(0.02)
+
+
+# --- a small Koordinator cluster: one spine, two blocks of two 16-CPU nodes ------------------
+
+GANG = "gang.scheduling.koordinator.sh"
+LAYOUT = {"node-1": "b1", "node-2": "b1", "node-3": "b2", "node-4": "b2"}
+TOPOLOGY: dict[str, Any] = {
+    "apiVersion": "scheduling.koordinator.sh/v1alpha1",
+    "kind": "ClusterNetworkTopology",
+    "metadata": {"name": "default"},
+    "spec": {
+        "networkTopologySpec": [
+            {"topologyLayer": "SpineLayer", "labelKey": ["network.topology.nvidia.com/spine"]},
+            {
+                "topologyLayer": "BlockLayer",
+                "parentTopologyLayer": "SpineLayer",
+                "labelKey": ["network.topology.nvidia.com/block"],
+            },
+            {"topologyLayer": "NodeTopologyLayer", "parentTopologyLayer": "BlockLayer"},
+        ]
+    },
+}
+
+
+def block_node(name: str, block: str, spine: str = "s1", cpu: str = "16") -> dict[str, Any]:
+    """A Ready node placed in the topology by its spine and block labels."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {
+                "network.topology.nvidia.com/spine": spine,
+                "network.topology.nvidia.com/block": block,
+            },
+        },
+        "status": {
+            "allocatable": {"cpu": cpu, "memory": "64Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def seed_blocks(fake: FakeKube) -> None:
+    """LAYOUT's nodes and the `default` ClusterNetworkTopology."""
+    for name, block in LAYOUT.items():
+        fake.add(block_node(name, block))
+    fake.add(TOPOLOGY)
+
+
+def gang_pods(
+    name: str,
+    count: int,
+    priority: int,
+    *,
+    cpu: str = "16",
+    memory: str | None = None,
+    layer: str = "BlockLayer",
+    namespace: str = "ml",
+) -> list[dict[str, Any]]:
+    """`count` pods of our scheduler joined by Koordinator gang annotations, MustGather `layer`."""
+    rule = json.dumps({"gatherStrategy": [{"layer": layer, "strategy": "MustGather"}]})
+    requests = {"cpu": cpu, **({"memory": memory} if memory else {})}
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"{name}-{i}",
+                "namespace": namespace,
+                "annotations": {
+                    f"{GANG}/name": name,
+                    f"{GANG}/min-available": str(count),
+                    f"{GANG}/total-number": str(count),
+                    f"{GANG}/network-topology-spec": rule,
+                },
+            },
+            "spec": {
+                "schedulerName": "koordweb",
+                "priority": priority,
+                "containers": [
+                    {"name": "main", "image": "trainer", "resources": {"requests": requests}}
+                ],
+            },
+        }
+        for i in range(count)
+    ]

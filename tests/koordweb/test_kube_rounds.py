@@ -6,9 +6,7 @@ Koordinator gang annotations; pods of other schedulers hold their nodes' resourc
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from django.db import transaction
@@ -21,75 +19,16 @@ from koordweb.backends.kubernetes import KubernetesBackend
 from koordweb.models import Cluster, Job, JobState, Preemption, Round
 from koordweb.services.records import round_execute
 from tests.fakekube import FakeKube
-from tests.fakekube.testing import RUNNING, eventually, fake_kube
+from tests.fakekube.testing import (
+    LAYOUT,
+    RUNNING,
+    eventually,
+    fake_kube,
+    gang_pods,
+    seed_blocks,
+)
 
 kube = pytest.fixture(fake_kube, name="kube")
-GANG = "gang.scheduling.koordinator.sh"
-LAYOUT = {"node-1": "b1", "node-2": "b1", "node-3": "b2", "node-4": "b2"}
-
-
-def _node(name: str, block: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "labels": {
-                "network.topology.nvidia.com/spine": "s1",
-                "network.topology.nvidia.com/block": block,
-            },
-        },
-        "status": {
-            "allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110"},
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
-
-
-TOPOLOGY = {
-    "apiVersion": "scheduling.koordinator.sh/v1alpha1",
-    "kind": "ClusterNetworkTopology",
-    "metadata": {"name": "default"},
-    "spec": {
-        "networkTopologySpec": [
-            {"topologyLayer": "SpineLayer", "labelKey": ["network.topology.nvidia.com/spine"]},
-            {
-                "topologyLayer": "BlockLayer",
-                "parentTopologyLayer": "SpineLayer",
-                "labelKey": ["network.topology.nvidia.com/block"],
-            },
-            {"topologyLayer": "NodeTopologyLayer", "parentTopologyLayer": "BlockLayer"},
-        ]
-    },
-}
-
-
-def gang_pods(name: str, count: int, priority: int, layer: str = "BlockLayer") -> list[dict]:
-    spec = json.dumps({"gatherStrategy": [{"layer": layer, "strategy": "MustGather"}]})
-    return [
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {
-                "name": f"{name}-{i}",
-                "namespace": "ml",
-                "annotations": {
-                    f"{GANG}/name": name,
-                    f"{GANG}/min-available": str(count),
-                    f"{GANG}/total-number": str(count),
-                    f"{GANG}/network-topology-spec": spec,
-                },
-            },
-            "spec": {
-                "schedulerName": "koordweb",
-                "priority": priority,
-                "containers": [
-                    {"name": "main", "image": "trainer", "resources": {"requests": {"cpu": "16"}}}
-                ],
-            },
-        }
-        for i in range(count)
-    ]
 
 
 def running_pod(name: str, node: str, priority: int, labels: dict | None = None) -> dict:
@@ -110,9 +49,7 @@ def running_pod(name: str, node: str, priority: int, labels: dict | None = None)
 
 @pytest.fixture
 def cluster_client(kube: FakeKube) -> Iterator[KubeClusterClient]:
-    for name, block in LAYOUT.items():
-        kube.add(_node(name, block))
-    kube.add(TOPOLOGY)
+    seed_blocks(kube)
     retry = RetryPolicy(attempts=4, base_delay=0.01, max_delay=0.05)
     with KubeClusterClient.from_url(
         kube.url, retry=retry, watch_timeout=1, sync_timeout=10, budget_attempts=3
@@ -227,9 +164,7 @@ def test_a_known_disruption_budget_is_honoured_by_the_engine(kube, cluster_clien
 
 def test_a_budget_the_engine_cannot_see_turns_eviction_into_a_blocked_preemption(kube, cluster):
     """The API server enforces a budget koordweb was not allowed to read: 429s, then blocked."""
-    for name, block in LAYOUT.items():
-        kube.add(_node(name, block))
-    kube.add(TOPOLOGY)
+    seed_blocks(kube)
     _db_pods_with_budget(kube)
     blind = tuple(k for k in WATCHED_KINDS if k.name != "poddisruptionbudgets")
     retry = RetryPolicy(attempts=4, base_delay=0.01, max_delay=0.05)

@@ -7,36 +7,18 @@ behind the worker is the fake API server, reached through the kubernetes client 
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pytest
-import yaml
 from celery.contrib.testing.worker import start_worker
 
 from koordweb.backends import kubernetes as kube_backend
 from koordweb.celery import app
 from koordweb.models import Cluster, Job, JobState, Preemption, Round
 from koordweb.services.rounds import round_request
-from tests.fakekube.testing import fake_kube
-from tests.koordweb.test_kube_rounds import LAYOUT, TOPOLOGY, _node, gang_pods, running_pod
+from tests.fakekube.testing import LAYOUT, fake_kube, gang_pods, seed_blocks
+from tests.koordweb.test_kube_rounds import running_pod
 
 kube = pytest.fixture(fake_kube, name="kube")
-
-
-def _kubeconfig(path: Path, url: str) -> Path:
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "fake", "cluster": {"server": url}}],
-                "users": [{"name": "koordweb", "user": {"token": "test"}}],
-                "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "koordweb"}}],
-                "current-context": "fake",
-            }
-        )
-    )
-    return path
 
 
 def _wait_rounds(cluster: Cluster, count: int, timeout: float = 60) -> list[Round]:
@@ -53,14 +35,12 @@ def _wait_rounds(cluster: Cluster, count: int, timeout: float = 60) -> list[Roun
 def test_worker_rounds_bind_gangs_whole_and_preempt_through_evictions(
     kube, settings, tmp_path, celery_queue
 ):
-    for name, block in LAYOUT.items():
-        kube.add(_node(name, block))
-    kube.add(TOPOLOGY)
+    seed_blocks(kube)
     kube.add(running_pod("low-1", "node-1", 1))
     kube.add(running_pod("low-3", "node-3", 1))
     for pod in gang_pods("pair", 2, 500) + gang_pods("big", 3, 500):
         kube.add(pod)
-    settings.KUBECONFIG = str(_kubeconfig(tmp_path / "kubeconfig", kube.url))
+    settings.KUBECONFIG = str(kube.write_kubeconfig(tmp_path / "kubeconfig"))
     kube_backend._clients.clear()
     cluster = Cluster.objects.create(name="k8s", backend=Cluster.Backend.KUBERNETES)
     try:

@@ -7,7 +7,6 @@ fake server's request log (what the API server accepted) and compare it with the
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from pathlib import Path
@@ -18,81 +17,18 @@ import yaml
 from koordweb.models import Cluster, Pod
 from tests.fakekube import FakeKube
 from tests.fakekube.resources import resource_for_kind
+from tests.fakekube.testing import LAYOUT, gang_pods, seed_blocks
 
-GANG = "gang.scheduling.koordinator.sh"
-LAYOUT = {"node-1": "b1", "node-2": "b1", "node-3": "b2", "node-4": "b2"}
-TOPOLOGY = {
-    "apiVersion": "scheduling.koordinator.sh/v1alpha1",
-    "kind": "ClusterNetworkTopology",
-    "metadata": {"name": "default"},
-    "spec": {
-        "networkTopologySpec": [
-            {"topologyLayer": "SpineLayer", "labelKey": ["network.topology.nvidia.com/spine"]},
-            {
-                "topologyLayer": "BlockLayer",
-                "parentTopologyLayer": "SpineLayer",
-                "labelKey": ["network.topology.nvidia.com/block"],
-            },
-            {"topologyLayer": "NodeTopologyLayer", "parentTopologyLayer": "BlockLayer"},
-        ]
-    },
-}
 _BINDING = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)/binding$")
 
 
 def cluster_seed(kube: FakeKube) -> None:
-    for name, block in LAYOUT.items():
-        kube.add(
-            {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {
-                    "name": name,
-                    "labels": {
-                        "network.topology.nvidia.com/spine": "s1",
-                        "network.topology.nvidia.com/block": block,
-                    },
-                },
-                "status": {
-                    "allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110"},
-                    "conditions": [{"type": "Ready", "status": "True"}],
-                },
-            }
-        )
-    kube.add(TOPOLOGY)
+    seed_blocks(kube)
 
 
 def gang(name: str, count: int, cpu: int = 1, priority: int = 10) -> list[dict[str, Any]]:
     """A gang of `count` pods that must all land in one block."""
-    spec = json.dumps({"gatherStrategy": [{"layer": "BlockLayer", "strategy": "MustGather"}]})
-    return [
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {
-                "name": f"{name}-{i}",
-                "namespace": "ml",
-                "annotations": {
-                    f"{GANG}/name": name,
-                    f"{GANG}/min-available": str(count),
-                    f"{GANG}/total-number": str(count),
-                    f"{GANG}/network-topology-spec": spec,
-                },
-            },
-            "spec": {
-                "schedulerName": "koordweb",
-                "priority": priority,
-                "containers": [
-                    {
-                        "name": "main",
-                        "image": "trainer",
-                        "resources": {"requests": {"cpu": str(cpu), "memory": "1Gi"}},
-                    }
-                ],
-            },
-        }
-        for i in range(count)
-    ]
+    return gang_pods(name, count, priority, cpu=str(cpu), memory="1Gi")
 
 
 def kubeconfig_write(path: Path, url: str) -> Path:
