@@ -439,9 +439,12 @@ def _slots_hold(
     def gone() -> frozenset[str]:
         return frozenset(p.key for v in victims for p in v.pods)
 
+    # Only the plan's nodes matter: ask the filters about those alone.
+    nodes, planned = np.unique(
+        np.fromiter(plan.assignment.values(), dtype=np.int64), return_counts=True
+    )
     with state.releasing(book.pool.released(state, chosen), gone):
-        slots = framework.offer_slots(state, job, pods)
-    planned = np.bincount(list(plan.assignment.values()), minlength=len(slots))
+        slots = framework.offer_slots(state, job, pods, nodes)
     return bool((planned <= slots).all())
 
 
