@@ -124,8 +124,11 @@ class DeviceShare:
             return None
         free_pods = sum(count for request, count in runs if request is None)
         # Only a preemption dry run releases pods; asking outside one builds the set for nothing.
-        released = _released_by_node(ds, state.released_pods) if state.released is not None else {}
-        slots: IntArray = ds.fleet.slots(node_indices, device_runs, released) + free_pods
+        released: dict[int, list[Held]] = {}
+        tags: dict[int, tuple[str, ...]] = {}
+        if state.released is not None:
+            released, tags = _released_by_node(ds, state.released_pods)
+        slots: IntArray = ds.fleet.slots(node_indices, device_runs, released, tags) + free_pods
         # Like Koordinator, a node without a Device CR is left to the resource-fit filter.
         slots[ds.fleet.group[node_indices] < 0] = len(pods)
         return slots
@@ -267,10 +270,15 @@ def _held_by(
     return allocation.devices
 
 
-def _released_by_node(ds: DeviceState, released: frozenset[str]) -> dict[int, list[Held]]:
+def _released_by_node(
+    ds: DeviceState, released: frozenset[str]
+) -> tuple[dict[int, list[Held]], dict[int, tuple[str, ...]]]:
+    """What a dry run frees on each node, and the pod keys that name it."""
     by_node: dict[int, list[Held]] = {}
+    keys: dict[int, list[str]] = {}
     for key in released:
         entry = ds.held.get(key)
         if entry is not None:
             by_node.setdefault(entry[0], []).append(entry[1])
-    return by_node
+            keys.setdefault(entry[0], []).append(key)
+    return by_node, {idx: tuple(names) for idx, names in keys.items()}
