@@ -18,7 +18,7 @@ from koordweb.forms import PreemptionFilterForm, QuotaResourceForm
 from koordweb.selectors.overview import latest_runtime_quota, quota_usage
 from koordweb.selectors.preemptions import PreemptionRow, preemption_detail, preemption_list
 from koordweb.selectors.rounds import round_detail, round_history
-from koordweb.selectors.tenancy import quotas_of_member
+from koordweb.selectors.tenancy import quotas_of_member, quotas_visible, user_is_admin
 from koordweb.views.common import current_cluster, job_scope, paginate
 
 
@@ -114,6 +114,10 @@ def quotas(request: HttpRequest) -> HttpResponse:
     if cluster is None:
         return render(request, "quotas.html", {"cluster": None})
     tree = quota_usage(cluster, latest_runtime_quota(cluster))
+    if not user_is_admin(request.user):
+        # As the API: a tenant sees its own quotas and the ancestors that give them context.
+        visible = set(quotas_visible(user=request.user).values_list("name", flat=True))
+        tree = [q for q in tree if q.name in visible]
     resources = sorted({name for q in tree for name in (*q.min, *q.max, *q.used)}) or ["cpu"]
     default = "nvidia.com/gpu" if "nvidia.com/gpu" in resources else resources[0]
     form = QuotaResourceForm(

@@ -331,3 +331,10 @@ def test_counterfactual_in_words_hides_foreign_jobs() -> None:
         "domain_offer_slots": {"BlockLayer/b2": 3, "BlockLayer/b1": 2},
     }
     assert offer_slot_words(details) == "desired 4; BlockLayer/b1: 2, BlockLayer/b2: 3"
+
+
+def test_a_tenant_sees_only_its_quotas_and_their_ancestors(ui: UiCluster, as_alice: Client) -> None:
+    html = as_alice.get(reverse("quotas")).content.decode()
+    names = figures(html)["fig-quotas"]["data"][0]["x"]
+    assert "team-a" in names and "root" in names
+    assert "team-b" not in names
