@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from koordweb.manifests import ManifestError, apply_manifests, parse_documents
-from koordweb.manifests.apply import _Applier
+from koordweb.manifests.apply import pods_join
 from koordweb.manifests.objects import (
     DEVICE,
     NODE,
@@ -37,7 +37,6 @@ from koordweb.models import (
     Job,
     Node,
     NodeMetric,
-    Pod,
     PodDisruptionBudget,
     PodPhase,
     PriorityClass,
@@ -254,12 +253,7 @@ def _import_new_pods(
     if fresh.jobs:
         apply_manifests(cluster, fresh)
     if joining:
-        applier = _Applier(cluster, ManifestSet())
-        applier._load_nodes(
-            [p.refs.get("node", "") for p, _ in joining]
-            + [p.refs.get("nominated_node", "") for p, _ in joining]
-        )
-        Pod.objects.bulk_create(applier._pod(pod, job) for pod, job in joining)
+        pods_join(cluster, joining)
     names = {(p.namespace, p.name) for p in pods}
     return set(
         cluster.pods.filter(

@@ -57,6 +57,15 @@ def apply_manifests(cluster: Cluster, manifests: ManifestSet) -> dict[str, int]:
     return manifests.counts()
 
 
+def pods_join(cluster: Cluster, joining: list[tuple[ParsedObject, Job]]) -> None:
+    """Add parsed pods to jobs already stored (a cluster sync seeing a gang's late members)."""
+    applier = _Applier(cluster, ManifestSet())
+    applier._load_nodes(
+        [pod.refs.get(ref, "") for pod, _ in joining for ref in ("node", "nominated_node")]
+    )
+    Pod.objects.bulk_create(applier._pod(pod, job) for pod, job in joining)
+
+
 def _now() -> Any:
     return timezone.now().replace(microsecond=0)
 

@@ -9,6 +9,30 @@ from tests.koordweb.api.conftest import submission
 WHATIF = "/api/v1/whatif/"
 
 
+def fill_with_low_priority_jobs(world, *, quotas) -> None:
+    """One running priority-1 job taking all 8 GPUs of every node, quotas taken in turn."""
+    low = f.PriorityClassFactory(cluster=world.cluster, name="low", value=1)
+    for i, node in enumerate(world.nodes):
+        job = f.JobFactory(
+            cluster=world.cluster,
+            quota=quotas[i % len(quotas)],
+            name=f"low-{i}",
+            priority=1,
+            priority_class=low,
+            state=JobState.RUNNING,
+            total_number=1,
+            min_available=1,
+        )
+        f.PodFactory(
+            job=job,
+            name=f"low-{i}-0",
+            node=node,
+            phase="Running",
+            priority=1,
+            requests={"cpu": 8000, "nvidia.com/gpu": 8},
+        )
+
+
 def test_fits_on_an_idle_block(alice_api, world):
     response = alice_api.post(WHATIF, submission(), format="json")
     assert response.status_code == 200, response.content
@@ -31,27 +55,7 @@ def test_does_not_fit_says_why(alice_api, world):
 
 
 def test_preemption_names_only_visible_victims(alice_api, world):
-    low = f.PriorityClassFactory(cluster=world.cluster, name="low", value=1)
-    for i, node in enumerate(world.nodes):
-        quota = world.team_b if i % 2 else world.team_a
-        job = f.JobFactory(
-            cluster=world.cluster,
-            quota=quota,
-            name=f"low-{i}",
-            priority=1,
-            priority_class=low,
-            state=JobState.RUNNING,
-            total_number=1,
-            min_available=1,
-        )
-        f.PodFactory(
-            job=job,
-            name=f"low-{i}-0",
-            node=node,
-            phase="Running",
-            priority=1,
-            requests={"cpu": 8000, "nvidia.com/gpu": 8},
-        )
+    fill_with_low_priority_jobs(world, quotas=(world.team_a, world.team_b))
     body = submission(replicas=1, topology=None)
     body["pod"] = {"requests": {"cpu": "8", "nvidia.com/gpu": "8"}}
     plan = alice_api.post(WHATIF, body, format="json").json()
@@ -94,26 +98,7 @@ def test_whatif_agrees_with_what_the_next_round_does(alice_api, world):
 
 
 def test_whatif_agrees_with_the_next_round_on_a_preemption(alice_api, world):
-    low = f.PriorityClassFactory(cluster=world.cluster, name="low", value=1)
-    for i, node in enumerate(world.nodes):
-        job = f.JobFactory(
-            cluster=world.cluster,
-            quota=world.team_a,
-            name=f"low-{i}",
-            priority=1,
-            priority_class=low,
-            state=JobState.RUNNING,
-            total_number=1,
-            min_available=1,
-        )
-        f.PodFactory(
-            job=job,
-            name=f"low-{i}-0",
-            node=node,
-            phase="Running",
-            priority=1,
-            requests={"cpu": 8000, "nvidia.com/gpu": 8},
-        )
+    fill_with_low_priority_jobs(world, quotas=(world.team_a,))
     body = submission(replicas=1, topology=None)
     body["pod"] = {"requests": {"cpu": "8", "nvidia.com/gpu": "8"}}
     plan = alice_api.post(WHATIF, body, format="json").json()
