@@ -4,15 +4,16 @@ Nodes are indexed in name order (so a node's index is also its name tie-break ra
 a fixed column order. `allocatable` and `used` are int64 arrays (nodes x resources); `used` counts
 bound pods, pods assumed earlier in this round, and resources reserved for nominated pods of jobs
 not yet placed; `free_now` (allocatable - used) is kept in step. The arrays are column-major
-because the per-job path reads whole resource columns across all nodes. A preemption dry run sets
-`released` (resources freed by hypothetical victims) and `released_pods` for the duration of one
-`with state.releasing(...)` block.
+because the per-job path reads whole resource columns across all nodes. Bound pods get a fixed index
+(`bound_keys`), so a preemption dry run names the pods it treats as gone with a boolean array: it
+sets `released` (resources freed per node) and `released_mask` (over bound pods) for the duration
+of one `with state.releasing(...)` block.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -100,13 +101,18 @@ class CycleState:
         self.allocatable = np.asfortranarray(self.allocatable)
         self.used: IntArray = np.zeros((n_nodes, n_res), dtype=np.int64, order="F")
         self._vectors: dict[str, IntArray] = {}
-        # Pods bound to a node, by node index (the preemption candidates are drawn from these).
+        # Pods bound to a node, by node index (the preemption candidates are drawn from these),
+        # and every bound pod's fixed position, by which dry runs name the pods they release.
         self.bound_on_node: dict[int, list[PodInfo]] = {}
+        self.bound_keys: list[str] = []
+        self.bound_id: dict[str, int] = {}
         for p in snapshot.pods:
             if p.consumes_node and p.node in self.node_index:
                 idx = self.node_index[p.node]
                 self.used[idx] += self.vector(p)
                 self.bound_on_node.setdefault(idx, []).append(p)
+                self.bound_id[p.key] = len(self.bound_keys)
+                self.bound_keys.append(p.key)
         # Nominated pods of jobs not yet placed hold their nominated node's resources.
         self.reservations: dict[str, list[tuple[int, IntArray]]] = {}
         for p in snapshot.pods:
@@ -122,7 +128,7 @@ class CycleState:
         self.assumed: dict[str, int] = {}  # pod key -> node index, placed this round
         self.evicting: set[str] = set()  # pod keys chosen as victims this round
         self.released: IntArray | None = None
-        self._released_thunk: Callable[[], frozenset[str]] | None = None
+        self.released_mask: BoolArray | None = None  # over bound pods, during a dry run
         self._released_keys: frozenset[str] | None = None
         self.plugin_data: dict[str, Any] = {}
         self._masks: dict[tuple[Any, ...], NodeMask] = {}
@@ -235,25 +241,24 @@ class CycleState:
 
     @property
     def released_pods(self) -> frozenset[str]:
-        """Keys of pods a preemption dry run treats as gone (built only when a plugin asks)."""
+        """Keys of the pods a preemption dry run treats as gone (built only when asked)."""
         if self._released_keys is None:
-            self._released_keys = self._released_thunk() if self._released_thunk else frozenset()
+            mask = self.released_mask
+            chosen = np.flatnonzero(mask).tolist() if mask is not None else []
+            self._released_keys = frozenset(self.bound_keys[i] for i in chosen)
         return self._released_keys
 
     @contextmanager
-    def releasing(
-        self, released: IntArray, pod_keys: Callable[[], frozenset[str]]
-    ) -> Iterator[None]:
-        """Treat some pods (freeing `released` per node) as gone, for a preemption dry run."""
-        previous = (self.released, self._released_thunk, self._released_keys, self._free_released)
-        self.released, self._released_thunk, self._released_keys = released, pod_keys, None
+    def releasing(self, released: IntArray, pods: BoolArray) -> Iterator[None]:
+        """Treat the bound pods marked in `pods` (freeing `released` per node) as gone, for a
+        preemption dry run."""
+        previous = (self.released, self.released_mask, self._released_keys, self._free_released)
+        self.released, self.released_mask, self._released_keys = released, pods, None
         self._free_released = None
         try:
             yield
         finally:
-            (self.released, self._released_thunk, self._released_keys, self._free_released) = (
-                previous
-            )
+            (self.released, self.released_mask, self._released_keys, self._free_released) = previous
 
     def pending_pods(self, job: JobInfo) -> list[PodInfo]:
         """The job's pods still to place, in placement order (sorted once per round)."""

@@ -45,6 +45,7 @@ class VictimPool:
         self.jobs: list[VictimJob] = []
         rows_node: list[int] = []
         rows_job: list[int] = []
+        rows_bound: list[int] = []
         vectors: list[IntArray] = []
         for job_id in sorted(grouped):
             pods = sorted(grouped[job_id], key=lambda p: p.key)
@@ -55,6 +56,7 @@ class VictimPool:
                 release[idx] = release.get(idx, 0) + vec
                 rows_node.append(idx)
                 rows_job.append(len(self.jobs))
+                rows_bound.append(state.bound_id[pod.key])
                 vectors.append(vec)
             self.jobs.append(
                 VictimJob(
@@ -70,13 +72,13 @@ class VictimPool:
         n_res = len(state.resources)
         self.pod_node: IntArray = np.array(rows_node, dtype=np.int64)
         self.pod_job: IntArray = np.array(rows_job, dtype=np.int64)
+        self.pod_bound: IntArray = np.array(rows_bound, dtype=np.int64)  # `state.bound_keys` index
         self.pod_vec: IntArray = (
             np.array(vectors, dtype=np.int64) if vectors else np.zeros((0, n_res), dtype=np.int64)
         )
         self.priority: IntArray = np.array([j.priority for j in self.jobs], dtype=np.int64)
         self.protected: BoolArray = np.array([j.protected for j in self.jobs], dtype=np.bool_)
         self.index = {j.id: i for i, j in enumerate(self.jobs)}
-        self.keys = [tuple(p.key for p in j.pods) for j in self.jobs]
 
     def released(self, state: CycleState, chosen: BoolArray) -> IntArray:
         """Resources per node (nodes x resources) freed by evicting the `chosen` jobs."""
@@ -89,6 +91,13 @@ class VictimPool:
             # bincount sums in float64: exact while a node's total stays below 2**53
             out[:, c] = np.bincount(nodes, weights=vectors[:, c], minlength=len(out))
         return out
+
+    def released_pods(self, state: CycleState, chosen: BoolArray) -> BoolArray:
+        """The bound pods (a mask over `state.bound_keys`) that evicting the `chosen` jobs frees."""
+        mask: BoolArray = np.zeros(len(state.bound_keys), dtype=np.bool_)
+        if len(self.pod_job):
+            mask[self.pod_bound[chosen[self.pod_job]]] = True
+        return mask
 
 
 def _budget(value: int | str | None, expected: int) -> int | None:

@@ -5,11 +5,17 @@ Nodes with the same device layout and the same usage give the same answer, so `D
 every device node in a group keyed by (layout, usage fingerprint), computes a count or a score
 once per group and spreads it over the nodes with numpy. Only the nodes a placement touches move
 to another group. The allocation itself is always the real allocator's.
+
+A preemption dry run asks the same question with some bound pods gone. The fleet knows which bound
+pods hold which cards (`holders`, fixed for the round), marks each as one bit of its node, and
+remembers per node and pod shape the answer for (group, released bits): between two dry runs only
+the nodes a placement or an eviction touched are counted again, and those that end in the same
+state (often: idle) share one count.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -29,8 +35,21 @@ from scheduler.devices.request import DeviceRequest
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 Held = tuple[AllocatedDevice, ...]
+UIntArray = npt.NDArray[np.uint64]
+BoolArray = npt.NDArray[np.bool_]
 Runs = tuple[tuple[DeviceRequest, int], ...]
 """Consecutive pods sharing a device request: (request, how many), in placement order."""
+
+BITS = 64  # holders a node can name in one released-bits word; more go the exact, slower way
+
+
+class _Memo:
+    """For one pod shape: per node, the last (group, released bits) counted and its count."""
+
+    def __init__(self, node_count: int) -> None:
+        self.group: IntArray = np.full(node_count, -2, dtype=np.int64)
+        self.bits: UIntArray = np.zeros(node_count, dtype=np.uint64)
+        self.count: IntArray = np.zeros(node_count, dtype=np.int64)
 
 
 class DeviceFleet:
@@ -42,7 +61,11 @@ class DeviceFleet:
         nodes: Mapping[int, NodeDevices],
         usage: Mapping[int, DeviceUsage],
         scoring: Scoring = "LeastAllocated",
+        holders: Mapping[int, Sequence[tuple[int, Held]]] | None = None,
     ) -> None:
+        """`holders`: per node, (bound pod id, devices) of the bound pods a dry run may release,
+        the ids being positions in the mask `slots` is given."""
+        self.node_count = node_count
         self.nodes = dict(nodes)
         self.usage = {idx: usage.get(idx) or DeviceUsage(node) for idx, node in nodes.items()}
         self.scoring = scoring
@@ -56,6 +79,23 @@ class DeviceFleet:
         self._released_counts: dict[tuple[Any, ...], int] = {}
         self._scores: dict[tuple[Any, ...], float] = {}
         self._plans: dict[tuple[Any, ...], DeviceAllocation | None] = {}
+        self._memos: dict[Runs, _Memo] = {}
+        self._holders: dict[int, list[tuple[int, Held]]] = {}
+        ids: list[int] = []
+        where: list[int] = []
+        bits: list[int] = []
+        for idx in sorted(holders or {}):
+            entries = list((holders or {})[idx])
+            self._holders[idx] = entries
+            for k, (pod_id, _) in enumerate(entries):
+                ids.append(pod_id)
+                where.append(idx)
+                bits.append(1 << k if len(entries) <= BITS else 0)
+        # Sorted by node, so the released rows of one node stay together.
+        self._holder_id: IntArray = np.array(ids, dtype=np.int64)
+        self._holder_node: IntArray = np.array(where, dtype=np.int64)
+        self._holder_bit: UIntArray = np.array(bits, dtype=np.uint64)
+        self._wide = {idx for idx, entries in self._holders.items() if len(entries) > BITS}
         for idx in self.nodes:
             self._regroup(idx)
 
@@ -84,16 +124,12 @@ class DeviceFleet:
 
     # --- questions over many nodes --------------------------------------------------------------
     def slots(
-        self,
-        node_indices: IntArray,
-        runs: Runs,
-        released: Mapping[int, Iterable[Held]] | None = None,
-        tags: Mapping[int, tuple[str, ...]] | None = None,
+        self, node_indices: IntArray, runs: Runs, released: BoolArray | None = None
     ) -> IntArray:
         """Per position, how many pods of `runs` fit that node's devices in order (0: none).
 
-        `tags` names what `released` frees on a node (e.g. the pod keys): equal tags on nodes of
-        one group mean equal answers, and strings hash far faster than device dataclasses."""
+        `released` marks the bound pods (by the ids given as `holders`) a dry run treats as gone.
+        """
         groups = self.group[node_indices]
         table = np.zeros(len(self._members) + 1, dtype=np.int64)  # last slot: non-device nodes
         for g in self._present(groups):
@@ -105,17 +141,39 @@ class DeviceFleet:
                 self._counts[key] = fits
             table[g] = fits
         result: IntArray = table[groups]
-        for pos in self._positions(node_indices, released):
-            idx = int(node_indices[pos])
-            freed = tags[idx] if tags is not None else tuple((released or {})[idx])
-            shortcut = (int(self.group[idx]), freed, runs)
-            known = self._released_counts.get(shortcut)
-            if known is not None:
-                result[pos] = known
-                continue
+        if released is not None and len(self._holder_id):
+            self._released_slots(node_indices, runs, released, result)
+        return result
+
+    def _released_slots(
+        self, node_indices: IntArray, runs: Runs, released: BoolArray, result: IntArray
+    ) -> None:
+        """Overwrite `result` where the dry run frees cards, remembered per node and shape."""
+        on = released[self._holder_id]
+        if not on.any():
+            return
+        where, bits = self._holder_node[on], self._holder_bit[on]
+        starts = np.flatnonzero(np.concatenate(([True], where[1:] != where[:-1])))
+        node_bits: UIntArray = np.zeros(self.node_count, dtype=np.uint64)
+        node_freed: BoolArray = np.zeros(self.node_count, dtype=np.bool_)
+        node_bits[where[starts]] = np.bitwise_or.reduceat(bits, starts)
+        node_freed[where[starts]] = True
+        positions = np.flatnonzero(node_freed[node_indices])
+        if not len(positions):
+            return
+        asked = node_indices[positions]
+        asked_bits = node_bits[asked]
+        memo = self._memos.get(runs)
+        if memo is None:
+            memo = self._memos[runs] = _Memo(self.node_count)
+        known = (memo.group[asked] == self.group[asked]) & (memo.bits[asked] == asked_bits)
+        result[positions[known]] = memo.count[asked[known]]
+        for pos in np.flatnonzero(~known).tolist():
+            idx = int(asked[pos])
             usage = self.usage[idx].copy()
-            for held in (released or {})[idx]:
-                usage.release(held)
+            for pod_id, held in self._holders[idx]:
+                if released[pod_id]:
+                    usage.release(held)
             # A preemption dry run frees many nodes into the same few states (often: idle);
             # equal layout and usage give equal counts, so each state is counted once a round.
             state = (self._key(idx, usage), runs)
@@ -123,10 +181,11 @@ class DeviceFleet:
             if fits is None:
                 fits = self._fit_runs(self.nodes[idx], usage, runs)
                 self._released_counts[state] = fits
-            # Same group and same cards freed: the same state, without releasing again.
-            self._released_counts[shortcut] = fits
-            result[pos] = fits
-        return result
+            result[positions[pos]] = fits
+            if idx not in self._wide:
+                memo.group[idx] = self.group[idx]
+                memo.bits[idx] = asked_bits[pos]
+                memo.count[idx] = fits
 
     def scores(self, node_indices: IntArray, request: DeviceRequest) -> FloatArray:
         """Per position, the node score for one pod of `request` (0 where it does not fit)."""
@@ -180,14 +239,6 @@ class DeviceFleet:
                 trial.apply(allocation.devices)
                 total += 1
         return total
-
-    def _positions(
-        self, node_indices: IntArray, released: Mapping[int, Iterable[Held]] | None
-    ) -> Sequence[int]:
-        if not released:
-            return []
-        wanted = np.array(sorted(released), dtype=np.int64)
-        return [int(p) for p in np.flatnonzero(np.isin(node_indices, wanted))]
 
     def _layout_id(self, node: NodeDevices) -> int:
         # Flat tuples hash far faster than nested frozen dataclasses, at 5,000 nodes it shows.

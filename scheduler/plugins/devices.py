@@ -92,6 +92,7 @@ class DeviceShare:
         problems: list[str] = []
         held: dict[str, tuple[int, Held]] = {}
         usages: dict[int, DeviceUsage] = {}
+        holders: dict[int, list[tuple[int, Held]]] = {}
         for idx, devices in nodes.items():
             bound = state.bound_on_node.get(idx, [])
             usage, unreadable = usage_from_pods(devices, [p.annotations for p in bound])
@@ -101,7 +102,8 @@ class DeviceShare:
                 devices_held = _held_by(pod, devices, usage, requests, self.scoring)
                 if devices_held:
                     held[pod.key] = (idx, devices_held)
-        fleet = DeviceFleet(len(state.nodes), nodes, usages, self.scoring)
+                    holders.setdefault(idx, []).append((state.bound_id[pod.key], devices_held))
+        fleet = DeviceFleet(len(state.nodes), nodes, usages, self.scoring, holders)
         state.plugin_data[self.name] = DeviceState(fleet, held, {}, requests, problems)
 
     # --- PreFilter ------------------------------------------------------------------------------
@@ -123,12 +125,7 @@ class DeviceShare:
         if not device_runs:
             return None
         free_pods = sum(count for request, count in runs if request is None)
-        # Only a preemption dry run releases pods; asking outside one builds the set for nothing.
-        released: dict[int, list[Held]] = {}
-        tags: dict[int, tuple[str, ...]] = {}
-        if state.released is not None:
-            released, tags = _released_by_node(ds, state.released_pods)
-        slots: IntArray = ds.fleet.slots(node_indices, device_runs, released, tags) + free_pods
+        slots: IntArray = ds.fleet.slots(node_indices, device_runs, state.released_mask) + free_pods
         # Like Koordinator, a node without a Device CR is left to the resource-fit filter.
         slots[ds.fleet.group[node_indices] < 0] = len(pods)
         return slots
@@ -268,17 +265,3 @@ def _held_by(
         return ()
     usage.apply(allocation.devices)
     return allocation.devices
-
-
-def _released_by_node(
-    ds: DeviceState, released: frozenset[str]
-) -> tuple[dict[int, list[Held]], dict[int, tuple[str, ...]]]:
-    """What a dry run frees on each node, and the pod keys that name it."""
-    by_node: dict[int, list[Held]] = {}
-    keys: dict[int, list[str]] = {}
-    for key in released:
-        entry = ds.held.get(key)
-        if entry is not None:
-            by_node.setdefault(entry[0], []).append(entry[1])
-            keys.setdefault(entry[0], []).append(key)
-    return by_node, {idx: tuple(names) for idx, names in keys.items()}

@@ -196,18 +196,16 @@ class JobPreemption:
         eligible = self.eligible(state, job, pods, bool(quota_need))
         if not eligible.any():
             return Status(Code.UNRESOLVABLE, NO_VICTIMS, {}, self.name)
-        released = book.pool.released(state, eligible)
-
-        def gone() -> frozenset[str]:
-            return frozenset(k for i in np.flatnonzero(eligible) for k in book.pool.keys[i])
-
-        with state.releasing(released, gone):
+        pool = book.pool
+        with state.releasing(pool.released(state, eligible), pool.released_pods(state, eligible)):
             slots = framework.offer_slots(state, job, pods)
             dry = framework.try_place(state, job, pods, slots=slots)
             if isinstance(dry, Failure):
                 reason = f"{NOT_HELPFUL}: {dry.status.reason}"
                 return Status(Code.UNRESOLVABLE, reason, dict(dry.status.details), self.name)
-            plans: list[Plan] = [dry]
+            # Different node sets often give the same plan: each distinct plan is costed once.
+            plans: dict[tuple[int, ...], Plan] = {tuple(dry.assignment.values()): dry}
+            tried: set[bytes] = set()
             topological = bool(job.topology and job.topology.gather)
             cost = _node_victim_cost(book, eligible, len(state.nodes))
             for number, (level, domain) in enumerate(dry.candidates[: self.candidate_limit]):
@@ -222,11 +220,14 @@ class JobPreemption:
                 if shared is not None and len(shared) < len(within):
                     attempts.append(shared)
                 for nodes in attempts:
+                    if nodes.tobytes() in tried:
+                        continue
+                    tried.add(nodes.tobytes())
                     attempt = framework.try_place(state, job, pods, nodes, slots)
                     if isinstance(attempt, Plan):
-                        plans.append(attempt)
+                        plans.setdefault(tuple(attempt.assignment.values()), attempt)
         best: VictimPlan | None = None
-        for rank, plan in enumerate(plans):
+        for rank, plan in enumerate(plans.values()):
             candidate = self._victims_for(
                 state, framework, job, pods, plan, eligible, quota_need, rank
             )
@@ -435,15 +436,12 @@ def _slots_hold(
         return True  # resources alone: the reprieve arithmetic above is exact
     chosen = np.zeros(len(book.pool.jobs), dtype=np.bool_)
     chosen[[book.pool.index[v.id] for v in victims]] = True
-
-    def gone() -> frozenset[str]:
-        return frozenset(p.key for v in victims for p in v.pods)
-
     # Only the plan's nodes matter: ask the filters about those alone.
     nodes, planned = np.unique(
         np.fromiter(plan.assignment.values(), dtype=np.int64), return_counts=True
     )
-    with state.releasing(book.pool.released(state, chosen), gone):
+    pool = book.pool
+    with state.releasing(pool.released(state, chosen), pool.released_pods(state, chosen)):
         slots = framework.offer_slots(state, job, pods, nodes)
     return bool((planned <= slots).all())
 

@@ -142,9 +142,33 @@ def test_preemption_dry_run_sees_the_victims_cards_free() -> None:
     everywhere = np.arange(1, dtype=np.int64)
     assert plugin.slot_limits(state, job, pods, everywhere).tolist() == [0]  # type: ignore[union-attr]
     released = np.zeros_like(state.used)
-    with state.releasing(released, lambda: frozenset({"default/victim"})):
+    gone = np.array([key == "default/victim" for key in state.bound_keys])
+    with state.releasing(released, gone):
         assert plugin.slot_limits(state, job, pods, everywhere).tolist() == [1]  # type: ignore[union-attr]
     assert plugin.slot_limits(state, job, pods, everywhere).tolist() == [0]  # type: ignore[union-attr]
+
+
+def test_dry_runs_remember_per_node_but_answer_each_released_set() -> None:
+    running = [busy("gpu-1", [0, 1, 2, 3], "low"), busy("gpu-1", [4, 5], "high")]
+    state, plugin = state_for(
+        [gpu_node("gpu-1")], gang("default/train", pods=4).gpu(2), running=running
+    )
+    job = state.jobs["default/train"]
+    pods = state.pending_pods(job)
+    everywhere = np.arange(1, dtype=np.int64)
+    released = np.zeros_like(state.used)
+
+    def slots_without(*names: str) -> int:
+        gone = np.array([key.split("/")[1] in names for key in state.bound_keys])
+        with state.releasing(released, gone):
+            return int(plugin.slot_limits(state, job, pods, everywhere)[0])  # type: ignore[index]
+
+    # Asked again and in another order, each released set keeps its own answer.
+    assert [slots_without("low"), slots_without("low", "high"), slots_without("low")] == [3, 4, 3]
+    assert slots_without() == 1
+    # A placement on the node changes its usage: the remembered counts are not reused.
+    assert plugin.reserve(state, job, Plan({"default/train-1": 0})).status.ok
+    assert [slots_without("low"), slots_without("low", "high"), slots_without()] == [2, 3, 0]
 
 
 def test_reserve_then_unreserve_gives_the_cards_back() -> None:
