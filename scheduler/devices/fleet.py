@@ -43,13 +43,60 @@ Runs = tuple[tuple[DeviceRequest, int], ...]
 BITS = 64  # holders a node can name in one released-bits word; more go the exact, slower way
 
 
+SATURATE = 16
+"""A one-request shape is counted to at least this many pods, so jobs of every size share it."""
+
+
+def _shape(runs: Runs) -> tuple[Runs, int]:
+    """The cache key of `runs` and the pods asked. One request is keyed by itself alone (count 0)
+    and counted past the job's size; a mix of requests is keyed exactly."""
+    asked = sum(count for _, count in runs)
+    if len(runs) == 1:
+        return ((runs[0][0], 0),), asked
+    return runs, asked
+
+
+def _answers(counted: tuple[int, int], asked: int) -> bool:
+    """Whether (fits, limit) answers a job of `asked` pods: the node filled up before the limit,
+    or at least `asked` pods fit."""
+    fits, limit = counted
+    return fits < limit or asked <= fits
+
+
 class _Memo:
-    """For one pod shape: per node, the last (group, released bits) counted and its count."""
+    """For one pod shape: per node, the last two (group, released bits) counted, with their
+    (fits, limit). Two ways, because a preemption search asks alternately with every candidate
+    victim gone and with one plan's victims gone; a miss replaces the way not used last."""
+
+    WAYS = 2
 
     def __init__(self, node_count: int) -> None:
-        self.group: IntArray = np.full(node_count, -2, dtype=np.int64)
-        self.bits: UIntArray = np.zeros(node_count, dtype=np.uint64)
-        self.count: IntArray = np.zeros(node_count, dtype=np.int64)
+        self.group: IntArray = np.full((self.WAYS, node_count), -2, dtype=np.int64)
+        self.bits: UIntArray = np.zeros((self.WAYS, node_count), dtype=np.uint64)
+        self.fits: IntArray = np.zeros((self.WAYS, node_count), dtype=np.int64)
+        self.limit: IntArray = np.zeros((self.WAYS, node_count), dtype=np.int64)
+        self.last: IntArray = np.zeros(node_count, dtype=np.int64)
+
+    def recall(
+        self, nodes: IntArray, groups: IntArray, bits: UIntArray, asked: int
+    ) -> tuple[IntArray, BoolArray]:
+        """Per node, the remembered fits for (group, bits) and whether they answer `asked`."""
+        fits: IntArray = np.zeros(len(nodes), dtype=np.int64)
+        known: BoolArray = np.zeros(len(nodes), dtype=np.bool_)
+        for way in range(self.WAYS):
+            stored = self.fits[way, nodes]
+            hit = (self.group[way, nodes] == groups) & (self.bits[way, nodes] == bits)
+            hit &= (stored < self.limit[way, nodes]) | (stored >= asked)
+            fits[hit] = stored[hit]
+            known |= hit
+            self.last[nodes[hit]] = way
+        return fits, known
+
+    def remember(self, idx: int, group: int, bits: np.uint64, counted: tuple[int, int]) -> None:
+        way = 1 - int(self.last[idx])
+        self.group[way, idx], self.bits[way, idx] = group, bits
+        self.fits[way, idx], self.limit[way, idx] = counted
+        self.last[idx] = way
 
 
 class DeviceFleet:
@@ -75,8 +122,8 @@ class DeviceFleet:
         self._layout_of = {idx: self._layout_id(node) for idx, node in self.nodes.items()}
         self._groups: dict[tuple[Any, ...], int] = {}
         self._members: list[tuple[NodeDevices, DeviceUsage]] = []
-        self._counts: dict[tuple[Any, ...], int] = {}
-        self._released_counts: dict[tuple[Any, ...], int] = {}
+        self._counts: dict[tuple[Any, ...], tuple[int, int]] = {}
+        self._released_counts: dict[tuple[Any, ...], tuple[int, int]] = {}
         self._scores: dict[tuple[Any, ...], float] = {}
         self._plans: dict[tuple[Any, ...], DeviceAllocation | None] = {}
         self._memos: dict[Runs, _Memo] = {}
@@ -130,23 +177,29 @@ class DeviceFleet:
 
         `released` marks the bound pods (by the ids given as `holders`) a dry run treats as gone.
         """
+        shape, asked = _shape(runs)
         groups = self.group[node_indices]
         table = np.zeros(len(self._members) + 1, dtype=np.int64)  # last slot: non-device nodes
         for g in self._present(groups):
-            key = (int(g), runs)
-            fits = self._counts.get(key)
-            if fits is None:
+            key = (int(g), shape)
+            counted = self._counts.get(key)
+            if counted is None or not _answers(counted, asked):
                 node, usage = self._members[int(g)]
-                fits = self._fit_runs(node, usage, runs)
-                self._counts[key] = fits
-            table[g] = fits
+                counted = self._count(node, usage, shape, asked)
+                self._counts[key] = counted
+            table[g] = min(asked, counted[0])
         result: IntArray = table[groups]
         if released is not None and len(self._holder_id):
-            self._released_slots(node_indices, runs, released, result)
+            self._released_slots(node_indices, shape, asked, released, result)
         return result
 
     def _released_slots(
-        self, node_indices: IntArray, runs: Runs, released: BoolArray, result: IntArray
+        self,
+        node_indices: IntArray,
+        shape: Runs,
+        asked: int,
+        released: BoolArray,
+        result: IntArray,
     ) -> None:
         """Overwrite `result` where the dry run frees cards, remembered per node and shape."""
         on = released[self._holder_id]
@@ -161,31 +214,29 @@ class DeviceFleet:
         positions = np.flatnonzero(node_freed[node_indices])
         if not len(positions):
             return
-        asked = node_indices[positions]
-        asked_bits = node_bits[asked]
-        memo = self._memos.get(runs)
+        nodes = node_indices[positions]
+        nodes_bits = node_bits[nodes]
+        memo = self._memos.get(shape)
         if memo is None:
-            memo = self._memos[runs] = _Memo(self.node_count)
-        known = (memo.group[asked] == self.group[asked]) & (memo.bits[asked] == asked_bits)
-        result[positions[known]] = memo.count[asked[known]]
+            memo = self._memos[shape] = _Memo(self.node_count)
+        fits, known = memo.recall(nodes, self.group[nodes], nodes_bits, asked)
+        result[positions[known]] = np.minimum(fits[known], asked)
         for pos in np.flatnonzero(~known).tolist():
-            idx = int(asked[pos])
+            idx = int(nodes[pos])
             usage = self.usage[idx].copy()
             for pod_id, held in self._holders[idx]:
                 if released[pod_id]:
                     usage.release(held)
             # A preemption dry run frees many nodes into the same few states (often: idle);
             # equal layout and usage give equal counts, so each state is counted once a round.
-            state = (self._key(idx, usage), runs)
-            fits = self._released_counts.get(state)
-            if fits is None:
-                fits = self._fit_runs(self.nodes[idx], usage, runs)
-                self._released_counts[state] = fits
-            result[positions[pos]] = fits
+            state = (self._key(idx, usage), shape)
+            counted = self._released_counts.get(state)
+            if counted is None or not _answers(counted, asked):
+                counted = self._count(self.nodes[idx], usage, shape, asked)
+                self._released_counts[state] = counted
+            result[positions[pos]] = min(asked, counted[0])
             if idx not in self._wide:
-                memo.group[idx] = self.group[idx]
-                memo.bits[idx] = asked_bits[pos]
-                memo.count[idx] = fits
+                memo.remember(idx, int(self.group[idx]), nodes_bits[pos], counted)
 
     def scores(self, node_indices: IntArray, request: DeviceRequest) -> FloatArray:
         """Per position, the node score for one pod of `request` (0 where it does not fit)."""
@@ -225,20 +276,23 @@ class DeviceFleet:
         present: list[int] = np.flatnonzero(counts).tolist()
         return present
 
-    def _fit_runs(self, node: NodeDevices, usage: DeviceUsage, runs: Runs) -> int:
-        if len(runs) == 1:
-            request, count = runs[0]
-            return count_fits(node, usage, request, count, self.scoring)
+    def _count(
+        self, node: NodeDevices, usage: DeviceUsage, shape: Runs, asked: int
+    ) -> tuple[int, int]:
+        """(pods of `shape` that fit, the limit counted to); see `_shape` and `_answers`."""
+        if len(shape) == 1 and shape[0][1] == 0:
+            limit = max(asked, SATURATE)
+            return count_fits(node, usage, shape[0][0], limit, self.scoring), limit
         trial = usage.copy()
         total = 0
-        for request, count in runs:
+        for request, count in shape:
             for _ in range(count):
                 allocation = allocate(node, trial, request, self.scoring)
                 if allocation is None:
                     break
                 trial.apply(allocation.devices)
                 total += 1
-        return total
+        return total, asked
 
     def _layout_id(self, node: NodeDevices) -> int:
         # Flat tuples hash far faster than nested frozen dataclasses, at 5,000 nodes it shows.
