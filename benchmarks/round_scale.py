@@ -4,9 +4,10 @@
 
 Each run builds a synthetic cluster: nodes with 8 GPUs (128 cores, 1 TiB) under Spine -> Block ->
 Node (16 nodes a block, 8 blocks a spine); half the nodes are busy with low-priority jobs; 2,000
-pending gangs totalling 20,000 pods of mixed shapes (1-64 pods, 1/2/4/8 whole GPUs each), a third
-with MustGather Block, a third PreferGather Block+Spine, the rest without a topology rule, at
-priorities above the busy jobs so preemption runs too. Times only `run_round` (snapshot building is
+pending gangs totalling 20,000 pods of mixed shapes (1-64 pods; 1/2/4/8 whole GPUs each, or one
+shared half GPU for a fifth of the gangs and of the busy pods), a third with MustGather Block, a
+third PreferGather Block+Spine, the rest without a topology rule, at priorities above the busy
+jobs so preemption runs too. Times only `run_round` (snapshot building is
 outside), reports pods placed per second and the growth with nodes, and with `--markdown`
 rewrites the "Round scale" section of docs/benchmarks.md.
 """
@@ -75,7 +76,20 @@ def gpu_cards() -> tuple[Device, ...]:
     )
 
 
+SHARED = 0  # "gpus" value of the shared shape: half of one card's cores and memory
+GPU_CHOICES = (1, 2, 4, 8, SHARED)
+GPU_WEIGHTS = (20, 20, 20, 20, 20)
+
+
 def shape(gpus: int) -> dict[str, int]:
+    """Whole GPUs, or (SHARED) half a card as Koordinator's gpu-core / gpu-memory-ratio."""
+    if gpus == SHARED:
+        return {
+            "cpu": 6_000,
+            "memory": 48 * GI,
+            "koordinator.sh/gpu-core": 50,
+            "koordinator.sh/gpu-memory-ratio": 50,
+        }
     return {"cpu": gpus * 12_000, "memory": gpus * 96 * GI, "nvidia.com/gpu": gpus}
 
 
@@ -88,15 +102,27 @@ def build_snapshot(
     for i in range(n_nodes):
         block = i // NODES_PER_BLOCK
         labels = {SPINE: f"spine-{block // BLOCKS_PER_SPINE}", BLOCK: f"block-{block}"}
-        alloc = {"cpu": 128_000, "memory": 1024 * GI, "nvidia.com/gpu": 8, "pods": 110}
+        alloc = {
+            "cpu": 128_000,
+            "memory": 1024 * GI,
+            "nvidia.com/gpu": 8,
+            "koordinator.sh/gpu-core": 800,
+            "koordinator.sh/gpu-memory-ratio": 800,
+            "pods": 110,
+        }
         nodes.append(NodeInfo(f"node-{i:05d}", alloc, labels, devices=cards))
     pods: list[PodInfo] = []
     jobs: list[JobInfo] = []
     for i in rng.sample(range(n_nodes), n_nodes // 2):  # half the nodes busy with low jobs
-        left = 8
+        left = 16  # half cards
+        busy: list[int] = []
         while left:
-            gpus = min(left, rng.choice((1, 2, 4, 8)))
-            left -= gpus
+            gpus = rng.choices(GPU_CHOICES, GPU_WEIGHTS)[0]
+            gpus = min(left // 2, gpus) if gpus and left > 1 else SHARED
+            left -= 2 * gpus or 1
+            busy.append(gpus)
+        # Whole cards first, then the halves on the cards left, as the kubelet would have bound.
+        for gpus in sorted(busy, reverse=True):
             name = f"busy-{len(pods)}"
             pods.append(
                 PodInfo(
@@ -115,7 +141,7 @@ def build_snapshot(
     sizes[-1] = max(1, sizes[-1] + pending_pods - sum(sizes))
     for g, size in enumerate(sizes):
         gang_id = f"train/gang-{g:05d}"
-        gpus = rng.choice((1, 2, 4, 8))
+        gpus = rng.choices(GPU_CHOICES, GPU_WEIGHTS)[0]
         kind = g % 3
         rule = None
         if kind == 0:
@@ -184,9 +210,10 @@ def markdown(runs: list[dict[str, Any]]) -> str:
         f"--nodes {','.join(sorted({str(r['nodes']) for r in runs}, key=int))} "
         f"--profiles {','.join(dict.fromkeys(r['profile'] for r in runs))} --markdown` on "
         f"{platform.python_implementation()} {platform.python_version()}: 8 GPUs a node, half the "
-        "nodes busy with low-priority jobs, 2,000 pending gangs (1-64 pods, whole GPUs, required "
-        "and preferred topology), preemption on. `core` leaves out the device and load-aware "
-        "plugins (GPUs counted as a plain extended resource); `default` is the full profile with "
+        "nodes busy with low-priority jobs, 2,000 pending gangs (1-64 pods; 1/2/4/8 whole GPUs or "
+        "half a shared GPU; required and preferred topology), preemption on. `core` leaves out "
+        "the device and load-aware plugins (GPUs counted as plain extended resources); `default` "
+        "is the full profile with "
         "a Device object on every node. CPU seconds are the round's own process time (the "
         "reference machine is shared, so wall time includes waiting for a core); growth is CPU "
         "time relative to the smallest run of the same profile.",

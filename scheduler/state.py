@@ -163,6 +163,9 @@ class CycleState:
         """Free resources, including what a dry run releases. Read-only: copy before writing."""
         if self.released is None:
             free = self.free_now
+        elif node_indices is not None and self._free_released is None:
+            rows: IntArray = self.free_now[node_indices] + self.released[node_indices]
+            return rows  # a few nodes asked during a dry run: no need to add up all of them
         else:
             if self._free_released is None:
                 self._free_released = self.free_now + self.released

@@ -20,6 +20,8 @@ from scheduler.model import PDBInfo, PodInfo
 from scheduler.plugins.quota import quota_book
 from scheduler.state import CycleState
 
+SCATTER_ROWS = 2_000  # below this many victim pods a scatter-add beats a bincount per column
+
 
 @dataclass(frozen=True)
 class VictimJob:
@@ -87,6 +89,9 @@ class VictimPool:
             return out
         rows = chosen[self.pod_job]
         nodes, vectors = self.pod_node[rows], self.pod_vec[rows]
+        if len(nodes) < SCATTER_ROWS:
+            np.add.at(out, nodes, vectors)  # a plan's few victims: scatter their rows
+            return out
         for c in range(out.shape[1]):
             # bincount sums in float64: exact while a node's total stays below 2**53
             out[:, c] = np.bincount(nodes, weights=vectors[:, c], minlength=len(out))

@@ -142,6 +142,11 @@ class DeviceFleet:
         self._holder_id: IntArray = np.array(ids, dtype=np.int64)
         self._holder_node: IntArray = np.array(where, dtype=np.int64)
         self._holder_bit: UIntArray = np.array(bits, dtype=np.uint64)
+        # Each node's rows: [start, stop) of the arrays above.
+        self._holder_start: IntArray = np.searchsorted(self._holder_node, np.arange(node_count))
+        self._holder_stop: IntArray = np.searchsorted(
+            self._holder_node, np.arange(node_count), side="right"
+        )
         self._wide = {idx for idx, entries in self._holders.items() if len(entries) > BITS}
         for idx in self.nodes:
             self._regroup(idx)
@@ -202,10 +207,11 @@ class DeviceFleet:
         result: IntArray,
     ) -> None:
         """Overwrite `result` where the dry run frees cards, remembered per node and shape."""
-        on = released[self._holder_id]
+        rows = self._holder_rows(node_indices)
+        on = released[self._holder_id[rows]]
         if not on.any():
             return
-        where, bits = self._holder_node[on], self._holder_bit[on]
+        where, bits = self._holder_node[rows[on]], self._holder_bit[rows[on]]
         starts = np.flatnonzero(np.concatenate(([True], where[1:] != where[:-1])))
         node_bits: UIntArray = np.zeros(self.node_count, dtype=np.uint64)
         node_freed: BoolArray = np.zeros(self.node_count, dtype=np.bool_)
@@ -237,6 +243,18 @@ class DeviceFleet:
             result[positions[pos]] = min(asked, counted[0])
             if idx not in self._wide:
                 memo.remember(idx, int(self.group[idx]), nodes_bits[pos], counted)
+
+    def _holder_rows(self, node_indices: IntArray) -> IntArray:
+        """The holder rows of the nodes asked, grouped by node (all rows when most are asked)."""
+        if 4 * len(node_indices) >= self.node_count:
+            every: IntArray = np.arange(len(self._holder_id), dtype=np.int64)
+            return every
+        start, stop = self._holder_start[node_indices], self._holder_stop[node_indices]
+        lengths = stop - start
+        total = int(lengths.sum())
+        offsets = np.repeat(start - (np.cumsum(lengths) - lengths), lengths)
+        rows: IntArray = offsets + np.arange(total, dtype=np.int64)
+        return rows
 
     def scores(self, node_indices: IntArray, request: DeviceRequest) -> FloatArray:
         """Per position, the node score for one pod of `request` (0 where it does not fit)."""

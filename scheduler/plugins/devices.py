@@ -66,6 +66,9 @@ class DeviceState:
     reserved: dict[str, list[str]] = field(default_factory=dict)  # job id -> pod keys reserved
     requests: dict[tuple[Any, ...], DeviceRequest | list[str] | None] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)  # unreadable annotations of bound pods
+    runs: dict[tuple[str, ...], list[tuple[DeviceRequest | None, int]]] = field(
+        default_factory=dict
+    )  # pod keys -> their device runs, asked for again by every dry run of a job
 
 
 class DeviceShare:
@@ -120,7 +123,10 @@ class DeviceShare:
         self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo], node_indices: IntArray
     ) -> IntArray | None:
         ds = self._state(state)
-        runs = _runs(ds.requests, pods)
+        keys = tuple(p.key for p in pods)
+        runs = ds.runs.get(keys)
+        if runs is None:
+            runs = ds.runs[keys] = _runs(ds.requests, pods)
         device_runs = tuple((r, c) for r, c in runs if r is not None)
         if not device_runs:
             return None

@@ -20,7 +20,7 @@ When preemption is not allowed (`preemptionPolicy: Never`) the same search yield
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -291,16 +291,23 @@ class JobPreemption:
                     quota_room[r] -= _amount(v, r)
             else:
                 victims.append(v)
-        if not _slots_hold(state, framework, job, pods, plan, victims, book):
-            # Resources alone kept back too much (cards, partitions and NICs decide too): start
-            # from every candidate and keep one back only when every slot-limit Filter agrees.
-            victims = list(consider)
-            quota_room = {r: sum(_amount(v, r) for v in consider) for r in quota_need}
-            for v in sorted(consider, key=reprieve_order):
+        per_node: dict[int, int] = {}
+        for idx in plan.assignment.values():
+            per_node[idx] = per_node.get(idx, 0) + 1
+        short = _short_nodes(state, framework, job, pods, per_node, victims, book, planned)
+        if short:
+            # Resources alone kept back too much where cards, partitions or NICs decide too: on
+            # those nodes every candidate goes, and one is kept back again only when every
+            # slot-limit Filter agrees on the nodes it stands on (elsewhere the plan still holds).
+            going = set(map(id, victims))
+            doubtful = [v for v in consider if id(v) not in going and v.nodes & short]
+            victims.extend(doubtful)
+            quota_room = {r: sum(_amount(v, r) for v in victims) for r in quota_need}
+            for v in sorted(doubtful, key=reprieve_order):
                 if any(quota_room[r] - _amount(v, r) < a for r, a in quota_need.items()):
                     continue
                 rest = [u for u in victims if u is not v]
-                if _slots_hold(state, framework, job, pods, plan, rest, book):
+                if not _short_nodes(state, framework, job, pods, per_node, rest, book, v.nodes):
                     victims = rest
                     for r in quota_need:
                         quota_room[r] -= _amount(v, r)
@@ -422,28 +429,28 @@ def _costed(
     return VictimPlan(plan, tuple(victims), violations, key, cost)
 
 
-def _slots_hold(
+def _short_nodes(
     state: CycleState,
     framework: Framework,
     job: JobInfo,
     pods: Sequence[PodInfo],
-    plan: Plan,
+    planned: Mapping[int, int],
     victims: Sequence[VictimJob],
     book: PreemptionBook,
-) -> bool:
-    """Confirm with every slot-limit Filter (devices too) that the kept-back victims may stay."""
-    if len(framework.slot_limits) <= 1:
-        return True  # resources alone: the reprieve arithmetic above is exact
+    among: Iterable[int],
+) -> set[int]:
+    """The planned nodes among `among` where evicting just `victims` leaves fewer offer slots, by
+    every slot-limit Filter (devices too), than the pods `planned` there (node -> count)."""
+    nodes = np.array(sorted(n for n in among if n in planned), dtype=np.int64)
+    if not len(nodes) or len(framework.slot_limits) <= 1:
+        return set()  # resources alone: the reprieve arithmetic is exact
+    counts = np.array([planned[int(n)] for n in nodes], dtype=np.int64)
     chosen = np.zeros(len(book.pool.jobs), dtype=np.bool_)
     chosen[[book.pool.index[v.id] for v in victims]] = True
-    # Only the plan's nodes matter: ask the filters about those alone.
-    nodes, planned = np.unique(
-        np.fromiter(plan.assignment.values(), dtype=np.int64), return_counts=True
-    )
     pool = book.pool
     with state.releasing(pool.released(state, chosen), pool.released_pods(state, chosen)):
         slots = framework.offer_slots(state, job, pods, nodes)
-    return bool((planned <= slots).all())
+    return set(nodes[counts > slots].tolist())
 
 
 def _shape_key(

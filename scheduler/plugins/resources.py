@@ -20,6 +20,7 @@ from scheduler.model import PODS, JobInfo, PodInfo
 from scheduler.state import CycleState
 
 _BIG = np.int64(1 << 62)
+RUNS = "NodeResourcesFit/runs"  # `state.plugin_data` key of the remembered pod runs
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,16 @@ class PodRun:
 
 
 def pod_runs(state: CycleState, pods: Sequence[PodInfo]) -> list[PodRun]:
+    """The pods as runs of one template; remembered per pod list, as dry runs ask again."""
+    cache: dict[tuple[str, ...], list[PodRun]] = state.plugin_data.setdefault(RUNS, {})
+    keys = tuple(p.key for p in pods)
+    cached = cache.get(keys)
+    if cached is None:
+        cached = cache[keys] = _pod_runs(state, pods)
+    return cached
+
+
+def _pod_runs(state: CycleState, pods: Sequence[PodInfo]) -> list[PodRun]:
     runs: list[PodRun] = []
     last_key: tuple[Any, ...] | None = None
     count = 0
