@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from scheduler.framework import Code, Failure, IntArray, Plan, PodAllocation, Status
+from scheduler.framework import Code, Failure, FloatArray, IntArray, Plan, PodAllocation, Status
 from scheduler.model import JobInfo, PodInfo
 from scheduler.placement import PlacementOutcome
 from scheduler.state import CycleState
@@ -137,11 +137,12 @@ class Framework:
         pods: Sequence[PodInfo],
         within: IntArray | None = None,
         slots: IntArray | None = None,
+        scores: FloatArray | None = None,
     ) -> Plan | Failure:
         """Offer slots -> topology placement -> pod assignment; no state change.
 
         `within` restricts the placement to those node indices (a preemption candidate domain);
-        `slots` reuses offer slots computed for the same job and state.
+        `slots` and `scores` reuse what was computed for the same job and state.
         """
         if slots is None:
             slots = self.offer_slots(state, job, pods)
@@ -149,10 +150,8 @@ class Framework:
             kept = np.zeros_like(slots)
             kept[within] = slots[within]
             slots = kept
-        scores = None
-        if self.scores:
-            everywhere = np.arange(len(state.nodes), dtype=np.int64)
-            scores = sum(p.score_nodes(state, job, everywhere) for p in self.scores)
+        if scores is None:
+            scores = self.node_scores(state, job)
         outcome: PlacementOutcome = self.placers[0].place(state, job, len(pods), slots, scores)
         if not outcome.ok:
             return self.failure(state, job, pods, slots, outcome)
@@ -168,6 +167,14 @@ class Framework:
             )
             return Failure(status)
         return Plan(assignment, outcome.decision, outcome.candidates)
+
+    def node_scores(self, state: CycleState, job: JobInfo) -> FloatArray | None:
+        """Every Score plugin's per-node score for the job, summed (None without Score plugins)."""
+        if not self.scores:
+            return None
+        everywhere = np.arange(len(state.nodes), dtype=np.int64)
+        total: FloatArray = sum(p.score_nodes(state, job, everywhere) for p in self.scores)
+        return total
 
     def _nominated_plan(
         self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo]

@@ -81,6 +81,13 @@ class VictimPool:
         self.priority: IntArray = np.array([j.priority for j in self.jobs], dtype=np.int64)
         self.protected: BoolArray = np.array([j.protected for j in self.jobs], dtype=np.bool_)
         self.index = {j.id: i for i, j in enumerate(self.jobs)}
+        # Each (node, job) once, sorted by node; a job's priority as its rank among all of them.
+        width = np.int64(len(self.jobs) + 1)
+        pairs = np.unique(self.pod_node * width + self.pod_job)
+        self.pair_node: IntArray = pairs // width
+        self.pair_job: IntArray = pairs % width
+        levels = np.unique(self.priority)
+        self.priority_rank: IntArray = np.searchsorted(levels, self.priority).astype(np.int64) + 1
 
     def released(self, state: CycleState, chosen: BoolArray) -> IntArray:
         """Resources per node (nodes x resources) freed by evicting the `chosen` jobs."""

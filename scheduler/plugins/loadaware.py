@@ -169,8 +169,8 @@ class LoadAware:
         self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo], node_indices: IntArray
     ) -> dict[str, int]:
         ls = self._state(state)
-        if not pods or len(node_indices) == 0:
-            return {}
+        if not pods or len(node_indices) == 0 or not ls.fresh[node_indices].any():
+            return {}  # only nodes with fresh metrics are ever over a threshold
         estimate = self.estimate(ls, pods[0])
         used = self.estimated_usage(ls, node_indices) + estimate[None, :]
         alloc = ls.allocatable[node_indices]

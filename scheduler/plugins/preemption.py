@@ -199,7 +199,8 @@ class JobPreemption:
         pool = book.pool
         with state.releasing(pool.released(state, eligible), pool.released_pods(state, eligible)):
             slots = framework.offer_slots(state, job, pods)
-            dry = framework.try_place(state, job, pods, slots=slots)
+            scores = framework.node_scores(state, job)
+            dry = framework.try_place(state, job, pods, slots=slots, scores=scores)
             if isinstance(dry, Failure):
                 reason = f"{NOT_HELPFUL}: {dry.status.reason}"
                 return Status(Code.UNRESOLVABLE, reason, dict(dry.status.details), self.name)
@@ -223,7 +224,7 @@ class JobPreemption:
                     if nodes.tobytes() in tried:
                         continue
                     tried.add(nodes.tobytes())
-                    attempt = framework.try_place(state, job, pods, nodes, slots)
+                    attempt = framework.try_place(state, job, pods, nodes, slots, scores)
                     if isinstance(attempt, Plan):
                         plans.setdefault(tuple(attempt.assignment.values()), attempt)
         best: VictimPlan | None = None
@@ -319,22 +320,14 @@ def _node_victim_cost(book: PreemptionBook, eligible: BoolArray, nodes: int) -> 
     0 for a node with no victims (cheapest), growing with the priority, then the job count."""
     pool = book.pool
     cost: IntArray = np.zeros(nodes, dtype=np.int64)
-    if not len(pool.pod_job):
-        return cost
-    on = eligible[pool.pod_job]
+    on = eligible[pool.pair_job]
     if not on.any():
         return cost
-    where, jobs = pool.pod_node[on], pool.pod_job[on]
-    priorities = pool.priority[jobs]
-    levels = np.unique(priorities)
-    rank = np.searchsorted(levels, priorities).astype(np.int64) + 1
-    top: IntArray = np.zeros(nodes, dtype=np.int64)
-    np.maximum.at(top, where, rank)
-    # Distinct (node, job) pairs as one integer each: a flat unique is far cheaper than axis=1.
-    width = np.int64(len(pool.jobs) + 1)
-    pairs = np.unique(where * width + jobs)
-    counts = np.bincount(pairs // width, minlength=nodes).astype(np.int64)
-    cost = top * (len(pool.jobs) + 1) + counts
+    where, jobs = pool.pair_node[on], pool.pair_job[on]
+    starts = np.flatnonzero(np.concatenate(([True], where[1:] != where[:-1])))
+    top = np.maximum.reduceat(pool.priority_rank[jobs], starts)
+    counts = np.diff(np.append(starts, len(where)))
+    cost[where[starts]] = top * (len(pool.jobs) + 1) + counts
     return cost
 
 
