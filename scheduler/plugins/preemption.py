@@ -56,6 +56,9 @@ class PreemptionBook:
     # nothing for (shape, rule, mode) at priority p and n pods finds nothing for a later job of
     # that shape at priority <= p with >= n pods: remember (p, n, status) to skip repeats.
     hopeless: dict[tuple[Any, ...], list[tuple[int, int, Status]]] = field(default_factory=dict)
+    # Within one search (one job, one state): whether a node falls short with a given set of its
+    # victims gone, as the plans of one search share nodes (cleared when a search starts).
+    short: dict[tuple[int, int, frozenset[int]], bool] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -193,6 +196,7 @@ class JobPreemption:
         pods: Sequence[PodInfo],
         quota_need: Mapping[str, int],
     ) -> VictimPlan | Status:
+        book.short.clear()
         eligible = self.eligible(state, job, pods, bool(quota_need))
         if not eligible.any():
             return Status(Code.UNRESOLVABLE, NO_VICTIMS, {}, self.name)
@@ -356,15 +360,17 @@ def _fewest_new_victims(
     """Nodes for `wanted` pods evicting the fewest jobs: within the lowest priority band that can
     hold them, repeatedly take the node whose victims add the fewest jobs not yet chosen (a job
     spanning several nodes is paid for once, which per-node costs cannot see)."""
-    usable = [int(n) for n in within if slots[n] > 0]
-    if not usable or len(usable) > GREEDY_NODE_LIMIT:
+    usable_nodes = within[slots[within] > 0]
+    if not len(usable_nodes) or len(usable_nodes) > GREEDY_NODE_LIMIT:
         return None
+    usable = usable_nodes.tolist()
     pool = book.pool
     jobs_on: dict[int, set[int]] = {}
-    if len(pool.pod_job):
-        on = eligible[pool.pod_job] & np.isin(pool.pod_node, within)
-        for n, j in zip(pool.pod_node[on].tolist(), pool.pod_job[on].tolist(), strict=True):
-            jobs_on.setdefault(n, set()).add(j)
+    inside = np.zeros(len(slots), dtype=np.bool_)
+    inside[usable_nodes] = True
+    on = eligible[pool.pair_job] & inside[pool.pair_node]
+    for n, j in zip(pool.pair_node[on].tolist(), pool.pair_job[on].tolist(), strict=True):
+        jobs_on.setdefault(n, set()).add(j)
     top = {n: max(int(pool.priority[j]) for j in jobs) for n, jobs in jobs_on.items()}
     bands = sorted(set(top.values()) | {min(top.values(), default=0)})
     for band in bands:
@@ -434,16 +440,28 @@ def _short_nodes(
 ) -> set[int]:
     """The planned nodes among `among` where evicting just `victims` leaves fewer offer slots, by
     every slot-limit Filter (devices too), than the pods `planned` there (node -> count)."""
-    nodes = np.array(sorted(n for n in among if n in planned), dtype=np.int64)
-    if not len(nodes) or len(framework.slot_limits) <= 1:
+    if len(framework.slot_limits) <= 1:
         return set()  # resources alone: the reprieve arithmetic is exact
-    counts = np.array([planned[int(n)] for n in nodes], dtype=np.int64)
-    chosen = np.zeros(len(book.pool.jobs), dtype=np.bool_)
-    chosen[[book.pool.index[v.id] for v in victims]] = True
     pool = book.pool
+    asked = sorted(n for n in among if n in planned)
+    keys = {
+        n: (n, planned[n], frozenset(pool.index[v.id] for v in victims if n in v.nodes))
+        for n in asked
+    }
+    short = {n for n in asked if book.short.get(keys[n]) is True}
+    nodes = np.array([n for n in asked if keys[n] not in book.short], dtype=np.int64)
+    if not len(nodes):
+        return short
+    counts = np.array([planned[int(n)] for n in nodes], dtype=np.int64)
+    chosen = np.zeros(len(pool.jobs), dtype=np.bool_)
+    chosen[[pool.index[v.id] for v in victims]] = True
     with state.releasing(pool.released(state, chosen), pool.released_pods(state, chosen)):
         slots = framework.offer_slots(state, job, pods, nodes)
-    return set(nodes[counts > slots].tolist())
+    for n, falls_short in zip(nodes.tolist(), (counts > slots).tolist(), strict=True):
+        book.short[keys[n]] = falls_short
+        if falls_short:
+            short.add(n)
+    return short
 
 
 def _shape_key(
