@@ -255,9 +255,16 @@ class JobPreemption:
     ) -> VictimPlan | None:
         """Minimal victims for one plan: keep back the highest-priority victims that can stay."""
         book = self.book(state)
+        per_node: dict[int, int] = {}
+        for idx in plan.assignment.values():
+            per_node[idx] = per_node.get(idx, 0) + 1
         need: dict[int, IntArray] = {}
-        for key, idx in plan.assignment.items():
-            need[idx] = need.get(idx, 0) + state.vector(state.pods[key])
+        if _uniform(state, pods):
+            vector = state.vector(pods[0])
+            need = {idx: count * vector for idx, count in per_node.items()}
+        else:
+            for key, idx in plan.assignment.items():
+                need[idx] = need.get(idx, 0) + state.vector(state.pods[key])
         planned = set(need)
         pool = book.pool
         if quota_need:
@@ -296,9 +303,6 @@ class JobPreemption:
                     quota_room[r] -= _amount(v, r)
             else:
                 victims.append(v)
-        per_node: dict[int, int] = {}
-        for idx in plan.assignment.values():
-            per_node[idx] = per_node.get(idx, 0) + 1
         short = _short_nodes(state, framework, job, pods, per_node, victims, book, planned)
         if short:
             # Resources alone kept back too much where cards, partitions or NICs decide too: on
@@ -470,10 +474,15 @@ def _shape_key(
     """What makes two jobs' preemption searches comparable; None when it is not safe to say."""
     if in_quota or not pods or any(p.nominated_node for p in pods):
         return None
-    first = state.template(pods[0])
-    if any(state.template(p) != first for p in pods[1:]):
+    if not _uniform(state, pods):
         return None
-    return (first, job.topology, job.quota, job.preemption_policy)
+    return (state.template(pods[0]), job.topology, job.quota, job.preemption_policy)
+
+
+def _uniform(state: CycleState, pods: Sequence[PodInfo]) -> bool:
+    """Whether every pod has the first one's template (then one vector stands for all)."""
+    first = state.template(pods[0])
+    return all(state.template(p) == first for p in pods[1:])
 
 
 def _amount(v: VictimJob, resource: str) -> int:
