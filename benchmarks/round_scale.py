@@ -78,7 +78,8 @@ def gpu_cards() -> tuple[Device, ...]:
 
 SHARED = 0  # "gpus" value of the shared shape: half of one card's cores and memory
 GPU_CHOICES = (1, 2, 4, 8, SHARED)
-GPU_WEIGHTS = (20, 20, 20, 20, 20)
+GPU_WEIGHTS = {"mixed": (20, 20, 20, 20, 20), "whole": (25, 25, 25, 25, 0)}
+"""`mixed`: the issue's whole and shared GPUs; `whole`: whole cards only (earlier tables)."""
 
 
 def shape(gpus: int) -> dict[str, int]:
@@ -94,8 +95,14 @@ def shape(gpus: int) -> dict[str, int]:
 
 
 def build_snapshot(
-    n_nodes: int, pending_pods: int, gangs: int, seed: int = 7, devices: bool = True
+    n_nodes: int,
+    pending_pods: int,
+    gangs: int,
+    seed: int = 7,
+    devices: bool = True,
+    gpus: str = "mixed",
 ) -> ClusterSnapshot:
+    weights = GPU_WEIGHTS[gpus]
     rng = random.Random(seed)
     nodes = []
     cards = gpu_cards() if devices else None
@@ -117,19 +124,19 @@ def build_snapshot(
         left = 16  # half cards
         busy: list[int] = []
         while left:
-            gpus = rng.choices(GPU_CHOICES, GPU_WEIGHTS)[0]
-            gpus = min(left // 2, gpus) if gpus and left > 1 else SHARED
-            left -= 2 * gpus or 1
-            busy.append(gpus)
+            card = rng.choices(GPU_CHOICES, weights)[0]
+            card = min(left // 2, card) if card and left > 1 else SHARED
+            left -= 2 * card or 1
+            busy.append(card)
         # Whole cards first, then the halves on the cards left, as the kubelet would have bound.
-        for gpus in sorted(busy, reverse=True):
+        for card in sorted(busy, reverse=True):
             name = f"busy-{len(pods)}"
             pods.append(
                 PodInfo(
                     "batch",
                     name,
                     f"batch/{name}",
-                    shape(gpus),
+                    shape(card),
                     priority=rng.choice((1, 10, 100)),
                     node=nodes[i].name,
                     phase="Running",
@@ -141,7 +148,7 @@ def build_snapshot(
     sizes[-1] = max(1, sizes[-1] + pending_pods - sum(sizes))
     for g, size in enumerate(sizes):
         gang_id = f"train/gang-{g:05d}"
-        gpus = rng.choices(GPU_CHOICES, GPU_WEIGHTS)[0]
+        card = rng.choices(GPU_CHOICES, weights)[0]
         kind = g % 3
         rule = None
         if kind == 0:
@@ -159,7 +166,7 @@ def build_snapshot(
                 "train",
                 f"gang-{g:05d}-{k}",
                 gang_id,
-                shape(gpus),
+                shape(card),
                 priority=priority,
                 gang_id=gang_id,
             )
@@ -179,9 +186,11 @@ def build_snapshot(
     return ClusterSnapshot(tuple(nodes), tuple(pods), tuple(jobs), topology=TOPOLOGY, now=0.0)
 
 
-def measure(n_nodes: int, pending_pods: int, gangs: int, core: bool = False) -> dict[str, Any]:
+def measure(
+    n_nodes: int, pending_pods: int, gangs: int, core: bool = False, gpus: str = "mixed"
+) -> dict[str, Any]:
     """One timed round; `core` leaves out device objects and the device/load-aware plugins."""
-    snapshot = build_snapshot(n_nodes, pending_pods, gangs, devices=not core)
+    snapshot = build_snapshot(n_nodes, pending_pods, gangs, devices=not core, gpus=gpus)
     profile = Profile.default()
     if core:
         profile = profile.without("DeviceShare", "LoadAware")
@@ -191,6 +200,7 @@ def measure(n_nodes: int, pending_pods: int, gangs: int, core: bool = False) -> 
     cpu_seconds = time.process_time() - cpu_started
     return {
         "profile": "core" if core else "default",
+        "gpus": gpus,
         "nodes": n_nodes,
         "pending_pods": pending_pods,
         "placed_pods": len(result.placements),
@@ -208,25 +218,28 @@ def markdown(runs: list[dict[str, Any]]) -> str:
         "<!-- section: round_scale; written by benchmarks/round_scale.py -->",
         "`python -m benchmarks.round_scale "
         f"--nodes {','.join(sorted({str(r['nodes']) for r in runs}, key=int))} "
-        f"--profiles {','.join(dict.fromkeys(r['profile'] for r in runs))} --markdown` on "
+        f"--profiles {','.join(dict.fromkeys(r['profile'] for r in runs))} "
+        f"--gpus {','.join(dict.fromkeys(r['gpus'] for r in runs))} --markdown` on "
         f"{platform.python_implementation()} {platform.python_version()}: 8 GPUs a node, half the "
         "nodes busy with low-priority jobs, 2,000 pending gangs (1-64 pods; 1/2/4/8 whole GPUs or "
-        "half a shared GPU; required and preferred topology), preemption on. `core` leaves out "
+        "half a shared GPU (`mixed`: a fifth of gangs and busy pods; `whole`: none); required and "
+        "preferred topology), preemption on. `core` leaves out "
         "the device and load-aware plugins (GPUs counted as plain extended resources); `default` "
         "is the full profile with "
         "a Device object on every node. CPU seconds are the round's own process time (the "
         "reference machine is shared, so wall time includes waiting for a core); growth is CPU "
-        "time relative to the smallest run of the same profile.",
+        "time relative to the smallest run of the same profile and GPU mix.",
         "",
-        "| profile | nodes | pending pods | placed pods | preemptions | wall (s) | CPU (s) |"
+        "| profile | GPUs | nodes | pending pods | placed pods | preemptions | wall (s) | CPU (s) |"
         " pods/CPU-s | CPU growth |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    first: dict[str, float] = {}
+    first: dict[tuple[str, str], float] = {}
     for r in runs:
-        base = first.setdefault(r["profile"], r["cpu_seconds"] or 1e-9)
+        base = first.setdefault((r["profile"], r["gpus"]), r["cpu_seconds"] or 1e-9)
         lines.append(
-            f"| {r['profile']} | {r['nodes']:,} | {r['pending_pods']:,} | {r['placed_pods']:,} | "
+            f"| {r['profile']} | {r['gpus']} | {r['nodes']:,} | {r['pending_pods']:,} | "
+            f"{r['placed_pods']:,} | "
             f"{r['preemptions']:,} | {r['round_seconds']:.2f} | {r['cpu_seconds']:.2f} | "
             f"{r['pods_per_cpu_s']:,.0f} | {r['cpu_seconds'] / base:.2f}x |"
         )
@@ -256,22 +269,32 @@ def main(argv: list[str] | None = None) -> int:
         "(engine core only: GPUs as plain extended resources, no device/load-aware plugins)",
     )
     parser.add_argument(
+        "--gpus",
+        default="mixed",
+        help="comma list: mixed (whole and shared half GPUs, as the issue asks) and/or whole",
+    )
+    parser.add_argument(
         "--max-device-nodes",
         type=int,
-        default=1000,
+        default=10_000,
         help="skip default-profile runs above this size (the device allocator is per node)",
     )
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.nodes.split(",") if s]
+    mixes = [m for m in args.gpus.split(",") if m]
+    unknown = sorted(set(mixes) - set(GPU_WEIGHTS))
+    if unknown:
+        parser.error(f"--gpus: unknown mix {', '.join(unknown)} (choose from mixed, whole)")
     plan = [
-        (profile, n)
+        (profile, mix, n)
         for profile in args.profiles.split(",")
+        for mix in mixes
         for n in sizes
         if profile == "core" or n <= args.max_device_nodes
     ]
     runs = []
-    for profile, n in tqdm(plan, desc="round scale", unit="run", file=sys.stderr):
-        runs.append(measure(n, args.pods, args.gangs, core=profile == "core"))
+    for profile, mix, n in tqdm(plan, desc="round scale", unit="run", file=sys.stderr):
+        runs.append(measure(n, args.pods, args.gangs, core=profile == "core", gpus=mix))
     report = {"runs": runs}
     text = json.dumps(report, indent=2)
     if args.json_path:

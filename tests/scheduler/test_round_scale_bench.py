@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from benchmarks.round_scale import main, rewrite_section
+from benchmarks.round_scale import build_snapshot, main, rewrite_section
 
 
 def test_small_run_writes_json_and_the_docs_section(tmp_path: Path) -> None:
@@ -33,7 +33,16 @@ def test_small_run_writes_json_and_the_docs_section(tmp_path: Path) -> None:
         assert run["pods_per_s"] > 0
     text = docs.read_text()
     assert "old" not in text and "## Next\nkept" in text
-    assert "| default | 200 | 600 |" in text and "| core | 200 | 600 |" in text
+    assert "| default | mixed | 200 | 600 |" in text and "| core | mixed | 200 | 600 |" in text
+    assert all(run["gpus"] == "mixed" for run in runs)
+
+
+def test_whole_gpu_mix_asks_for_no_shared_cards() -> None:
+    snapshot = build_snapshot(64, 200, 20, gpus="whole")
+    shared = [p for p in snapshot.pods if "koordinator.sh/gpu-core" in p.requests]
+    assert not shared
+    mixed = build_snapshot(64, 200, 20, gpus="mixed")
+    assert any("koordinator.sh/gpu-core" in p.requests for p in mixed.pods)
 
 
 def test_rewrite_section_only_touches_round_scale() -> None:
