@@ -15,8 +15,9 @@ for a whole job at once:
               node before trying the next. The engine takes the minimum over plugins, so a plugin
               that does not constrain a job returns `None` (cheapest) instead of an array. Counts
               must be non-negative integers <= len(pods). A plugin whose count depends on per-node
-              usage (devices) must treat `state.released_pods` (keys of pods a preemption dry run
-              removes) as gone.
+              usage (devices) must treat the pods a preemption dry run removes as gone:
+              `state.released_mask` marks them over `state.bound_keys` (`state.released_pods` gives
+              their keys).
               `explain(state, job, pods, node_indices) -> dict[str, int]` counts, over the
               given nodes (those where the job got 0 slots), how many nodes fail for each reason
               ("Insufficient nvidia.com/gpu": 40); called only when a job does not fit.
