@@ -39,6 +39,7 @@ class LoggedRequest:
     content_type: str
     body: Any
     status: int | None  # None when the connection was dropped
+    delay: float = 0.0  # seconds of injected latency waited before handling
 
 
 @dataclass

@@ -192,9 +192,12 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError:
             body = raw.decode(errors="replace")
 
+        delay = 0.0
+
         # Logged before the answer goes out, so a client that got its answer finds it logged.
         def record(status: int | None) -> None:
-            fake.faults.log(LoggedRequest(method, path, parts.query, content_type, body, status))
+            entry = LoggedRequest(method, path, parts.query, content_type, body, status, delay)
+            fake.faults.log(entry)
 
         self._record = record
         try:
