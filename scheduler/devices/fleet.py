@@ -93,7 +93,7 @@ class _Memo:
         return fits, known
 
     def remember(self, idx: int, group: int, bits: np.uint64, counted: tuple[int, int]) -> None:
-        way = 1 - int(self.last[idx])
+        way = (int(self.last[idx]) + 1) % self.WAYS
         self.group[way, idx], self.bits[way, idx] = group, bits
         self.fits[way, idx], self.limit[way, idx] = counted
         self.last[idx] = way
