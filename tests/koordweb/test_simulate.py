@@ -64,7 +64,7 @@ def test_scenario(path: Path) -> None:
             for kind, entries in placed[pod]["devices"].items()
         }
         assert chosen == {k: sorted(v) for k, v in devices.items()}, pod
-    # Nothing is kept: the scratch cluster was rolled back.
+    # Nothing is kept: the scratch cluster lived in a private database.
     assert not Cluster.objects.exists()
     assert not Node.objects.exists() and not Pod.objects.exists() and not Job.objects.exists()
 
@@ -112,3 +112,23 @@ def test_missing_file_exits_2_from_the_command_line(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0
     assert "nope.yaml" in done.stderr
+
+
+def test_runs_without_a_migrated_database(tmp_path: Path) -> None:
+    database = tmp_path / "never-migrated.sqlite3"
+    done = subprocess.run(
+        [sys.executable, "manage.py", "simulate", str(CASES[0])],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+        env={
+            **os.environ,
+            "SECRET_KEY": "cli-test-" + "k" * 40,
+            "DATABASE_URL": f"sqlite:///{database}",
+        },
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert set(json.loads(done.stdout)) == {"rounds", "final"}
+    # The configured database was never opened: no file, so no schema and no rows.
+    assert not database.exists()

@@ -1,8 +1,10 @@
 """`python manage.py simulate FILE.yaml [--rounds N]`: rounds on a YAML dump, nothing kept.
 
-The objects are imported into a scratch cluster inside a transaction that is always rolled back;
-rounds run through the same code as the real ones (the simulated backend enacts them), until a
-round changes nothing or N rounds have run. The decisions are printed as JSON on stdout.
+The objects are imported into a scratch cluster in a private in-memory database
+(`koordweb.services.scratch`), so the configured database is never read, written or locked and
+need not even be migrated; rounds run through the same code as the real ones (the simulated
+backend enacts them), until a round changes nothing or N rounds have run. The decisions are
+printed as JSON on stdout.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError
 from django.utils import timezone
 
 from koordweb.backends.simulated import SimulatedBackend
@@ -21,11 +23,7 @@ from koordweb.manifests import ManifestError, import_manifests, load_documents
 from koordweb.manifests.loader import MAX_MANIFEST_BYTES
 from koordweb.models import Cluster, Pod, PodPhase, Round
 from koordweb.services.records import round_execute
-
-
-class _Rollback(Exception):
-    def __init__(self, output: dict[str, Any]) -> None:
-        self.output = output
+from koordweb.services.scratch import scratch_database
 
 
 class Command(BaseCommand):
@@ -42,17 +40,13 @@ class Command(BaseCommand):
             raise CommandError("--rounds must be between 1 and 1000", returncode=2)
         documents = _read(Path(options["file"]))
         try:
-            with transaction.atomic():
-                raise _Rollback(simulate(documents, rounds))
-        except _Rollback as done:
-            output = done.output
+            with scratch_database():
+                output = simulate(documents, rounds)
         except ManifestError as exc:
             raise CommandError(str(exc), returncode=2) from exc
         except DatabaseError as exc:
-            raise CommandError(
-                f"database not ready ({str(exc).splitlines()[0]}); run `make migrate` first",
-                returncode=2,
-            ) from exc
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise CommandError(f"the objects could not be stored: {reason}", returncode=2) from exc
         self.stdout.write(json.dumps(output, indent=options["indent"], sort_keys=True))
 
 
@@ -72,7 +66,7 @@ def _read(path: Path) -> list[Any]:
 
 
 def simulate(documents: list[Any], max_rounds: int) -> dict[str, Any]:
-    """Import into a scratch cluster and run rounds until nothing changes (caller rolls back)."""
+    """Import into a scratch cluster and run rounds until nothing changes."""
     cluster = Cluster.objects.create(name=f"simulate-{timezone.now().strftime('%H%M%S%f')}")
     import_manifests(cluster, documents)
     backend = SimulatedBackend()
