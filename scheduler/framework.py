@@ -14,7 +14,10 @@ for a whole job at once:
               order) fit that node by this plugin's criteria, assuming each accepted pod onto the
               node before trying the next. The engine takes the minimum over plugins, so a plugin
               that does not constrain a job returns `None` (cheapest) instead of an array. Counts
-              must be non-negative integers <= len(pods). A plugin whose count depends on per-node
+              must be non-negative integers <= len(pods), and a node's count may depend only on
+              that node's own state and the pods' templates (`state.template`: requests, node
+              constraints, scheduling annotations), so answers are reused while
+              `state.node_version` stays the same. A plugin whose count depends on per-node
               usage (devices) must treat the pods a preemption dry run removes as gone:
               `state.released_mask` marks them over `state.bound_keys` (`state.released_pods` gives
               their keys).

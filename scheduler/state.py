@@ -49,13 +49,22 @@ def placement_order(pods: Sequence[PodInfo]) -> list[PodInfo]:
     )
 
 
+SCHEDULING_ANNOTATIONS = "scheduling.koordinator.sh/"  # e.g. device-joint-allocate
+
+
 def template_key(pod: PodInfo) -> tuple[Any, ...]:
-    """What makes two pods interchangeable for node fit: requests and node constraints."""
+    """What makes two pods interchangeable for node fit: requests, node constraints and the
+    Koordinator scheduling annotations (a joint GPU+RDMA allocation fits fewer nodes)."""
     return (
         tuple(sorted(pod.requests.items())),
         tuple(sorted(pod.node_selector.items())),
         pod.required_affinity,
         pod.tolerations,
+        tuple(
+            sorted(
+                (k, v) for k, v in pod.annotations.items() if k.startswith(SCHEDULING_ANNOTATIONS)
+            )
+        ),
     )
 
 
@@ -123,6 +132,9 @@ class CycleState:
                 self.reservations.setdefault(p.job_id, []).append((idx, vec))
 
         self.free_now: IntArray = np.asfortranarray(self.allocatable - self.used)  # tracks `used`
+        # Bumped whenever a node's usage changes (assume, forget, reservations): an answer about
+        # one node stays good while its version does (plugins' per-node data moves with it).
+        self.node_version: IntArray = np.zeros(n_nodes, dtype=np.int64)
         self._free_released: IntArray | None = None
         self.topology = TopologyTree.build(snapshot.topology, nodes)
         self.assumed: dict[str, int] = {}  # pod key -> node index, placed this round
@@ -180,10 +192,12 @@ class CycleState:
     def _take(self, idx: int, vec: IntArray) -> None:
         self.used[idx] += vec
         self.free_now[idx] -= vec
+        self.node_version[idx] += 1
 
     def _give(self, idx: int, vec: IntArray) -> None:
         self.used[idx] -= vec
         self.free_now[idx] += vec
+        self.node_version[idx] += 1
 
     def template(self, pod: PodInfo) -> tuple[Any, ...]:
         """`template_key(pod)`, computed once per pod per round."""

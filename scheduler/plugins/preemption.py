@@ -56,9 +56,11 @@ class PreemptionBook:
     # nothing for (shape, rule, mode) at priority p and n pods finds nothing for a later job of
     # that shape at priority <= p with >= n pods: remember (p, n, status) to skip repeats.
     hopeless: dict[tuple[Any, ...], list[tuple[int, int, Status]]] = field(default_factory=dict)
-    # Within one search (one job, one state): whether a node falls short with a given set of its
-    # victims gone, as the plans of one search share nodes (cleared when a search starts).
-    short: dict[tuple[int, int, frozenset[int]], bool] = field(default_factory=dict)
+    # Whether a node falls short for some pods with a given set of its victims gone: plans of
+    # one search share nodes, and later jobs of the same pods ask about untouched nodes again.
+    # Keyed by (node, its version, pods' shape id, pods planned there, its victims gone).
+    short: dict[tuple[int, int, int, int, frozenset[int]], bool] = field(default_factory=dict)
+    shapes: dict[tuple[Any, ...], int] = field(default_factory=dict)  # pods' shape -> its id
 
 
 @dataclass(frozen=True)
@@ -196,7 +198,6 @@ class JobPreemption:
         pods: Sequence[PodInfo],
         quota_need: Mapping[str, int],
     ) -> VictimPlan | Status:
-        book.short.clear()
         eligible = self.eligible(state, job, pods, bool(quota_need))
         if not eligible.any():
             return Status(Code.UNRESOLVABLE, NO_VICTIMS, {}, self.name)
@@ -232,9 +233,10 @@ class JobPreemption:
                     if isinstance(attempt, Plan):
                         plans.setdefault(tuple(attempt.assignment.values()), attempt)
         best: VictimPlan | None = None
+        shape_id = _pods_shape(state, book, pods)
         for rank, plan in enumerate(plans.values()):
             candidate = self._victims_for(
-                state, framework, job, pods, plan, eligible, quota_need, rank
+                state, framework, job, pods, plan, eligible, quota_need, rank, shape_id
             )
             if candidate is not None and (best is None or candidate.key < best.key):
                 best = candidate
@@ -252,6 +254,7 @@ class JobPreemption:
         eligible: BoolArray,
         quota_need: Mapping[str, int],
         rank: int,
+        shape_id: int,
     ) -> VictimPlan | None:
         """Minimal victims for one plan: keep back the highest-priority victims that can stay."""
         book = self.book(state)
@@ -303,7 +306,8 @@ class JobPreemption:
                     quota_room[r] -= _amount(v, r)
             else:
                 victims.append(v)
-        short = _short_nodes(state, framework, job, pods, per_node, victims, book, planned)
+        check = ShortfallCheck(state, framework, job, pods, shape_id, per_node, book)
+        short = check.short(victims, planned)
         if short:
             # Resources alone kept back too much where cards, partitions or NICs decide too: on
             # those nodes every candidate goes, and one is kept back again only when every
@@ -316,7 +320,7 @@ class JobPreemption:
                 if any(quota_room[r] - _amount(v, r) < a for r, a in quota_need.items()):
                     continue
                 rest = [u for u in victims if u is not v]
-                if not _short_nodes(state, framework, job, pods, per_node, rest, book, v.nodes):
+                if not check.short(rest, v.nodes):
                     victims = rest
                     for r in quota_need:
                         quota_room[r] -= _amount(v, r)
@@ -432,40 +436,59 @@ def _costed(
     return VictimPlan(plan, tuple(victims), violations, key, cost)
 
 
-def _short_nodes(
-    state: CycleState,
-    framework: Framework,
-    job: JobInfo,
-    pods: Sequence[PodInfo],
-    planned: Mapping[int, int],
-    victims: Sequence[VictimJob],
-    book: PreemptionBook,
-    among: Iterable[int],
-) -> set[int]:
-    """The planned nodes among `among` where evicting just `victims` leaves fewer offer slots, by
-    every slot-limit Filter (devices too), than the pods `planned` there (node -> count)."""
-    if len(framework.slot_limits) <= 1:
-        return set()  # resources alone: the reprieve arithmetic is exact
-    pool = book.pool
-    asked = sorted(n for n in among if n in planned)
-    keys = {
-        n: (n, planned[n], frozenset(pool.index[v.id] for v in victims if n in v.nodes))
-        for n in asked
-    }
-    short = {n for n in asked if book.short.get(keys[n]) is True}
-    nodes = np.array([n for n in asked if keys[n] not in book.short], dtype=np.int64)
-    if not len(nodes):
+@dataclass(frozen=True)
+class ShortfallCheck:
+    """Asks every slot-limit Filter (devices too) whether a plan still holds on its nodes with only
+    some victims gone; answers are remembered in the book per node and node version."""
+
+    state: CycleState
+    framework: Framework
+    job: JobInfo
+    pods: Sequence[PodInfo]
+    shape_id: int  # what the filters read of `pods` (see `_pods_shape`)
+    planned: Mapping[int, int]  # node -> pods of the plan there
+    book: PreemptionBook
+
+    def short(self, victims: Sequence[VictimJob], among: Iterable[int]) -> set[int]:
+        """The planned nodes among `among` where evicting just `victims` leaves fewer offer
+        slots than the pods planned there."""
+        state, book, planned = self.state, self.book, self.planned
+        if len(self.framework.slot_limits) <= 1:
+            return set()  # resources alone: the reprieve arithmetic is exact
+        pool = book.pool
+        asked = sorted(n for n in among if n in planned)
+        version = state.node_version
+        keys = {
+            n: (
+                n,
+                int(version[n]),
+                self.shape_id,
+                planned[n],
+                frozenset(pool.index[v.id] for v in victims if n in v.nodes),
+            )
+            for n in asked
+        }
+        short = {n for n in asked if book.short.get(keys[n]) is True}
+        nodes = np.array([n for n in asked if keys[n] not in book.short], dtype=np.int64)
+        if not len(nodes):
+            return short
+        counts = np.array([planned[int(n)] for n in nodes], dtype=np.int64)
+        chosen = np.zeros(len(pool.jobs), dtype=np.bool_)
+        chosen[[pool.index[v.id] for v in victims]] = True
+        with state.releasing(pool.released(state, chosen), pool.released_pods(state, chosen)):
+            slots = self.framework.offer_slots(state, self.job, self.pods, nodes)
+        for n, falls_short in zip(nodes.tolist(), (counts > slots).tolist(), strict=True):
+            book.short[keys[n]] = falls_short
+            if falls_short:
+                short.add(n)
         return short
-    counts = np.array([planned[int(n)] for n in nodes], dtype=np.int64)
-    chosen = np.zeros(len(pool.jobs), dtype=np.bool_)
-    chosen[[pool.index[v.id] for v in victims]] = True
-    with state.releasing(pool.released(state, chosen), pool.released_pods(state, chosen)):
-        slots = framework.offer_slots(state, job, pods, nodes)
-    for n, falls_short in zip(nodes.tolist(), (counts > slots).tolist(), strict=True):
-        book.short[keys[n]] = falls_short
-        if falls_short:
-            short.add(n)
-    return short
+
+
+def _pods_shape(state: CycleState, book: PreemptionBook, pods: Sequence[PodInfo]) -> int:
+    """An id for the pods' templates in order: what the slot-limit Filters read of them, so equal
+    ids mean equal offer slots on a node in the same state."""
+    shape = tuple(state.template(p) for p in pods)
+    return book.shapes.setdefault(shape, len(book.shapes))
 
 
 def _shape_key(

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from scheduler.cycle import Framework
 from scheduler.devices import AllocatedDevice, render_device_allocated
 from scheduler.devices.names import (
     ANNOTATION_DEVICE_ALLOCATED,
@@ -17,9 +18,10 @@ from scheduler.devices.names import (
 from scheduler.framework import Plan
 from scheduler.model import NodeInfo, PodInfo
 from scheduler.plugins.devices import DeviceShare, DeviceState
+from scheduler.plugins.preemption import JobPreemption, ShortfallCheck
 from scheduler.profile import Profile
 from scheduler.round import run_round
-from scheduler.state import CycleState
+from scheduler.state import CycleState, template_key
 from tests.scheduler.builders import cluster, gang, node, pod
 from tests.scheduler.devices.builders import JOINT, GiB, eight_gpu_node
 
@@ -218,3 +220,36 @@ def test_a_reserved_node_leaves_its_group_and_only_its_count_drops() -> None:
     assert slots is not None and slots.tolist() == [2, 1, 2]
     groups = state.plugin_data["DeviceShare"].fleet.group.tolist()
     assert groups[0] == groups[2] != groups[1]
+
+
+def test_shortfall_answers_are_remembered_only_while_the_node_is_unchanged() -> None:
+    running = [busy("gpu-1", [0, 1, 2, 3], "low"), busy("gpu-1", [4, 5], "high")]
+    snapshot = snapshot_of(
+        [gpu_node("gpu-1")], gang("default/train", pods=4).gpu(2), running=running
+    )
+    state = CycleState(snapshot)
+    framework = Framework(Profile.default().build())
+    framework.start(state)
+    preemption = next(p for p in framework.post_filters if isinstance(p, JobPreemption))
+    book = preemption.book(state)
+    job = state.jobs["default/train"]
+    pods = state.pending_pods(job)
+    low = book.pool.jobs[book.pool.index["default/low"]]
+    check = ShortfallCheck(state, framework, job, pods, 0, {0: 3}, book)
+    assert check.short([low], [0]) == set()  # cards 0-3 and 6-7: three pods of two
+    assert check.short([], [0]) == {0}  # cards 6-7 only
+    # A pod placed on the node takes cards 6-7: the remembered "not short" must not be reused.
+    devices = next(p for p in framework.reserves if isinstance(p, DeviceShare))
+    placed = Plan({pods[0].key: 0})
+    assert devices.reserve(state, job, placed).status.ok
+    state.assume(placed.assignment)
+    assert check.short([low], [0]) == {0}
+
+
+def test_a_joint_allocation_is_a_template_of_its_own() -> None:
+    plain = gang("default/plain", pods=1).gpu(8).pods()[0]
+    joint = replace(plain, annotations=JOINT)
+    labelled = replace(plain, annotations={"team": "a"})
+    # Pods that fit nodes differently never share masks, offer-slot answers or hopeless searches.
+    assert template_key(joint) != template_key(plain)
+    assert template_key(labelled) == template_key(plain)
