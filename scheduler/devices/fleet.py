@@ -108,10 +108,7 @@ class DeviceFleet:
         nodes: Mapping[int, NodeDevices],
         usage: Mapping[int, DeviceUsage],
         scoring: Scoring = "LeastAllocated",
-        holders: Mapping[int, Sequence[tuple[int, Held]]] | None = None,
     ) -> None:
-        """`holders`: per node, (bound pod id, devices) of the bound pods a dry run may release,
-        the ids being positions in the mask `slots` is given."""
         self.node_count = node_count
         self.nodes = dict(nodes)
         self.usage = {idx: usage.get(idx) or DeviceUsage(node) for idx, node in nodes.items()}
@@ -127,12 +124,19 @@ class DeviceFleet:
         self._scores: dict[tuple[Any, ...], float] = {}
         self._plans: dict[tuple[Any, ...], DeviceAllocation | None] = {}
         self._memos: dict[Runs, _Memo] = {}
+        self.track_holders({})
+        for idx in self.nodes:
+            self._regroup(idx)
+
+    def track_holders(self, holders: Mapping[int, Sequence[tuple[int, Held]]]) -> None:
+        """Per node, (bound pod id, devices) of the bound pods a dry run may release, the ids
+        being positions in the mask `slots` is given (set once their cards are known)."""
         self._holders: dict[int, list[tuple[int, Held]]] = {}
         ids: list[int] = []
         where: list[int] = []
         bits: list[int] = []
-        for idx in sorted(holders or {}):
-            entries = list((holders or {})[idx])
+        for idx in sorted(holders):
+            entries = list(holders[idx])
             self._holders[idx] = entries
             for k, (pod_id, _) in enumerate(entries):
                 ids.append(pod_id)
@@ -143,13 +147,11 @@ class DeviceFleet:
         self._holder_node: IntArray = np.array(where, dtype=np.int64)
         self._holder_bit: UIntArray = np.array(bits, dtype=np.uint64)
         # Each node's rows: [start, stop) of the arrays above.
-        self._holder_start: IntArray = np.searchsorted(self._holder_node, np.arange(node_count))
-        self._holder_stop: IntArray = np.searchsorted(
-            self._holder_node, np.arange(node_count), side="right"
-        )
+        every = np.arange(self.node_count)
+        self._holder_start: IntArray = np.searchsorted(self._holder_node, every)
+        self._holder_stop: IntArray = np.searchsorted(self._holder_node, every, side="right")
         self._wide = {idx for idx, entries in self._holders.items() if len(entries) > BITS}
-        for idx in self.nodes:
-            self._regroup(idx)
+        self._memos.clear()
 
     # --- usage ----------------------------------------------------------------------------------
     def apply(self, idx: int, devices: Held) -> None:

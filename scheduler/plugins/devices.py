@@ -29,7 +29,6 @@ from scheduler.devices import (
     DeviceRequestError,
     DeviceUsage,
     NodeDevices,
-    allocate,
     build_node_devices,
     explain,
     parse_device_allocated,
@@ -93,20 +92,22 @@ class DeviceShare:
                 nodes[idx] = devices
         requests: dict[tuple[Any, ...], DeviceRequest | list[str] | None] = {}
         problems: list[str] = []
-        held: dict[str, tuple[int, Held]] = {}
         usages: dict[int, DeviceUsage] = {}
-        holders: dict[int, list[tuple[int, Held]]] = {}
         for idx, devices in nodes.items():
             bound = state.bound_on_node.get(idx, [])
             usage, unreadable = usage_from_pods(devices, [p.annotations for p in bound])
             problems.extend(f"{devices.node}: {p}" for p in unreadable)
             usages[idx] = usage
-            for pod in bound:
-                devices_held = _held_by(pod, devices, usage, requests, self.scoring)
+        fleet = DeviceFleet(len(state.nodes), nodes, usages, self.scoring)
+        held: dict[str, tuple[int, Held]] = {}
+        holders: dict[int, list[tuple[int, Held]]] = {}
+        for idx in nodes:
+            for pod in state.bound_on_node.get(idx, []):
+                devices_held = _held_by(pod, fleet, idx, requests)
                 if devices_held:
                     held[pod.key] = (idx, devices_held)
                     holders.setdefault(idx, []).append((state.bound_id[pod.key], devices_held))
-        fleet = DeviceFleet(len(state.nodes), nodes, usages, self.scoring, holders)
+        fleet.track_holders(holders)
         state.plugin_data[self.name] = DeviceState(fleet, held, {}, requests, problems)
 
     # --- PreFilter ------------------------------------------------------------------------------
@@ -252,10 +253,8 @@ def _runs(cache: RequestCache, pods: Sequence[PodInfo]) -> list[tuple[DeviceRequ
 _NEVER = DeviceRequest(rdma=1 << 40)
 
 
-def _held_by(
-    pod: PodInfo, node: NodeDevices, usage: DeviceUsage, cache: RequestCache, scoring: Scoring
-) -> Held:
-    """The devices a bound pod holds (already counted in `usage` when it has an annotation)."""
+def _held_by(pod: PodInfo, fleet: DeviceFleet, idx: int, cache: RequestCache) -> Held:
+    """The devices a bound pod holds (already counted in the fleet when it has an annotation)."""
     raw = pod.annotations.get(ANNOTATION_DEVICE_ALLOCATED)
     if raw:
         try:
@@ -265,9 +264,10 @@ def _held_by(
     request = _request(cache, pod)
     if request is None or isinstance(request, list):
         return ()
-    # Bound by someone who wrote no annotation: account it on the cards we would have chosen.
-    allocation = allocate(node, usage, request, scoring)
+    # Bound by someone who wrote no annotation: account it on the cards we would have chosen
+    # (nodes in the same state choose alike, so the fleet plans once per group).
+    allocation = fleet.allocate(idx, request)
     if allocation is None:
         return ()
-    usage.apply(allocation.devices)
+    fleet.apply(idx, allocation.devices)
     return allocation.devices
