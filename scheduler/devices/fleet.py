@@ -146,10 +146,6 @@ class DeviceFleet:
         self._holder_id: IntArray = np.array(ids, dtype=np.int64)
         self._holder_node: IntArray = np.array(where, dtype=np.int64)
         self._holder_bit: UIntArray = np.array(bits, dtype=np.uint64)
-        # Each node's rows: [start, stop) of the arrays above.
-        every = np.arange(self.node_count)
-        self._holder_start: IntArray = np.searchsorted(self._holder_node, every)
-        self._holder_stop: IntArray = np.searchsorted(self._holder_node, every, side="right")
         self._wide = {idx for idx, entries in self._holders.items() if len(entries) > BITS}
         self._memos.clear()
 
@@ -208,12 +204,19 @@ class DeviceFleet:
         released: BoolArray,
         result: IntArray,
     ) -> None:
-        """Overwrite `result` where the dry run frees cards, remembered per node and shape."""
-        rows = self._holder_rows(node_indices)
-        on = released[self._holder_id[rows]]
+        """Overwrite `result` where the dry run frees cards. A dry run over most nodes is
+        remembered per node and shape (the next one differs in a few nodes); one over a few
+        nodes (a plan's own) is counted directly."""
+        if 4 * len(node_indices) < self.node_count:
+            for pos, idx in enumerate(node_indices.tolist()):
+                freed = [held for pod_id, held in self._holders.get(idx, ()) if released[pod_id]]
+                if freed:
+                    result[pos] = min(asked, self._released_count(idx, freed, shape, asked)[0])
+            return
+        on = released[self._holder_id]
         if not on.any():
             return
-        where, bits = self._holder_node[rows[on]], self._holder_bit[rows[on]]
+        where, bits = self._holder_node[on], self._holder_bit[on]
         starts = np.flatnonzero(np.concatenate(([True], where[1:] != where[:-1])))
         node_bits: UIntArray = np.zeros(self.node_count, dtype=np.uint64)
         node_freed: BoolArray = np.zeros(self.node_count, dtype=np.bool_)
@@ -231,32 +234,27 @@ class DeviceFleet:
         result[positions[known]] = np.minimum(fits[known], asked)
         for pos in np.flatnonzero(~known).tolist():
             idx = int(nodes[pos])
-            usage = self.usage[idx].copy()
-            for pod_id, held in self._holders[idx]:
-                if released[pod_id]:
-                    usage.release(held)
-            # A preemption dry run frees many nodes into the same few states (often: idle);
-            # equal layout and usage give equal counts, so each state is counted once a round.
-            state = (self._key(idx, usage), shape)
-            counted = self._released_counts.get(state)
-            if counted is None or not _answers(counted, asked):
-                counted = self._count(self.nodes[idx], usage, shape, asked)
-                self._released_counts[state] = counted
+            freed = [held for pod_id, held in self._holders[idx] if released[pod_id]]
+            counted = self._released_count(idx, freed, shape, asked)
             result[positions[pos]] = min(asked, counted[0])
             if idx not in self._wide:
                 memo.remember(idx, int(self.group[idx]), nodes_bits[pos], counted)
 
-    def _holder_rows(self, node_indices: IntArray) -> IntArray:
-        """The holder rows of the nodes asked, grouped by node (all rows when most are asked)."""
-        if 4 * len(node_indices) >= self.node_count:
-            every: IntArray = np.arange(len(self._holder_id), dtype=np.int64)
-            return every
-        start, stop = self._holder_start[node_indices], self._holder_stop[node_indices]
-        lengths = stop - start
-        total = int(lengths.sum())
-        offsets = np.repeat(start - (np.cumsum(lengths) - lengths), lengths)
-        rows: IntArray = offsets + np.arange(total, dtype=np.int64)
-        return rows
+    def _released_count(
+        self, idx: int, freed: Sequence[Held], shape: Runs, asked: int
+    ) -> tuple[int, int]:
+        """(fits, limit) on node `idx` with the `freed` cards given back. A dry run frees many
+        nodes into the same few states (often: idle); equal layout and usage give equal counts,
+        so each state is counted once a round."""
+        usage = self.usage[idx].copy()
+        for held in freed:
+            usage.release(held)
+        state = (self._key(idx, usage), shape)
+        counted = self._released_counts.get(state)
+        if counted is None or not _answers(counted, asked):
+            counted = self._count(self.nodes[idx], usage, shape, asked)
+            self._released_counts[state] = counted
+        return counted
 
     def scores(self, node_indices: IntArray, request: DeviceRequest) -> FloatArray:
         """Per position, the node score for one pod of `request` (0 where it does not fit)."""
