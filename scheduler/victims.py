@@ -81,6 +81,11 @@ class VictimPool:
         self.priority: IntArray = np.array([j.priority for j in self.jobs], dtype=np.int64)
         self.protected: BoolArray = np.array([j.protected for j in self.jobs], dtype=np.bool_)
         self.index = {j.id: i for i, j in enumerate(self.jobs)}
+        # A job's pod rows are consecutive: [job_start, job_stop).
+        self.job_start: IntArray = np.searchsorted(self.pod_job, np.arange(len(self.jobs)))
+        self.job_stop: IntArray = np.searchsorted(
+            self.pod_job, np.arange(len(self.jobs)), side="right"
+        )
         # Each (node, job) once, sorted by node; a job's priority as its rank among all of them.
         width = np.int64(len(self.jobs) + 1)
         pairs = np.unique(self.pod_node * width + self.pod_job)
@@ -89,27 +94,23 @@ class VictimPool:
         levels = np.unique(self.priority)
         self.priority_rank: IntArray = np.searchsorted(levels, self.priority).astype(np.int64) + 1
 
-    def released(self, state: CycleState, chosen: BoolArray) -> IntArray:
-        """Resources per node (nodes x resources) freed by evicting the `chosen` jobs."""
-        out = np.zeros_like(state.allocatable)
-        if not len(self.pod_job):
-            return out
-        rows = chosen[self.pod_job]
+    def release(self, state: CycleState, jobs: IntArray) -> tuple[IntArray, BoolArray]:
+        """What evicting `jobs` (pool indices) frees: resources per node (nodes x resources) and
+        the bound pods (a mask over `state.bound_keys`), as `state.releasing` takes them."""
+        lengths = self.job_stop[jobs] - self.job_start[jobs]
+        firsts = np.repeat(self.job_start[jobs] - (np.cumsum(lengths) - lengths), lengths)
+        rows = firsts + np.arange(int(lengths.sum()), dtype=np.int64)
         nodes, vectors = self.pod_node[rows], self.pod_vec[rows]
-        if len(nodes) < SCATTER_ROWS:
-            np.add.at(out, nodes, vectors)  # a plan's few victims: scatter their rows
-            return out
-        for c in range(out.shape[1]):
-            # bincount sums in float64: exact while a node's total stays below 2**53
-            out[:, c] = np.bincount(nodes, weights=vectors[:, c], minlength=len(out))
-        return out
-
-    def released_pods(self, state: CycleState, chosen: BoolArray) -> BoolArray:
-        """The bound pods (a mask over `state.bound_keys`) that evicting the `chosen` jobs frees."""
-        mask: BoolArray = np.zeros(len(state.bound_keys), dtype=np.bool_)
-        if len(self.pod_job):
-            mask[self.pod_bound[chosen[self.pod_job]]] = True
-        return mask
+        freed = np.zeros_like(state.allocatable)
+        if len(rows) < SCATTER_ROWS:
+            np.add.at(freed, nodes, vectors)  # a plan's few victims: scatter their rows
+        else:
+            for c in range(freed.shape[1]):
+                # bincount sums in float64: exact while a node's total stays below 2**53
+                freed[:, c] = np.bincount(nodes, weights=vectors[:, c], minlength=len(freed))
+        pods: BoolArray = np.zeros(len(state.bound_keys), dtype=np.bool_)
+        pods[self.pod_bound[rows]] = True
+        return freed, pods
 
 
 def _budget(value: int | str | None, expected: int) -> int | None:

@@ -202,7 +202,7 @@ class JobPreemption:
         if not eligible.any():
             return Status(Code.UNRESOLVABLE, NO_VICTIMS, {}, self.name)
         pool = book.pool
-        with state.releasing(pool.released(state, eligible), pool.released_pods(state, eligible)):
+        with state.releasing(*pool.release(state, np.flatnonzero(eligible))):
             slots = framework.offer_slots(state, job, pods)
             scores = framework.node_scores(state, job)
             dry = framework.try_place(state, job, pods, slots=slots, scores=scores)
@@ -473,9 +473,8 @@ class ShortfallCheck:
         if not len(nodes):
             return short
         counts = np.array([planned[int(n)] for n in nodes], dtype=np.int64)
-        chosen = np.zeros(len(pool.jobs), dtype=np.bool_)
-        chosen[[pool.index[v.id] for v in victims]] = True
-        with state.releasing(pool.released(state, chosen), pool.released_pods(state, chosen)):
+        chosen = np.array([pool.index[v.id] for v in victims], dtype=np.int64)
+        with state.releasing(*pool.release(state, chosen)):
             slots = self.framework.offer_slots(state, self.job, self.pods, nodes)
         for n, falls_short in zip(nodes.tolist(), (counts > slots).tolist(), strict=True):
             book.short[keys[n]] = falls_short
