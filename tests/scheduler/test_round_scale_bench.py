@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from benchmarks.round_scale import build_snapshot, main, rewrite_section
 
 
@@ -16,6 +18,7 @@ def test_small_run_writes_json_and_the_docs_section(tmp_path: Path) -> None:
         [
             *("--nodes", "100,200", "--pods", "600", "--gangs", "60"),
             *("--json", str(out), "--markdown", "--docs", str(docs), "--profiles", "default,core"),
+            *("--repeat", "3"),
         ]
     )
     assert code == 0
@@ -35,6 +38,13 @@ def test_small_run_writes_json_and_the_docs_section(tmp_path: Path) -> None:
     assert "old" not in text and "## Next\nkept" in text
     assert "| default | mixed | 200 | 600 |" in text and "| core | mixed | 200 | 600 |" in text
     assert all(run["gpus"] == "mixed" for run in runs)
+    assert "--repeat 3" in text
+
+
+def test_repeat_below_one_is_refused() -> None:
+    with pytest.raises(SystemExit) as caught:
+        main(["--nodes", "100", "--repeat", "0"])
+    assert caught.value.code == 2
 
 
 def test_whole_gpu_mix_asks_for_no_shared_cards() -> None:
