@@ -15,7 +15,7 @@ import numpy as np
 
 from scheduler.framework import Code, Failure, FloatArray, IntArray, Plan, PodAllocation, Status
 from scheduler.model import JobInfo, PodInfo
-from scheduler.placement import PlacementOutcome
+from scheduler.placement import NodeScores, PlacementOutcome
 from scheduler.state import CycleState
 
 
@@ -137,7 +137,7 @@ class Framework:
         pods: Sequence[PodInfo],
         within: IntArray | None = None,
         slots: IntArray | None = None,
-        scores: FloatArray | None = None,
+        scores: NodeScores | None = None,
     ) -> Plan | Failure:
         """Offer slots -> topology placement -> pod assignment; no state change.
 
@@ -168,13 +168,13 @@ class Framework:
             return Failure(status)
         return Plan(assignment, outcome.decision, outcome.candidates)
 
-    def node_scores(self, state: CycleState, job: JobInfo) -> FloatArray | None:
+    def node_scores(self, state: CycleState, job: JobInfo) -> NodeScores | None:
         """Every Score plugin's per-node score for the job, summed (None without Score plugins)."""
         if not self.scores:
             return None
         everywhere = np.arange(len(state.nodes), dtype=np.int64)
         total: FloatArray = sum(p.score_nodes(state, job, everywhere) for p in self.scores)
-        return total
+        return NodeScores(state.topology, total)
 
     def _nominated_plan(
         self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo]

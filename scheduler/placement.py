@@ -41,6 +41,22 @@ class PlacementOptions:
     prefer_gather_score: bool = False
 
 
+@dataclass
+class NodeScores:
+    """Per-node scores and their sums per topology level; each level is summed once, however
+    many placements (a preemption search tries several) ask."""
+
+    tree: TopologyTree
+    per_node: FloatArray
+    _levels: dict[int, FloatArray] = field(default_factory=dict)
+
+    def at(self, level: int) -> FloatArray:
+        summed = self._levels.get(level)
+        if summed is None:
+            summed = self._levels[level] = _score_sums(self.tree, level, self.per_node)
+        return summed
+
+
 @dataclass(frozen=True)
 class PlacementOutcome:
     """Node take counts on success (`counts`, in distribution order), or a failure message."""
@@ -73,7 +89,7 @@ def place(
     slots: IntArray,
     desired: int,
     rule: TopologyRule | None,
-    scores: FloatArray | None = None,
+    scores: NodeScores | None = None,
     options: PlacementOptions | None = None,
 ) -> PlacementOutcome:
     """Choose a domain and per-node pod counts; `slots` must already exclude ineligible nodes."""
@@ -88,7 +104,7 @@ def place(
     if not (sums[start] >= desired).any():
         return _failure(tree, start, sums[start], desired, slots)
     searched = [lv for lv in levels if lv >= start]
-    domain_scores = {lv: _score_sums(tree, lv, scores) for lv in levels}
+    domain_scores = {lv: scores.at(lv) if scores is not None else None for lv in levels}
     if options.prefer_gather_score and topological:
         prefer = [tree.layer_position(g.layer) or 0 for g in (rule.gather if rule else ())]
         bonus = {lv: sum(1 for p in prefer if p <= lv) for lv in searched}
@@ -191,9 +207,7 @@ def _sums(tree: TopologyTree, level: int, slots: IntArray, topological: bool) ->
     return tree.domain_sums(level, slots)
 
 
-def _score_sums(tree: TopologyTree, level: int, scores: FloatArray | None) -> FloatArray | None:
-    if scores is None:
-        return None
+def _score_sums(tree: TopologyTree, level: int, scores: FloatArray) -> FloatArray:
     if level == 0:
         return np.array([float(scores.sum())])
     if level == len(tree.levels) - 1:

@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from scheduler.framework import Code, FloatArray, IntArray, Status
+from scheduler.framework import Code, IntArray, Status
 from scheduler.model import JobInfo, PodInfo
-from scheduler.placement import PlacementOptions, PlacementOutcome, place
+from scheduler.placement import NodeScores, PlacementOptions, PlacementOutcome, place
 from scheduler.state import CycleState
 
 
@@ -69,7 +69,7 @@ class NetworkTopology:
         job: JobInfo,
         desired: int,
         slots: IntArray,
-        scores: FloatArray | None,
+        scores: NodeScores | None,
     ) -> PlacementOutcome:
         multiple = self.multiple(job)
         if multiple > 1:
