@@ -316,15 +316,42 @@ class JobPreemption:
             doubtful = [v for v in consider if id(v) not in going and v.nodes & short]
             victims.extend(doubtful)
             quota_room = {r: sum(_amount(v, r) for v in victims) for r in quota_need}
-            for v in sorted(doubtful, key=reprieve_order):
-                if any(quota_room[r] - _amount(v, r) < a for r, a in quota_need.items()):
-                    continue
-                rest = [u for u in victims if u is not v]
-                if not check.short(rest, v.nodes):
-                    victims = rest
-                    for r in quota_need:
-                        quota_room[r] -= _amount(v, r)
+            for wave in _waves(sorted(doubtful, key=reprieve_order), planned, bool(quota_need)):
+                trying = set(map(id, wave))
+                rest = [u for u in victims if id(u) not in trying]
+                still_short = check.short(rest, {n for v in wave for n in v.nodes})
+                kept = set()
+                for v in wave:
+                    if any(quota_room[r] - _amount(v, r) < a for r, a in quota_need.items()):
+                        continue
+                    if not v.nodes & still_short:
+                        kept.add(id(v))
+                        for r in quota_need:
+                            quota_room[r] -= _amount(v, r)
+                victims = [u for u in victims if id(u) not in kept]
         return _costed(state, plan, victims, book, rank)
+
+
+def _waves(
+    ordered: Sequence[VictimJob], planned: set[int], one_by_one: bool
+) -> list[list[VictimJob]]:
+    """Reprieve candidates in waves that can be checked together: a victim comes one wave after
+    the last earlier one standing on the same planned node, so the victims of one wave share no
+    planned node and each one's check sees exactly what the one-by-one order would. Quota
+    arithmetic couples every victim, so with a quota need each wave holds one victim."""
+    if one_by_one:
+        return [[v] for v in ordered]
+    waves: list[list[VictimJob]] = []
+    last: dict[int, int] = {}
+    for v in ordered:
+        on = v.nodes & planned
+        wave = 1 + max((last[n] for n in on if n in last), default=-1)
+        for n in on:
+            last[n] = wave
+        if wave == len(waves):
+            waves.append([])
+        waves[wave].append(v)
+    return waves
 
 
 def _node_victim_cost(book: PreemptionBook, eligible: BoolArray, nodes: int) -> IntArray:
@@ -457,16 +484,13 @@ class ShortfallCheck:
             return set()  # resources alone: the reprieve arithmetic is exact
         pool = book.pool
         asked = sorted(n for n in among if n in planned)
+        gone: dict[int, set[int]] = {n: set() for n in asked}
+        for v in victims:
+            for n in v.nodes & gone.keys():
+                gone[n].add(pool.index[v.id])
         version = state.node_version
         keys = {
-            n: (
-                n,
-                int(version[n]),
-                self.shape_id,
-                planned[n],
-                frozenset(pool.index[v.id] for v in victims if n in v.nodes),
-            )
-            for n in asked
+            n: (n, int(version[n]), self.shape_id, planned[n], frozenset(gone[n])) for n in asked
         }
         short = {n for n in asked if book.short.get(keys[n]) is True}
         nodes = np.array([n for n in asked if keys[n] not in book.short], dtype=np.int64)
