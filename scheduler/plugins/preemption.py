@@ -20,7 +20,7 @@ When preemption is not allowed (`preemptionPolicy: Never`) the same search yield
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,8 +68,20 @@ class VictimPlan:
     plan: Plan
     victims: tuple[VictimJob, ...]
     violations: Mapping[str, int]
-    key: tuple[Any, ...]
+    key: tuple[Any, ...]  # (budget violations, highest victim priority, jobs, resources, rank)
     cost: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Draft:
+    """A plan's victims by resource arithmetic, before the slot-limit Filters have their say."""
+
+    rank: int  # the plan's place among the search's plans (the last tie-break)
+    per_node: Mapping[int, int]  # node -> pods of the plan there
+    consider: tuple[VictimJob, ...]  # every candidate standing on the plan's nodes
+    victims: tuple[VictimJob, ...]
+    quota_need: Mapping[str, int]
+    bound: VictimPlan  # the draft costed: no settled version of it costs less
 
 
 class JobPreemption:
@@ -232,31 +244,38 @@ class JobPreemption:
                     attempt = framework.try_place(state, job, pods, nodes, slots, scores)
                     if isinstance(attempt, Plan):
                         plans.setdefault(tuple(attempt.assignment.values()), attempt)
+        drafts = [
+            draft
+            for rank, plan in enumerate(plans.values())
+            if (draft := self._draft(state, job, pods, plan, eligible, quota_need, rank))
+        ]
+        # A draft's victims only grow when the slot-limit Filters settle it, so its cost is a
+        # lower bound: once it exceeds the best settled plan, no later draft can win.
+        drafts.sort(key=lambda d: d.bound.key)
         best: VictimPlan | None = None
         shape_id = _pods_shape(state, book, pods)
-        for rank, plan in enumerate(plans.values()):
-            candidate = self._victims_for(
-                state, framework, job, pods, plan, eligible, quota_need, rank, shape_id
-            )
-            if candidate is not None and (best is None or candidate.key < best.key):
+        for draft in drafts:
+            if best is not None and draft.bound.key > best.key:
+                break
+            candidate = self._settle(state, framework, job, pods, draft, shape_id)
+            if best is None or candidate.key < best.key:
                 best = candidate
         if best is None:
             return Status(Code.UNRESOLVABLE, NOT_HELPFUL, {}, self.name)
         return best
 
-    def _victims_for(
+    def _draft(
         self,
         state: CycleState,
-        framework: Framework,
         job: JobInfo,
         pods: Sequence[PodInfo],
         plan: Plan,
         eligible: BoolArray,
         quota_need: Mapping[str, int],
         rank: int,
-        shape_id: int,
-    ) -> VictimPlan | None:
-        """Minimal victims for one plan: keep back the highest-priority victims that can stay."""
+    ) -> Draft | None:
+        """Minimal victims for one plan by resource arithmetic: keep back the highest-priority
+        victims that can stay (None: the plan does not fit even with every candidate gone)."""
         book = self.book(state)
         per_node: dict[int, int] = {}
         for idx in plan.assignment.values():
@@ -290,11 +309,7 @@ class JobPreemption:
             return None
         if any(quota_room[r] < amount for r, amount in quota_need.items()):
             return None
-
-        def reprieve_order(v: VictimJob) -> tuple[Any, ...]:
-            breaks_budget = bool(book.budgets.violations(v.pods))
-            return (not breaks_budget, -v.priority, v.id)
-
+        reprieve_order = _reprieve_order(book.budgets)
         victims: list[VictimJob] = []
         for v in sorted(consider, key=reprieve_order):
             fits = all((room[n] - v.release[n] >= need[n]).all() for n in v.nodes & planned)
@@ -306,30 +321,59 @@ class JobPreemption:
                     quota_room[r] -= _amount(v, r)
             else:
                 victims.append(v)
-        check = ShortfallCheck(state, framework, job, pods, shape_id, per_node, book)
+        bound = _costed(state, plan, victims, book, rank)
+        return Draft(rank, per_node, tuple(consider), tuple(victims), dict(quota_need), bound)
+
+    def _settle(
+        self,
+        state: CycleState,
+        framework: Framework,
+        job: JobInfo,
+        pods: Sequence[PodInfo],
+        draft: Draft,
+        shape_id: int,
+    ) -> VictimPlan:
+        """The draft's victims, checked by every slot-limit Filter; where they disagree with the
+        arithmetic, the victims on the nodes that fall short are decided again."""
+        book = self.book(state)
+        planned, quota_need = set(draft.per_node), draft.quota_need
+        victims = list(draft.victims)
+        check = ShortfallCheck(state, framework, job, pods, shape_id, draft.per_node, book)
         short = check.short(victims, planned)
-        if short:
-            # Resources alone kept back too much where cards, partitions or NICs decide too: on
-            # those nodes every candidate goes, and one is kept back again only when every
-            # slot-limit Filter agrees on the nodes it stands on (elsewhere the plan still holds).
-            going = set(map(id, victims))
-            doubtful = [v for v in consider if id(v) not in going and v.nodes & short]
-            victims.extend(doubtful)
-            quota_room = {r: sum(_amount(v, r) for v in victims) for r in quota_need}
-            for wave in _waves(sorted(doubtful, key=reprieve_order), planned, bool(quota_need)):
-                trying = set(map(id, wave))
-                rest = [u for u in victims if id(u) not in trying]
-                still_short = check.short(rest, {n for v in wave for n in v.nodes})
-                kept = set()
-                for v in wave:
-                    if any(quota_room[r] - _amount(v, r) < a for r, a in quota_need.items()):
-                        continue
-                    if not v.nodes & still_short:
-                        kept.add(id(v))
-                        for r in quota_need:
-                            quota_room[r] -= _amount(v, r)
-                victims = [u for u in victims if id(u) not in kept]
-        return _costed(state, plan, victims, book, rank)
+        if not short:
+            return draft.bound
+        # Resources alone kept back too much where cards, partitions or NICs decide too: on
+        # those nodes every candidate goes, and one is kept back again only when every
+        # slot-limit Filter agrees on the nodes it stands on (elsewhere the plan still holds).
+        going = set(map(id, victims))
+        doubtful = [v for v in draft.consider if id(v) not in going and v.nodes & short]
+        victims.extend(doubtful)
+        quota_room = {r: sum(_amount(v, r) for v in victims) for r in quota_need}
+        ordered = sorted(doubtful, key=_reprieve_order(book.budgets))
+        for wave in _waves(ordered, planned, bool(quota_need)):
+            trying = set(map(id, wave))
+            rest = [u for u in victims if id(u) not in trying]
+            still_short = check.short(rest, {n for v in wave for n in v.nodes})
+            kept = set()
+            for v in wave:
+                if any(quota_room[r] - _amount(v, r) < a for r, a in quota_need.items()):
+                    continue
+                if not v.nodes & still_short:
+                    kept.add(id(v))
+                    for r in quota_need:
+                        quota_room[r] -= _amount(v, r)
+            victims = [u for u in victims if id(u) not in kept]
+        return _costed(state, draft.bound.plan, victims, book, draft.rank)
+
+
+def _reprieve_order(budgets: BudgetBook) -> Callable[[VictimJob], tuple[Any, ...]]:
+    """Which victims are kept back first: those whose eviction would break a budget, then the
+    highest priority, then by id."""
+
+    def key(v: VictimJob) -> tuple[Any, ...]:
+        return (not budgets.violations(v.pods), -v.priority, v.id)
+
+    return key
 
 
 def _waves(
