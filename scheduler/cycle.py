@@ -13,7 +13,16 @@ from typing import Any
 
 import numpy as np
 
-from scheduler.framework import Code, Failure, FloatArray, IntArray, Plan, PodAllocation, Status
+from scheduler.framework import (
+    Code,
+    Failure,
+    FloatArray,
+    IntArray,
+    NodeCheck,
+    Plan,
+    PodAllocation,
+    Status,
+)
 from scheduler.model import JobInfo, PodInfo
 from scheduler.placement import NodeScores, PlacementOutcome
 from scheduler.state import CycleState
@@ -129,6 +138,14 @@ class Framework:
         if slots is None:
             slots = np.full(len(asked), len(pods), dtype=np.int64)
         return slots
+
+    def node_checks(
+        self, state: CycleState, pods: Sequence[PodInfo], node: int, gone: Sequence[int]
+    ) -> list[NodeCheck]:
+        """Every slot-limit Filter's check that `pods` fit `node` with the bound pods `gone`
+        removed, for those whose count depends on them."""
+        checks = (p.node_check(state, pods, node, gone) for p in self.slot_limits)
+        return [c for c in checks if c is not None]
 
     def try_place(
         self,

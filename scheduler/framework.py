@@ -21,6 +21,11 @@ for a whole job at once:
               usage (devices) must treat the pods a preemption dry run removes as gone:
               `state.released_mask` marks them over `state.bound_keys` (`state.released_pods` gives
               their keys).
+              `node_check(state, pods, node, gone) -> NodeCheck | None`: whether all of `pods`
+              (those a preemption plan puts on `node`) fit that node once the bound pods `gone`
+              (ids over `state.bound_keys`) are removed, answered as some come back (a
+              preemption draft keeps victims back one by one); None when removing bound pods
+              never changes this plugin's count there or it does not constrain these pods.
               `explain(state, job, pods, node_indices) -> dict[str, int]` counts, over the
               given nodes (those where the job got 0 slots), how many nodes fail for each reason
               ("Insufficient nvidia.com/gpu": 40); called only when a job does not fit.
@@ -160,6 +165,18 @@ class NodeMaskPlugin(Protocol):
     def node_mask(self, state: CycleState, pod: PodInfo) -> NodeMask | None: ...
 
 
+class NodeCheck(Protocol):
+    """One node, some pods planned on it, some bound pods gone (see `node_check`)."""
+
+    def holds_keeping(self, kept: Sequence[int]) -> bool:
+        """Whether the pods still fit with the bound pods `kept` (ids) back as well."""
+        ...
+
+    def keep(self, kept: Sequence[int]) -> None:
+        """Take the bound pods `kept` back for good."""
+        ...
+
+
 @runtime_checkable
 class SlotLimitPlugin(Protocol):
     """The slot-limit protocol (see module docstring); the devices plugin implements it."""
@@ -167,6 +184,10 @@ class SlotLimitPlugin(Protocol):
     def slot_limits(
         self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo], node_indices: IntArray
     ) -> IntArray | None: ...
+
+    def node_check(
+        self, state: CycleState, pods: Sequence[PodInfo], node: int, gone: Sequence[int]
+    ) -> NodeCheck | None: ...
 
     def explain(
         self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo], node_indices: IntArray

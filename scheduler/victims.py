@@ -32,6 +32,7 @@ class VictimJob:
     pods: tuple[PodInfo, ...]
     nodes: frozenset[int]
     release: Mapping[int, IntArray]  # node index -> resources its pods free there
+    holders: Mapping[int, tuple[int, ...]]  # node index -> its pods there (`state.bound_keys` ids)
 
 
 class VictimPool:
@@ -52,10 +53,12 @@ class VictimPool:
         for job_id in sorted(grouped):
             pods = sorted(grouped[job_id], key=lambda p: p.key)
             release: dict[int, IntArray] = {}
+            holders: dict[int, tuple[int, ...]] = {}
             for pod in pods:
                 idx = state.node_index[pod.node or ""]
                 vec = state.vector(pod)
                 release[idx] = release.get(idx, 0) + vec
+                holders[idx] = (*holders.get(idx, ()), state.bound_id[pod.key])
                 rows_node.append(idx)
                 rows_job.append(len(self.jobs))
                 rows_bound.append(state.bound_id[pod.key])
@@ -69,6 +72,7 @@ class VictimPool:
                     pods=tuple(pods),
                     nodes=frozenset(release),
                     release=release,
+                    holders=holders,
                 )
             )
         n_res = len(state.resources)

@@ -243,18 +243,29 @@ class DeviceFleet:
     def _released_count(
         self, idx: int, freed: Sequence[Held], shape: Runs, asked: int
     ) -> tuple[int, int]:
-        """(fits, limit) on node `idx` with the `freed` cards given back. A dry run frees many
-        nodes into the same few states (often: idle); equal layout and usage give equal counts,
-        so each state is counted once a round."""
+        """(fits, limit) on node `idx` with the `freed` cards given back."""
         usage = self.usage[idx].copy()
         for held in freed:
             usage.release(held)
+        return self._usage_count(idx, usage, shape, asked)
+
+    def _usage_count(
+        self, idx: int, usage: DeviceUsage, shape: Runs, asked: int
+    ) -> tuple[int, int]:
+        """(fits, limit) on node `idx` as if its usage were `usage`. A dry run frees many nodes
+        into the same few states (often: idle); equal layout and usage give equal counts, so
+        each state is counted once a round."""
         state = (self._key(idx, usage), shape)
         counted = self._released_counts.get(state)
         if counted is None or not _answers(counted, asked):
             counted = self._count(self.nodes[idx], usage, shape, asked)
             self._released_counts[state] = counted
         return counted
+
+    def card_check(self, idx: int, runs: Runs, gone: Sequence[int]) -> CardCheck:
+        """Whether all pods of `runs` fit node `idx`'s cards with the bound pods `gone` (ids as
+        given to `track_holders`) removed; see `CardCheck`."""
+        return CardCheck(self, idx, runs, gone)
 
     def scores(self, node_indices: IntArray, request: DeviceRequest) -> FloatArray:
         """Per position, the node score for one pod of `request` (0 where it does not fit)."""
@@ -362,3 +373,35 @@ class DeviceFleet:
             # A frozen copy: the member node's usage keeps changing, the group's must not.
             self._members.append((self.nodes[idx], usage.copy()))
         self.group[idx] = group
+
+
+class CardCheck:
+    """One node's cards with some bound pods gone, as a preemption draft keeps victims back: each
+    question counts the node's usage with the kept pods' cards taken again (counts are shared
+    by every node and draft that reaches the same usage)."""
+
+    def __init__(self, fleet: DeviceFleet, idx: int, runs: Runs, gone: Sequence[int]) -> None:
+        self.fleet, self.idx = fleet, idx
+        self.shape, self.asked = _shape(runs)
+        self.held = dict(fleet._holders.get(idx, ()))
+        self.usage = fleet.usage[idx].copy()
+        for pod_id in gone:
+            held = self.held.get(pod_id)
+            if held:
+                self.usage.release(held)
+
+    def holds_keeping(self, kept: Sequence[int]) -> bool:
+        usage = self.usage
+        back = [held for pod_id in kept if (held := self.held.get(pod_id))]
+        if back:
+            usage = usage.copy()
+            for held in back:
+                usage.apply(held)
+        fits, _ = self.fleet._usage_count(self.idx, usage, self.shape, self.asked)
+        return fits >= self.asked
+
+    def keep(self, kept: Sequence[int]) -> None:
+        for pod_id in kept:
+            held = self.held.get(pod_id)
+            if held:
+                self.usage.apply(held)

@@ -36,7 +36,7 @@ from scheduler.devices import (
     usage_from_pods,
 )
 from scheduler.devices.annotations import device_allocated_data
-from scheduler.devices.fleet import DeviceFleet, Held
+from scheduler.devices.fleet import CardCheck, DeviceFleet, Held
 from scheduler.devices.names import (
     ANNOTATION_DEVICE_ALLOCATED,
     ANNOTATION_JOINT_ALLOCATE,
@@ -136,6 +136,19 @@ class DeviceShare:
         # Like Koordinator, a node without a Device CR is left to the resource-fit filter.
         slots[ds.fleet.group[node_indices] < 0] = len(pods)
         return slots
+
+    def node_check(
+        self, state: CycleState, pods: Sequence[PodInfo], node: int, gone: Sequence[int]
+    ) -> CardCheck | None:
+        """The node's cards with the `gone` pods' cards free (None: no Device CR, or no pod of
+        `pods` asks for devices)."""
+        ds = self._state(state)
+        if node not in ds.fleet.nodes:
+            return None
+        device_runs = tuple((r, c) for r, c in _runs(ds.requests, pods) if r is not None)
+        if not device_runs:
+            return None
+        return ds.fleet.card_check(node, device_runs, gone)
 
     def explain(
         self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo], node_indices: IntArray

@@ -136,6 +136,13 @@ class LoadAware:
         slots[~fresh] = len(pods)
         return slots
 
+    def node_check(
+        self, state: CycleState, pods: Sequence[PodInfo], node: int, gone: Sequence[int]
+    ) -> None:
+        """None: reported usage does not drop within a round when victims are chosen (their
+        pods still run until deleted), so evicting never changes this Filter's count."""
+        return None
+
     def _fit(
         self, ls: LoadState, node_indices: IntArray, used: IntArray, estimate: IntArray, count: int
     ) -> IntArray:

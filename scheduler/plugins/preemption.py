@@ -8,9 +8,10 @@ For a job that did not fit (koordinator.md, "Job-level preemption", with our dif
 3. dry run with every possible victim removed: the whole job must fit, topology included, else
    "preemption not helpful";
 4. for the best few candidate domains of that dry run, plan the job inside the domain (and on
-   the domain's nodes whose victims cost least), keep back
-   victims highest priority first (budget-breaking ones first) while the plan still fits, and cost
-   the plan: (budget violations, highest victim priority, victim jobs, resources, rank);
+   the domain's nodes whose victims cost least), keep back victims highest priority first
+   (budget-breaking ones first) while every slot-limit Filter's `node_check` (resources, cards)
+   still holds on the plan's nodes, and cost the plan: (budget violations, highest victim
+   priority, victim jobs, resources, rank);
 5. the cheapest plan evicts its victims and nominates the job's pods to their planned nodes; a plan
    that must break a PodDisruptionBudget is reported as blocked instead.
 When preemption is not allowed (`preemptionPolicy: Never`) the same search yields the counterfactual
@@ -20,7 +21,7 @@ When preemption is not allowed (`preemptionPolicy: Never`) the same search yield
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,11 +57,6 @@ class PreemptionBook:
     # nothing for (shape, rule, mode) at priority p and n pods finds nothing for a later job of
     # that shape at priority <= p with >= n pods: remember (p, n, status) to skip repeats.
     hopeless: dict[tuple[Any, ...], list[tuple[int, int, Status]]] = field(default_factory=dict)
-    # Whether a node falls short for some pods with a given set of its victims gone: plans of
-    # one search share nodes, and later jobs of the same pods ask about untouched nodes again.
-    # Keyed by (node, its version, pods' shape id, pods planned there, its victims gone).
-    short: dict[tuple[int, int, int, int, frozenset[int]], bool] = field(default_factory=dict)
-    shapes: dict[tuple[Any, ...], int] = field(default_factory=dict)  # pods' shape -> its id
 
 
 @dataclass(frozen=True)
@@ -70,18 +66,6 @@ class VictimPlan:
     violations: Mapping[str, int]
     key: tuple[Any, ...]  # (budget violations, highest victim priority, jobs, resources, rank)
     cost: Mapping[str, Any]
-
-
-@dataclass(frozen=True)
-class Draft:
-    """A plan's victims by resource arithmetic, before the slot-limit Filters have their say."""
-
-    rank: int  # the plan's place among the search's plans (the last tie-break)
-    per_node: Mapping[int, int]  # node -> pods of the plan there
-    consider: tuple[VictimJob, ...]  # every candidate standing on the plan's nodes
-    victims: tuple[VictimJob, ...]
-    quota_need: Mapping[str, int]
-    bound: VictimPlan  # the draft costed: no settled version of it costs less
 
 
 class JobPreemption:
@@ -244,126 +228,69 @@ class JobPreemption:
                     attempt = framework.try_place(state, job, pods, nodes, slots, scores)
                     if isinstance(attempt, Plan):
                         plans.setdefault(tuple(attempt.assignment.values()), attempt)
-        drafts = [
-            draft
-            for rank, plan in enumerate(plans.values())
-            if (draft := self._draft(state, job, pods, plan, eligible, quota_need, rank))
-        ]
-        # A draft's victims only grow when the slot-limit Filters settle it, so its cost is a
-        # lower bound: once it exceeds the best settled plan, no later draft can win.
-        drafts.sort(key=lambda d: d.bound.key)
         best: VictimPlan | None = None
-        shape_id = _pods_shape(state, book, pods)
-        for draft in drafts:
-            if best is not None and draft.bound.key > best.key:
-                break
-            candidate = self._settle(state, framework, job, pods, draft, shape_id)
-            if best is None or candidate.key < best.key:
+        for rank, plan in enumerate(plans.values()):
+            candidate = self._victims_for(
+                state, framework, job, pods, plan, eligible, quota_need, rank
+            )
+            if candidate is not None and (best is None or candidate.key < best.key):
                 best = candidate
         if best is None:
             return Status(Code.UNRESOLVABLE, NOT_HELPFUL, {}, self.name)
         return best
 
-    def _draft(
+    def _victims_for(
         self,
         state: CycleState,
+        framework: Framework,
         job: JobInfo,
         pods: Sequence[PodInfo],
         plan: Plan,
         eligible: BoolArray,
         quota_need: Mapping[str, int],
         rank: int,
-    ) -> Draft | None:
-        """Minimal victims for one plan by resource arithmetic: keep back the highest-priority
-        victims that can stay (None: the plan does not fit even with every candidate gone)."""
+    ) -> VictimPlan | None:
+        """Minimal victims for one plan: with every candidate on the plan's nodes gone, keep back
+        the highest-priority ones while every slot-limit Filter (resources, cards) still lets
+        the plan's pods stay on each node they stand on, and the quota need is still met."""
         book = self.book(state)
-        per_node: dict[int, int] = {}
-        for idx in plan.assignment.values():
-            per_node[idx] = per_node.get(idx, 0) + 1
-        need: dict[int, IntArray] = {}
-        if _uniform(state, pods):
-            vector = state.vector(pods[0])
-            need = {idx: count * vector for idx, count in per_node.items()}
-        else:
-            for key, idx in plan.assignment.items():
-                need[idx] = need.get(idx, 0) + state.vector(state.pods[key])
-        planned = set(need)
+        on_node: dict[int, list[PodInfo]] = {}
+        for key, idx in plan.assignment.items():
+            on_node.setdefault(idx, []).append(state.pods[key])
         pool = book.pool
         if quota_need:
             chosen = np.flatnonzero(eligible)
         else:
             planned_mask = np.zeros(len(state.nodes), dtype=np.bool_)
-            planned_mask[list(planned)] = True
+            planned_mask[list(on_node)] = True
             on_plan = planned_mask[pool.pod_node]
             chosen = np.unique(pool.pod_job[on_plan & eligible[pool.pod_job]])
         consider = [pool.jobs[int(i)] for i in chosen]
-        rows = np.array(sorted(planned), dtype=np.int64)
-        base = state.free(rows)
-        room = {int(n): base[i].copy() for i, n in enumerate(rows)}
+        gone: dict[int, list[int]] = {n: [] for n in on_node}
         for v in consider:
-            for n, vec in v.release.items():
-                if n in room:
-                    room[n] += vec
-        quota_room = {r: sum(_amount(v, r) for v in consider) for r in quota_need}
-        if any((room[n] < need[n]).any() for n in planned):
+            for n, ids in v.holders.items():
+                if n in gone:
+                    gone[n].extend(ids)
+        checks = {n: framework.node_checks(state, on_node[n], n, gone[n]) for n in sorted(gone)}
+        if not all(c.holds_keeping(()) for node_checks in checks.values() for c in node_checks):
             return None
+        quota_room = {r: sum(_amount(v, r) for v in consider) for r in quota_need}
         if any(quota_room[r] < amount for r, amount in quota_need.items()):
             return None
-        reprieve_order = _reprieve_order(book.budgets)
         victims: list[VictimJob] = []
-        for v in sorted(consider, key=reprieve_order):
-            fits = all((room[n] - v.release[n] >= need[n]).all() for n in v.nodes & planned)
-            fits = fits and all(quota_room[r] - _amount(v, r) >= a for r, a in quota_need.items())
+        for v in sorted(consider, key=_reprieve_order(book.budgets)):
+            back = [(checks[n], ids) for n, ids in v.holders.items() if n in checks]
+            fits = all(quota_room[r] - _amount(v, r) >= a for r, a in quota_need.items())
+            fits = fits and all(c.holds_keeping(ids) for cs, ids in back for c in cs)
             if fits:
-                for n in v.nodes & planned:
-                    room[n] -= v.release[n]
+                for cs, ids in back:
+                    for c in cs:
+                        c.keep(ids)
                 for r in quota_need:
                     quota_room[r] -= _amount(v, r)
             else:
                 victims.append(v)
-        bound = _costed(state, plan, victims, book, rank)
-        return Draft(rank, per_node, tuple(consider), tuple(victims), dict(quota_need), bound)
-
-    def _settle(
-        self,
-        state: CycleState,
-        framework: Framework,
-        job: JobInfo,
-        pods: Sequence[PodInfo],
-        draft: Draft,
-        shape_id: int,
-    ) -> VictimPlan:
-        """The draft's victims, checked by every slot-limit Filter; where they disagree with the
-        arithmetic, the victims on the nodes that fall short are decided again."""
-        book = self.book(state)
-        planned, quota_need = set(draft.per_node), draft.quota_need
-        victims = list(draft.victims)
-        check = ShortfallCheck(state, framework, job, pods, shape_id, draft.per_node, book)
-        short = check.short(victims, planned)
-        if not short:
-            return draft.bound
-        # Resources alone kept back too much where cards, partitions or NICs decide too: on
-        # those nodes every candidate goes, and one is kept back again only when every
-        # slot-limit Filter agrees on the nodes it stands on (elsewhere the plan still holds).
-        going = set(map(id, victims))
-        doubtful = [v for v in draft.consider if id(v) not in going and v.nodes & short]
-        victims.extend(doubtful)
-        quota_room = {r: sum(_amount(v, r) for v in victims) for r in quota_need}
-        ordered = sorted(doubtful, key=_reprieve_order(book.budgets))
-        for wave in _waves(ordered, planned, bool(quota_need)):
-            trying = set(map(id, wave))
-            rest = [u for u in victims if id(u) not in trying]
-            still_short = check.short(rest, {n for v in wave for n in v.nodes})
-            kept = set()
-            for v in wave:
-                if any(quota_room[r] - _amount(v, r) < a for r, a in quota_need.items()):
-                    continue
-                if not v.nodes & still_short:
-                    kept.add(id(v))
-                    for r in quota_need:
-                        quota_room[r] -= _amount(v, r)
-            victims = [u for u in victims if id(u) not in kept]
-        return _costed(state, draft.bound.plan, victims, book, draft.rank)
+        return _costed(state, plan, victims, book, rank)
 
 
 def _reprieve_order(budgets: BudgetBook) -> Callable[[VictimJob], tuple[Any, ...]]:
@@ -374,28 +301,6 @@ def _reprieve_order(budgets: BudgetBook) -> Callable[[VictimJob], tuple[Any, ...
         return (not budgets.violations(v.pods), -v.priority, v.id)
 
     return key
-
-
-def _waves(
-    ordered: Sequence[VictimJob], planned: set[int], one_by_one: bool
-) -> list[list[VictimJob]]:
-    """Reprieve candidates in waves that can be checked together: a victim comes one wave after
-    the last earlier one standing on the same planned node, so the victims of one wave share no
-    planned node and each one's check sees exactly what the one-by-one order would. Quota
-    arithmetic couples every victim, so with a quota need each wave holds one victim."""
-    if one_by_one:
-        return [[v] for v in ordered]
-    waves: list[list[VictimJob]] = []
-    last: dict[int, int] = {}
-    for v in ordered:
-        on = v.nodes & planned
-        wave = 1 + max((last[n] for n in on if n in last), default=-1)
-        for n in on:
-            last[n] = wave
-        if wave == len(waves):
-            waves.append([])
-        waves[wave].append(v)
-    return waves
 
 
 def _node_victim_cost(book: PreemptionBook, eligible: BoolArray, nodes: int) -> IntArray:
@@ -505,57 +410,6 @@ def _costed(
         "pdb_violations": violations,
     }
     return VictimPlan(plan, tuple(victims), violations, key, cost)
-
-
-@dataclass(frozen=True)
-class ShortfallCheck:
-    """Asks every slot-limit Filter (devices too) whether a plan still holds on its nodes with only
-    some victims gone; answers are remembered in the book per node and node version."""
-
-    state: CycleState
-    framework: Framework
-    job: JobInfo
-    pods: Sequence[PodInfo]
-    shape_id: int  # what the filters read of `pods` (see `_pods_shape`)
-    planned: Mapping[int, int]  # node -> pods of the plan there
-    book: PreemptionBook
-
-    def short(self, victims: Sequence[VictimJob], among: Iterable[int]) -> set[int]:
-        """The planned nodes among `among` where evicting just `victims` leaves fewer offer
-        slots than the pods planned there."""
-        state, book, planned = self.state, self.book, self.planned
-        if len(self.framework.slot_limits) <= 1:
-            return set()  # resources alone: the reprieve arithmetic is exact
-        pool = book.pool
-        asked = sorted(n for n in among if n in planned)
-        gone: dict[int, set[int]] = {n: set() for n in asked}
-        for v in victims:
-            for n in v.nodes & gone.keys():
-                gone[n].add(pool.index[v.id])
-        version = state.node_version
-        keys = {
-            n: (n, int(version[n]), self.shape_id, planned[n], frozenset(gone[n])) for n in asked
-        }
-        short = {n for n in asked if book.short.get(keys[n]) is True}
-        nodes = np.array([n for n in asked if keys[n] not in book.short], dtype=np.int64)
-        if not len(nodes):
-            return short
-        counts = np.array([planned[int(n)] for n in nodes], dtype=np.int64)
-        chosen = np.array([pool.index[v.id] for v in victims], dtype=np.int64)
-        with state.releasing(*pool.release(state, chosen)):
-            slots = self.framework.offer_slots(state, self.job, self.pods, nodes)
-        for n, falls_short in zip(nodes.tolist(), (counts > slots).tolist(), strict=True):
-            book.short[keys[n]] = falls_short
-            if falls_short:
-                short.add(n)
-        return short
-
-
-def _pods_shape(state: CycleState, book: PreemptionBook, pods: Sequence[PodInfo]) -> int:
-    """An id for the pods' templates in order: what the slot-limit Filters read of them, so equal
-    ids mean equal offer slots on a node in the same state."""
-    shape = tuple(state.template(p) for p in pods)
-    return book.shapes.setdefault(shape, len(book.shapes))
 
 
 def _shape_key(

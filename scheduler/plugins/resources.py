@@ -86,6 +86,25 @@ def fit_counts(free: IntArray, runs: Sequence[PodRun], node_indices: IntArray) -
     return total
 
 
+class RoomCheck:
+    """A node's room left after a plan's pods, as bound pods come back (see `node_check`)."""
+
+    def __init__(self, rows: IntArray, spare: IntArray, allowed: bool) -> None:
+        self.rows, self.spare, self.allowed = rows, spare, allowed  # rows: `bound_vectors()`
+
+    def holds_keeping(self, kept: Sequence[int]) -> bool:
+        if not self.allowed:
+            return False
+        spare = self.spare
+        for i in kept:
+            spare = spare - self.rows[i]
+        return bool((spare >= 0).all())
+
+    def keep(self, kept: Sequence[int]) -> None:
+        for i in kept:
+            self.spare = self.spare - self.rows[i]
+
+
 class NodeResourcesFit:
     name = "NodeResourcesFit"
     extension_points = frozenset({"Filter"})
@@ -99,6 +118,17 @@ class NodeResourcesFit:
         everywhere = len(node_indices) == len(state.nodes)
         free = state.free(None if everywhere else node_indices)
         return fit_counts(free, pod_runs(state, pods), node_indices)
+
+    def node_check(
+        self, state: CycleState, pods: Sequence[PodInfo], node: int, gone: Sequence[int]
+    ) -> RoomCheck:
+        """All of `pods` fit `node` by resources when their summed request fits what is free
+        there with the `gone` bound pods' requests added back."""
+        need = sum((state.vector(p) for p in pods), np.zeros(len(state.resources), np.int64))
+        rows = state.bound_vectors()
+        room = state.free(np.array([node], dtype=np.int64))[0] + rows[list(gone)].sum(axis=0)
+        allowed = all(state.pod_mask(p).allowed[node] for p in pods)
+        return RoomCheck(rows, room - need, allowed)
 
     def explain(
         self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo], node_indices: IntArray

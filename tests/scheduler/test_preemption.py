@@ -5,8 +5,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 from scheduler import PDBInfo, apply_round, run_round
-from scheduler.plugins.preemption import _waves
-from scheduler.victims import VictimJob
 from tests.scheduler.builders import CORE, SPINE_BLOCK, cluster, gang, node, pod
 
 
@@ -172,23 +170,3 @@ def test_the_cheapest_nodes_of_a_domain_are_found_beyond_the_reference_order() -
     [record] = run_round(snap, CORE).preemptions
     assert record.victim_jobs == ("batch/low",)
     assert sorted(record.nominations.values()) == ["n7", "n8"]
-
-
-def test_reprieve_waves_never_put_two_victims_of_one_planned_node_together() -> None:
-    def victim(name: str, *nodes: int) -> VictimJob:
-        return VictimJob(name, 1, False, frozenset(), (), frozenset(nodes), {})
-
-    a, b, c, d, e = (
-        victim("a", 0),
-        victim("b", 1),
-        victim("c", 0, 1),
-        victim("d", 2, 9),
-        victim("e", 1, 9),
-    )
-    ordered = [a, b, c, d, e]
-    # c waits for a and b (its nodes), e for c; node 9 is not planned, so d and e do not wait.
-    waves = _waves(ordered, {0, 1, 2}, one_by_one=False)
-    assert [[v.id for v in wave] for wave in waves] == [["a", "b", "d"], ["c"], ["e"]]
-    # Quota arithmetic couples every victim: one at a time, in order.
-    one_by_one = _waves(ordered, {0, 1, 2}, one_by_one=True)
-    assert [[v.id for v in wave] for wave in one_by_one] == [[v.id] for v in ordered]

@@ -18,7 +18,6 @@ from scheduler.devices.names import (
 from scheduler.framework import Plan
 from scheduler.model import NodeInfo, PodInfo
 from scheduler.plugins.devices import DeviceShare, DeviceState
-from scheduler.plugins.preemption import JobPreemption, ShortfallCheck
 from scheduler.profile import Profile
 from scheduler.round import run_round
 from scheduler.state import CycleState, template_key
@@ -222,7 +221,7 @@ def test_a_reserved_node_leaves_its_group_and_only_its_count_drops() -> None:
     assert groups[0] == groups[2] != groups[1]
 
 
-def test_shortfall_answers_are_remembered_only_while_the_node_is_unchanged() -> None:
+def test_node_checks_answer_as_victims_come_back() -> None:
     running = [busy("gpu-1", [0, 1, 2, 3], "low"), busy("gpu-1", [4, 5], "high")]
     snapshot = snapshot_of(
         [gpu_node("gpu-1")], gang("default/train", pods=4).gpu(2), running=running
@@ -230,20 +229,39 @@ def test_shortfall_answers_are_remembered_only_while_the_node_is_unchanged() -> 
     state = CycleState(snapshot)
     framework = Framework(Profile.default().build())
     framework.start(state)
-    preemption = next(p for p in framework.post_filters if isinstance(p, JobPreemption))
-    book = preemption.book(state)
-    job = state.jobs["default/train"]
-    pods = state.pending_pods(job)
-    low = book.pool.jobs[book.pool.index["default/low"]]
-    check = ShortfallCheck(state, framework, job, pods, 0, {0: 3}, book)
-    assert check.short([low], [0]) == set()  # cards 0-3 and 6-7: three pods of two
-    assert check.short([], [0]) == {0}  # cards 6-7 only
-    # A pod placed on the node takes cards 6-7: the remembered "not short" must not be reused.
-    devices = next(p for p in framework.reserves if isinstance(p, DeviceShare))
-    placed = Plan({pods[0].key: 0})
-    assert devices.reserve(state, job, placed).status.ok
-    state.assume(placed.assignment)
-    assert check.short([low], [0]) == {0}
+    pods = state.pending_pods(state.jobs["default/train"])[:3]
+    low, high = state.bound_id["default/low"], state.bound_id["default/high"]
+    checks = framework.node_checks(state, pods, 0, [low, high])
+    assert sorted(type(c).__name__ for c in checks) == ["CardCheck", "RoomCheck"]
+
+    def holds(*kept: int) -> bool:
+        return all(c.holds_keeping(kept) for c in checks)
+
+    assert holds()  # eight cards for three pods of two
+    assert holds(high)  # cards 0-3 and 6-7
+    assert not holds(low)  # cards 4-7
+    for c in checks:
+        c.keep([high])
+    assert not holds(low)  # cards 6-7 only
+    assert holds()
+
+
+def half(name: str, minor: int, priority: int) -> PodInfo:
+    held = [AllocatedDevice("gpu", minor, 50, 40 * GiB, 50)]
+    built = pod(name).request("koordinator.sh/gpu-core", 50)
+    built.request("koordinator.sh/gpu-memory-ratio", 50).priority(priority).on("gpu-1")
+    return replace(
+        built.build(), annotations={ANNOTATION_DEVICE_ALLOCATED: render_device_allocated(held)}
+    )
+
+
+def test_a_victim_the_resource_sums_would_keep_goes_when_the_cards_need_it() -> None:
+    # The halves use no nvidia.com/gpu, so by resources seven whole cards are free; by cards six.
+    running = [half("half-a", 0, priority=1), half("half-b", 1, priority=2)]
+    preemptor = gang("default/big", pods=1).gpu(7).priority(10)
+    result = run_round(snapshot_of([gpu_node("gpu-1")], preemptor, running=running), PROFILE)
+    [record] = result.preemptions
+    assert record.victim_pods == ("default/half-a",)  # the lower priority half; half-b stays
 
 
 def test_a_joint_allocation_is_a_template_of_its_own() -> None:
