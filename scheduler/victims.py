@@ -97,6 +97,11 @@ class VictimPool:
         self.pair_job: IntArray = pairs % width
         levels = np.unique(self.priority)
         self.priority_rank: IntArray = np.searchsorted(levels, self.priority).astype(np.int64) + 1
+        # Each job's place when victims are kept back: highest priority first, then by id.
+        self.reprieve_rank: IntArray = np.empty(len(self.jobs), dtype=np.int64)
+        self.reprieve_rank[np.lexsort((np.arange(len(self.jobs)), -self.priority))] = np.arange(
+            len(self.jobs)
+        )
 
     def release(self, state: CycleState, jobs: IntArray) -> tuple[IntArray, BoolArray]:
         """What evicting `jobs` (pool indices) frees: resources per node (nodes x resources) and

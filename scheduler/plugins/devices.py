@@ -69,6 +69,14 @@ class DeviceState:
         default_factory=dict
     )  # pod keys -> their device runs, asked for again by every dry run of a job
 
+    def pod_runs(self, pods: Sequence[PodInfo]) -> list[tuple[DeviceRequest | None, int]]:
+        """`pods` as runs of one device request (remembered per pod list)."""
+        keys = tuple(p.key for p in pods)
+        runs = self.runs.get(keys)
+        if runs is None:
+            runs = self.runs[keys] = _runs(self.requests, pods)
+        return runs
+
 
 class DeviceShare:
     name = "DeviceShare"
@@ -124,10 +132,7 @@ class DeviceShare:
         self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo], node_indices: IntArray
     ) -> IntArray | None:
         ds = self._state(state)
-        keys = tuple(p.key for p in pods)
-        runs = ds.runs.get(keys)
-        if runs is None:
-            runs = ds.runs[keys] = _runs(ds.requests, pods)
+        runs = ds.pod_runs(pods)
         device_runs = tuple((r, c) for r, c in runs if r is not None)
         if not device_runs:
             return None
@@ -145,7 +150,7 @@ class DeviceShare:
         ds = self._state(state)
         if node not in ds.fleet.nodes:
             return None
-        device_runs = tuple((r, c) for r, c in _runs(ds.requests, pods) if r is not None)
+        device_runs = tuple((r, c) for r, c in ds.pod_runs(pods) if r is not None)
         if not device_runs:
             return None
         return ds.fleet.card_check(node, device_runs, gone)

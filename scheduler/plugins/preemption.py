@@ -21,7 +21,7 @@ When preemption is not allowed (`preemptionPolicy: Never`) the same search yield
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -265,7 +265,7 @@ class JobPreemption:
             planned_mask[list(on_node)] = True
             on_plan = planned_mask[pool.pod_node]
             chosen = np.unique(pool.pod_job[on_plan & eligible[pool.pod_job]])
-        consider = [pool.jobs[int(i)] for i in chosen]
+        consider = [pool.jobs[int(i)] for i in _reprieve_order(book, chosen)]
         gone: dict[int, list[int]] = {n: [] for n in on_node}
         for v in consider:
             for n, ids in v.holders.items():
@@ -278,7 +278,7 @@ class JobPreemption:
         if any(quota_room[r] < amount for r, amount in quota_need.items()):
             return None
         victims: list[VictimJob] = []
-        for v in sorted(consider, key=_reprieve_order(book.budgets)):
+        for v in consider:
             back = [(checks[n], ids) for n, ids in v.holders.items() if n in checks]
             fits = all(quota_room[r] - _amount(v, r) >= a for r, a in quota_need.items())
             fits = fits and all(c.holds_keeping(ids) for cs, ids in back for c in cs)
@@ -293,14 +293,17 @@ class JobPreemption:
         return _costed(state, plan, victims, book, rank)
 
 
-def _reprieve_order(budgets: BudgetBook) -> Callable[[VictimJob], tuple[Any, ...]]:
-    """Which victims are kept back first: those whose eviction would break a budget, then the
-    highest priority, then by id."""
-
-    def key(v: VictimJob) -> tuple[Any, ...]:
-        return (not budgets.violations(v.pods), -v.priority, v.id)
-
-    return key
+def _reprieve_order(book: PreemptionBook, chosen: IntArray) -> IntArray:
+    """The victims (pool indices) in the order they are kept back: those whose eviction would
+    break a budget first, then the highest priority, then by id."""
+    rank = book.pool.reprieve_rank[chosen]
+    if not book.budgets.pdbs:
+        ordered: IntArray = chosen[np.argsort(rank)]
+        return ordered
+    pool = book.pool
+    keeps_budgets = [not book.budgets.violations(pool.jobs[int(i)].pods) for i in chosen]
+    ordered = chosen[np.lexsort((rank, np.array(keeps_budgets, dtype=np.bool_)))]
+    return ordered
 
 
 def _node_victim_cost(book: PreemptionBook, eligible: BoolArray, nodes: int) -> IntArray:
