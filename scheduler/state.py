@@ -148,7 +148,6 @@ class CycleState:
         self._pending: dict[str, list[PodInfo]] = {}
         self._templates: dict[str, tuple[Any, ...]] = {}
         self._totals: IntArray | None = None
-        self._bound_vectors: IntArray | None = None
         self.mask_plugins: list[Any] = []
 
     # --- resource vectors -------------------------------------------------------------------
@@ -162,15 +161,6 @@ class CycleState:
             vec[self.resource_index[PODS]] += 1
             self._vectors[pod.key] = vec
         return vec
-
-    def bound_vectors(self) -> IntArray:
-        """Every bound pod's request row, by its `bound_keys` position (built once, read-only)."""
-        if self._bound_vectors is None:
-            rows = [self.vector(self.pods[k]) for k in self.bound_keys]
-            empty = np.zeros((0, len(self.resources)), dtype=np.int64)
-            self._bound_vectors = np.array(rows, dtype=np.int64) if rows else empty
-            self._bound_vectors.flags.writeable = False
-        return self._bound_vectors
 
     def totals(self) -> IntArray:
         """Allocatable summed over all nodes, per resource (cached)."""

@@ -271,7 +271,10 @@ class JobPreemption:
             for n, ids in v.holders.items():
                 if n in gone:
                     gone[n].extend(ids)
-        checks = {n: framework.node_checks(state, on_node[n], n, gone[n]) for n in sorted(gone)}
+        # A node with no candidate on it never changes: the dry run that made the plan holds.
+        checks = {
+            n: framework.node_checks(state, on_node[n], n, gone[n]) for n in sorted(gone) if gone[n]
+        }
         if not all(c.holds_keeping(()) for node_checks in checks.values() for c in node_checks):
             return None
         quota_room = {r: sum(_amount(v, r) for v in consider) for r in quota_need}

@@ -21,6 +21,7 @@ from scheduler.state import CycleState
 
 _BIG = np.int64(1 << 62)
 RUNS = "NodeResourcesFit/runs"  # `state.plugin_data` key of the remembered pod runs
+BOUND = "NodeResourcesFit/bound"  # and of the bound pods' requests (`bound_amounts`)
 
 
 @dataclass(frozen=True)
@@ -86,23 +87,46 @@ def fit_counts(free: IntArray, runs: Sequence[PodRun], node_indices: IntArray) -
     return total
 
 
-class RoomCheck:
-    """A node's room left after a plan's pods, as bound pods come back (see `node_check`)."""
+Amounts = tuple[tuple[int, int], ...]
+"""A request as (resource column, amount) for its non-zero columns."""
 
-    def __init__(self, rows: IntArray, spare: IntArray, allowed: bool) -> None:
-        self.rows, self.spare, self.allowed = rows, spare, allowed  # rows: `bound_vectors()`
+
+def bound_amounts(state: CycleState) -> list[Amounts]:
+    """Every bound pod's request as `Amounts`, by its `state.bound_keys` position (once a round)."""
+    cached: list[Amounts] | None = state.plugin_data.get(BOUND)
+    if cached is None:
+        cached = state.plugin_data[BOUND] = []
+        for key in state.bound_keys:
+            vec = state.vector(state.pods[key])
+            cached.append(tuple((int(c), int(vec[c])) for c in np.flatnonzero(vec)))
+    return cached
+
+
+class RoomCheck:
+    """A node's room left after a plan's pods, as bound pods come back (see `node_check`).
+    Plain integers: a draft asks once per victim, and a request touches a few columns."""
+
+    def __init__(self, amounts: list[Amounts], spare: list[int], allowed: bool) -> None:
+        self.amounts, self.spare = amounts, spare
+        self.short = not allowed or min(spare) < 0  # taking pods back never fixes a shortfall
 
     def holds_keeping(self, kept: Sequence[int]) -> bool:
-        if not self.allowed:
+        if self.short:
             return False
-        spare = self.spare
+        if len(kept) == 1:
+            spare = self.spare
+            return all(spare[c] >= amount for c, amount in self.amounts[kept[0]])
+        taken: dict[int, int] = {}
         for i in kept:
-            spare = spare - self.rows[i]
-        return bool((spare >= 0).all())
+            for c, amount in self.amounts[i]:
+                taken[c] = taken.get(c, 0) + amount
+        return all(self.spare[c] >= amount for c, amount in taken.items())
 
     def keep(self, kept: Sequence[int]) -> None:
         for i in kept:
-            self.spare = self.spare - self.rows[i]
+            for c, amount in self.amounts[i]:
+                self.spare[c] -= amount
+                self.short = self.short or self.spare[c] < 0
 
 
 class NodeResourcesFit:
@@ -124,11 +148,16 @@ class NodeResourcesFit:
     ) -> RoomCheck:
         """All of `pods` fit `node` by resources when their summed request fits what is free
         there with the `gone` bound pods' requests added back."""
-        need = sum((state.vector(p) for p in pods), np.zeros(len(state.resources), np.int64))
-        rows = state.bound_vectors()
-        room = state.free(np.array([node], dtype=np.int64))[0] + rows[list(gone)].sum(axis=0)
+        amounts = bound_amounts(state)
+        room = state.free()[node].copy()
+        for p in pods:
+            room -= state.vector(p)
+        spare: list[int] = room.tolist()
+        for i in gone:
+            for c, amount in amounts[i]:
+                spare[c] += amount
         allowed = all(state.pod_mask(p).allowed[node] for p in pods)
-        return RoomCheck(rows, room - need, allowed)
+        return RoomCheck(amounts, spare, allowed)
 
     def explain(
         self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo], node_indices: IntArray
