@@ -149,14 +149,15 @@ class NodeResourcesFit:
         """All of `pods` fit `node` by resources when their summed request fits what is free
         there with the `gone` bound pods' requests added back."""
         amounts = bound_amounts(state)
+        runs = pod_runs(state, pods)
         room = state.free()[node].copy()
-        for p in pods:
-            room -= state.vector(p)
+        for run in runs:
+            room -= run.count * run.vector
         spare: list[int] = room.tolist()
         for i in gone:
             for c, amount in amounts[i]:
                 spare[c] += amount
-        allowed = all(state.pod_mask(p).allowed[node] for p in pods)
+        allowed = all(run.allowed[node] for run in runs)
         return RoomCheck(amounts, spare, allowed)
 
     def explain(
