@@ -213,7 +213,24 @@ def measure(
     }
 
 
-def markdown(runs: list[dict[str, Any]], repeat: int = 1) -> str:
+REFERENCE_LOOP = 2_000_000
+
+
+def reference_seconds(tries: int = 3) -> float:
+    """CPU seconds of a fixed pure-Python loop (the median of `tries`): how fast this machine runs
+    interpreter-bound code like the engine's, so tables measured on different machines (the
+    reference machine is shared and its speed varies by session) can be compared."""
+    times = []
+    for _ in range(tries):
+        started = time.process_time()
+        total = 0
+        for i in range(REFERENCE_LOOP):
+            total += i & 7
+        times.append(time.process_time() - started)
+    return round(sorted(times)[len(times) // 2], 3)
+
+
+def markdown(runs: list[dict[str, Any]], repeat: int = 1, reference: float | None = None) -> str:
     lines = [
         "<!-- section: round_scale; written by benchmarks/round_scale.py -->",
         "`python -m benchmarks.round_scale "
@@ -232,6 +249,16 @@ def markdown(runs: list[dict[str, Any]], repeat: int = 1) -> str:
         "time relative to the smallest run of the same profile and GPU mix; each row is the "
         "median of `--repeat` rounds by CPU time.",
         "",
+        *(
+            [
+                f"Machine speed: a reference loop of {REFERENCE_LOOP:,} Python additions took "
+                f"{reference:.3f} CPU-s on this run's machine (`reference_seconds`); the same "
+                "engine measures proportionally slower on a machine where it takes longer.",
+                "",
+            ]
+            if reference is not None
+            else []
+        ),
         "| profile | GPUs | nodes | pending pods | placed pods | preemptions | wall (s) | CPU (s) |"
         " pods/CPU-s | CPU growth |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -307,14 +334,15 @@ def main(argv: list[str] | None = None) -> int:
         ]
         # The median try by CPU time: the reference machine is shared, single tries wander.
         runs.append(sorted(tries, key=lambda r: r["cpu_seconds"])[len(tries) // 2])
-    report = {"runs": runs}
+    reference = reference_seconds()
+    report = {"runs": runs, "machine": {"reference_loop_cpu_s": reference}}
     text = json.dumps(report, indent=2)
     if args.json_path:
         Path(args.json_path).write_text(text + "\n")
     print(text)
     if args.markdown:
         docs = Path(args.docs)
-        docs.write_text(rewrite_section(docs.read_text(), markdown(runs, args.repeat)))
+        docs.write_text(rewrite_section(docs.read_text(), markdown(runs, args.repeat, reference)))
     return 0
 
 

@@ -39,6 +39,8 @@ def test_small_run_writes_json_and_the_docs_section(tmp_path: Path) -> None:
     assert "| default | mixed | 200 | 600 |" in text and "| core | mixed | 200 | 600 |" in text
     assert all(run["gpus"] == "mixed" for run in runs)
     assert "--repeat 3" in text
+    reference = json.loads(out.read_text())["machine"]["reference_loop_cpu_s"]
+    assert reference > 0 and f"took {reference:.3f} CPU-s" in text
 
 
 def test_repeat_below_one_is_refused() -> None:
