@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint types imports pytest e2e install migrate seed clean
+.PHONY: run test lint types imports pytest e2e install migrate seed clean browser
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -39,12 +39,23 @@ types: $(STAMP)
 imports: $(STAMP)
 	$(VENV)/bin/lint-imports
 
-pytest: $(STAMP)
+# Browser tests drive Debian's chromium: install it on a machine that lacks it (as root, or with
+# sudo when there is one).
+CHROMIUM := /usr/bin/chromium
+SUDO := $(shell [ "$$(id -u)" = 0 ] || command -v sudo)
+
+$(CHROMIUM):
+	@echo "installing Debian's chromium for the browser tests ..."
+	@$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null
+
+browser: $(CHROMIUM)
+
+pytest: $(STAMP) browser
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
 test: lint types imports pytest
 
-e2e: $(STAMP)
+e2e: $(STAMP) browser
 	$(VENV)/bin/pytest -m browser tests/e2e
 
 clean:
