@@ -114,6 +114,21 @@ def test_missing_file_exits_2_from_the_command_line(tmp_path: Path) -> None:
     assert "nope.yaml" in done.stderr
 
 
+def test_settings_that_cannot_start_exit_2_with_one_line(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("KOORDWEB_TESTING", "DEBUG")}
+    done = subprocess.run(
+        [sys.executable, "manage.py", "simulate", str(CASES[0])],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+        env={**env, "SECRET_KEY": "", "DEBUG": "false"},  # set but empty: .env cannot fill it
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0
+    assert "SECRET_KEY must be set" in done.stderr
+
+
 def test_runs_without_a_migrated_database(tmp_path: Path) -> None:
     database = tmp_path / "never-migrated.sqlite3"
     done = subprocess.run(
