@@ -124,6 +124,9 @@ class DeviceFleet:
         self._scores: dict[tuple[Any, ...], float] = {}
         self._plans: dict[tuple[Any, ...], DeviceAllocation | None] = {}
         self._memos: dict[Runs, _Memo] = {}
+        # For preemption drafts (`CardCheck`): usage with some pods gone, and the answers.
+        self._freed_usage: dict[tuple[Any, ...], tuple[DeviceUsage, tuple[Any, ...]]] = {}
+        self._answers: dict[tuple[Any, ...], bool] = {}
         self.track_holders({})
         for idx in self.nodes:
             self._regroup(idx)
@@ -132,6 +135,9 @@ class DeviceFleet:
         """Per node, (bound pod id, devices) of the bound pods a dry run may release, the ids
         being positions in the mask `slots` is given (set once their cards are known)."""
         self._holders: dict[int, list[tuple[int, Held]]] = {}
+        self._held_by_id: dict[int, dict[int, Held]] = {
+            idx: dict(entries) for idx, entries in holders.items()
+        }
         ids: list[int] = []
         where: list[int] = []
         bits: list[int] = []
@@ -148,6 +154,7 @@ class DeviceFleet:
         self._holder_bit: UIntArray = np.array(bits, dtype=np.uint64)
         self._wide = {idx for idx, entries in self._holders.items() if len(entries) > BITS}
         self._memos.clear()
+        self._freed_usage.clear()
 
     # --- usage ----------------------------------------------------------------------------------
     def apply(self, idx: int, devices: Held) -> None:
@@ -261,6 +268,21 @@ class DeviceFleet:
             counted = self._count(self.nodes[idx], usage, shape, asked)
             self._released_counts[state] = counted
         return counted
+
+    def _freed(self, idx: int, gone: Sequence[int]) -> tuple[DeviceUsage, tuple[Any, ...]]:
+        """Node `idx`'s usage with the bound pods `gone` released, and its group key; shared
+        (never to be changed) while the node keeps its usage."""
+        question = (idx, int(self.group[idx]), tuple(gone))
+        found = self._freed_usage.get(question)
+        if found is None:
+            usage = self.usage[idx].copy()
+            held_by = self._held_by_id.get(idx, {})
+            for pod_id in gone:
+                held = held_by.get(pod_id)
+                if held:
+                    usage.release(held)
+            found = self._freed_usage[question] = (usage, self._key(idx, usage))
+        return found
 
     def card_check(self, idx: int, runs: Runs, gone: Sequence[int]) -> CardCheck:
         """Whether all pods of `runs` fit node `idx`'s cards with the bound pods `gone` (ids as
@@ -377,31 +399,37 @@ class DeviceFleet:
 
 class CardCheck:
     """One node's cards with some bound pods gone, as a preemption draft keeps victims back: each
-    question counts the node's usage with the kept pods' cards taken again (counts are shared
-    by every node and draft that reaches the same usage)."""
+    question counts the node's usage with the kept pods' cards taken again. The usage with the
+    pods gone and every answer are shared by the drafts of a round that ask about the same node
+    in the same state (a search costs several plans over the same nodes)."""
 
     def __init__(self, fleet: DeviceFleet, idx: int, runs: Runs, gone: Sequence[int]) -> None:
         self.fleet, self.idx = fleet, idx
         self.shape, self.asked = _shape(runs)
-        self.held = dict(fleet._holders.get(idx, ()))
-        self.usage = fleet.usage[idx].copy()
-        for pod_id in gone:
-            held = self.held.get(pod_id)
-            if held:
-                self.usage.release(held)
+        self.held = fleet._held_by_id.get(idx, {})
+        self.usage, self.key = fleet._freed(idx, gone)
+        self.owned = False  # the freed usage is shared until this check keeps a pod back
 
     def holds_keeping(self, kept: Sequence[int]) -> bool:
-        usage = self.usage
-        back = [held for pod_id in kept if (held := self.held.get(pod_id))]
-        if back:
-            usage = usage.copy()
-            for held in back:
-                usage.apply(held)
-        fits, _ = self.fleet._usage_count(self.idx, usage, self.shape, self.asked)
-        return fits >= self.asked
+        back = tuple(held for pod_id in kept if (held := self.held.get(pod_id)))
+        question = (self.key, back, self.shape, self.asked)
+        answer = self.fleet._answers.get(question)
+        if answer is None:
+            usage = self.usage
+            if back:
+                usage = usage.copy()
+                for held in back:
+                    usage.apply(held)
+            fits, _ = self.fleet._usage_count(self.idx, usage, self.shape, self.asked)
+            answer = self.fleet._answers[question] = fits >= self.asked
+        return answer
 
     def keep(self, kept: Sequence[int]) -> None:
-        for pod_id in kept:
-            held = self.held.get(pod_id)
-            if held:
-                self.usage.apply(held)
+        back = [held for pod_id in kept if (held := self.held.get(pod_id))]
+        if not back:
+            return
+        if not self.owned:
+            self.usage, self.owned = self.usage.copy(), True
+        for held in back:
+            self.usage.apply(held)
+        self.key = self.fleet._key(self.idx, self.usage)
