@@ -170,3 +170,15 @@ def test_the_cheapest_nodes_of_a_domain_are_found_beyond_the_reference_order() -
     [record] = run_round(snap, CORE).preemptions
     assert record.victim_jobs == ("batch/low",)
     assert sorted(record.nominations.values()) == ["n7", "n8"]
+
+
+def test_a_node_whose_lowest_victim_suffices_is_not_skipped_for_its_highest() -> None:
+    # a: victims at priorities 1 and 7, but evicting the 1 is enough; b: one victim at 5.
+    c = two_nodes()
+    c.running(pod("low").cpu(8).priority(1).on("a"), pod("high").cpu(8).priority(7).on("a"))
+    c.running(pod("mid").cpu(16).priority(5).on("b"))
+    [record] = run_round(
+        c.submit(gang("ml/g", pods=1).cpu(8).priority(9)).snapshot(), CORE
+    ).preemptions
+    assert record.victim_pods == ("default/low",)
+    assert record.cost["highest_victim_priority"] == 1
