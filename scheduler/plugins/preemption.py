@@ -228,17 +228,8 @@ class JobPreemption:
                     attempt = framework.try_place(state, job, pods, nodes, slots, scores)
                     if isinstance(attempt, Plan):
                         plans.setdefault(tuple(attempt.assignment.values()), attempt)
-        # Plans in the order of a lower bound on their cost: once the bound passes the best
-        # plan costed so far, no later plan can win, and its victims are never worked out.
-        lowest = _lowest_victim_priority(book, eligible, len(state.nodes))
-        bounds = sorted(
-            (_cost_bound(state, plan, lowest, rank), rank, plan)
-            for rank, plan in enumerate(plans.values())
-        )
         best: VictimPlan | None = None
-        for bound, rank, plan in bounds:
-            if best is not None and bound > best.key:
-                break
+        for rank, plan in enumerate(plans.values()):
             candidate = self._victims_for(
                 state, framework, job, pods, plan, eligible, quota_need, rank
             )
@@ -335,35 +326,6 @@ def _node_victim_cost(book: PreemptionBook, eligible: BoolArray, nodes: int) -> 
 
 
 WITHOUT_VICTIMS = -(1 << 62)  # the "highest victim priority" of a plan without victims
-
-
-def _lowest_victim_priority(book: PreemptionBook, eligible: BoolArray, nodes: int) -> IntArray:
-    """Per node, the lowest priority among its eligible victims (a huge number where none)."""
-    pool = book.pool
-    lowest: IntArray = np.full(nodes, 1 << 62, dtype=np.int64)
-    on = eligible[pool.pair_job]
-    if on.any():
-        where, jobs = pool.pair_node[on], pool.pair_job[on]
-        starts = np.flatnonzero(np.concatenate(([True], where[1:] != where[:-1])))
-        lowest[where[starts]] = np.minimum.reduceat(pool.priority[jobs], starts)
-    return lowest
-
-
-def _cost_bound(state: CycleState, plan: Plan, lowest: IntArray, rank: int) -> tuple[Any, ...]:
-    """A lower bound on the plan's cost key (see `_costed`): a node whose free resources cannot
-    hold the pods planned there must lose a victim, at least its lowest-priority one."""
-    counts: dict[int, int] = {}
-    for idx in plan.assignment.values():
-        counts[idx] = counts.get(idx, 0) + 1
-    rows = np.fromiter(counts, dtype=np.int64, count=len(counts))
-    need: IntArray = np.zeros((len(rows), len(state.resources)), dtype=np.int64)
-    position = {int(n): i for i, n in enumerate(rows)}
-    for key, idx in plan.assignment.items():
-        need[position[idx]] += state.vector(state.pods[key])
-    short = (state.free(rows) < need).any(axis=1)
-    if not short.any():
-        return (0, WITHOUT_VICTIMS, 0, 0.0, rank)
-    return (0, int(lowest[rows[short]].max()), 1, 0.0, rank)
 
 
 def _cheapest_nodes(
