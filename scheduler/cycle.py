@@ -139,12 +139,10 @@ class Framework:
             slots = np.full(len(asked), len(pods), dtype=np.int64)
         return slots
 
-    def node_checks(
-        self, state: CycleState, pods: Sequence[PodInfo], node: int, gone: Sequence[int]
-    ) -> list[NodeCheck]:
-        """Every slot-limit Filter's check that `pods` fit `node` with the bound pods `gone`
-        removed, for those whose count depends on them."""
-        checks = (p.node_check(state, pods, node, gone) for p in self.slot_limits)
+    def node_checks(self, state: CycleState, pods: Sequence[PodInfo], node: int) -> list[NodeCheck]:
+        """During a preemption dry run, every slot-limit Filter's check that `pods` fit `node`
+        with the released bound pods gone, for those whose count depends on them."""
+        checks = (p.node_check(state, pods, node) for p in self.slot_limits)
         return [c for c in checks if c is not None]
 
     def try_place(

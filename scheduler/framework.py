@@ -21,11 +21,11 @@ for a whole job at once:
               usage (devices) must treat the pods a preemption dry run removes as gone:
               `state.released_mask` marks them over `state.bound_keys` (`state.released_pods` gives
               their keys).
-              `node_check(state, pods, node, gone) -> NodeCheck | None`: whether all of `pods`
-              (those a preemption plan puts on `node`) fit that node once the bound pods `gone`
-              (ids over `state.bound_keys`) are removed, answered as some come back (a
-              preemption draft keeps victims back one by one); None when removing bound pods
-              never changes this plugin's count there or it does not constrain these pods.
+              `node_check(state, pods, node) -> NodeCheck | None`: during a preemption dry run,
+              whether all of `pods` (those a plan puts on `node`) fit that node with the pods
+              the dry run releases gone, answered again as some of them are kept back (a
+              preemption keeps victims back one by one); None when releasing bound pods never
+              changes this plugin's count there or it does not constrain these pods.
               `explain(state, job, pods, node_indices) -> dict[str, int]` counts, over the
               given nodes (those where the job got 0 slots), how many nodes fail for each reason
               ("Insufficient nvidia.com/gpu": 40); called only when a job does not fit.
@@ -166,7 +166,7 @@ class NodeMaskPlugin(Protocol):
 
 
 class NodeCheck(Protocol):
-    """One node, some pods planned on it, some bound pods gone (see `node_check`)."""
+    """One node, some pods planned on it, a dry run's bound pods gone (see `node_check`)."""
 
     def holds_keeping(self, kept: Sequence[int]) -> bool:
         """Whether the pods still fit with the bound pods `kept` (ids) back as well."""
@@ -186,7 +186,7 @@ class SlotLimitPlugin(Protocol):
     ) -> IntArray | None: ...
 
     def node_check(
-        self, state: CycleState, pods: Sequence[PodInfo], node: int, gone: Sequence[int]
+        self, state: CycleState, pods: Sequence[PodInfo], node: int
     ) -> NodeCheck | None: ...
 
     def explain(

@@ -269,25 +269,24 @@ class DeviceFleet:
             self._released_counts[state] = counted
         return counted
 
-    def _freed(self, idx: int, gone: Sequence[int]) -> tuple[DeviceUsage, tuple[Any, ...]]:
-        """Node `idx`'s usage with the bound pods `gone` released, and its group key; shared
-        (never to be changed) while the node keeps its usage."""
-        question = (idx, int(self.group[idx]), tuple(gone))
+    def _freed(self, idx: int, released: BoolArray) -> tuple[DeviceUsage, tuple[Any, ...]]:
+        """Node `idx`'s usage with the `released` pods' cards given back, and its group key;
+        shared (never to be changed) while the node keeps its usage."""
+        gone = tuple(pod_id for pod_id, _ in self._holders.get(idx, ()) if released[pod_id])
+        question = (idx, int(self.group[idx]), gone)
         found = self._freed_usage.get(question)
         if found is None:
             usage = self.usage[idx].copy()
             held_by = self._held_by_id.get(idx, {})
             for pod_id in gone:
-                held = held_by.get(pod_id)
-                if held:
-                    usage.release(held)
+                usage.release(held_by[pod_id])
             found = self._freed_usage[question] = (usage, self._key(idx, usage))
         return found
 
-    def card_check(self, idx: int, runs: Runs, gone: Sequence[int]) -> CardCheck:
-        """Whether all pods of `runs` fit node `idx`'s cards with the bound pods `gone` (ids as
-        given to `track_holders`) removed; see `CardCheck`."""
-        return CardCheck(self, idx, runs, gone)
+    def card_check(self, idx: int, runs: Runs, released: BoolArray) -> CardCheck:
+        """Whether all pods of `runs` fit node `idx`'s cards with the bound pods marked in
+        `released` (by the ids given to `track_holders`) gone; see `CardCheck`."""
+        return CardCheck(self, idx, runs, released)
 
     def scores(self, node_indices: IntArray, request: DeviceRequest) -> FloatArray:
         """Per position, the node score for one pod of `request` (0 where it does not fit)."""
@@ -398,16 +397,16 @@ class DeviceFleet:
 
 
 class CardCheck:
-    """One node's cards with some bound pods gone, as a preemption draft keeps victims back: each
+    """One node's cards with a dry run's pods gone, as a preemption keeps victims back: each
     question counts the node's usage with the kept pods' cards taken again. The usage with the
     pods gone and every answer are shared by the drafts of a round that ask about the same node
     in the same state (a search costs several plans over the same nodes)."""
 
-    def __init__(self, fleet: DeviceFleet, idx: int, runs: Runs, gone: Sequence[int]) -> None:
+    def __init__(self, fleet: DeviceFleet, idx: int, runs: Runs, released: BoolArray) -> None:
         self.fleet, self.idx = fleet, idx
         self.shape, self.asked = _shape(runs)
         self.held = fleet._held_by_id.get(idx, {})
-        self.usage, self.key = fleet._freed(idx, gone)
+        self.usage, self.key = fleet._freed(idx, released)
         self.owned = False  # the freed usage is shared until this check keeps a pod back
 
     def holds_keeping(self, kept: Sequence[int]) -> bool:

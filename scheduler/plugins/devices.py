@@ -142,18 +142,16 @@ class DeviceShare:
         slots[ds.fleet.group[node_indices] < 0] = len(pods)
         return slots
 
-    def node_check(
-        self, state: CycleState, pods: Sequence[PodInfo], node: int, gone: Sequence[int]
-    ) -> CardCheck | None:
-        """The node's cards with the `gone` pods' cards free (None: no Device CR, or no pod of
-        `pods` asks for devices)."""
+    def node_check(self, state: CycleState, pods: Sequence[PodInfo], node: int) -> CardCheck | None:
+        """The node's cards with the dry run's released pods' cards free (None: no Device CR,
+        or no pod of `pods` asks for devices)."""
         ds = self._state(state)
-        if node not in ds.fleet.nodes:
+        if node not in ds.fleet.nodes or state.released_mask is None:
             return None
         device_runs = tuple((r, c) for r, c in ds.pod_runs(pods) if r is not None)
         if not device_runs:
             return None
-        return ds.fleet.card_check(node, device_runs, gone)
+        return ds.fleet.card_check(node, device_runs, state.released_mask)
 
     def explain(
         self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo], node_indices: IntArray

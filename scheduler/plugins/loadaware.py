@@ -136,9 +136,7 @@ class LoadAware:
         slots[~fresh] = len(pods)
         return slots
 
-    def node_check(
-        self, state: CycleState, pods: Sequence[PodInfo], node: int, gone: Sequence[int]
-    ) -> None:
+    def node_check(self, state: CycleState, pods: Sequence[PodInfo], node: int) -> None:
         """None: reported usage does not drop within a round when victims are chosen (their
         pods still run until deleted), so evicting never changes this Filter's count."""
         return None

@@ -228,13 +228,13 @@ class JobPreemption:
                     attempt = framework.try_place(state, job, pods, nodes, slots, scores)
                     if isinstance(attempt, Plan):
                         plans.setdefault(tuple(attempt.assignment.values()), attempt)
-        best: VictimPlan | None = None
-        for rank, plan in enumerate(plans.values()):
-            candidate = self._victims_for(
-                state, framework, job, pods, plan, eligible, quota_need, rank
-            )
-            if candidate is not None and (best is None or candidate.key < best.key):
-                best = candidate
+            best: VictimPlan | None = None
+            for rank, plan in enumerate(plans.values()):
+                candidate = self._victims_for(
+                    state, framework, job, pods, plan, eligible, quota_need, rank
+                )
+                if candidate is not None and (best is None or candidate.key < best.key):
+                    best = candidate
         if best is None:
             return Status(Code.UNRESOLVABLE, NOT_HELPFUL, {}, self.name)
         return best
@@ -250,7 +250,7 @@ class JobPreemption:
         quota_need: Mapping[str, int],
         rank: int,
     ) -> VictimPlan | None:
-        """Minimal victims for one plan: with every candidate on the plan's nodes gone, keep back
+        """Minimal victims for one plan, inside the dry run that released every candidate: keep back
         the highest-priority ones while every slot-limit Filter (resources, cards) still lets
         the plan's pods stay on each node they stand on, and the quota need is still met."""
         book = self.book(state)
@@ -266,15 +266,10 @@ class JobPreemption:
             on_plan = planned_mask[pool.pod_node]
             chosen = np.unique(pool.pod_job[on_plan & eligible[pool.pod_job]])
         consider = [pool.jobs[int(i)] for i in _reprieve_order(book, chosen)]
-        gone: dict[int, list[int]] = {n: [] for n in on_node}
-        for v in consider:
-            for n, ids in v.holders.items():
-                if n in gone:
-                    gone[n].extend(ids)
-        # A node with no candidate on it never changes: the dry run that made the plan holds.
-        checks = {
-            n: framework.node_checks(state, on_node[n], n, gone[n]) for n in sorted(gone) if gone[n]
-        }
+        # The dry run released exactly `consider`'s pods on these nodes. A node with none of
+        # them never changes: the dry run that made the plan holds there.
+        standing = {n for v in consider for n in v.holders if n in on_node}
+        checks = {n: framework.node_checks(state, on_node[n], n) for n in sorted(standing)}
         if not all(c.holds_keeping(()) for node_checks in checks.values() for c in node_checks):
             return None
         quota_room = {r: sum(_amount(v, r) for v in consider) for r in quota_need}

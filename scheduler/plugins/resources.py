@@ -143,22 +143,15 @@ class NodeResourcesFit:
         free = state.free(None if everywhere else node_indices)
         return fit_counts(free, pod_runs(state, pods), node_indices)
 
-    def node_check(
-        self, state: CycleState, pods: Sequence[PodInfo], node: int, gone: Sequence[int]
-    ) -> RoomCheck:
+    def node_check(self, state: CycleState, pods: Sequence[PodInfo], node: int) -> RoomCheck:
         """All of `pods` fit `node` by resources when their summed request fits what is free
-        there with the `gone` bound pods' requests added back."""
-        amounts = bound_amounts(state)
+        there, the dry run's released pods included."""
         runs = pod_runs(state, pods)
         room = state.free()[node].copy()
         for run in runs:
             room -= run.count * run.vector
-        spare: list[int] = room.tolist()
-        for i in gone:
-            for c, amount in amounts[i]:
-                spare[c] += amount
         allowed = all(run.allowed[node] for run in runs)
-        return RoomCheck(amounts, spare, allowed)
+        return RoomCheck(bound_amounts(state), room.tolist(), allowed)
 
     def explain(
         self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo], node_indices: IntArray

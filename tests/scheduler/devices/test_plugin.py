@@ -231,7 +231,11 @@ def test_node_checks_answer_as_victims_come_back() -> None:
     framework.start(state)
     pods = state.pending_pods(state.jobs["default/train"])[:3]
     low, high = state.bound_id["default/low"], state.bound_id["default/high"]
-    checks = framework.node_checks(state, pods, 0, [low, high])
+    released = np.zeros_like(state.used)
+    released[0] = state.vector(state.pods["default/low"]) + state.vector(state.pods["default/high"])
+    both = np.ones(len(state.bound_keys), dtype=np.bool_)
+    with state.releasing(released, both):  # a dry run with both running pods gone
+        checks = framework.node_checks(state, pods, 0)
     assert sorted(type(c).__name__ for c in checks) == ["CardCheck", "RoomCheck"]
 
     def holds(*kept: int) -> bool:
@@ -244,6 +248,8 @@ def test_node_checks_answer_as_victims_come_back() -> None:
         c.keep([high])
     assert not holds(low)  # cards 6-7 only
     assert holds()
+    # Outside a dry run nothing is released: the devices plugin has no check to give.
+    assert [type(c).__name__ for c in framework.node_checks(state, pods, 0)] == ["RoomCheck"]
 
 
 def half(name: str, minor: int, priority: int) -> PodInfo:
