@@ -95,6 +95,7 @@ class VictimPool:
         pairs = np.unique(self.pod_node * width + self.pod_job)
         self.pair_node: IntArray = pairs // width
         self.pair_job: IntArray = pairs % width
+        self._last: tuple[BoolArray, IntArray, BoolArray] | None = None  # see `release`
         levels = np.unique(self.priority)
         self.priority_rank: IntArray = np.searchsorted(levels, self.priority).astype(np.int64) + 1
         # Each job's place when victims are kept back: highest priority first, then by id.
@@ -105,10 +106,24 @@ class VictimPool:
 
     def release(self, state: CycleState, jobs: IntArray) -> tuple[IntArray, BoolArray]:
         """What evicting `jobs` (pool indices) frees: resources per node (nodes x resources) and
-        the bound pods (a mask over `state.bound_keys`), as `state.releasing` takes them."""
-        lengths = self.job_stop[jobs] - self.job_start[jobs]
-        firsts = np.repeat(self.job_start[jobs] - (np.cumsum(lengths) - lengths), lengths)
-        rows = firsts + np.arange(int(lengths.sum()), dtype=np.int64)
+        the bound pods (a mask over `state.bound_keys`), as `state.releasing` takes them. The
+        arrays are the caller's to read, never to change.
+
+        Successive searches release nearly the same jobs (every lower-priority job not yet
+        evicted), so when few jobs differ the answer is the previous one adjusted by them."""
+        chosen: BoolArray = np.zeros(len(self.jobs), dtype=np.bool_)
+        chosen[jobs] = True
+        if self._last is not None:
+            last_chosen, last_freed, last_pods = self._last
+            added = np.flatnonzero(chosen & ~last_chosen)
+            removed = np.flatnonzero(last_chosen & ~chosen)
+            if len(added) + len(removed) < len(jobs) // 4:
+                freed, pods = last_freed.copy(), last_pods.copy()
+                self._scatter(freed, pods, added, 1)
+                self._scatter(freed, pods, removed, -1)
+                self._last = (chosen, freed, pods)
+                return freed, pods
+        rows = self._rows(jobs)
         nodes, vectors = self.pod_node[rows], self.pod_vec[rows]
         freed = np.zeros_like(state.allocatable)
         if len(rows) < SCATTER_ROWS:
@@ -117,9 +132,24 @@ class VictimPool:
             for c in range(freed.shape[1]):
                 # bincount sums in float64: exact while a node's total stays below 2**53
                 freed[:, c] = np.bincount(nodes, weights=vectors[:, c], minlength=len(freed))
-        pods: BoolArray = np.zeros(len(state.bound_keys), dtype=np.bool_)
+        pods = np.zeros(len(state.bound_keys), dtype=np.bool_)
         pods[self.pod_bound[rows]] = True
+        self._last = (chosen, freed, pods)
         return freed, pods
+
+    def _rows(self, jobs: IntArray) -> IntArray:
+        """The pod rows of `jobs` (each job's rows are consecutive)."""
+        lengths = self.job_stop[jobs] - self.job_start[jobs]
+        firsts = np.repeat(self.job_start[jobs] - (np.cumsum(lengths) - lengths), lengths)
+        rows: IntArray = firsts + np.arange(int(lengths.sum()), dtype=np.int64)
+        return rows
+
+    def _scatter(self, freed: IntArray, pods: BoolArray, jobs: IntArray, sign: int) -> None:
+        if not len(jobs):
+            return
+        rows = self._rows(jobs)
+        np.add.at(freed, self.pod_node[rows], sign * self.pod_vec[rows])
+        pods[self.pod_bound[rows]] = sign > 0
 
 
 def _budget(value: int | str | None, expected: int) -> int | None:

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
+
 from scheduler import PDBInfo, apply_round, run_round
+from scheduler.state import CycleState
+from scheduler.victims import VictimPool
 from tests.scheduler.builders import CORE, SPINE_BLOCK, cluster, gang, node, pod
 
 
@@ -182,3 +186,18 @@ def test_a_node_whose_lowest_victim_suffices_is_not_skipped_for_its_highest() ->
     ).preemptions
     assert record.victim_pods == ("default/low",)
     assert record.cost["highest_victim_priority"] == 1
+
+
+def test_a_release_adjusted_from_the_last_one_equals_a_fresh_one() -> None:
+    c = cluster().node(*(node(f"n{i}").cpu(256) for i in range(4)))
+    for i in range(80):  # 40 jobs of two pods, most spanning two nodes
+        c.running(pod(f"p{i}").cpu(1 + i % 3).priority(1).job(f"batch/j{i % 40}").on(f"n{i % 4}"))
+    state = CycleState(c.snapshot())
+    pool = VictimPool(state)
+    everyone = np.arange(len(pool.jobs), dtype=np.int64)
+    pool.release(state, everyone)
+    for jobs in (everyone[1:], everyone[:-1], everyone):  # a few jobs differ each time
+        freed, pods = pool.release(state, jobs)
+        fresh_freed, fresh_pods = VictimPool(state).release(state, jobs)
+        assert (freed == fresh_freed).all() and (pods == fresh_pods).all()
+    assert pods.all() and freed.sum() > 0
