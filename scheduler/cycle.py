@@ -167,7 +167,9 @@ class Framework:
             slots = kept
         if scores is None:
             scores = self.node_scores(state, job)
-        outcome: PlacementOutcome = self.placers[0].place(state, job, len(pods), slots, scores)
+        outcome: PlacementOutcome = self.placers[0].place(
+            state, job, len(pods), slots, scores, within
+        )
         if not outcome.ok:
             return self.failure(state, job, pods, slots, outcome)
         assert outcome.node_order is not None and outcome.counts is not None

@@ -91,15 +91,17 @@ def place(
     rule: TopologyRule | None,
     scores: NodeScores | None = None,
     options: PlacementOptions | None = None,
+    among: IntArray | None = None,
 ) -> PlacementOutcome:
-    """Choose a domain and per-node pod counts; `slots` must already exclude ineligible nodes."""
+    """Choose a domain and per-node pod counts; `slots` must already exclude ineligible nodes.
+    With `among`, the only nodes whose slots may be non-zero, domains are summed over those."""
     options = options or PlacementOptions()
     topological = bool(rule and rule.gather)
     # Jobs without a topology rule use every node: the root and the nodes are their only levels.
     levels = list(range(len(tree.levels))) if topological else [0, len(tree.levels) - 1]
     if topological:
         slots = np.where(tree.outside, 0, slots)
-    sums = {lv: _sums(tree, lv, slots, topological) for lv in levels}
+    sums = {lv: _sums(tree, lv, slots, topological, among) for lv in levels}
     start = must_gather_level(tree, rule) if topological else 0
     if not (sums[start] >= desired).any():
         return _failure(tree, start, sums[start], desired, slots)
@@ -136,7 +138,7 @@ def place(
     order = members[np.lexsort(tuple(reversed(sort_keys)))] if sort_keys else members
     ordered_slots = slots[order]
     before = np.cumsum(ordered_slots) - ordered_slots
-    counts = np.clip(desired - before, 0, ordered_slots)
+    counts = np.minimum(np.maximum(desired - before, 0), ordered_slots)
     used = counts > 0
     alternatives = {
         tree.domain_label(level, int(d)): int(sums[level][d])
@@ -201,7 +203,11 @@ def _parent_index(tree: TopologyTree, level: int, parent_level: int) -> IntArray
     return idx
 
 
-def _sums(tree: TopologyTree, level: int, slots: IntArray, topological: bool) -> IntArray:
+def _sums(
+    tree: TopologyTree, level: int, slots: IntArray, topological: bool, among: IntArray | None
+) -> IntArray:
+    if among is not None and level < len(tree.levels) - 1:
+        return tree.domain_sums_among(level, slots, among)
     if not topological and level == 0:
         return np.array([int(slots.sum())], dtype=np.int64)
     return tree.domain_sums(level, slots)

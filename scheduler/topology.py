@@ -161,6 +161,21 @@ class TopologyTree:
         sums: IntArray = np.add.reduceat(per_node[order], starts)
         return sums
 
+    def domain_sums_among(self, level: int, per_node: IntArray, among: IntArray) -> IntArray:
+        """`domain_sums` when `per_node` is zero outside the nodes `among` (fewer to add)."""
+        if level == 0:
+            return np.array([int(per_node[among].sum())], dtype=np.int64)
+        if level == len(self.layers) + 1:
+            return per_node
+        domains = self.node_domain[level - 1][among]
+        inside = domains >= 0
+        sums: IntArray = np.bincount(
+            domains[inside],
+            weights=per_node[among][inside],
+            minlength=len(self.domain_names[level - 1]),
+        ).astype(np.int64)  # float64 sums of slot counts are exact
+        return sums
+
     def _grouping(self, layer: int) -> tuple[IntArray, IntArray]:
         """Nodes of a layer sorted by domain and where each domain starts (every domain has one)."""
         cached = self._groups.get(layer)

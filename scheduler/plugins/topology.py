@@ -70,11 +70,13 @@ class NetworkTopology:
         desired: int,
         slots: IntArray,
         scores: NodeScores | None,
+        among: IntArray | None = None,
     ) -> PlacementOutcome:
+        """`among`: the only nodes whose slots may be non-zero (a preemption attempt's)."""
         multiple = self.multiple(job)
         if multiple > 1:
             slots = slots - slots % multiple  # every node (hence domain) holds a multiple of N
-        return place(state.topology, slots, desired, job.topology, scores, self.options)
+        return place(state.topology, slots, desired, job.topology, scores, self.options, among)
 
 
 def empty_slots(state: CycleState) -> IntArray:

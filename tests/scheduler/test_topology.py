@@ -147,3 +147,23 @@ def test_prefer_gather_score_option_fills_a_fragmented_spine_first() -> None:
     result = run_round(snap, option)
     assert result.decisions["ml/g"]["chosen_domain"] == "SpineLayer/s2"
     assert sorted(p.node for p in result.placements.values()) == ["node-5", "node-6"]
+
+
+def test_sums_over_a_few_nodes_equal_sums_over_all() -> None:
+    c = cluster().topology(SPINE_BLOCK)
+    for i in range(24):
+        built = node(f"n{i:02d}").cpu(8)
+        if i % 7:  # every seventh node has no spine: outside the tree
+            built.spine(f"s{i % 2}").block(f"b{i % 5}")
+        c.node(built)
+    snap = c.snapshot()
+    tree = TopologyTree.build(snap.topology, sorted(snap.nodes, key=lambda n: n.name))
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        among = np.sort(rng.choice(24, size=int(rng.integers(1, 24)), replace=False))
+        slots = np.zeros(24, dtype=np.int64)
+        slots[among] = rng.integers(0, 9, size=len(among))
+        slots[tree.outside] = 0
+        for level in range(len(tree.levels)):
+            expected = tree.domain_sums(level, slots)
+            assert tree.domain_sums_among(level, slots, among).tolist() == expected.tolist()
