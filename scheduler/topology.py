@@ -185,6 +185,7 @@ class TopologyTree:
             order = order[np.argsort(arr[order], kind="stable")]
             starts = np.searchsorted(arr[order], np.arange(len(self.domain_names[layer])))
             cached = (order.astype(np.int64), starts.astype(np.int64))
+            cached[0].flags.writeable = False  # `nodes_in` hands out slices of it
             self._groups[layer] = cached
         return cached
 
@@ -219,7 +220,9 @@ class TopologyTree:
             return np.flatnonzero(~self.outside).astype(np.int64)
         if level == len(self.layers) + 1:
             return np.array([index], dtype=np.int64)
-        return np.flatnonzero(self.node_domain[level - 1] == index).astype(np.int64)
+        order, starts = self._grouping(level - 1)
+        stop = starts[index + 1] if index + 1 < len(starts) else len(order)
+        return order[starts[index] : stop]  # ascending: the grouping sort is stable
 
     def node_domain_at(self, level: int) -> IntArray:
         """Per node, its domain index at `levels[level]` (root: 0; nodes: itself)."""

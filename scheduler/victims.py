@@ -104,6 +104,20 @@ class VictimPool:
             len(self.jobs)
         )
 
+    def pairs_on(self, nodes: IntArray) -> IntArray:
+        """The (node, job) pairs (indices into `pair_node` / `pair_job`) of sorted `nodes`."""
+        starts = np.searchsorted(self.pair_node, nodes)
+        stops = np.searchsorted(self.pair_node, nodes, side="right")
+        lengths = stops - starts
+        firsts = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
+        pairs: IntArray = firsts + np.arange(int(lengths.sum()), dtype=np.int64)
+        return pairs
+
+    def jobs_on(self, nodes: IntArray) -> IntArray:
+        """The jobs (pool indices, sorted, each once) with pods on any of sorted `nodes`."""
+        jobs: IntArray = np.unique(self.pair_job[self.pairs_on(nodes)])
+        return jobs
+
     def release(self, state: CycleState, jobs: IntArray) -> tuple[IntArray, BoolArray]:
         """What evicting `jobs` (pool indices) frees: resources per node (nodes x resources) and
         the bound pods (a mask over `state.bound_keys`), as `state.releasing` takes them. The

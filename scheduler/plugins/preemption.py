@@ -261,10 +261,8 @@ class JobPreemption:
         if quota_need:
             chosen = np.flatnonzero(eligible)
         else:
-            planned_mask = np.zeros(len(state.nodes), dtype=np.bool_)
-            planned_mask[list(on_node)] = True
-            on_plan = planned_mask[pool.pod_node]
-            chosen = np.unique(pool.pod_job[on_plan & eligible[pool.pod_job]])
+            chosen = pool.jobs_on(np.array(sorted(on_node), dtype=np.int64))
+            chosen = chosen[eligible[chosen]]
         consider = [pool.jobs[int(i)] for i in _reprieve_order(book, chosen)]
         # The dry run released exactly `consider`'s pods on these nodes. A node with none of
         # them never changes: the dry run that made the plan holds there.
@@ -354,10 +352,9 @@ def _fewest_new_victims(
     usable = usable_nodes.tolist()
     pool = book.pool
     jobs_on: dict[int, set[int]] = {}
-    inside = np.zeros(len(slots), dtype=np.bool_)
-    inside[usable_nodes] = True
-    on = eligible[pool.pair_job] & inside[pool.pair_node]
-    for n, j in zip(pool.pair_node[on].tolist(), pool.pair_job[on].tolist(), strict=True):
+    pairs = pool.pairs_on(usable_nodes)  # `within` is sorted, so `usable_nodes` is
+    pairs = pairs[eligible[pool.pair_job[pairs]]]
+    for n, j in zip(pool.pair_node[pairs].tolist(), pool.pair_job[pairs].tolist(), strict=True):
         jobs_on.setdefault(n, set()).add(j)
     top = {n: max(int(pool.priority[j]) for j in jobs) for n, jobs in jobs_on.items()}
     bands = sorted(set(top.values()) | {min(top.values(), default=0)})

@@ -167,3 +167,7 @@ def test_sums_over_a_few_nodes_equal_sums_over_all() -> None:
         for level in range(len(tree.levels)):
             expected = tree.domain_sums(level, slots)
             assert tree.domain_sums_among(level, slots, among).tolist() == expected.tolist()
+    for level in (1, 2):  # a domain's nodes, ascending, from the cached grouping
+        for index in range(len(tree.domain_names[level - 1])):
+            members = np.flatnonzero(tree.node_domain[level - 1] == index).tolist()
+            assert tree.nodes_in(level, index).tolist() == members
