@@ -252,8 +252,11 @@ def markdown(runs: list[dict[str, Any]], repeat: int = 1, reference: float | Non
         *(
             [
                 f"Machine speed: a reference loop of {REFERENCE_LOOP:,} Python additions took "
-                f"{reference:.3f} CPU-s on this run's machine (`reference_seconds`); the same "
-                "engine measures proportionally slower on a machine where it takes longer.",
+                f"{reference:.3f} CPU-s on this run's machine (`reference_seconds`), to tell a "
+                "slower machine from a slower engine. On the shared reference machine the "
+                "neighbours' load still moves a round's CPU time by up to 60% from one run to "
+                "the next, so two engine versions are compared by alternating them in one "
+                "session, not by comparing tables.",
                 "",
             ]
             if reference is not None
