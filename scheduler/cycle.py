@@ -117,26 +117,16 @@ class Framework:
         state.assume(plan.assignment)
         return JobOutcome(job, plan=plan, allocations=allocations)
 
-    def offer_slots(
-        self,
-        state: CycleState,
-        job: JobInfo,
-        pods: Sequence[PodInfo],
-        node_indices: IntArray | None = None,
-    ) -> IntArray:
-        """Per node, how many of `pods` fit in order, by every slot-limit Filter (the minimum).
-
-        With `node_indices`, only those nodes are asked, and the answer is aligned with them."""
-        asked = (
-            np.arange(len(state.nodes), dtype=np.int64) if node_indices is None else node_indices
-        )
+    def offer_slots(self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo]) -> IntArray:
+        """Per node, how many of `pods` fit in order, by every slot-limit Filter (the minimum)."""
+        everywhere = np.arange(len(state.nodes), dtype=np.int64)
         slots: IntArray | None = None
         for plugin in self.slot_limits:
-            limit = plugin.slot_limits(state, job, pods, asked)
+            limit = plugin.slot_limits(state, job, pods, everywhere)
             if limit is not None:
                 slots = limit if slots is None else np.minimum(slots, limit)
         if slots is None:
-            slots = np.full(len(asked), len(pods), dtype=np.int64)
+            slots = np.full(len(state.nodes), len(pods), dtype=np.int64)
         return slots
 
     def node_checks(self, state: CycleState, pods: Sequence[PodInfo], node: int) -> list[NodeCheck]:

@@ -16,11 +16,9 @@ for a whole job at once:
               that does not constrain a job returns `None` (cheapest) instead of an array. Counts
               must be non-negative integers <= len(pods), and a node's count may depend only on
               that node's own state and the pods' templates (`state.template`: requests, node
-              constraints, scheduling annotations), so answers are reused while
-              `state.node_version` stays the same. A plugin whose count depends on per-node
+              constraints, scheduling annotations). A plugin whose count depends on per-node
               usage (devices) must treat the pods a preemption dry run removes as gone:
-              `state.released_mask` marks them over `state.bound_keys` (`state.released_pods` gives
-              their keys).
+              `state.released_mask` marks them over `state.bound_keys`.
               `node_check(state, pods, node) -> NodeCheck | None`: during a preemption dry run,
               whether all of `pods` (those a plan puts on `node`) fit that node with the pods
               the dry run releases gone, answered again as some of them are kept back (a

@@ -132,16 +132,12 @@ class CycleState:
                 self.reservations.setdefault(p.job_id, []).append((idx, vec))
 
         self.free_now: IntArray = np.asfortranarray(self.allocatable - self.used)  # tracks `used`
-        # Bumped whenever a node's usage changes (assume, forget, reservations): an answer about
-        # one node stays good while its version does (plugins' per-node data moves with it).
-        self.node_version: IntArray = np.zeros(n_nodes, dtype=np.int64)
         self._free_released: IntArray | None = None
         self.topology = TopologyTree.build(snapshot.topology, nodes)
         self.assumed: dict[str, int] = {}  # pod key -> node index, placed this round
         self.evicting: set[str] = set()  # pod keys chosen as victims this round
         self.released: IntArray | None = None
         self.released_mask: BoolArray | None = None  # over bound pods, during a dry run
-        self._released_keys: frozenset[str] | None = None
         self.plugin_data: dict[str, Any] = {}
         self._masks: dict[tuple[Any, ...], NodeMask] = {}
         self._verdicts: dict[tuple[Any, ...], list[NodeMask]] = {}
@@ -192,12 +188,10 @@ class CycleState:
     def _take(self, idx: int, vec: IntArray) -> None:
         self.used[idx] += vec
         self.free_now[idx] -= vec
-        self.node_version[idx] += 1
 
     def _give(self, idx: int, vec: IntArray) -> None:
         self.used[idx] -= vec
         self.free_now[idx] += vec
-        self.node_version[idx] += 1
 
     def template(self, pod: PodInfo) -> tuple[Any, ...]:
         """`template_key(pod)`, computed once per pod per round."""
@@ -256,26 +250,16 @@ class CycleState:
         if held:
             self.reservations[job_id] = held
 
-    @property
-    def released_pods(self) -> frozenset[str]:
-        """Keys of the pods a preemption dry run treats as gone (built only when asked)."""
-        if self._released_keys is None:
-            mask = self.released_mask
-            chosen = np.flatnonzero(mask).tolist() if mask is not None else []
-            self._released_keys = frozenset(self.bound_keys[i] for i in chosen)
-        return self._released_keys
-
     @contextmanager
     def releasing(self, released: IntArray, pods: BoolArray) -> Iterator[None]:
         """Treat the bound pods marked in `pods` (freeing `released` per node) as gone, for a
         preemption dry run."""
-        previous = (self.released, self.released_mask, self._released_keys, self._free_released)
-        self.released, self.released_mask, self._released_keys = released, pods, None
-        self._free_released = None
+        previous = (self.released, self.released_mask, self._free_released)
+        self.released, self.released_mask, self._free_released = released, pods, None
         try:
             yield
         finally:
-            (self.released, self.released_mask, self._released_keys, self._free_released) = previous
+            (self.released, self.released_mask, self._free_released) = previous
 
     def pending_pods(self, job: JobInfo) -> list[PodInfo]:
         """The job's pods still to place, in placement order (sorted once per round)."""

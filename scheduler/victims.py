@@ -30,8 +30,6 @@ class VictimJob:
     protected: bool  # some pod carries a non-preemptible label
     quotas: frozenset[str | None]
     pods: tuple[PodInfo, ...]
-    nodes: frozenset[int]
-    release: Mapping[int, IntArray]  # node index -> resources its pods free there
     holders: Mapping[int, tuple[int, ...]]  # node index -> its pods there (`state.bound_keys` ids)
 
 
@@ -52,17 +50,14 @@ class VictimPool:
         vectors: list[IntArray] = []
         for job_id in sorted(grouped):
             pods = sorted(grouped[job_id], key=lambda p: p.key)
-            release: dict[int, IntArray] = {}
             holders: dict[int, tuple[int, ...]] = {}
             for pod in pods:
                 idx = state.node_index[pod.node or ""]
-                vec = state.vector(pod)
-                release[idx] = release.get(idx, 0) + vec
                 holders[idx] = (*holders.get(idx, ()), state.bound_id[pod.key])
                 rows_node.append(idx)
                 rows_job.append(len(self.jobs))
                 rows_bound.append(state.bound_id[pod.key])
-                vectors.append(vec)
+                vectors.append(state.vector(pod))
             self.jobs.append(
                 VictimJob(
                     id=job_id,
@@ -70,8 +65,6 @@ class VictimPool:
                     protected=not all(p.preemptible for p in pods),
                     quotas=frozenset(p.quota for p in pods),
                     pods=tuple(pods),
-                    nodes=frozenset(release),
-                    release=release,
                     holders=holders,
                 )
             )
@@ -107,11 +100,7 @@ class VictimPool:
     def pairs_on(self, nodes: IntArray) -> IntArray:
         """The (node, job) pairs (indices into `pair_node` / `pair_job`) of sorted `nodes`."""
         starts = np.searchsorted(self.pair_node, nodes)
-        stops = np.searchsorted(self.pair_node, nodes, side="right")
-        lengths = stops - starts
-        firsts = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
-        pairs: IntArray = firsts + np.arange(int(lengths.sum()), dtype=np.int64)
-        return pairs
+        return _spans(starts, np.searchsorted(self.pair_node, nodes, side="right"))
 
     def jobs_on(self, nodes: IntArray) -> IntArray:
         """The jobs (pool indices, sorted, each once) with pods on any of sorted `nodes`."""
@@ -153,10 +142,7 @@ class VictimPool:
 
     def _rows(self, jobs: IntArray) -> IntArray:
         """The pod rows of `jobs` (each job's rows are consecutive)."""
-        lengths = self.job_stop[jobs] - self.job_start[jobs]
-        firsts = np.repeat(self.job_start[jobs] - (np.cumsum(lengths) - lengths), lengths)
-        rows: IntArray = firsts + np.arange(int(lengths.sum()), dtype=np.int64)
-        return rows
+        return _spans(self.job_start[jobs], self.job_stop[jobs])
 
     def _scatter(self, freed: IntArray, pods: BoolArray, jobs: IntArray, sign: int) -> None:
         if not len(jobs):
@@ -164,6 +150,14 @@ class VictimPool:
         rows = self._rows(jobs)
         np.add.at(freed, self.pod_node[rows], sign * self.pod_vec[rows])
         pods[self.pod_bound[rows]] = sign > 0
+
+
+def _spans(starts: IntArray, stops: IntArray) -> IntArray:
+    """Every index of the ranges [starts[i], stops[i]), in order, as one array."""
+    lengths = stops - starts
+    firsts = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
+    indices: IntArray = firsts + np.arange(int(lengths.sum()), dtype=np.int64)
+    return indices
 
 
 def _budget(value: int | str | None, expected: int) -> int | None:

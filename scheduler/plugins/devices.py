@@ -36,7 +36,7 @@ from scheduler.devices import (
     usage_from_pods,
 )
 from scheduler.devices.annotations import device_allocated_data
-from scheduler.devices.fleet import CardCheck, DeviceFleet, Held
+from scheduler.devices.fleet import CardCheck, DeviceFleet, Held, Runs
 from scheduler.devices.names import (
     ANNOTATION_DEVICE_ALLOCATED,
     ANNOTATION_JOINT_ALLOCATE,
@@ -65,17 +65,20 @@ class DeviceState:
     reserved: dict[str, list[str]] = field(default_factory=dict)  # job id -> pod keys reserved
     requests: dict[tuple[Any, ...], DeviceRequest | list[str] | None] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)  # unreadable annotations of bound pods
-    runs: dict[tuple[str, ...], list[tuple[DeviceRequest | None, int]]] = field(
+    runs: dict[tuple[str, ...], tuple[Runs, int]] = field(
         default_factory=dict
-    )  # pod keys -> their device runs, asked for again by every dry run of a job
+    )  # pod keys -> `device_runs`, asked for again by every dry run of a job
 
-    def pod_runs(self, pods: Sequence[PodInfo]) -> list[tuple[DeviceRequest | None, int]]:
-        """`pods` as runs of one device request (remembered per pod list)."""
+    def device_runs(self, pods: Sequence[PodInfo]) -> tuple[Runs, int]:
+        """`pods` as runs of one device request, and how many ask for no device (remembered
+        per pod list)."""
         keys = tuple(p.key for p in pods)
-        runs = self.runs.get(keys)
-        if runs is None:
-            runs = self.runs[keys] = _runs(self.requests, pods)
-        return runs
+        found = self.runs.get(keys)
+        if found is None:
+            runs = _runs(self.requests, pods)
+            device_runs = tuple((r, c) for r, c in runs if r is not None)
+            found = self.runs[keys] = (device_runs, sum(c for r, c in runs if r is None))
+        return found
 
 
 class DeviceShare:
@@ -132,11 +135,9 @@ class DeviceShare:
         self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo], node_indices: IntArray
     ) -> IntArray | None:
         ds = self._state(state)
-        runs = ds.pod_runs(pods)
-        device_runs = tuple((r, c) for r, c in runs if r is not None)
+        device_runs, free_pods = ds.device_runs(pods)
         if not device_runs:
             return None
-        free_pods = sum(count for request, count in runs if request is None)
         slots: IntArray = ds.fleet.slots(node_indices, device_runs, state.released_mask) + free_pods
         # Like Koordinator, a node without a Device CR is left to the resource-fit filter.
         slots[ds.fleet.group[node_indices] < 0] = len(pods)
@@ -148,7 +149,7 @@ class DeviceShare:
         ds = self._state(state)
         if node not in ds.fleet.nodes or state.released_mask is None:
             return None
-        device_runs = tuple((r, c) for r, c in ds.pod_runs(pods) if r is not None)
+        device_runs, _ = ds.device_runs(pods)
         if not device_runs:
             return None
         return ds.fleet.card_check(node, device_runs, state.released_mask)

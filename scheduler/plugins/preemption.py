@@ -318,9 +318,6 @@ def _node_victim_cost(book: PreemptionBook, eligible: BoolArray, nodes: int) -> 
     return cost
 
 
-WITHOUT_VICTIMS = -(1 << 62)  # the "highest victim priority" of a plan without victims
-
-
 def _cheapest_nodes(
     within: IntArray, slots: IntArray, cost: IntArray, wanted: int
 ) -> IntArray | None:
@@ -375,6 +372,9 @@ def _fewest_new_victims(
             covered += int(slots[best])
         return np.array(sorted(picked), dtype=np.int64)
     return None
+
+
+WITHOUT_VICTIMS = -(1 << 62)  # the "highest victim priority" of a plan without victims
 
 
 def _costed(
