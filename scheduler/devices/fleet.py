@@ -134,17 +134,14 @@ class DeviceFleet:
     def track_holders(self, holders: Mapping[int, Sequence[tuple[int, Held]]]) -> None:
         """Per node, (bound pod id, devices) of the bound pods a dry run may release, the ids
         being positions in the mask `slots` is given (set once their cards are known)."""
-        self._holders: dict[int, list[tuple[int, Held]]] = {}
-        self._held_by_id: dict[int, dict[int, Held]] = {
-            idx: dict(entries) for idx, entries in holders.items()
-        }
+        # Per node, bound pod id -> its devices, in the order given (a holder's bit position).
+        self._holders: dict[int, dict[int, Held]] = {idx: dict(holders[idx]) for idx in holders}
         ids: list[int] = []
         where: list[int] = []
         bits: list[int] = []
-        for idx in sorted(holders):
-            entries = list(holders[idx])
-            self._holders[idx] = entries
-            for k, (pod_id, _) in enumerate(entries):
+        for idx in sorted(self._holders):
+            entries = self._holders[idx]
+            for k, pod_id in enumerate(entries):
                 ids.append(pod_id)
                 where.append(idx)
                 bits.append(1 << k if len(entries) <= BITS else 0)
@@ -216,7 +213,7 @@ class DeviceFleet:
         nodes (a plan's own) is counted directly."""
         if 4 * len(node_indices) < self.node_count:
             for pos, idx in enumerate(node_indices.tolist()):
-                freed = [held for pod_id, held in self._holders.get(idx, ()) if released[pod_id]]
+                freed = [h for pod_id, h in self._holders.get(idx, {}).items() if released[pod_id]]
                 if freed:
                     result[pos] = min(asked, self._released_count(idx, freed, shape, asked)[0])
             return
@@ -241,7 +238,7 @@ class DeviceFleet:
         result[positions[known]] = np.minimum(fits[known], asked)
         for pos in np.flatnonzero(~known).tolist():
             idx = int(nodes[pos])
-            freed = [held for pod_id, held in self._holders[idx] if released[pod_id]]
+            freed = [h for pod_id, h in self._holders[idx].items() if released[pod_id]]
             counted = self._released_count(idx, freed, shape, asked)
             result[positions[pos]] = min(asked, counted[0])
             if idx not in self._wide:
@@ -272,12 +269,12 @@ class DeviceFleet:
     def _freed(self, idx: int, released: BoolArray) -> tuple[DeviceUsage, tuple[Any, ...]]:
         """Node `idx`'s usage with the `released` pods' cards given back, and its group key;
         shared (never to be changed) while the node keeps its usage."""
-        gone = tuple(pod_id for pod_id, _ in self._holders.get(idx, ()) if released[pod_id])
+        held_by = self._holders.get(idx, {})
+        gone = tuple(pod_id for pod_id in held_by if released[pod_id])
         question = (idx, int(self.group[idx]), gone)
         found = self._freed_usage.get(question)
         if found is None:
             usage = self.usage[idx].copy()
-            held_by = self._held_by_id.get(idx, {})
             for pod_id in gone:
                 usage.release(held_by[pod_id])
             found = self._freed_usage[question] = (usage, self._key(idx, usage))
@@ -405,7 +402,7 @@ class CardCheck:
     def __init__(self, fleet: DeviceFleet, idx: int, runs: Runs, released: BoolArray) -> None:
         self.fleet, self.idx = fleet, idx
         self.shape, self.asked = _shape(runs)
-        self.held = fleet._held_by_id.get(idx, {})
+        self.held = fleet._holders.get(idx, {})
         self.usage, self.key = fleet._freed(idx, released)
         self.owned = False  # the freed usage is shared until this check keeps a pod back
 
