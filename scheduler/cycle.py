@@ -7,7 +7,7 @@ checked with exactly the filters (devices, topology) a normal placement uses.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -129,11 +129,17 @@ class Framework:
             slots = np.full(len(state.nodes), len(pods), dtype=np.int64)
         return slots
 
-    def node_checks(self, state: CycleState, pods: Sequence[PodInfo], node: int) -> list[NodeCheck]:
-        """During a preemption dry run, every slot-limit Filter's check that `pods` fit `node`
-        with the released bound pods gone, for those whose count depends on them."""
-        checks = (p.node_check(state, pods, node) for p in self.slot_limits)
-        return [c for c in checks if c is not None]
+    def node_checks(
+        self, state: CycleState, on_node: Mapping[int, Sequence[PodInfo]]
+    ) -> dict[int, list[NodeCheck]]:
+        """During a preemption dry run, per node of `on_node` (node -> the pods a plan puts
+        there), every slot-limit Filter's check that those pods fit with the released bound pods
+        gone, from the Filters whose count depends on them."""
+        checks: dict[int, list[NodeCheck]] = {n: [] for n in on_node}
+        for plugin in self.slot_limits:
+            for node, check in plugin.node_checks(state, on_node).items():
+                checks[node].append(check)
+        return checks
 
     def try_place(
         self,

@@ -19,11 +19,13 @@ for a whole job at once:
               constraints, scheduling annotations). A plugin whose count depends on per-node
               usage (devices) must treat the pods a preemption dry run removes as gone:
               `state.released_mask` marks them over `state.bound_keys`.
-              `node_check(state, pods, node) -> NodeCheck | None`: during a preemption dry run,
-              whether all of `pods` (those a plan puts on `node`) fit that node with the pods
-              the dry run releases gone, answered again as some of them are kept back (a
-              preemption keeps victims back one by one); None when releasing bound pods never
-              changes this plugin's count there or it does not constrain these pods.
+              `node_checks(state, on_node) -> {node: NodeCheck}`: during a preemption dry run,
+              for each node of `on_node` (node index -> the pods a plan puts there), whether
+              all those pods fit it with the pods the dry run releases gone, answered again as
+              some of them are kept back (a preemption keeps victims back one by one); a node
+              is left out when releasing bound pods never changes this plugin's count there or
+              the plugin does not constrain its pods. One call per plan, so a plugin can read
+              all of the plan's nodes at once.
               `explain(state, job, pods, node_indices) -> dict[str, int]` counts, over the
               given nodes (those where the job got 0 slots), how many nodes fail for each reason
               ("Insufficient nvidia.com/gpu": 40); called only when a job does not fit.
@@ -164,7 +166,7 @@ class NodeMaskPlugin(Protocol):
 
 
 class NodeCheck(Protocol):
-    """One node, some pods planned on it, a dry run's bound pods gone (see `node_check`)."""
+    """One node, some pods planned on it, a dry run's bound pods gone (see `node_checks`)."""
 
     def holds_keeping(self, kept: Sequence[int]) -> bool:
         """Whether the pods still fit with the bound pods `kept` (ids) back as well."""
@@ -183,9 +185,9 @@ class SlotLimitPlugin(Protocol):
         self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo], node_indices: IntArray
     ) -> IntArray | None: ...
 
-    def node_check(
-        self, state: CycleState, pods: Sequence[PodInfo], node: int
-    ) -> NodeCheck | None: ...
+    def node_checks(
+        self, state: CycleState, on_node: Mapping[int, Sequence[PodInfo]]
+    ) -> Mapping[int, NodeCheck]: ...
 
     def explain(
         self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo], node_indices: IntArray

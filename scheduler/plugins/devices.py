@@ -143,16 +143,23 @@ class DeviceShare:
         slots[ds.fleet.group[node_indices] < 0] = len(pods)
         return slots
 
-    def node_check(self, state: CycleState, pods: Sequence[PodInfo], node: int) -> CardCheck | None:
-        """The node's cards with the dry run's released pods' cards free (None: no Device CR,
-        or no pod of `pods` asks for devices)."""
+    def node_checks(
+        self, state: CycleState, on_node: Mapping[int, Sequence[PodInfo]]
+    ) -> dict[int, CardCheck]:
+        """Per node, its cards with the dry run's released pods' cards free (left out: a node
+        without a Device CR, or whose pods ask for no devices)."""
+        released = state.released_mask
+        if released is None:
+            return {}
         ds = self._state(state)
-        if node not in ds.fleet.nodes or state.released_mask is None:
-            return None
-        device_runs, _ = ds.device_runs(pods)
-        if not device_runs:
-            return None
-        return ds.fleet.card_check(node, device_runs, state.released_mask)
+        checks: dict[int, CardCheck] = {}
+        for node, pods in on_node.items():
+            if node not in ds.fleet.nodes:
+                continue
+            device_runs, _ = ds.device_runs(pods)
+            if device_runs:
+                checks[node] = ds.fleet.card_check(node, device_runs, released)
+        return checks
 
     def explain(
         self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo], node_indices: IntArray

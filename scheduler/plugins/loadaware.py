@@ -23,7 +23,15 @@ from typing import Any
 
 import numpy as np
 
-from scheduler.framework import BoolArray, FloatArray, IntArray, Plan, ReserveResult, Status
+from scheduler.framework import (
+    BoolArray,
+    FloatArray,
+    IntArray,
+    NodeCheck,
+    Plan,
+    ReserveResult,
+    Status,
+)
 from scheduler.model import CPU, MEMORY, JobInfo, NodeInfo, PodInfo
 from scheduler.state import CycleState
 
@@ -136,10 +144,12 @@ class LoadAware:
         slots[~fresh] = len(pods)
         return slots
 
-    def node_check(self, state: CycleState, pods: Sequence[PodInfo], node: int) -> None:
+    def node_checks(
+        self, state: CycleState, on_node: Mapping[int, Sequence[PodInfo]]
+    ) -> Mapping[int, NodeCheck]:
         """None: reported usage does not drop within a round when victims are chosen (their
         pods still run until deleted), so evicting never changes this Filter's count."""
-        return None
+        return {}
 
     def _fit(
         self, ls: LoadState, node_indices: IntArray, used: IntArray, estimate: IntArray, count: int

@@ -9,7 +9,7 @@ For a job that did not fit (koordinator.md, "Job-level preemption", with our dif
    "preemption not helpful";
 4. for the best few candidate domains of that dry run, plan the job inside the domain (and on
    the domain's nodes whose victims cost least), keep back victims highest priority first
-   (budget-breaking ones first) while every slot-limit Filter's `node_check` (resources, cards)
+   (budget-breaking ones first) while every slot-limit Filter's `node_checks` (resources, cards)
    still holds on the plan's nodes, and cost the plan: (budget violations, highest victim
    priority, victim jobs, resources, rank);
 5. the cheapest plan evicts its victims and nominates the job's pods to their planned nodes; a plan
@@ -209,16 +209,18 @@ class JobPreemption:
             plans: dict[tuple[int, ...], Plan] = {tuple(dry.assignment.values()): dry}
             tried: set[bytes] = set()
             topological = bool(job.topology and job.topology.gather)
-            cost = _node_victim_cost(book, eligible, len(state.nodes))
             for number, (level, domain) in enumerate(dry.candidates[: self.candidate_limit]):
                 within = domain_nodes(state.topology, level, domain, topological, len(state.nodes))
                 attempts = [] if number == 0 else [within]
                 # The reference plan takes a domain's nodes by offer slots and name; the nodes
                 # whose victims cost least are often elsewhere in the same domain: plan there too.
-                cheap = _cheapest_nodes(within, slots, cost, len(pods))
+                usable = within[slots[within] > 0]  # sorted, as `within` is
+                pairs = pool.pairs_on(usable)
+                pairs = pairs[eligible[pool.pair_job[pairs]]]
+                cheap = _cheapest_nodes(pool, usable, pairs, slots, len(pods))
                 if cheap is not None and len(cheap) < len(within):
                     attempts.append(cheap)
-                shared = _fewest_new_victims(book, eligible, within, slots, len(pods))
+                shared = _fewest_new_victims(pool, usable, pairs, slots, len(pods))
                 if shared is not None and len(shared) < len(within):
                     attempts.append(shared)
                 for nodes in attempts:
@@ -267,7 +269,7 @@ class JobPreemption:
         # The dry run released exactly `consider`'s pods on these nodes. A node with none of
         # them never changes: the dry run that made the plan holds there.
         standing = {n for v in consider for n in v.holders if n in on_node}
-        checks = {n: framework.node_checks(state, on_node[n], n) for n in sorted(standing)}
+        checks = framework.node_checks(state, {n: on_node[n] for n in sorted(standing)})
         if not all(c.holds_keeping(()) for node_checks in checks.values() for c in node_checks):
             return None
         quota_room = {r: sum(_amount(v, r) for v in consider) for r in quota_need}
@@ -302,30 +304,29 @@ def _reprieve_order(book: PreemptionBook, chosen: IntArray) -> IntArray:
     return ordered
 
 
-def _node_victim_cost(book: PreemptionBook, eligible: BoolArray, nodes: int) -> IntArray:
-    """Per node: (highest eligible victim priority, victim jobs) folded into one sortable number;
-    0 for a node with no victims (cheapest), growing with the priority, then the job count."""
-    pool = book.pool
-    cost: IntArray = np.zeros(nodes, dtype=np.int64)
-    on = eligible[pool.pair_job]
-    if not on.any():
+def _node_victim_cost(pool: VictimPool, usable: IntArray, pairs: IntArray) -> IntArray:
+    """Per node of sorted `usable`: (highest victim priority, victim jobs) of its eligible
+    (node, job) `pairs` folded into one sortable number; 0 for a node with no victims (cheapest),
+    growing with the priority, then the job count."""
+    cost: IntArray = np.zeros(len(usable), dtype=np.int64)
+    if not len(pairs):
         return cost
-    where, jobs = pool.pair_node[on], pool.pair_job[on]
+    where, jobs = pool.pair_node[pairs], pool.pair_job[pairs]
     starts = np.flatnonzero(np.concatenate(([True], where[1:] != where[:-1])))
     top = np.maximum.reduceat(pool.priority_rank[jobs], starts)
     counts = np.diff(np.append(starts, len(where)))
-    cost[where[starts]] = top * (len(pool.jobs) + 1) + counts
+    cost[np.searchsorted(usable, where[starts])] = top * (len(pool.jobs) + 1) + counts
     return cost
 
 
 def _cheapest_nodes(
-    within: IntArray, slots: IntArray, cost: IntArray, wanted: int
+    pool: VictimPool, usable: IntArray, pairs: IntArray, slots: IntArray, wanted: int
 ) -> IntArray | None:
-    """The fewest of `within`, cheapest victims first, whose offer slots cover `wanted` pods."""
-    usable = within[slots[within] > 0]
+    """The fewest of `usable` (nodes with offer slots), cheapest victims first, whose offer slots
+    cover `wanted` pods; `pairs` are their eligible (node, job) pairs."""
     if not len(usable):
         return None
-    order = usable[np.lexsort((usable, cost[usable]))]
+    order = usable[np.lexsort((usable, _node_victim_cost(pool, usable, pairs)))]
     covered = np.cumsum(slots[order])
     enough = int(np.searchsorted(covered, wanted)) + 1
     if enough > len(order):
@@ -338,19 +339,16 @@ GREEDY_NODE_LIMIT = 128
 
 
 def _fewest_new_victims(
-    book: PreemptionBook, eligible: BoolArray, within: IntArray, slots: IntArray, wanted: int
+    pool: VictimPool, usable_nodes: IntArray, pairs: IntArray, slots: IntArray, wanted: int
 ) -> IntArray | None:
     """Nodes for `wanted` pods evicting the fewest jobs: within the lowest priority band that can
     hold them, repeatedly take the node whose victims add the fewest jobs not yet chosen (a job
-    spanning several nodes is paid for once, which per-node costs cannot see)."""
-    usable_nodes = within[slots[within] > 0]
+    spanning several nodes is paid for once, which per-node costs cannot see). `usable_nodes`
+    have offer slots; `pairs` are their eligible (node, job) pairs."""
     if not len(usable_nodes) or len(usable_nodes) > GREEDY_NODE_LIMIT:
         return None
     usable = usable_nodes.tolist()
-    pool = book.pool
     jobs_on: dict[int, set[int]] = {}
-    pairs = pool.pairs_on(usable_nodes)  # `within` is sorted, so `usable_nodes` is
-    pairs = pairs[eligible[pool.pair_job[pairs]]]
     for n, j in zip(pool.pair_node[pairs].tolist(), pool.pair_job[pairs].tolist(), strict=True):
         jobs_on.setdefault(n, set()).add(j)
     top = {n: max(int(pool.priority[j]) for j in jobs) for n, jobs in jobs_on.items()}

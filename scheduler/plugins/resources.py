@@ -103,7 +103,7 @@ def bound_amounts(state: CycleState) -> list[Amounts]:
 
 
 class RoomCheck:
-    """A node's room left after a plan's pods, as bound pods come back (see `node_check`).
+    """A node's room left after a plan's pods, as bound pods come back (see `node_checks`).
     Plain integers: a draft asks once per victim, and a request touches a few columns."""
 
     def __init__(self, amounts: list[Amounts], spare: list[int], allowed: bool) -> None:
@@ -143,15 +143,36 @@ class NodeResourcesFit:
         free = state.free(None if everywhere else node_indices)
         return fit_counts(free, pod_runs(state, pods), node_indices)
 
-    def node_check(self, state: CycleState, pods: Sequence[PodInfo], node: int) -> RoomCheck:
-        """All of `pods` fit `node` by resources when their summed request fits what is free
-        there, the dry run's released pods included."""
-        runs = pod_runs(state, pods)
-        room = state.free()[node].copy()
-        for run in runs:
-            room -= run.count * run.vector
-        allowed = all(run.allowed[node] for run in runs)
-        return RoomCheck(bound_amounts(state), room.tolist(), allowed)
+    def node_checks(
+        self, state: CycleState, on_node: Mapping[int, Sequence[PodInfo]]
+    ) -> dict[int, RoomCheck]:
+        """Per node, all its pods fit by resources when their summed request fits what is free
+        there, the dry run's released pods included (every node of the plan in one pass)."""
+        nodes = list(on_node)
+        if not nodes:
+            return {}
+        rows = np.array(nodes, dtype=np.int64)
+        # pods of one template ask the same: count them per node, subtract once per template
+        counts: dict[tuple[Any, ...], list[int]] = {}
+        firsts: dict[tuple[Any, ...], PodInfo] = {}
+        for i, node in enumerate(nodes):
+            for pod in on_node[node]:
+                key = state.template(pod)
+                column = counts.get(key)
+                if column is None:
+                    column = counts[key] = [0] * len(nodes)
+                    firsts[key] = pod
+                column[i] += 1
+        room = state.free(rows).copy()
+        allowed = np.ones(len(nodes), dtype=np.bool_)
+        for key, column in counts.items():
+            pod = firsts[key]
+            many = np.array(column, dtype=np.int64)
+            room -= many[:, None] * state.vector(pod)[None, :]
+            allowed &= (many == 0) | state.pod_mask(pod).allowed[rows]
+        amounts = bound_amounts(state)
+        spare, fits = room.tolist(), allowed.tolist()
+        return {node: RoomCheck(amounts, spare[i], fits[i]) for i, node in enumerate(nodes)}
 
     def explain(
         self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo], node_indices: IntArray

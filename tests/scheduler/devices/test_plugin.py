@@ -235,7 +235,7 @@ def test_node_checks_answer_as_victims_come_back() -> None:
     released[0] = state.vector(state.pods["default/low"]) + state.vector(state.pods["default/high"])
     both = np.ones(len(state.bound_keys), dtype=np.bool_)
     with state.releasing(released, both):  # a dry run with both running pods gone
-        checks = framework.node_checks(state, pods, 0)
+        checks = framework.node_checks(state, {0: pods})[0]
     assert sorted(type(c).__name__ for c in checks) == ["CardCheck", "RoomCheck"]
 
     def holds(*kept: int) -> bool:
@@ -249,7 +249,7 @@ def test_node_checks_answer_as_victims_come_back() -> None:
     assert not holds(low)  # cards 6-7 only
     assert holds()
     # Outside a dry run nothing is released: the devices plugin has no check to give.
-    assert [type(c).__name__ for c in framework.node_checks(state, pods, 0)] == ["RoomCheck"]
+    assert [type(c).__name__ for c in framework.node_checks(state, {0: pods})[0]] == ["RoomCheck"]
 
 
 def half(name: str, minor: int, priority: int) -> PodInfo:
