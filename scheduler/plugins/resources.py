@@ -72,6 +72,7 @@ def fit_counts(free: IntArray, runs: Sequence[PodRun], node_indices: IntArray) -
     several = len(runs) > 1
     if several:
         free = free.copy()  # the caller's array is read-only
+    everywhere = len(node_indices) == len(runs[0].allowed) if runs else False
     for run in runs:
         need = run.vector
         cols = np.flatnonzero(need > 0)
@@ -80,7 +81,8 @@ def fit_counts(free: IntArray, runs: Sequence[PodRun], node_indices: IntArray) -
             np.minimum(fit, free[:, c] // need[c], out=fit)
         np.minimum(fit, run.count, out=fit)
         np.maximum(fit, 0, out=fit)
-        fit[~run.allowed[node_indices]] = 0
+        # a rejected node holds none (every node asked: the mask as it is, no gather)
+        np.multiply(fit, run.allowed if everywhere else run.allowed[node_indices], out=fit)
         total += fit
         if several:
             free -= fit[:, None] * need[None, :]
