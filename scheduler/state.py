@@ -110,18 +110,24 @@ class CycleState:
         self.allocatable = np.asfortranarray(self.allocatable)
         self.used: IntArray = np.zeros((n_nodes, n_res), dtype=np.int64, order="F")
         self._vectors: dict[str, IntArray] = {}
+        self._request_rows: dict[tuple[tuple[str, Any], ...], IntArray] = {}
         # Pods bound to a node, by node index (the preemption candidates are drawn from these),
         # and every bound pod's fixed position, by which dry runs name the pods they release.
         self.bound_on_node: dict[int, list[PodInfo]] = {}
         self.bound_keys: list[str] = []
         self.bound_id: dict[str, int] = {}
+        bound_rows: list[int] = []
+        bound_vectors: list[IntArray] = []
         for p in snapshot.pods:
             if p.consumes_node and p.node in self.node_index:
                 idx = self.node_index[p.node]
-                self.used[idx] += self.vector(p)
+                bound_rows.append(idx)
+                bound_vectors.append(self.vector(p))
                 self.bound_on_node.setdefault(idx, []).append(p)
                 self.bound_id[p.key] = len(self.bound_keys)
                 self.bound_keys.append(p.key)
+        if bound_rows:
+            np.add.at(self.used, np.array(bound_rows, dtype=np.int64), np.array(bound_vectors))
         # Nominated pods of jobs not yet placed hold their nominated node's resources.
         self.reservations: dict[str, list[tuple[int, IntArray]]] = {}
         for p in snapshot.pods:
@@ -148,13 +154,19 @@ class CycleState:
 
     # --- resource vectors -------------------------------------------------------------------
     def vector(self, pod: PodInfo) -> IntArray:
-        """The pod's request as a resource row (with one `pods` slot), cached per pod."""
+        """The pod's request as a resource row (with one `pods` slot), cached per pod; pods
+        asking the same share one read-only row."""
         vec = self._vectors.get(pod.key)
         if vec is None:
-            vec = np.zeros(len(self.resources), dtype=np.int64)
-            for r, v in pod.requests.items():
-                vec[self.resource_index[r]] = int(v)
-            vec[self.resource_index[PODS]] += 1
+            asked = tuple(pod.requests.items())
+            vec = self._request_rows.get(asked)
+            if vec is None:
+                vec = np.zeros(len(self.resources), dtype=np.int64)
+                for r, v in asked:
+                    vec[self.resource_index[r]] = int(v)
+                vec[self.resource_index[PODS]] += 1
+                vec.flags.writeable = False
+                self._request_rows[asked] = vec
             self._vectors[pod.key] = vec
         return vec
 

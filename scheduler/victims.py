@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -23,8 +23,9 @@ from scheduler.state import CycleState
 SCATTER_ROWS = 2_000  # below this many victim pods a scatter-add beats a bincount per column
 
 
-@dataclass(frozen=True)
-class VictimJob:
+class VictimJob(NamedTuple):
+    """One running job as a possible victim (a named tuple: a round builds one per job)."""
+
     id: str
     priority: int  # the highest priority among its running pods
     protected: bool  # some pod carries a non-preemptible label

@@ -98,9 +98,15 @@ def bound_amounts(state: CycleState) -> list[Amounts]:
     cached: list[Amounts] | None = state.plugin_data.get(BOUND)
     if cached is None:
         cached = state.plugin_data[BOUND] = []
+        by_row: dict[int, Amounts] = {}  # pods asking the same share one row (`state.vector`)
         for key in state.bound_keys:
             vec = state.vector(state.pods[key])
-            cached.append(tuple((int(c), int(vec[c])) for c in np.flatnonzero(vec)))
+            amounts = by_row.get(id(vec))
+            if amounts is None:
+                amounts = by_row[id(vec)] = tuple(
+                    (int(c), int(vec[c])) for c in np.flatnonzero(vec)
+                )
+            cached.append(amounts)
     return cached
 
 
