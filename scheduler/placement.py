@@ -99,7 +99,7 @@ def place(
     topological = bool(rule and rule.gather)
     # Jobs without a topology rule use every node: the root and the nodes are their only levels.
     levels = list(range(len(tree.levels))) if topological else [0, len(tree.levels) - 1]
-    if topological:
+    if topological and tree.has_outside:
         slots = np.where(tree.outside, 0, slots)
     sums = {lv: _sums(tree, lv, slots, topological, among) for lv in levels}
     start = must_gather_level(tree, rule) if topological else 0

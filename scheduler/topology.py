@@ -13,11 +13,12 @@ needed on the per-job path: offer slots are summed into domains with `np.bincoun
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from scheduler.framework import BoolArray, IntArray
 from scheduler.model import CLUSTER_LAYER, NODE_LAYER, NodeInfo, TopologySpec
@@ -72,6 +73,7 @@ class TopologyTree:
     _labels: dict[int, list[str]] = field(default_factory=dict)
     _levels: list[str] = field(default_factory=list)
     _groups: dict[int, tuple[IntArray, IntArray]] = field(default_factory=dict)
+    _fixed: dict[str, IntArray] = field(default_factory=dict)  # see `_read_only`
 
     @property
     def levels(self) -> list[str]:
@@ -217,7 +219,7 @@ class TopologyTree:
     def nodes_in(self, level: int, index: int) -> IntArray:
         """Node indices of one domain (the root holds every node inside the tree)."""
         if level == 0:
-            return np.flatnonzero(~self.outside).astype(np.int64)
+            return self._read_only("inside", lambda: np.flatnonzero(~self.outside))
         if level == len(self.layers) + 1:
             return np.array([index], dtype=np.int64)
         order, starts = self._grouping(level - 1)
@@ -228,10 +230,23 @@ class TopologyTree:
         """Per node, its domain index at `levels[level]` (root: 0; nodes: itself)."""
         n = len(self.outside)
         if level == 0:
-            return np.zeros(n, dtype=np.int64)
+            return self._read_only("root", lambda: np.zeros(n))
         if level == len(self.layers) + 1:
-            return np.arange(n, dtype=np.int64)
+            return self._read_only("nodes", lambda: np.arange(n))
         return self.node_domain[level - 1]
+
+    @property
+    def has_outside(self) -> bool:
+        """Whether some node lies outside the tree (its label missing or inconsistent)."""
+        return bool(len(self._read_only("outside", lambda: np.flatnonzero(self.outside))))
+
+    def _read_only(self, name: str, build: Callable[[], npt.NDArray[Any]]) -> IntArray:
+        """A per-node index array built once and handed out read-only (the tree is fixed)."""
+        found = self._fixed.get(name)
+        if found is None:
+            found = self._fixed[name] = build().astype(np.int64)
+            found.flags.writeable = False
+        return found
 
     def detail_status(self) -> list[dict[str, Any]]:
         """`status.detailStatus[]`: one entry per non-leaf domain (root included)."""
