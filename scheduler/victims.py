@@ -103,11 +103,6 @@ class VictimPool:
         starts = np.searchsorted(self.pair_node, nodes)
         return _spans(starts, np.searchsorted(self.pair_node, nodes, side="right"))
 
-    def jobs_on(self, nodes: IntArray) -> IntArray:
-        """The jobs (pool indices, sorted, each once) with pods on any of sorted `nodes`."""
-        jobs: IntArray = np.unique(self.pair_job[self.pairs_on(nodes)])
-        return jobs
-
     def release(self, state: CycleState, jobs: IntArray) -> tuple[IntArray, BoolArray]:
         """What evicting `jobs` (pool indices) frees: resources per node (nodes x resources) and
         the bound pods (a mask over `state.bound_keys`), as `state.releasing` takes them. The

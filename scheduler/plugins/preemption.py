@@ -260,16 +260,14 @@ class JobPreemption:
         for key, idx in plan.assignment.items():
             on_node.setdefault(idx, []).append(state.pods[key])
         pool = book.pool
-        if quota_need:
-            chosen = np.flatnonzero(eligible)
-        else:
-            chosen = pool.jobs_on(np.array(sorted(on_node), dtype=np.int64))
-            chosen = chosen[eligible[chosen]]
+        pairs = pool.pairs_on(np.array(sorted(on_node), dtype=np.int64))
+        pairs = pairs[eligible[pool.pair_job[pairs]]]
+        chosen = np.flatnonzero(eligible) if quota_need else np.unique(pool.pair_job[pairs])
         consider = [pool.jobs[int(i)] for i in _reprieve_order(book, chosen)]
         # The dry run released exactly `consider`'s pods on these nodes. A node with none of
         # them never changes: the dry run that made the plan holds there.
-        standing = {n for v in consider for n in v.holders if n in on_node}
-        checks = framework.node_checks(state, {n: on_node[n] for n in sorted(standing)})
+        standing = np.unique(pool.pair_node[pairs]).tolist()
+        checks = framework.node_checks(state, {n: on_node[n] for n in standing})
         if not all(c.holds_keeping(()) for node_checks in checks.values() for c in node_checks):
             return None
         quota_room = {r: sum(_amount(v, r) for v in consider) for r in quota_need}
