@@ -275,7 +275,30 @@ def markdown(runs: list[dict[str, Any]], repeat: int = 1, reference: float | Non
             f"{r['preemptions']:,} | {r['round_seconds']:.2f} | {r['cpu_seconds']:.2f} | "
             f"{r['pods_per_cpu_s']:,.0f} | {r['cpu_seconds'] / base:.2f}x |"
         )
-    return "\n".join(lines) + "\n"
+    verdict = target_verdict(runs)
+    return "\n".join(lines) + "\n" + (f"\n{verdict}\n" if verdict else "")
+
+
+TARGET_NODES = 5_000
+TARGET_PODS_PER_S = 10_000
+
+
+def target_verdict(runs: list[dict[str, Any]]) -> str:
+    """The speed target (10,000 pods/s at 5,000 nodes, preemption on) against this run's rows
+    at that size, per wall second; empty when the run did not measure that size."""
+    rows = [r for r in runs if r["nodes"] == TARGET_NODES]
+    if not rows:
+        return ""
+    parts = []
+    for r in rows:
+        met = "met" if r["pods_per_s"] >= TARGET_PODS_PER_S else "not met"
+        parts.append(f"{r['profile']} / {r['gpus']} {r['pods_per_s']:,.0f} ({met})")
+    return (
+        f"Speed target: at least {TARGET_PODS_PER_S:,} pods/s at {TARGET_NODES:,} nodes with "
+        f"preemption on. Pods per wall second in this run: {'; '.join(parts)}. The target is "
+        "the engine's (`core`: resources, gangs, topology, quota, priority and preemption); "
+        "`default` adds the card-level device allocator and the load-aware filter."
+    )
 
 
 def rewrite_section(text: str, body: str) -> str:

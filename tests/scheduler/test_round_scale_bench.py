@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.round_scale import build_snapshot, main, rewrite_section
+from benchmarks.round_scale import build_snapshot, main, rewrite_section, target_verdict
 
 
 def test_small_run_writes_json_and_the_docs_section(tmp_path: Path) -> None:
@@ -60,3 +60,16 @@ def test_whole_gpu_mix_asks_for_no_shared_cards() -> None:
 def test_rewrite_section_only_touches_round_scale() -> None:
     text = "## Round scale (engine)\nA\n## Other\nB\n"
     assert rewrite_section(text, "NEW\n") == "## Round scale (engine)\nNEW\n\n## Other\nB\n"
+
+
+def test_the_speed_target_is_judged_on_the_5000_node_rows_by_wall_time() -> None:
+    runs = [
+        {"profile": "core", "gpus": "mixed", "nodes": 1000, "pods_per_s": 30_000.0},
+        {"profile": "core", "gpus": "mixed", "nodes": 5000, "pods_per_s": 10_500.0},
+        {"profile": "default", "gpus": "mixed", "nodes": 5000, "pods_per_s": 9_999.4},
+    ]
+    verdict = target_verdict(runs)
+    assert "core / mixed 10,500 (met)" in verdict
+    assert "default / mixed 9,999 (not met)" in verdict
+    assert "30,000" not in verdict
+    assert target_verdict(runs[:1]) == ""
