@@ -57,6 +57,15 @@ def setup_django() -> None:
     django.setup()
 
 
+def unapplied_migrations() -> int:
+    """How many migrations the configured database still lacks."""
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    executor = MigrationExecutor(connection)
+    return len(executor.migration_plan(executor.loader.graph.leaf_nodes()))
+
+
 def gpu_requests(gpus: int) -> dict[str, int]:
     return {"cpu": gpus * 12_000, "memory": gpus * 96 * GI, "nvidia.com/gpu": gpus}
 
@@ -440,11 +449,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", dest="json_path")
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args(argv)
-    setup_django()
+    sizes = [s for s in args.nodes.split(",") if s]
+    if not sizes or not all(s.isdigit() and int(s) > 0 for s in sizes):
+        parser.error(f"--nodes: expected a comma list of positive node counts, got {args.nodes!r}")
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
+    from django.core.exceptions import ImproperlyConfigured
+
+    try:
+        setup_django()
+    except ImproperlyConfigured as exc:
+        parser.error(f"settings: {exc}")
+    pending = unapplied_migrations()
+    if pending:
+        parser.error(
+            f"the database has {pending} unapplied migrations: run `python manage.py migrate` "
+            "with the same DATABASE_URL first"
+        )
     from benchmarks.common import write_json
 
     report = run(
-        [int(s) for s in args.nodes.split(",") if s],
+        [int(s) for s in sizes],
         args.rounds,
         args.timeout,
         args.cprofile,

@@ -338,19 +338,26 @@ def main(argv: list[str] | None = None) -> int:
         help="skip default-profile runs above this size (the device allocator is per node)",
     )
     args = parser.parse_args(argv)
-    if args.repeat < 1:
-        parser.error("--repeat must be at least 1")
-    sizes = [int(s) for s in args.nodes.split(",") if s]
+    for name in ("repeat", "pods", "gangs"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name} must be at least 1")
+    sizes = [s for s in args.nodes.split(",") if s]
+    if not sizes or not all(s.isdigit() and int(s) > 0 for s in sizes):
+        parser.error(f"--nodes: expected a comma list of positive node counts, got {args.nodes!r}")
     mixes = [m for m in args.gpus.split(",") if m]
     unknown = sorted(set(mixes) - set(GPU_WEIGHTS))
     if unknown:
         parser.error(f"--gpus: unknown mix {', '.join(unknown)} (choose from mixed, whole)")
+    profiles = [p for p in args.profiles.split(",") if p]
+    unknown = sorted(set(profiles) - {"default", "core"})
+    if unknown:
+        parser.error(f"--profiles: unknown {', '.join(unknown)} (choose from default, core)")
     plan = [
-        (profile, mix, n)
-        for profile in args.profiles.split(",")
+        (profile, mix, int(n))
+        for profile in profiles
         for mix in mixes
         for n in sizes
-        if profile == "core" or n <= args.max_device_nodes
+        if profile == "core" or int(n) <= args.max_device_nodes
     ]
     runs = []
     for profile, mix, n in tqdm(plan, desc="round scale", unit="run", file=sys.stderr):

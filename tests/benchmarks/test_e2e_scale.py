@@ -72,3 +72,24 @@ def test_e2e_scale_rounds_through_a_worker(tmp_path) -> None:
     assert any("round_execute" in f["function"] for f in profile["functions"])
     assert not Cluster.objects.filter(name="bench-e2e-48").exists()  # cleaned up
     assert "| 48 |" in e2e_scale.markdown(report)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--nodes", "x"], "--nodes: expected a comma list of positive node counts"),
+        (["--nodes", "100", "--rounds", "0"], "--rounds must be at least 1"),
+    ],
+)
+def test_bad_arguments_exit_2_before_touching_the_database(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as caught:
+        e2e_scale.main(args)
+    assert caught.value.code == 2
+    assert message in capsys.readouterr().err.splitlines()[-1]
+
+
+@pytest.mark.django_db
+def test_a_migrated_database_lacks_no_migration() -> None:
+    assert e2e_scale.unapplied_migrations() == 0

@@ -43,10 +43,24 @@ def test_small_run_writes_json_and_the_docs_section(tmp_path: Path) -> None:
     assert reference > 0 and f"took {reference:.3f} CPU-s" in text
 
 
-def test_repeat_below_one_is_refused() -> None:
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--nodes", "100", "--repeat", "0"], "--repeat must be at least 1"),
+        (["--nodes", "abc"], "--nodes: expected a comma list of positive node counts"),
+        (["--nodes", "100,-5"], "--nodes: expected a comma list of positive node counts"),
+        (["--nodes", "100", "--profiles", "core,fast"], "--profiles: unknown fast"),
+        (["--nodes", "100", "--gpus", "half"], "--gpus: unknown mix half"),
+        (["--nodes", "100", "--pods", "0"], "--pods must be at least 1"),
+    ],
+)
+def test_bad_arguments_exit_2_with_one_line(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     with pytest.raises(SystemExit) as caught:
-        main(["--nodes", "100", "--repeat", "0"])
+        main(args)
     assert caught.value.code == 2
+    assert message in capsys.readouterr().err.splitlines()[-1]
 
 
 def test_whole_gpu_mix_asks_for_no_shared_cards() -> None:
