@@ -7,6 +7,7 @@ SECRET_KEY must be given; `make run` writes a development `.env` with DEBUG on.
 from __future__ import annotations
 
 import os
+import secrets
 import sys
 from datetime import timedelta
 from pathlib import Path
@@ -46,13 +47,21 @@ _load_dotenv(BASE_DIR / ".env")
 TESTING = "pytest" in sys.modules or env_bool("KOORDWEB_TESTING", False)
 DEBUG = env_bool("DEBUG", False)
 
+# Commands that serve nothing and keep nothing (a private in-memory database, a trace replay) sign
+# nothing that outlives their process: without a SECRET_KEY they run on one made for the process.
+OFFLINE_COMMANDS = frozenset({"simulate", "replay_trace"})
+COMMAND = sys.argv[1] if len(sys.argv) > 1 and Path(sys.argv[0]).name == "manage.py" else ""
+
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
 if not SECRET_KEY:
-    if not (DEBUG or TESTING):
+    if DEBUG or TESTING:
+        SECRET_KEY = "insecure-development-key-only-for-debug-and-tests-" + "x" * 20
+    elif COMMAND in OFFLINE_COMMANDS:
+        SECRET_KEY = secrets.token_urlsafe(50)
+    else:
         raise ImproperlyConfigured(
             "SECRET_KEY must be set when DEBUG is off (see .env.example; `make run` writes one)."
         )
-    SECRET_KEY = "insecure-development-key-only-for-debug-and-tests-" + "x" * 20
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver,[::1]")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")

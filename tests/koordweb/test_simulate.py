@@ -114,19 +114,40 @@ def test_missing_file_exits_2_from_the_command_line(tmp_path: Path) -> None:
     assert "nope.yaml" in done.stderr
 
 
-def test_settings_that_cannot_start_exit_2_with_one_line(tmp_path: Path) -> None:
+def _production_env() -> dict[str, str]:
+    """The environment of a clean checkout with production defaults: DEBUG off, no SECRET_KEY
+    (set but empty, so a developer's .env cannot fill them)."""
     env = {k: v for k, v in os.environ.items() if k not in ("KOORDWEB_TESTING", "DEBUG")}
+    return {**env, "SECRET_KEY": "", "DEBUG": "false"}
+
+
+def test_simulate_needs_no_secret_key(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "manage.py", "simulate", str(CASES[0])],
         capture_output=True,
         text=True,
         cwd=Path(__file__).resolve().parents[2],
-        env={**env, "SECRET_KEY": "", "DEBUG": "false"},  # set but empty: .env cannot fill it
+        env={**_production_env(), "DATABASE_URL": f"sqlite:///{tmp_path / 'unused.sqlite3'}"},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert set(json.loads(done.stdout)) == {"rounds", "final"}
+
+
+def test_settings_that_cannot_start_exit_2_with_one_line(tmp_path: Path) -> None:
+    # A command that uses the configured database (and so could serve sessions) still refuses.
+    done = subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--check"],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+        env={**_production_env(), "DATABASE_URL": f"sqlite:///{tmp_path / 'unused.sqlite3'}"},
         timeout=120,
     )
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0
     assert "SECRET_KEY must be set" in done.stderr
+    assert not (tmp_path / "unused.sqlite3").exists()
 
 
 def test_runs_without_a_migrated_database(tmp_path: Path) -> None:
