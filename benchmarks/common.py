@@ -191,6 +191,7 @@ PROFILES: dict[str, tuple[Profile, bool]] = {
         ),
         False,
     ),
+    "best-fit": (core_profile().with_args("NetworkTopology", bestFit=True), False),
     "topology-blind": (core_profile(), True),
 }
 

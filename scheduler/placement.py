@@ -39,6 +39,7 @@ MESSAGE_DOMAIN_LIMIT = 12  # domains spelled out in the message; details always 
 class PlacementOptions:
     parent_fragmentation: bool = False
     prefer_gather_score: bool = False
+    best_fit: bool = False  # inside the chosen domain: fewest offer slots first (step 6 reversed)
 
 
 @dataclass
@@ -130,7 +131,7 @@ def place(
         if lv <= level:
             continue
         dom = tree.node_domain_at(lv)[members]
-        sort_keys.append(-sums[lv][dom])
+        sort_keys.append(sums[lv][dom] if options.best_fit else -sums[lv][dom])
         level_scores = domain_scores[lv]
         if level_scores is not None:
             sort_keys.append(-level_scores[dom])

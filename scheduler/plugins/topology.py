@@ -4,7 +4,10 @@ Runs the reference algorithm (`scheduler.placement`) on the offer slots the Filt
 computed. Arguments (profile options, our extensions; the defaults are Koordinator's behaviour):
 `podCountMultiple` (honour a rule's pod_count_multiple, default true: inert unless a job asks),
 `parentFragmentation` (slot ties go to the candidate whose parent is most used, default false),
-`preferGatherScore` (PreferGather layers score candidates instead of a strict walk, default false).
+`preferGatherScore` (PreferGather layers score candidates instead of a strict walk, default false),
+`bestFit` (inside the chosen domain, children and nodes with the fewest offer slots first instead
+of the most: pods fill partly used nodes before empty ones, which stay whole for larger pods, at
+the price of spreading a gang over more nodes; default false).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ class NetworkTopology:
         self.options = PlacementOptions(
             parent_fragmentation=bool(args.get("parentFragmentation", False)),
             prefer_gather_score=bool(args.get("preferGatherScore", False)),
+            best_fit=bool(args.get("bestFit", False)),
         )
 
     def pre_filter(self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo]) -> Status:

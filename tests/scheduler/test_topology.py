@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 
 from scheduler import run_round
 from scheduler.model import TopologyLayerSpec, TopologySpec
+from scheduler.profile import Profile
 from scheduler.topology import TopologyTree
 from tests.scheduler.builders import CORE, SPINE_BLOCK, cluster, gang, node, pod, t8
 
@@ -171,3 +174,19 @@ def test_sums_over_a_few_nodes_equal_sums_over_all() -> None:
         for index in range(len(tree.domain_names[level - 1])):
             members = np.flatnonzero(tree.node_domain[level - 1] == index).tolist()
             assert tree.nodes_in(level, index).tolist() == members
+
+
+def test_best_fit_option_fills_the_partly_used_node_of_the_chosen_block_first() -> None:
+    # Five pods of 4 CPU, MustGather Block: no node holds five, b1 offers the fewest slots (node-1
+    # has room for two, idle node-8 for four). The reference fills b1's emptiest node first,
+    # bestFit its fullest, so the hole on node-1 is used and node-8 keeps the room left.
+    busy = [pod("used").cpu(8).on("node-1")]
+    snap = t8(*busy).submit(gang("ml/g", pods=5).cpu(4).must_gather("BlockLayer")).snapshot()
+
+    def per_node(profile: Profile) -> dict[str, int]:
+        result = run_round(snap, profile)
+        assert result.decisions["ml/g"]["chosen_domain"] == "BlockLayer/b1"
+        return dict(Counter(p.node for p in result.placements.values()))
+
+    assert per_node(CORE) == {"node-8": 4, "node-1": 1}
+    assert per_node(CORE.with_args("NetworkTopology", bestFit=True)) == {"node-1": 2, "node-8": 3}
