@@ -213,9 +213,8 @@ class DeviceFleet:
         nodes (a plan's own) is counted directly."""
         if 4 * len(node_indices) < self.node_count:
             for pos, idx in enumerate(node_indices.tolist()):
-                freed = [h for pod_id, h in self._holders.get(idx, {}).items() if released[pod_id]]
-                if freed:
-                    result[pos] = min(asked, self._released_count(idx, freed, shape, asked)[0])
+                if any(released[pod_id] for pod_id in self._holders.get(idx, ())):
+                    result[pos] = min(asked, self._released_count(idx, released, shape, asked)[0])
             return
         on = released[self._holder_id]
         if not on.any():
@@ -238,28 +237,30 @@ class DeviceFleet:
         result[positions[known]] = np.minimum(fits[known], asked)
         for pos in np.flatnonzero(~known).tolist():
             idx = int(nodes[pos])
-            freed = [h for pod_id, h in self._holders[idx].items() if released[pod_id]]
-            counted = self._released_count(idx, freed, shape, asked)
+            counted = self._released_count(idx, released, shape, asked)
             result[positions[pos]] = min(asked, counted[0])
             if idx not in self._wide:
                 memo.remember(idx, int(self.group[idx]), nodes_bits[pos], counted)
 
     def _released_count(
-        self, idx: int, freed: Sequence[Held], shape: Runs, asked: int
+        self, idx: int, released: BoolArray, shape: Runs, asked: int
     ) -> tuple[int, int]:
-        """(fits, limit) on node `idx` with the `freed` cards given back."""
-        usage = self.usage[idx].copy()
-        for held in freed:
-            usage.release(held)
-        return self._usage_count(idx, usage, shape, asked)
+        """(fits, limit) on node `idx` with the `released` pods' cards given back."""
+        usage, key = self._freed(idx, released)
+        return self._usage_count(idx, usage, shape, asked, key)
 
     def _usage_count(
-        self, idx: int, usage: DeviceUsage, shape: Runs, asked: int
+        self,
+        idx: int,
+        usage: DeviceUsage,
+        shape: Runs,
+        asked: int,
+        key: tuple[Any, ...] | None = None,
     ) -> tuple[int, int]:
-        """(fits, limit) on node `idx` as if its usage were `usage`. A dry run frees many nodes
-        into the same few states (often: idle); equal layout and usage give equal counts, so
-        each state is counted once a round."""
-        state = (self._key(idx, usage), shape)
+        """(fits, limit) on node `idx` as if its usage were `usage` (`key`: its `_key`, when
+        known). A dry run frees many nodes into the same few states (often: idle); equal layout
+        and usage give equal counts, so each state is counted once a round."""
+        state = (key if key is not None else self._key(idx, usage), shape)
         counted = self._released_counts.get(state)
         if counted is None or not _answers(counted, asked):
             counted = self._count(self.nodes[idx], usage, shape, asked)
@@ -411,12 +412,13 @@ class CardCheck:
         question = (self.key, back, self.shape, self.asked)
         answer = self.fleet._answers.get(question)
         if answer is None:
-            usage = self.usage
+            usage: DeviceUsage = self.usage
+            key: tuple[Any, ...] | None = self.key
             if back:
-                usage = usage.copy()
+                usage, key = usage.copy(), None
                 for held in back:
                     usage.apply(held)
-            fits, _ = self.fleet._usage_count(self.idx, usage, self.shape, self.asked)
+            fits, _ = self.fleet._usage_count(self.idx, usage, self.shape, self.asked, key)
             answer = self.fleet._answers[question] = fits >= self.asked
         return answer
 
