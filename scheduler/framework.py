@@ -40,7 +40,8 @@ for a whole job at once:
               not fit.
 
 Plugins are classes built from a `Profile` entry with their arguments (`__init__(self, args)`); each
-implements only the points it needs and declares them in `extension_points`. Two optional hooks:
+implements only the points it needs and declares them in `extension_points`, and declares the
+arguments it takes in `arguments` (name -> `Arg`). Two optional hooks:
 `setup(state)` runs once when the round starts (precompute per-round data into
 `state.plugin_data[name]`), and `fallback_pods(state, job, pods)` (the gang plugin) offers a smaller
 pod set to try when the whole job does not fit. Plugins read node capacity through
@@ -148,6 +149,19 @@ class PostFilterResult:
 class Plugin(Protocol):
     name: str
     extension_points: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Arg:
+    """The JSON shape of one plugin argument, which a plugin declares in its `arguments` mapping
+    (`scheduler.profile.check_args` validates a profile's arguments against it): `bool`; `int`
+    within [minimum, maximum]; `choice` among `choices`; `per_resource`, an object of resource
+    name -> int within [minimum, maximum]."""
+
+    kind: str
+    minimum: int = 0
+    maximum: int | None = None
+    choices: tuple[str, ...] = ()
 
 
 @runtime_checkable

@@ -4,7 +4,8 @@ A `Profile` names plugins (`PluginSpec(name, args)`); `REGISTRY` maps a plugin n
 "module:Class". Plugins owned by other modules (devices, load-aware) are imported lazily, and the
 default profile includes them only when their module is importable, so the core runs without them.
 Arguments are plain JSON-like values, e.g. NetworkTopology `{"parentFragmentation": true}` or
-DeviceShare `{"scoring": "MostAllocated"}`.
+DeviceShare `{"scoring": "MostAllocated"}`; each plugin declares the ones it takes (`arguments`),
+and `Profile.configured` / `check_args` hold a configuration to them.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from scheduler.framework import Arg
 
 REGISTRY: dict[str, str] = {
     "PrioritySort": "scheduler.plugins.priority:PrioritySort",
@@ -63,6 +66,15 @@ class Profile:
                 names.insert(names.index("Coscheduling"), optional)
         return Profile("default", tuple(PluginSpec(n, dict(args.get(n, {}))) for n in names))
 
+    @staticmethod
+    def configured(config: Mapping[str, Any]) -> Profile:
+        """The default profile with per-plugin arguments `{plugin: {argument: value}}` (a
+        cluster's scheduler configuration); raises `ProfileError` naming every bad entry."""
+        problems = check_args(config)
+        if problems:
+            raise ProfileError(problems)
+        return Profile.default(**config)
+
     def with_args(self, name: str, **args: Any) -> Profile:
         """A copy with `name`'s arguments updated (the plugin is added if missing)."""
         specs = list(self.plugins)
@@ -87,13 +99,78 @@ class Profile:
         }
 
 
-def load_plugin(spec: PluginSpec) -> Any:
-    target = REGISTRY.get(spec.name)
+class ProfileError(ValueError):
+    """Bad plugin arguments: `problems` maps `Plugin` or `Plugin.argument` to what is wrong."""
+
+    def __init__(self, problems: Mapping[str, str]) -> None:
+        self.problems = dict(problems)
+        super().__init__("; ".join(f"{k}: {v}" for k, v in sorted(self.problems.items())))
+
+
+def check_args(config: Any) -> dict[str, str]:
+    """What is wrong with per-plugin arguments `{plugin: {argument: value}}`, checked against
+    the plugins of the default profile and the `arguments` each declares (empty: all valid)."""
+    if not isinstance(config, Mapping):
+        return {"": "expected an object of plugin name -> arguments"}
+    configurable = {spec.name for spec in Profile.default().plugins}
+    problems: dict[str, str] = {}
+    for plugin, args in config.items():
+        if plugin not in configurable:
+            problems[str(plugin)] = f"unknown plugin; known: {', '.join(sorted(configurable))}"
+            continue
+        declared: Mapping[str, Arg] = getattr(plugin_class(plugin), "arguments", {})
+        if not isinstance(args, Mapping):
+            problems[plugin] = "expected an object of argument name -> value"
+            continue
+        for name, value in args.items():
+            arg = declared.get(name)
+            if arg is None:
+                known = ", ".join(sorted(declared)) or "none"
+                problems[f"{plugin}.{name}"] = f"unknown argument; {plugin} takes: {known}"
+                continue
+            problem = _arg_problem(arg, value)
+            if problem:
+                problems[f"{plugin}.{name}"] = problem
+    return problems
+
+
+def _arg_problem(arg: Arg, value: Any) -> str:
+    """Why `value` does not match `arg` ("" when it does)."""
+    if arg.kind == "bool":
+        return "" if isinstance(value, bool) else "expected true or false"
+    if arg.kind == "choice":
+        return "" if value in arg.choices else f"expected one of {', '.join(arg.choices)}"
+    if arg.kind == "int":
+        return _int_problem(arg, value)
+    if not isinstance(value, Mapping):
+        return "expected an object of resource name -> integer"
+    for resource, amount in value.items():
+        problem = _int_problem(arg, amount)
+        if problem:
+            return f"{resource}: {problem}"
+    return ""
+
+
+def _int_problem(arg: Arg, value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, int):
+        return "expected an integer"
+    top = f" and at most {arg.maximum}" if arg.maximum is not None else ""
+    if value < arg.minimum or (arg.maximum is not None and value > arg.maximum):
+        return f"expected at least {arg.minimum}{top}"
+    return ""
+
+
+def plugin_class(name: str) -> Any:
+    """The class a plugin name stands for (see `REGISTRY`)."""
+    target = REGISTRY.get(name)
     if target is None:
-        raise ValueError(f"unknown plugin {spec.name!r}; known: {', '.join(sorted(REGISTRY))}")
+        raise ValueError(f"unknown plugin {name!r}; known: {', '.join(sorted(REGISTRY))}")
     module_name, _, attr = target.partition(":")
-    cls = getattr(importlib.import_module(module_name), attr)
-    return cls(spec.args)
+    return getattr(importlib.import_module(module_name), attr)
+
+
+def load_plugin(spec: PluginSpec) -> Any:
+    return plugin_class(spec.name)(spec.args)
 
 
 def _importable(name: str) -> bool:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
 from django.db import models
 
 from koordweb.models.fields import validate_resource_list, validate_string_map
+from scheduler.profile import check_args
 
 
 class Cluster(models.Model):
@@ -18,6 +20,13 @@ class Cluster(models.Model):
     description = models.CharField(max_length=200, blank=True)
     backend = models.CharField(max_length=16, choices=Backend.choices, default=Backend.SIMULATED)
     scheduler_name = models.CharField(max_length=63, default="koordweb")
+    scheduler_args = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='Per-plugin arguments of the scheduler profile, e.g. {"NetworkTopology": '
+        '{"bestFit": true}, "JobPreemption": {"candidateLimit": 4}}; empty: Koordinator\'s '
+        "reference behaviour.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -25,6 +34,13 @@ class Cluster(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        problems = check_args(self.scheduler_args)
+        if problems:
+            raise ValidationError(
+                {"scheduler_args": [f"{k}: {v}" if k else v for k, v in sorted(problems.items())]}
+            )
 
 
 class TopologyLayer(models.Model):

@@ -70,7 +70,7 @@ def _plan(resolved: ResolvedJob) -> tuple[str, list[str], RoundResult]:
         preemption_policy=policy or "PreemptLowerPriority",  # type: ignore[arg-type]
     )
     hypothetical = replace(live, pods=(*live.pods, *infos), jobs=(*live.jobs, info))
-    return job_id, [p.key for p in infos], run_round(hypothetical, engine_profile())
+    return job_id, [p.key for p in infos], run_round(hypothetical, engine_profile(resolved.cluster))
 
 
 def job_whatif(*, user: Any, resolved: ResolvedJob) -> dict[str, Any]:

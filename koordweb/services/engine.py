@@ -19,9 +19,11 @@ RATIO = "koordinator.sh/gpu-memory-ratio"
 RDMA = "koordinator.sh/rdma"
 
 
-def engine_profile() -> Profile:
-    """The default profile (Koordinator's reference behaviour plus the optional plugins present)."""
-    return Profile.default()
+def engine_profile(cluster: Cluster) -> Profile:
+    """The default profile (Koordinator's reference behaviour plus the optional plugins present)
+    with the cluster's plugin arguments; a stored configuration that no longer validates raises
+    `ProfileError`, naming what is wrong, and the round fails with it."""
+    return Profile.configured(cluster.scheduler_args or {})
 
 
 def device_from_row(row: DeviceRow) -> Device:

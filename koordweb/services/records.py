@@ -57,11 +57,12 @@ def round_execute(
 def _round_execute(
     *, cluster: Cluster, backend: ClusterBackend, trigger: str, now: datetime
 ) -> RoundOutcome:
+    profile = engine_profile(cluster)  # a bad configuration fails the round before any sync
     t0 = perf_counter()
     backend.sync(cluster, now=now)
     snapshot, index = snapshot_adapter.build_for_round(cluster, now=now)
     t1 = perf_counter()
-    result = engine_run_round(snapshot, engine_profile())
+    result = engine_run_round(snapshot, profile)
     t2 = perf_counter()
     rnd = Round.objects.create(cluster=cluster, trigger=trigger, started_at=now)
     round_id_set(rnd.id)

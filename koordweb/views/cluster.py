@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from typing import Any
 
@@ -84,6 +85,18 @@ def _small(*, tree_size: int) -> bool:
     return tree_size <= NODE_LEAF_LIMIT
 
 
+def scheduler_arg_lines(config: Any) -> list[tuple[str, list[tuple[str, str]]]]:
+    """The cluster's plugin arguments as (plugin, [(argument, JSON value)]), sorted for display;
+    nothing for an empty (reference) or malformed configuration."""
+    if not isinstance(config, dict):
+        return []
+    return [
+        (str(plugin), sorted((str(name), json.dumps(value)) for name, value in args.items()))
+        for plugin, args in sorted(config.items())
+        if isinstance(args, dict) and args
+    ]
+
+
 @login_required
 def topology(request: HttpRequest) -> HttpResponse:
     cluster = current_cluster(request)
@@ -114,6 +127,7 @@ def topology(request: HttpRequest) -> HttpResponse:
         "layers": tree.layers,
         "domains": [e for e in entries if e.layer not in (NODE_LAYER,) and e.depth > 0][:200],
         "root": entries[0] if entries else None,
+        "scheduler_args": scheduler_arg_lines(cluster.scheduler_args),
     }
     return render(request, "topology.html", context)
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -44,6 +44,7 @@ from scheduler.devices.names import (
     Scoring,
 )
 from scheduler.framework import (
+    Arg,
     Code,
     FloatArray,
     IntArray,
@@ -84,6 +85,9 @@ class DeviceState:
 class DeviceShare:
     name = "DeviceShare"
     extension_points = frozenset({"PreFilter", "Filter", "Score", "Reserve"})
+    arguments: ClassVar[Mapping[str, Arg]] = {
+        "scoring": Arg("choice", choices=("LeastAllocated", "MostAllocated")),
+    }
 
     def __init__(self, args: Mapping[str, Any] | None = None) -> None:
         self.args = dict(args or {})

@@ -19,11 +19,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from scheduler.framework import (
+    Arg,
     BoolArray,
     FloatArray,
     IntArray,
@@ -61,6 +62,12 @@ class LoadState:
 class LoadAware:
     name = "LoadAware"
     extension_points = frozenset({"Filter", "Score", "Reserve"})
+    arguments: ClassVar[Mapping[str, Arg]] = {
+        "usageThresholds": Arg("per_resource", minimum=0, maximum=100),
+        "estimatedScalingFactors": Arg("per_resource", minimum=1, maximum=100),
+        "resourceWeights": Arg("per_resource", minimum=0, maximum=100),
+        "nodeMetricExpirationSeconds": Arg("int", minimum=1),
+    }
 
     def __init__(self, args: Mapping[str, Any] | None = None) -> None:
         self.args = dict(args or {})

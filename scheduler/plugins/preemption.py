@@ -23,12 +23,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from scheduler.cycle import Framework
 from scheduler.framework import (
+    Arg,
     BoolArray,
     Code,
     Failure,
@@ -71,6 +72,10 @@ class VictimPlan:
 class JobPreemption:
     name = "JobPreemption"
     extension_points = frozenset({"PostFilter"})
+    arguments: ClassVar[Mapping[str, Arg]] = {
+        "candidateLimit": Arg("int", minimum=1, maximum=64),
+        "counterfactuals": Arg("bool"),
+    }
 
     def __init__(self, args: Mapping[str, Any] | None = None) -> None:
         args = dict(args or {})

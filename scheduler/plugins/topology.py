@@ -13,11 +13,11 @@ the price of spreading a gang over more nodes; default false).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from scheduler.framework import Code, IntArray, Status
+from scheduler.framework import Arg, Code, IntArray, Status
 from scheduler.model import JobInfo, PodInfo
 from scheduler.placement import NodeScores, PlacementOptions, PlacementOutcome, place
 from scheduler.state import CycleState
@@ -26,6 +26,12 @@ from scheduler.state import CycleState
 class NetworkTopology:
     name = "NetworkTopology"
     extension_points = frozenset({"PreFilter", "Placement"})
+    arguments: ClassVar[Mapping[str, Arg]] = {
+        "podCountMultiple": Arg("bool"),
+        "parentFragmentation": Arg("bool"),
+        "preferGatherScore": Arg("bool"),
+        "bestFit": Arg("bool"),
+    }
 
     def __init__(self, args: Mapping[str, Any] | None = None) -> None:
         args = dict(args or {})

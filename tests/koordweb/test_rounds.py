@@ -6,12 +6,14 @@ import threading
 from datetime import timedelta
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.utils import timezone
 
 from koordweb.backends.simulated import SimulatedBackend
 from koordweb.models import Cluster, Decision, Job, JobState, Pod, PodPhase, Preemption, Round
 from koordweb.services.demo import demo_seed
+from koordweb.services.engine import engine_profile
 from koordweb.services.jobs import GatherRule, JobSpec, PodShape, job_submit
 from koordweb.services.locks import round_lock_try
 from koordweb.services.records import round_execute
@@ -242,3 +244,35 @@ def test_demo_ascend_and_cambricon_jobs_get_their_cards_end_to_end(demo):
                 _minor, vcore, blocks = pod.annotations["CAMBRICON_DSMLU_PROFILE"].split("_")
                 assert (vcore, blocks) == ("50", str(8 * 4))
                 assert pod.annotations["CAMBRICON_DSMLU_ASSIGHED"] == "false"
+
+
+def test_the_clusters_scheduler_args_reach_the_round(demo):
+    # With candidateLimit 1 a preemption plans in one domain only: the round still runs, and the
+    # same configuration is what a what-if and every later round use.
+    demo.scheduler_args = {"JobPreemption": {"candidateLimit": 1}, "NetworkTopology": {}}
+    demo.full_clean()
+    demo.save()
+    summary = run_round(demo.id)
+    assert Round.objects.get(id=summary["round"]).state == Round.State.SUCCEEDED
+    args = {s.name: dict(s.args) for s in engine_profile(demo).plugins}
+    assert args["JobPreemption"] == {"candidateLimit": 1}
+
+
+def test_bad_scheduler_args_are_refused_and_a_stored_bad_one_fails_the_round_cleanly(demo):
+    demo.scheduler_args = {"NetworkTopology": {"bestFit": "yes"}, "Nope": {}}
+    with pytest.raises(ValidationError) as caught:
+        demo.full_clean()
+    messages = caught.value.message_dict["scheduler_args"]
+    assert messages[0] == "NetworkTopology.bestFit: expected true or false"
+    assert messages[1].startswith("Nope: unknown plugin")
+    # Written past validation (a shell, an old row): the round fails before it syncs anything.
+    Cluster.objects.filter(id=demo.id).update(
+        scheduler_args={"JobPreemption": {"candidateLimit": 0}}
+    )
+    placed_before = Pod.objects.filter(cluster=demo, node__isnull=False).count()
+    with pytest.raises(ValueError, match=r"JobPreemption\.candidateLimit"):
+        run_round(demo.id)
+    failed = Round.objects.filter(cluster=demo).latest("id")
+    assert failed.state == Round.State.FAILED
+    assert "JobPreemption.candidateLimit: expected at least 1" in failed.error
+    assert Pod.objects.filter(cluster=demo, node__isnull=False).count() == placed_before
