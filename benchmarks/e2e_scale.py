@@ -404,9 +404,10 @@ def run(
         queue = f"koordweb-bench-{os.getpid()}"
         worker = SubprocessWorker(queue)
         send = send_round(queue)
-        warm_up(send, timeout)
     runs = []
-    try:
+    try:  # the worker goes with the run, however it ends (the warm-up included)
+        if worker is not None:
+            warm_up(send, timeout)
         for n in tqdm(sizes, desc="e2e scale", unit="size", file=sys.stderr):
             runs.append(measure(n, rounds, send, timeout, cprofile, keep))
     finally:
