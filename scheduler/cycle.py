@@ -65,10 +65,11 @@ class Framework:
         for plugin in self.setups:
             plugin.setup(state)
 
-    def sort(self, jobs: Sequence[JobInfo]) -> list[JobInfo]:
+    def sort(self, state: CycleState, jobs: Sequence[JobInfo]) -> list[JobInfo]:
         if not self.queue_sort:
             return sorted(jobs, key=lambda j: j.id)
-        return sorted(jobs, key=self.queue_sort[0].sort_key)
+        plugin = self.queue_sort[0]
+        return sorted(jobs, key=lambda j: plugin.sort_key(state, j))
 
     # --- the cycle ----------------------------------------------------------------------------
     def schedule(self, state: CycleState, job: JobInfo, pods: list[PodInfo]) -> JobOutcome:

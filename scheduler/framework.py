@@ -3,7 +3,7 @@
 A round walks each pending job (gang group) through these points, like kube-scheduler's cycle but
 for a whole job at once:
 
-- QueueSort   `sort_key(job) -> tuple`: orders pending jobs (smaller first).
+- QueueSort   `sort_key(state, job) -> tuple`: orders pending jobs (smaller first).
 - PreFilter   `pre_filter(state, job, pods) -> Status`: job-level checks before any node is looked
               at (gang validity, topology rule validity, quota admission).
 - Filter      two flavours, a plugin may implement either or both:
@@ -166,7 +166,7 @@ class Arg:
 
 @runtime_checkable
 class QueueSortPlugin(Protocol):
-    def sort_key(self, job: JobInfo) -> tuple[Any, ...]: ...
+    def sort_key(self, state: CycleState, job: JobInfo) -> tuple[Any, ...]: ...
 
 
 @runtime_checkable

@@ -28,7 +28,7 @@ def run_round(snapshot: ClusterSnapshot, profile: Profile | None = None) -> Roun
     decisions: dict[str, dict[str, Any]] = {}
     preemptions: list[PreemptionRecord] = []
     unschedulable: dict[str, JobVerdict] = {}
-    for job in framework.sort(pending):
+    for job in framework.sort(state, pending):
         pods = state.pending_pods(job)
         if not pods:
             continue

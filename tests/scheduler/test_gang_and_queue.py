@@ -61,6 +61,24 @@ def test_queue_order_priority_then_submission_then_id() -> None:
     assert list(result.placements) == ["ml/b-1"]  # ml/b and ml/late-high tie, id decides
 
 
+def test_largest_first_option_orders_equal_priorities_by_what_they_ask() -> None:
+    # One 8-CPU node. FIFO places the early small job and leaves the big one out; largestFirst
+    # (dominant share: 6 CPU of 8 beats 1 GiB of 64) places the big one; a higher priority still
+    # goes first whatever its size.
+    c = cluster().node(node("a").cpu(8).memory(64))
+    c.submit(
+        gang("ml/small", pods=1).cpu(3).request("memory", 2**30).submitted_at(1),
+        gang("ml/big", pods=2).cpu(3).submitted_at(2),
+    )
+    snap = c.snapshot()
+    assert sorted(run_round(snap, CORE).placements) == ["ml/small-1"]
+    largest = CORE.with_args("PrioritySort", largestFirst=True)
+    assert sorted(run_round(snap, largest).placements) == ["ml/big-1", "ml/big-2"]
+    c.submit(gang("ml/urgent", pods=1).cpu(2).priority(5).submitted_at(3))
+    placed = sorted(run_round(c.snapshot(), largest).placements)
+    assert placed == ["ml/big-1", "ml/big-2", "ml/urgent-1"]
+
+
 def test_same_input_same_output_as_json() -> None:
     c = cluster().node(*(node(f"n{i}").cpu(8) for i in range(6)))
     c.running(pod("low").cpu(8).priority(1).on("n0"))
