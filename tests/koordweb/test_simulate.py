@@ -168,3 +168,71 @@ def test_runs_without_a_migrated_database(tmp_path: Path) -> None:
     assert set(json.loads(done.stdout)) == {"rounds", "final"}
     # The configured database was never opened: no file, so no schema and no rows.
     assert not database.exists()
+
+
+def _t8_gang_beside_a_half_used_node(tmp_path: Path) -> Path:
+    """T8's nodes and topology, 8 CPU used on node-1, and a MustGather-Block gang of 5 x 4 CPU."""
+    import yaml
+
+    base = yaml.safe_load_all((SCENARIOS / "topology_t8_must_gather_block.yaml").read_text())
+    docs = [d for d in base if d["kind"] in ("Node", "ClusterNetworkTopology")]
+
+    def pod(name: str, cpu: str, **spec: str) -> dict:
+        labels = {} if spec else {"pod-group.scheduling.sigs.k8s.io": "job"}
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default", "labels": labels},
+            "spec": {
+                "schedulerName": "koordweb",
+                "containers": [{"name": "main", "resources": {"requests": {"cpu": cpu}}}],
+                **spec,
+            },
+            **({"status": {"phase": "Running"}} if spec else {}),
+        }
+
+    rule = '{"gatherStrategy": [{"layer": "BlockLayer", "strategy": "MustGather"}]}'
+    docs.append(
+        {
+            "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
+            "kind": "PodGroup",
+            "metadata": {
+                "name": "job",
+                "namespace": "default",
+                "annotations": {"gang.scheduling.koordinator.sh/network-topology-spec": rule},
+            },
+            "spec": {"minMember": 5},
+        }
+    )
+    docs.append(pod("used", "8", nodeName="node-1"))
+    docs.extend(pod(f"pod-{i}", "4") for i in range(1, 6))
+    path = tmp_path / "half-used.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    return path
+
+
+@pytest.mark.django_db
+def test_scheduler_args_change_the_simulated_placement(tmp_path: Path) -> None:
+    path = _t8_gang_beside_a_half_used_node(tmp_path)
+    reference = simulate(path)["final"]
+    fitted = simulate(path, "--scheduler-args", '{"NetworkTopology": {"bestFit": true}}')["final"]
+    gang = [f"default/pod-{i}" for i in range(1, 6)]
+    assert [reference[p] for p in gang] == ["node-8"] * 4 + ["node-1"]
+    assert [fitted[p] for p in gang] == ["node-1"] * 2 + ["node-8"] * 3
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("{nope", "--scheduler-args: not JSON"),
+        ('{"NetworkTopology": {"bestFit": 1}}', "NetworkTopology.bestFit: expected true or false"),
+        ("[]", "expected an object of plugin name -> arguments"),
+    ],
+)
+def test_bad_scheduler_args_exit_2_with_one_line(value: str, message: str) -> None:
+    with pytest.raises(CommandError) as caught:
+        simulate(CASES[0], "--scheduler-args", value)
+    assert caught.value.returncode == 2
+    assert message in str(caught.value) and "\n" not in str(caught.value)
+    assert not Cluster.objects.exists()

@@ -1,10 +1,12 @@
-"""`python manage.py simulate FILE.yaml [--rounds N]`: rounds on a YAML dump, nothing kept.
+"""`python manage.py simulate FILE.yaml [--rounds N] [--scheduler-args JSON]`: rounds on a YAML
+dump, nothing kept.
 
 The objects are imported into a scratch cluster in a private in-memory database
 (`koordweb.services.scratch`), so the configured database is never read, written or locked and
 need not even be migrated; rounds run through the same code as the real ones (the simulated
 backend enacts them), until a round changes nothing or N rounds have run. The decisions are
-printed as JSON on stdout.
+printed as JSON on stdout. `--scheduler-args` runs them with plugin arguments, as a cluster's
+`scheduler_args` would (e.g. '{"NetworkTopology": {"bestFit": true}}'), to compare profiles.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from koordweb.manifests.loader import MAX_MANIFEST_BYTES
 from koordweb.models import Cluster, Pod, PodPhase, Round
 from koordweb.services.records import round_execute
 from koordweb.services.scratch import scratch_database
+from scheduler.profile import check_args
 
 
 class Command(BaseCommand):
@@ -33,21 +36,39 @@ class Command(BaseCommand):
         parser.add_argument("file", help="multi-document Kubernetes/Koordinator YAML")
         parser.add_argument("--rounds", type=int, default=10, help="at most this many rounds")
         parser.add_argument("--indent", type=int, default=None, help="pretty-print the JSON")
+        parser.add_argument(
+            "--scheduler-args",
+            default="{}",
+            help='plugin arguments as JSON, e.g. \'{"NetworkTopology": {"bestFit": true}}\'',
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         rounds = options["rounds"]
         if rounds < 1 or rounds > 1000:
             raise CommandError("--rounds must be between 1 and 1000", returncode=2)
+        scheduler_args = _scheduler_args(options["scheduler_args"])
         documents = _read(Path(options["file"]))
         try:
             with scratch_database():
-                output = simulate(documents, rounds)
+                output = simulate(documents, rounds, scheduler_args)
         except ManifestError as exc:
             raise CommandError(str(exc), returncode=2) from exc
         except DatabaseError as exc:
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise CommandError(f"the objects could not be stored: {reason}", returncode=2) from exc
         self.stdout.write(json.dumps(output, indent=options["indent"], sort_keys=True))
+
+
+def _scheduler_args(text: str) -> dict[str, Any]:
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CommandError(f"--scheduler-args: not JSON: {exc.msg}", returncode=2) from exc
+    problems = check_args(config)
+    if problems:
+        listed = "; ".join(f"{k}: {v}" if k else v for k, v in sorted(problems.items()))
+        raise CommandError(f"--scheduler-args: {listed}", returncode=2)
+    return dict(config)
 
 
 def _read(path: Path) -> list[Any]:
@@ -65,9 +86,14 @@ def _read(path: Path) -> list[Any]:
         raise CommandError(f"{path}: {exc}", returncode=2) from exc
 
 
-def simulate(documents: list[Any], max_rounds: int) -> dict[str, Any]:
+def simulate(
+    documents: list[Any], max_rounds: int, scheduler_args: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Import into a scratch cluster and run rounds until nothing changes."""
-    cluster = Cluster.objects.create(name=f"simulate-{timezone.now().strftime('%H%M%S%f')}")
+    cluster = Cluster.objects.create(
+        name=f"simulate-{timezone.now().strftime('%H%M%S%f')}",
+        scheduler_args=scheduler_args or {},
+    )
     import_manifests(cluster, documents)
     backend = SimulatedBackend()
     now = timezone.now()
