@@ -192,6 +192,12 @@ PROFILES: dict[str, tuple[Profile, bool]] = {
         False,
     ),
     "best-fit": (core_profile().with_args("NetworkTopology", bestFit=True), False),
+    "best-fit+largest-first": (
+        core_profile()
+        .with_args("NetworkTopology", bestFit=True)
+        .with_args("PrioritySort", largestFirst=True),
+        False,
+    ),
     "topology-blind": (core_profile(), True),
 }
 
