@@ -53,7 +53,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -158,7 +158,7 @@ class Arg:
     within [minimum, maximum]; `choice` among `choices`; `per_resource`, an object of resource
     name -> int within [minimum, maximum]."""
 
-    kind: str
+    kind: Literal["bool", "int", "choice", "per_resource"]
     minimum: int = 0
     maximum: int | None = None
     choices: tuple[str, ...] = ()
