@@ -104,7 +104,20 @@ class ProfileError(ValueError):
 
     def __init__(self, problems: Mapping[str, str]) -> None:
         self.problems = dict(problems)
-        super().__init__("; ".join(f"{k}: {v}" for k, v in sorted(self.problems.items())))
+        super().__init__("; ".join(problem_lines(self.problems)))
+
+
+def problem_lines(problems: Mapping[str, str]) -> list[str]:
+    """`check_args` problems as sorted lines, `Plugin.argument: what is wrong`."""
+    return [f"{where}: {what}" if where else what for where, what in sorted(problems.items())]
+
+
+def configurable_arguments() -> dict[str, Mapping[str, Arg]]:
+    """Every plugin of the default profile and the arguments it declares (maybe none)."""
+    return {
+        spec.name: getattr(plugin_class(spec.name), "arguments", {})
+        for spec in Profile.default().plugins
+    }
 
 
 def check_args(config: Any) -> dict[str, str]:
@@ -112,13 +125,13 @@ def check_args(config: Any) -> dict[str, str]:
     the plugins of the default profile and the `arguments` each declares (empty: all valid)."""
     if not isinstance(config, Mapping):
         return {"": "expected an object of plugin name -> arguments"}
-    configurable = {spec.name for spec in Profile.default().plugins}
+    configurable = configurable_arguments()
     problems: dict[str, str] = {}
     for plugin, args in config.items():
         if plugin not in configurable:
             problems[str(plugin)] = f"unknown plugin; known: {', '.join(sorted(configurable))}"
             continue
-        declared: Mapping[str, Arg] = getattr(plugin_class(plugin), "arguments", {})
+        declared = configurable[plugin]
         if not isinstance(args, Mapping):
             problems[plugin] = "expected an object of argument name -> value"
             continue

@@ -8,6 +8,7 @@ from koordweb.api.views import catalog
 from koordweb.api.views.jobs import JobViewSet
 from koordweb.api.views.manifests import ManifestsView
 from koordweb.api.views.not_found import api_not_found
+from koordweb.api.views.scheduler import SchedulerConfigView
 from koordweb.api.views.tokens import TokenDetailView, TokenListView
 from koordweb.api.views.topology import TopologyView
 from koordweb.api.views.whatif import WhatIfView
@@ -30,6 +31,7 @@ v1 = [
     path("topology/", TopologyView.as_view(), name="topology"),
     path("whatif/", WhatIfView.as_view(), name="whatif"),
     path("manifests/", ManifestsView.as_view(), name="manifests"),
+    path("scheduler/", SchedulerConfigView.as_view(), name="scheduler-config"),
     path("tokens/", TokenListView.as_view(), name="token-list"),
     path("tokens/<str:token_key>/", TokenDetailView.as_view(), name="token-detail"),
 ]

@@ -6,7 +6,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 
 from koordweb.models.fields import validate_resource_list, validate_string_map
-from scheduler.profile import check_args
+from scheduler.profile import check_args, problem_lines
 
 
 class Cluster(models.Model):
@@ -38,9 +38,7 @@ class Cluster(models.Model):
     def clean(self) -> None:
         problems = check_args(self.scheduler_args)
         if problems:
-            raise ValidationError(
-                {"scheduler_args": [f"{k}: {v}" if k else v for k, v in sorted(problems.items())]}
-            )
+            raise ValidationError({"scheduler_args": problem_lines(problems)})
 
 
 class TopologyLayer(models.Model):

@@ -39,7 +39,7 @@ PUBLIC = {
 # other address they need a bearer token, which is what anonymous requests are checked for.
 LOOPBACK_ONLY = {("ui", "metrics")}
 REMOTE_ADDR = "192.0.2.50"  # TEST-NET-1: a client that is not on this machine
-ADMIN_ONLY = {("ui", "import"), ("api", "manifests")}
+ADMIN_ONLY = {("ui", "import"), ("api", "manifests"), ("api", "scheduler-config")}
 # Collections whose members belong to one tenant (the rest are the shared cluster catalog).
 TENANT_OWNED = {"jobs", "preemptions", "quotas", "tokens"}
 UNSAFE_METHODS = ("post", "put", "patch", "delete")

@@ -26,7 +26,7 @@ from koordweb.manifests.loader import MAX_MANIFEST_BYTES
 from koordweb.models import Cluster, Pod, PodPhase, Round
 from koordweb.services.records import round_execute
 from koordweb.services.scratch import scratch_database
-from scheduler.profile import check_args
+from scheduler.profile import check_args, problem_lines
 
 
 class Command(BaseCommand):
@@ -66,7 +66,7 @@ def _scheduler_args(text: str) -> dict[str, Any]:
         raise CommandError(f"--scheduler-args: not JSON: {exc.msg}", returncode=2) from exc
     problems = check_args(config)
     if problems:
-        listed = "; ".join(f"{k}: {v}" if k else v for k, v in sorted(problems.items()))
+        listed = "; ".join(problem_lines(problems))
         raise CommandError(f"--scheduler-args: {listed}", returncode=2)
     return dict(config)
 
