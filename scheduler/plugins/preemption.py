@@ -237,8 +237,10 @@ class JobPreemption:
                         plans.setdefault(tuple(attempt.assignment.values()), attempt)
             best: VictimPlan | None = None
             for rank, plan in enumerate(plans.values()):
+                # Without budgets a plan that is sure to lose to `best` stops early (see below).
+                beat = best.key if best is not None and not book.budgets.pdbs else None
                 candidate = self._victims_for(
-                    state, framework, job, pods, plan, eligible, quota_need, rank
+                    state, framework, job, pods, plan, eligible, quota_need, rank, beat
                 )
                 if candidate is not None and (best is None or candidate.key < best.key):
                     best = candidate
@@ -256,10 +258,15 @@ class JobPreemption:
         eligible: BoolArray,
         quota_need: Mapping[str, int],
         rank: int,
+        beat: tuple[Any, ...] | None = None,
     ) -> VictimPlan | None:
         """Minimal victims for one plan, inside the dry run that released every candidate: keep back
         the highest-priority ones while every slot-limit Filter (resources, cards) still lets
-        the plan's pods stay on each node they stand on, and the quota need is still met."""
+        the plan's pods stay on each node they stand on, and the quota need is still met.
+
+        `beat`, the key of the best plan so far when no budget can be broken: victims are found
+        highest priority first, so once the first one outranks that plan's highest victim, or
+        ties it with more victim jobs already, this plan cannot win and None is returned."""
         book = self.book(state)
         on_node: dict[int, list[PodInfo]] = {}
         for key, idx in plan.assignment.items():
@@ -291,7 +298,17 @@ class JobPreemption:
                     quota_room[r] -= _amount(v, r)
             else:
                 victims.append(v)
+                if beat is not None and _loses(victims, beat):
+                    return None
         return _costed(state, plan, victims, book, rank)
+
+
+def _loses(victims: Sequence[VictimJob], beat: tuple[Any, ...]) -> bool:
+    """Whether a plan whose victims so far (highest priority first) are `victims` is sure to cost
+    more than the plan keyed `beat` (no budget violations on either side)."""
+    highest, count = victims[0].priority, len(victims)
+    best_highest, best_count = int(beat[1]), int(beat[2])
+    return highest > best_highest or (highest == best_highest and count > best_count)
 
 
 def _reprieve_order(book: PreemptionBook, chosen: IntArray) -> IntArray:
