@@ -131,19 +131,24 @@ def check_args(config: Any) -> dict[str, str]:
         if plugin not in configurable:
             problems[str(plugin)] = f"unknown plugin; known: {', '.join(sorted(configurable))}"
             continue
-        declared = configurable[plugin]
-        if not isinstance(args, Mapping):
-            problems[plugin] = "expected an object of argument name -> value"
+        problems.update(_plugin_problems(plugin, configurable[plugin], args))
+    return problems
+
+
+def _plugin_problems(plugin: str, declared: Mapping[str, Arg], args: Any) -> dict[str, str]:
+    """What is wrong with one plugin's arguments against what it `declared`."""
+    if not isinstance(args, Mapping):
+        return {plugin: "expected an object of argument name -> value"}
+    problems: dict[str, str] = {}
+    for name, value in args.items():
+        arg = declared.get(name)
+        if arg is None:
+            known = ", ".join(sorted(declared)) or "none"
+            problems[f"{plugin}.{name}"] = f"unknown argument; {plugin} takes: {known}"
             continue
-        for name, value in args.items():
-            arg = declared.get(name)
-            if arg is None:
-                known = ", ".join(sorted(declared)) or "none"
-                problems[f"{plugin}.{name}"] = f"unknown argument; {plugin} takes: {known}"
-                continue
-            problem = _arg_problem(arg, value)
-            if problem:
-                problems[f"{plugin}.{name}"] = problem
+        problem = _arg_problem(arg, value)
+        if problem:
+            problems[f"{plugin}.{name}"] = problem
     return problems
 
 
@@ -183,7 +188,12 @@ def plugin_class(name: str) -> Any:
 
 
 def load_plugin(spec: PluginSpec) -> Any:
-    return plugin_class(spec.name)(spec.args)
+    """The plugin built with its arguments, checked against what it declares (`ProfileError`)."""
+    cls = plugin_class(spec.name)
+    problems = _plugin_problems(spec.name, getattr(cls, "arguments", {}), spec.args)
+    if problems:
+        raise ProfileError(problems)
+    return cls(spec.args)
 
 
 def _importable(name: str) -> bool:

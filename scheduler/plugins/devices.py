@@ -91,12 +91,8 @@ class DeviceShare:
 
     def __init__(self, args: Mapping[str, Any] | None = None) -> None:
         self.args = dict(args or {})
-        scoring = self.args.get("scoring", "LeastAllocated")
-        if scoring not in ("LeastAllocated", "MostAllocated"):
-            raise ValueError(
-                f"DeviceShare scoring must be LeastAllocated or MostAllocated: {scoring!r}"
-            )
-        self.scoring: Scoring = scoring
+        # checked against `arguments` when the profile builds the plugin
+        self.scoring: Scoring = self.args.get("scoring", "LeastAllocated")
 
     # --- setup ----------------------------------------------------------------------------------
     def setup(self, state: CycleState) -> None:

@@ -74,3 +74,9 @@ def test_a_configured_profile_changes_the_round() -> None:
     fitted = run_round(snap, Profile.configured({"NetworkTopology": {"bestFit": True}}))
     assert default.placements["ml/g-1"].node == "node-8"
     assert fitted.placements["ml/g-1"].node == "node-1"
+
+
+def test_a_profile_built_in_code_is_checked_the_same_way() -> None:
+    with pytest.raises(ProfileError) as caught:
+        Profile.default().with_args("DeviceShare", scoring="Spread").build()
+    assert "DeviceShare.scoring: expected one of LeastAllocated, MostAllocated" in str(caught.value)
