@@ -35,6 +35,8 @@ from typing import Any
 
 from tqdm import tqdm
 
+from benchmarks.round_scale import node_counts
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "koordweb.settings")
 
 SPINE = "network.topology.nvidia.com/spine"
@@ -442,7 +444,7 @@ def markdown(report: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nodes", default="1000,5000")
+    parser.add_argument("--nodes", type=node_counts, default="1000,5000")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds a round may take")
     parser.add_argument("--cprofile", action="store_true")
@@ -450,9 +452,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", dest="json_path")
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args(argv)
-    sizes = [s for s in args.nodes.split(",") if s]
-    if not sizes or not all(s.isdigit() and int(s) > 0 for s in sizes):
-        parser.error(f"--nodes: expected a comma list of positive node counts, got {args.nodes!r}")
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
     from django.core.exceptions import ImproperlyConfigured
@@ -470,7 +469,7 @@ def main(argv: list[str] | None = None) -> int:
     from benchmarks.common import write_json
 
     report = run(
-        [int(s) for s in sizes],
+        args.nodes,
         args.rounds,
         args.timeout,
         args.cprofile,

@@ -94,6 +94,17 @@ def shape(gpus: int) -> dict[str, int]:
     return {"cpu": gpus * 12_000, "memory": gpus * 96 * GI, "nvidia.com/gpu": gpus}
 
 
+def node_counts(text: str) -> list[int]:
+    """`--nodes` of the scale benchmarks (e2e_scale too): a comma list of positive node counts,
+    as an argparse type."""
+    counts = [s for s in text.split(",") if s]
+    if not counts or not all(s.isdigit() and int(s) > 0 for s in counts):
+        raise argparse.ArgumentTypeError(
+            f"expected a comma list of positive node counts, got {text!r}"
+        )
+    return [int(s) for s in counts]
+
+
 def build_snapshot(
     n_nodes: int,
     pending_pods: int,
@@ -311,7 +322,7 @@ def rewrite_section(text: str, body: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nodes", default="1000,5000,10000")
+    parser.add_argument("--nodes", type=node_counts, default="1000,5000,10000")
     parser.add_argument("--pods", type=int, default=20_000)
     parser.add_argument("--gangs", type=int, default=2_000)
     parser.add_argument(
@@ -341,9 +352,6 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("repeat", "pods", "gangs"):
         if getattr(args, name) < 1:
             parser.error(f"--{name} must be at least 1")
-    sizes = [s for s in args.nodes.split(",") if s]
-    if not sizes or not all(s.isdigit() and int(s) > 0 for s in sizes):
-        parser.error(f"--nodes: expected a comma list of positive node counts, got {args.nodes!r}")
     mixes = [m for m in args.gpus.split(",") if m]
     unknown = sorted(set(mixes) - set(GPU_WEIGHTS))
     if unknown:
@@ -353,11 +361,11 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"--profiles: unknown {', '.join(unknown)} (choose from default, core)")
     plan = [
-        (profile, mix, int(n))
+        (profile, mix, n)
         for profile in profiles
         for mix in mixes
-        for n in sizes
-        if profile == "core" or int(n) <= args.max_device_nodes
+        for n in args.nodes
+        if profile == "core" or n <= args.max_device_nodes
     ]
     runs = []
     for profile, mix, n in tqdm(plan, desc="round scale", unit="run", file=sys.stderr):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -87,3 +89,17 @@ def test_the_speed_target_is_judged_on_the_5000_node_rows_by_wall_time() -> None
     assert "default / mixed 9,999 (not met)" in verdict
     assert "30,000" not in verdict
     assert target_verdict(runs[:1]) == ""
+
+
+def test_runs_as_the_script_the_docs_name() -> None:
+    """`python benchmarks/round_scale.py`: no `benchmarks` package on the path then."""
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "benchmarks/round_scale.py", "--nodes", "abc"],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "--nodes: expected a comma list of positive node counts" in done.stderr
