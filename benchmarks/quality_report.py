@@ -99,14 +99,19 @@ def topology_part(report: dict[str, Any]) -> list[str]:
         "",
         topology_quality.markdown(report).rstrip("\n"),
         "",
-        "Topology rules roughly double the share of gangs kept in one block over the "
-        "topology-blind baseline and lower the span, at the price of waiting: a MustGather gang "
-        "waits for a whole block (p99 wait up to about an hour at 75-100% load, against minutes "
-        "without rules). `parentFragmentation` strands fewer GPUs on the Lingjun racks. "
-        "`bestFit` changes little here, since every pod of these gangs takes a whole node: "
-        "it packs pods smaller than a node (see the optimum below). " + trade + ""
-        "Allocation at 100% offered load (94% on Lingjun) sits near FGD's 95.23% anchor, but "
-        "FGD's figure is for GPU-sharing pods on the openb trace, not whole-node gangs.",
+        (
+            "Topology rules roughly double the share of gangs kept in one block over the "
+            "topology-blind baseline and lower the span, at the price of waiting: a MustGather "
+            "gang waits for a whole block (p99 wait up to about an hour at 75-100% load, against "
+            "minutes without rules). `parentFragmentation` strands fewer GPUs on the Lingjun "
+            "racks. `bestFit` changes little here, since every pod of these gangs takes a whole "
+            "node: it packs pods smaller than a node (see the optimum below). "
+        )
+        + trade
+        + (
+            "Allocation at 100% offered load (94% on Lingjun) sits near FGD's 95.23% anchor, "
+            "but FGD's figure is for GPU-sharing pods on the openb trace, not whole-node gangs."
+        ),
     ]
 
 

@@ -238,7 +238,7 @@ class TopologyTree:
     @property
     def has_outside(self) -> bool:
         """Whether some node lies outside the tree (its label missing or inconsistent)."""
-        return bool(len(self._read_only("outside", lambda: np.flatnonzero(self.outside))))
+        return len(self.nodes_in(0, 0)) < len(self.outside)
 
     def _read_only(self, name: str, build: Callable[[], npt.NDArray[Any]]) -> IntArray:
         """A per-node index array built once and handed out read-only (the tree is fixed)."""
