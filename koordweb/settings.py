@@ -277,6 +277,8 @@ if KOORDWEB_BACKEND not in {"simulated", "kubernetes"}:
 KUBECONFIG = os.environ.get("KUBECONFIG", "")
 KOORDWEB_SCHEDULER_NAME = os.environ.get("KOORDWEB_SCHEDULER_NAME", "koordweb")
 KOORDWEB_ROUND_INTERVAL = float(os.environ.get("KOORDWEB_ROUND_INTERVAL", "10"))
+# The simulated kubelet keeps an evicted pod on its node this long (a real one: the pod's grace).
+KOORDWEB_SIMULATED_GRACE_SECONDS = float(os.environ.get("KOORDWEB_SIMULATED_GRACE_SECONDS", "0"))
 KOORDWEB_CLUSTER = os.environ.get("KOORDWEB_CLUSTER", "default")
 # /metrics: loopback scrapes need nothing; others send "Authorization: Bearer <token>".
 KOORDWEB_METRICS_TOKEN = os.environ.get("KOORDWEB_METRICS_TOKEN", "")

@@ -13,19 +13,19 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Max, Subquery
+from django.db.models import Max, Q, Subquery
 
 from koordweb.models import (
     Cluster,
     Device,
     ElasticQuota,
     Job,
-    JobState,
     Node,
     NodeMetric,
     Pod,
     PodPhase,
 )
+from koordweb.models.workload import ACTIVE_JOB_STATES, HOLDING_JOB_STATES
 from scheduler.devices.inventory import device_allocatable
 from scheduler.model import (
     ClusterSnapshot,
@@ -45,7 +45,6 @@ from scheduler.model import (
     TopologySpec,
 )
 
-ACTIVE_JOB_STATES = (JobState.PENDING, JobState.SCHEDULED, JobState.RUNNING)
 QUOTA_LABEL = "quota.scheduling.koordinator.sh/name"
 
 
@@ -227,18 +226,28 @@ def build(
         for node in nodes
     ]
 
-    jobs = list(
-        cluster.jobs.filter(state__in=ACTIVE_JOB_STATES).select_related("quota").order_by("id")
-    )
+    # Jobs being preempted or requeued keep their pods in the snapshot until the cluster says
+    # they are gone: a terminating pod holds its node (only bound ones, never placed again).
+    # A cancelled job's terminating pods too.
     pods_by_job: dict[int, list[Pod]] = defaultdict(list)
     pods = (
-        Pod.objects.filter(cluster=cluster, job__state__in=ACTIVE_JOB_STATES)
+        Pod.objects.filter(cluster=cluster)
+        .filter(
+            Q(job__state__in=ACTIVE_JOB_STATES)
+            | Q(node__isnull=False, job__state__in=HOLDING_JOB_STATES)
+            | Q(node__isnull=False, terminating=True)
+        )
         .exclude(phase__in=[PodPhase.SUCCEEDED, PodPhase.FAILED])
         .defer("limits", "created_at", "bound_at", "started_at", "finished_at")
         .order_by("namespace", "name")
     )
     for pod in pods:
         pods_by_job[pod.job_id].append(pod)
+    jobs = list(
+        cluster.jobs.filter(Q(state__in=HOLDING_JOB_STATES) | Q(id__in=list(pods_by_job)))
+        .select_related("quota")
+        .order_by("id")
+    )
 
     groups: dict[str, list[Job]] = defaultdict(list)
     for job in jobs:

@@ -1,8 +1,9 @@
 """Celery tasks: orchestration only. Ids in; services, the snapshot, the engine and a backend work.
 
-`run_round(cluster_id)`: sync the cluster, build a snapshot, run the engine, record the round and
-its decisions, enact the plan: all in one transaction that first takes the cluster's round lock,
-so a failure leaves the database as it was (the failed round is then recorded on its own).
+`run_round(cluster_id)`: holding the cluster's round lock for the whole round, finish what an
+earlier round left unenacted, plan and commit, then enact (koordweb.services.records). A request
+that finds a round of the cluster running is deferred, not dropped: the running round starts
+exactly one successor as soon as it ends.
 """
 
 from __future__ import annotations
@@ -12,44 +13,62 @@ from typing import Any
 
 from celery import shared_task
 from django.conf import settings
-from django.db import transaction
 from django.utils import timezone
 
 from koordweb.backends import backend_for
 from koordweb.models import Cluster, Round
 from koordweb.observability import round_context
-from koordweb.services.locks import round_lock_try
-from koordweb.services.records import round_execute, round_record_failure
-from koordweb.services.rounds import round_request_started
+from koordweb.services.locks import round_lock
+from koordweb.services.records import round_execute
+from koordweb.services.rounds import (
+    round_defer,
+    round_pending_clear,
+    round_request_started,
+    round_successor_claim,
+)
 
 logger = logging.getLogger("koordweb.rounds")
 
 
 @shared_task(name="koordweb.run_round", acks_late=True, reject_on_worker_lost=True)
 def run_round(cluster_id: int, trigger: str = Round.Trigger.TIMER) -> dict[str, Any]:
-    """One scheduling round of one cluster; skipped when another round of it is running."""
+    """One scheduling round of one cluster; deferred when another round of it is running."""
     # Requests arriving from now on may need this round's successor: let them enqueue one.
     round_request_started(cluster_id=cluster_id)
     cluster = Cluster.objects.filter(id=cluster_id).first()
     if cluster is None:
         return {"cluster": cluster_id, "skipped": "no such cluster"}
-    started = timezone.now()
     with round_context(cluster=cluster.name):
-        try:
-            with transaction.atomic():
-                if not round_lock_try(cluster_id=cluster_id):
-                    logger.info("round skipped: another round of %s is running", cluster.name)
-                    return {"cluster": cluster_id, "skipped": "another round is running"}
-                started = timezone.now()  # after the lock: the round's own time only
-                summary = round_execute(
-                    cluster=cluster, backend=backend_for(cluster), trigger=trigger, now=started
-                ).summary
-        except Exception as exc:
-            logger.exception("round of cluster %s failed", cluster.name)
-            round_record_failure(cluster=cluster, trigger=trigger, started=started, error=exc)
-            raise
+        with round_lock(cluster_id=cluster_id) as held:
+            summary = _round_holding_lock(cluster, trigger) if held else None
+        if summary is None:
+            # Ask the running round for a successor; if it ended meanwhile without seeing the
+            # request, the request is ours to answer (claimed once, so never run twice).
+            round_defer(cluster_id=cluster_id)
+            with round_lock(cluster_id=cluster_id) as held:
+                if held and round_successor_claim(cluster_id=cluster_id):
+                    summary = _round_holding_lock(cluster, trigger)
+        if summary is None:
+            logger.info("round deferred: another round of %s is running", cluster.name)
+            return {"cluster": cluster_id, "skipped": "another round is running: deferred"}
+        if round_successor_claim(cluster_id=cluster_id):
+            run_round.apply_async(args=[cluster_id], kwargs={"trigger": Round.Trigger.DEFERRED})
         logger.info("round %s of cluster %s: %s", summary["round"], cluster.name, summary)
     return summary
+
+
+def _round_holding_lock(cluster: Cluster, trigger: str) -> dict[str, Any]:
+    # This round reads the cluster after every request made so far: it answers them all.
+    round_pending_clear(cluster_id=cluster.id)
+    try:
+        return round_execute(
+            cluster=cluster, backend=backend_for(cluster), trigger=trigger, now=timezone.now()
+        ).summary
+    except Exception:
+        logger.exception("round of cluster %s failed", cluster.name)
+        if round_successor_claim(cluster_id=cluster.id):
+            run_round.apply_async(args=[cluster.id], kwargs={"trigger": Round.Trigger.DEFERRED})
+        raise
 
 
 @shared_task(name="koordweb.tick")

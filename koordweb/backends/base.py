@@ -1,7 +1,10 @@
 """The cluster backend protocol: `sync` reads the cluster into the database, `enact` applies a plan.
 
-A round builds an `EnactPlan` from the engine's result; every backend applies it idempotently
-and answers with an `EnactReport` saying what happened to each pod.
+A round turns the engine's result into intents (koordweb.models.Intent) and commits them; the
+intents are then read back as an `EnactPlan`, which a backend applies to the cluster idempotently,
+touching no database row, and answers with an `EnactReport` saying what happened to each pod.
+Every action names the pod it was decided about by its UID: a pod re-created under the same name
+is another pod, and the cluster refuses the action (409) rather than apply it to the wrong one.
 """
 
 from __future__ import annotations
@@ -31,6 +34,27 @@ class Eviction:
     name: str
     preemptor: str
     preemption_id: int | None = None
+    uid: str = ""
+
+
+@dataclass(frozen=True)
+class Creation:
+    """Create in the cluster a pod submitted to koordweb (with its PodGroup, once per job)."""
+
+    pod_id: int
+    job_id: int
+    namespace: str
+    name: str
+
+
+@dataclass(frozen=True)
+class Deletion:
+    """Delete a pod gracefully (a gang refused by a kubelet is taken off its nodes whole)."""
+
+    pod_id: int
+    namespace: str
+    name: str
+    uid: str = ""
 
 
 @dataclass(frozen=True)
@@ -46,22 +70,47 @@ class EnactPlan:
     bindings: tuple[Binding, ...] = ()
     evictions: tuple[Eviction, ...] = ()
     nominations: tuple[Nomination, ...] = ()
+    creations: tuple[Creation, ...] = ()
+    deletions: tuple[Deletion, ...] = ()
+
+    def __len__(self) -> int:
+        return sum(
+            len(part)
+            for part in (
+                self.creations,
+                self.bindings,
+                self.evictions,
+                self.nominations,
+                self.deletions,
+            )
+        )
 
 
 @dataclass
 class EnactReport:
+    """Outcomes by pod id. `dropped` bindings, `blocked` evictions (a disruption budget) and
+    `replaced` evictions (another pod now has the name) did not happen."""
+
     bound: list[int] = field(default_factory=list)
     dropped: dict[int, str] = field(default_factory=dict)
     evicted: list[int] = field(default_factory=list)
     blocked: dict[int, str] = field(default_factory=dict)
+    replaced: dict[int, str] = field(default_factory=dict)
     nominated: list[int] = field(default_factory=list)
+    created: dict[int, str] = field(default_factory=dict)  # pod id -> the new pod's uid
+    refused_jobs: dict[int, str] = field(default_factory=dict)  # job id -> the cluster's words
+    deleted: list[int] = field(default_factory=list)
 
 
 class ClusterBackend(Protocol):
     """What a round needs from a cluster."""
 
-    def sync(self, cluster: Cluster, *, now: datetime) -> None:
-        """Bring the database up to date with the cluster (nodes, pods, devices, metrics)."""
+    def sync(self, cluster: Cluster, *, now: datetime) -> dict[str, int]:
+        """Bring the database up to date with the cluster (nodes, pods, devices, metrics).
+
+        Runs inside the round's transaction: database work only, no call to the cluster.
+        Returns counts for the round's metrics."""
 
     def enact(self, cluster: Cluster, plan: EnactPlan, *, now: datetime) -> EnactReport:
-        """Bind, evict and nominate as planned; idempotent; the database follows what succeeded."""
+        """Apply a plan to the cluster, idempotently; runs after the plan committed and writes
+        no row (the outbox records the report)."""

@@ -1,7 +1,9 @@
 """The kubernetes backend: a real cluster through the official client (koordweb/backends/kube/).
 
-`sync` mirrors the cluster (list + watch, relisting after 410) and reconciles the rows;
-`enact` binds, evicts and nominates through the API server, then records what it accepted.
+`sync` reconciles the rows with the mirror (list + watch, relisting after 410): no call to the API
+server, so it runs inside the round's transaction; it also asks for the pods of jobs submitted to
+koordweb to be created (create intents, enacted with the round's plan after it commits).
+`enact` creates, binds, evicts, nominates and deletes through the API server and writes nothing.
 One client per process and cluster: its watch threads keep the mirror current between rounds.
 """
 
@@ -9,19 +11,19 @@ from __future__ import annotations
 
 import json
 import threading
-import time
+from collections import defaultdict
 from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 
-from koordweb.backends.base import EnactPlan, EnactReport
+from koordweb.backends.base import Creation, EnactPlan, EnactReport
 from koordweb.backends.kube import ApiException, KubeClusterClient
 from koordweb.backends.reconcile import cluster_reconcile
 from koordweb.manifests import serialize
-from koordweb.models import Cluster, Job, Pod, PodPhase
-from koordweb.services import pods as pod_services
-from koordweb.services.pods import FINAL_JOB_STATES
+from koordweb.models import Cluster, Intent, Job, Pod, PodPhase
+from koordweb.models.workload import FINAL_JOB_STATES
+from koordweb.services.outbox import intents_write
 
 _clients: dict[str, KubeClusterClient] = {}
 _lock = threading.Lock()
@@ -53,61 +55,66 @@ class KubernetesBackend:
     def from_settings(cls, scheduler_name: str | None = None) -> KubernetesBackend:
         return cls(client_from_settings(scheduler_name or settings.KOORDWEB_SCHEDULER_NAME))
 
-    def sync(self, cluster: Cluster, *, now: datetime) -> None:
-        self.publish_jobs(cluster, now=now)
-        cluster_reconcile(cluster=cluster, documents=self.client.snapshot(), now=now)
+    def sync(self, cluster: Cluster, *, now: datetime) -> dict[str, int]:
+        counts = cluster_reconcile(
+            cluster=cluster,
+            documents=self.client.snapshot(),
+            now=now,
+            unseen_uids=self.client.unseen_created(),
+        )
+        counts["creations"] = self._ask_creations(cluster, now)
+        return counts
 
-    def publish_jobs(self, cluster: Cluster, *, now: datetime, wait_seconds: float = 10.0) -> int:
-        """Create in the cluster the pods of jobs submitted to koordweb (pods without a uid).
-
-        Then wait until the mirror has seen them, so the reconcile that follows does not take
-        them for pods that vanished.
-        """
+    def _ask_creations(self, cluster: Cluster, now: datetime) -> int:
+        """Create intents for submitted pods not in the cluster yet (one pending per pod)."""
+        asked = Intent.objects.filter(
+            cluster=cluster, kind=Intent.Kind.CREATE, state=Intent.State.PENDING
+        ).values("pod_id")
         pods = list(
             cluster.pods.filter(uid="", node__isnull=True, phase=PodPhase.PENDING)
             .exclude(job__state__in=FINAL_JOB_STATES)
-            .select_related("job", "job__quota")
-            .order_by("job_id", "name")
+            .exclude(id__in=asked)
+            .values_list("id", "job_id", "namespace", "name")
         )
-        by_job: dict[int, list[Pod]] = {}
-        for pod in pods:
-            by_job.setdefault(pod.job_id, []).append(pod)
-        published: set[tuple[str, str]] = set()
+        if pods:
+            plan = EnactPlan(creations=tuple(Creation(*row) for row in pods))
+            intents_write(cluster=cluster, round_id=None, plan=plan, now=now)
+        return len(pods)
+
+    def enact(self, cluster: Cluster, plan: EnactPlan, *, now: datetime) -> EnactReport:
+        report = self._create(plan.creations) if plan.creations else EnactReport()
+        rest = self.client.enact(plan)
+        report.bound, report.dropped = rest.bound, rest.dropped
+        report.evicted, report.blocked, report.replaced = rest.evicted, rest.blocked, rest.replaced
+        report.nominated, report.deleted = rest.nominated, rest.deleted
+        return report
+
+    def _create(self, creations: tuple[Creation, ...]) -> EnactReport:
+        """Create each job's pods (and PodGroup) under our scheduler; a refusal fails the job."""
+        report = EnactReport()
+        by_job: dict[int, list[Creation]] = defaultdict(list)
+        for creation in creations:
+            by_job[creation.job_id].append(creation)
+        rows = {
+            p.id: p
+            for p in Pod.objects.filter(id__in=[c.pod_id for c in creations]).select_related(
+                "job", "job__quota"
+            )
+        }
         for members in by_job.values():
-            job = members[0].job
-            docs = [_fresh(serialize.pod_doc(pod, job, {})) for pod in members]
+            pods = [rows[c.pod_id] for c in sorted(members, key=lambda c: c.name)]
+            job = pods[0].job
+            docs = [_fresh(serialize.pod_doc(pod, job, {})) for pod in pods]
             group = serialize.pod_group_doc(job) if job.kind == Job.Kind.POD_GROUP else None
             try:
                 created = self.client.create_job_pods(job.namespace, docs, group)
             except ApiException as error:
                 # The cluster refuses this job (no such namespace, a quota, a webhook): it fails
                 # alone, with the API server's own words, and the round goes on.
-                pod_services.job_mark_failed(job=job, reason=_api_message(error), now=now)
+                report.refused_jobs[job.id] = _api_message(error)
                 continue
-            for pod, doc in zip(members, created, strict=True):
-                pod.uid = (doc.get("metadata") or {}).get("uid", "") or ""
-                pod.save(update_fields=["uid"])
-                published.add((pod.namespace, pod.name))
-        if published:
-            self._await_mirror(published, wait_seconds)
-        return len(published)
-
-    def _await_mirror(self, keys: set[tuple[str, str]], wait_seconds: float) -> None:
-        deadline = time.monotonic() + wait_seconds
-        while time.monotonic() < deadline:
-            seen = {
-                ((d.get("metadata") or {}).get("namespace"), (d.get("metadata") or {}).get("name"))
-                for d in self.client.snapshot()
-                if d.get("kind") == "Pod"
-            }
-            if keys <= seen:
-                return
-            time.sleep(0.05)
-
-    def enact(self, cluster: Cluster, plan: EnactPlan, *, now: datetime) -> EnactReport:
-        report = self.client.enact(plan)
-        nodes = {n.name: n for n in cluster.nodes.all()}
-        pod_services.enact_record(cluster_nodes=nodes, plan=plan, report=report, now=now)
+            for pod, doc in zip(pods, created, strict=True):
+                report.created[pod.id] = (doc.get("metadata") or {}).get("uid", "") or ""
         return report
 
 

@@ -3,17 +3,25 @@
 The documents are the mirror's manifest dicts (the same shapes `import_manifests` reads). Nodes,
 devices, topology, priority classes, quotas and budgets are upserted; pods we already know have
 their node, phase, nomination and annotations refreshed (job rows keep their history); new pods
-are imported, joining their job when it exists; pods gone from the cluster are finished.
-A document the parsers reject is skipped and reported, so one odd object never stops a round.
+are imported, joining their job when it exists. A document the parsers reject is skipped and
+reported, so one odd object never stops a round.
+
+Pods follow the cluster's story, never ahead of it and never back: a pod the cluster is deleting
+stays on its node (terminating, holding what it uses) until the watch says it is gone; a document
+older than what koordweb itself did (a binding or an eviction the watch has not shown yet) does
+not undo it; a pod re-created under a known name (another UID) starts a new life in the same row.
+A pod is gone when the mirror no longer has it, except a pod just created that the watch has not
+shown yet (`unseen_uids`). A pod the kubelet refused at admission requeues its whole job.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from datetime import datetime
 from typing import Any
 
+from koordweb.backends.base import Deletion, EnactPlan
 from koordweb.manifests import ManifestError, apply_manifests, parse_documents
 from koordweb.manifests.apply import pods_join
 from koordweb.manifests.objects import (
@@ -37,19 +45,25 @@ from koordweb.models import (
     Job,
     Node,
     NodeMetric,
+    Pod,
     PodDisruptionBudget,
     PodPhase,
     PriorityClass,
     TopologyLayer,
 )
 from koordweb.services import pods as pod_services
+from koordweb.services.outbox import intents_write
 
 logger = logging.getLogger("koordweb.sync")
 FINISHED = (PodPhase.SUCCEEDED, PodPhase.FAILED)
 
 
 def cluster_reconcile(
-    *, cluster: Cluster, documents: Iterable[dict[str, Any]], now: datetime
+    *,
+    cluster: Cluster,
+    documents: Iterable[dict[str, Any]],
+    now: datetime,
+    unseen_uids: Collection[str] = (),
 ) -> dict[str, Any]:
     """Upsert the cluster's rows from its documents; returns counts and skipped documents."""
     parsed: list[ParsedObject] = []
@@ -73,10 +87,16 @@ def cluster_reconcile(
     _metrics(nodes, by_kind.get(NODE_METRIC, []))
     _quotas(cluster, by_kind.get(QUOTA, []))
     _pdbs(cluster, by_kind.get(PDB, []))
-    pods = _pods(cluster, nodes, by_kind.get(POD, []), by_kind.get(POD_GROUP, []), raw_by_key, now)
+    story = _PodStory(cluster, nodes, raw_by_key, set(unseen_uids), now)
+    pods = story.follow(by_kind.get(POD, []), by_kind.get(POD_GROUP, []))
     if skipped:
         logger.warning("sync skipped %d documents: %s", len(skipped), "; ".join(skipped[:5]))
-    return {"nodes": len(nodes), "pods": pods, "skipped": skipped}
+    return {
+        "nodes": len(nodes),
+        "pods": pods,
+        "skipped": len(skipped),
+        "kubelet_rejections": story.rejections,
+    }
 
 
 def _priority_classes(cluster: Cluster, objs: list[ParsedObject]) -> None:
@@ -174,52 +194,151 @@ def _pdbs(cluster: Cluster, objs: list[ParsedObject]) -> None:
             pdb.delete()
 
 
-def _pods(
-    cluster: Cluster,
-    nodes: dict[str, Node],
-    objs: list[ParsedObject],
-    groups: list[ParsedObject],
-    raw: dict[tuple[str, str, str], dict[str, Any]],
-    now: datetime,
-) -> int:
-    stored = {(p.namespace, p.name): p for p in cluster.pods.select_related("job")}
-    touched_jobs: set[int] = set()
-    new: list[ParsedObject] = []
-    for obj in objs:
-        pod = stored.get((obj.namespace, obj.name))
-        if pod is None:
-            new.append(obj)
-            continue
-        node = nodes.get(obj.refs.get("node") or "")
-        nominated = nodes.get(obj.refs.get("nominated_node") or "")
-        changes = {
+class _PodStory:
+    """Pod rows brought in line with the cluster's pods (see the module docstring)."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        nodes: dict[str, Node],
+        raw: dict[tuple[str, str, str], dict[str, Any]],
+        unseen_uids: set[str],
+        now: datetime,
+    ) -> None:
+        self.cluster, self.nodes, self.raw, self.now = cluster, nodes, raw, now
+        self.unseen_uids = unseen_uids
+        self.touched_jobs: set[int] = set()
+        self.refused: dict[int, str] = {}  # job id -> the kubelet's words
+        self.rejections = 0
+
+    def follow(self, objs: list[ParsedObject], groups: list[ParsedObject]) -> int:
+        stored = {(p.namespace, p.name): p for p in self.cluster.pods.select_related("job")}
+        new: list[ParsedObject] = []
+        for obj in objs:
+            pod = stored.get((obj.namespace, obj.name))
+            if pod is None:
+                new.append(obj)
+            else:
+                self._update(pod, obj)
+        present = {(o.namespace, o.name) for o in objs}
+        for identity, pod in stored.items():
+            # A pod without a uid was submitted to koordweb and is not in the cluster yet.
+            if identity in present or pod.phase in FINISHED or not pod.uid:
+                continue
+            if pod.uid in self.unseen_uids:
+                continue  # created by us a moment ago: the watch has not shown it yet
+            self._gone(pod)
+        if new:
+            self.touched_jobs |= _import_new_pods(self.cluster, new, groups, self.raw)
+        self._requeue_refused()
+        jobs = Job.objects.filter(id__in=self.touched_jobs)
+        pod_services.job_refresh_states(jobs=jobs, now=self.now)
+        return len(objs)
+
+    def _update(self, pod: Pod, obj: ParsedObject) -> None:
+        uid = obj.values["uid"] or pod.uid
+        node = self.nodes.get(obj.refs.get("node") or "")
+        changes: dict[str, Any] = {
             "node": node,
-            "nominated_node": nominated,
+            "nominated_node": self.nodes.get(obj.refs.get("nominated_node") or ""),
             "phase": obj.values["phase"],
             "annotations": obj.values["annotations"],
             "terminating": obj.values["terminating"],
-            "uid": obj.values["uid"] or pod.uid,
+            "uid": uid,
         }
-        if pod.node_id and node is None and pod.phase not in FINISHED:
-            changes["phase"] = PodPhase.FAILED  # unbound by someone else: it is gone
+        if pod.uid and uid != pod.uid:
+            # Deleted and created again under the same name: a new pod in the old row.
+            changes.update(bound_at=None, started_at=None, finished_at=None)
+            changes["terminating_since"] = self.now if changes["terminating"] else None
+        elif pod.phase in FINISHED:
+            return  # the same pod's last words were already heard
+        else:
+            if pod.node_id and node is None:
+                # Bound pods never lose their node: this document predates our binding.
+                changes.update(node=pod.node, annotations=pod.annotations, phase=pod.phase)
+            if pod.terminating and not changes["terminating"]:
+                changes["terminating"] = True  # predates the eviction we made
+            if changes["terminating"] and not pod.terminating:
+                changes["terminating_since"] = self.now
+            if _phase_rank(changes["phase"]) < _phase_rank(pod.phase):
+                changes["phase"] = pod.phase
+            if changes["nominated_node"] is None and node is None:
+                changes["nominated_node"] = pod.nominated_node  # predates our nomination
+            refusal = _kubelet_refusal(self.raw.get((POD, obj.namespace, obj.name)) or {})
+            if refusal and changes["phase"] == PodPhase.FAILED and node is not None:
+                # Refused, not finished: it stays in the row, holding its node, until the
+                # requeue has deleted it and the watch says it is gone.
+                self.rejections += 1
+                self.refused.setdefault(
+                    pod.job_id, f"the kubelet on {node.name} refused pod {pod.name}: {refusal}"
+                )
+                changes["phase"] = pod.phase
+            elif changes["phase"] in FINISHED:
+                changes["finished_at"] = self.now
         dirty = [k for k, v in changes.items() if getattr(pod, k) != v]
         if dirty:
             for key in dirty:
                 setattr(pod, key, changes[key])
             pod.save(update_fields=dirty)
-            touched_jobs.add(pod.job_id)
-    present = {(o.namespace, o.name) for o in objs}
-    for identity, pod in stored.items():
-        # A pod without a uid was submitted to koordweb and is not in the cluster yet.
-        if identity not in present and pod.phase not in FINISHED and pod.uid:
-            pod.phase = PodPhase.FAILED if pod.node_id is None else PodPhase.SUCCEEDED
-            pod.finished_at = now
-            pod.save(update_fields=["phase", "finished_at"])
-            touched_jobs.add(pod.job_id)
-    if new:
-        touched_jobs |= _import_new_pods(cluster, new, groups, raw)
-    pod_services.job_refresh_states(jobs=Job.objects.filter(id__in=touched_jobs), now=now)
-    return len(objs)
+            self.touched_jobs.add(pod.job_id)
+
+    def _gone(self, pod: Pod) -> None:
+        """The cluster no longer has the pod: it stopped. A pod we did not see finish failed."""
+        pod.phase = PodPhase.FAILED
+        pod.finished_at = self.now
+        pod.terminating = False
+        pod.nominated_node = None
+        pod.save(update_fields=["phase", "finished_at", "terminating", "nominated_node"])
+        self.touched_jobs.add(pod.job_id)
+
+    def _requeue_refused(self) -> None:
+        """Take every refused job off its nodes whole; it is queued again once its pods are gone."""
+        if not self.refused:
+            return
+        deletions: list[Deletion] = []
+        for job in Job.objects.filter(id__in=list(self.refused)):
+            if job.state in pod_services.FINAL_JOB_STATES:
+                continue
+            for pod in pod_services.job_requeue_refused(
+                job=job, reason=self.refused[job.id], now=self.now
+            ):
+                deletions.append(Deletion(pod.id, pod.namespace, pod.name, pod.uid))
+        if deletions:
+            plan = EnactPlan(deletions=tuple(deletions))
+            intents_write(cluster=self.cluster, round_id=None, plan=plan, now=self.now)
+
+
+# Why a kubelet fails a pod at admission (pkg/kubelet/lifecycle/predicate.go and admission
+# handlers): the pod never ran, so its job may simply be placed again.
+ADMISSION_REASONS = frozenset(
+    {
+        "UnexpectedAdmissionError",
+        "NodeAffinity",
+        "NodeName",
+        "InvalidNodeInfo",
+        "UnexpectedPredicateFailureType",
+        "PodOSSelectorNodeLabelDoesNotMatch",
+        "PodOSNotSupported",
+        "TopologyAffinityError",
+    }
+)
+
+
+def _kubelet_refusal(doc: dict[str, Any]) -> str:
+    """The kubelet's reason and message when it refused the pod at admission, else ''."""
+    status = doc.get("status") or {}
+    reason = str(status.get("reason") or "")
+    if not (reason.startswith("OutOf") or reason in ADMISSION_REASONS):
+        return ""
+    message = str(status.get("message") or "").strip()
+    return f"{reason} ({message})" if message else reason
+
+
+_PHASE_ORDER = {PodPhase.PENDING: 0, PodPhase.RUNNING: 1, PodPhase.SUCCEEDED: 2, PodPhase.FAILED: 2}
+
+
+def _phase_rank(phase: str) -> int:
+    return _PHASE_ORDER.get(phase, 0)  # type: ignore[call-overload]
 
 
 def _import_new_pods(

@@ -1,12 +1,17 @@
 """The simulated backend: the database is the cluster, and a simulated kubelet runs its pods.
 
 On every sync the kubelet starts bound pods, finishes jobs whose declared duration has passed
-(on the round's injected clock) and lets evicted pods go. Enacting a plan is writing it down.
+(on the round's injected clock) and lets terminating pods go once their grace period
+(KOORDWEB_SIMULATED_GRACE_SECONDS) has passed: until then they hold their nodes, as on a real
+cluster. Enacting a plan changes nothing but what the outbox records: it only checks that the
+cluster has not moved on (the node still exists, the pod is not bound elsewhere).
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+
+from django.conf import settings
 
 from koordweb.backends.base import EnactPlan, EnactReport
 from koordweb.models import Cluster, Job, JobState, Pod, PodPhase
@@ -16,9 +21,15 @@ from koordweb.services import pods as pod_services
 class SimulatedBackend:
     name = "simulated"
 
-    def sync(self, cluster: Cluster, *, now: datetime) -> None:
+    def sync(self, cluster: Cluster, *, now: datetime) -> dict[str, int]:
+        grace = timedelta(seconds=settings.KOORDWEB_SIMULATED_GRACE_SECONDS)
+        gone = cluster.pods.filter(terminating=True, terminating_since__lte=now - grace).exclude(
+            phase__in=pod_services.FINISHED_PHASES
+        )
+        touched = set(gone.values_list("job_id", flat=True))
+        pods_gone = gone.update(phase=PodPhase.FAILED, finished_at=now)
         started = cluster.pods.filter(node__isnull=False, phase=PodPhase.PENDING)
-        touched = set(started.values_list("job_id", flat=True))
+        touched |= set(started.values_list("job_id", flat=True))
         started.update(phase=PodPhase.RUNNING, started_at=now)
         running_jobs = cluster.jobs.filter(state__in=[JobState.SCHEDULED, JobState.RUNNING])
         for job in running_jobs.filter(duration_seconds__isnull=False, started_at__isnull=False):
@@ -30,11 +41,12 @@ class SimulatedBackend:
                 touched.add(job.id)
         jobs = Job.objects.filter(id__in=touched)
         pod_services.job_refresh_states(jobs=jobs, now=now)
+        return {"pods_gone": pods_gone}
 
     def enact(self, cluster: Cluster, plan: EnactPlan, *, now: datetime) -> EnactReport:
         """Every action succeeds unless the database says the cluster has moved on."""
         report = EnactReport()
-        nodes = {n.name: n for n in cluster.nodes.all()}
+        nodes = set(cluster.nodes.values_list("name", flat=True))
         bound_to = dict(
             Pod.objects.filter(id__in=[b.pod_id for b in plan.bindings]).values_list(
                 "id", "node__name"
@@ -50,5 +62,5 @@ class SimulatedBackend:
             else:
                 report.bound.append(binding.pod_id)
         report.nominated = [n.pod_id for n in plan.nominations if n.node in nodes]
-        pod_services.enact_record(cluster_nodes=nodes, plan=plan, report=report, now=now)
+        report.deleted = [d.pod_id for d in plan.deletions]
         return report

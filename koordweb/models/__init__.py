@@ -8,6 +8,7 @@ from koordweb.models.cluster import (
     NodeMetric,
     TopologyLayer,
 )
+from koordweb.models.outbox import Intent
 from koordweb.models.records import Decision, Preemption, PreemptionVictim, Round
 from koordweb.models.workload import (
     ElasticQuota,
@@ -25,6 +26,7 @@ __all__ = [
     "Device",
     "DeviceTemplateConfig",
     "ElasticQuota",
+    "Intent",
     "Job",
     "JobState",
     "Node",

@@ -28,6 +28,8 @@ class Cluster(models.Model):
         "reference behaviour.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # A round was asked for while one of this cluster ran: the running one starts a successor.
+    round_pending = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["name"]

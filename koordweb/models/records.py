@@ -20,6 +20,7 @@ class Round(models.Model):
         TIMER = "timer", "timer"
         SUBMIT = "submit", "submission"
         MANUAL = "manual", "manual"
+        DEFERRED = "deferred", "asked for while another round ran"
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="rounds")
     state = models.CharField(max_length=10, choices=State.choices, default=State.RUNNING)

@@ -73,9 +73,18 @@ class JobState(models.TextChoices):
     FAILED = "Failed", "Failed"
     PREEMPTED = "Preempted", "Preempted"
     CANCELLED = "Cancelled", "Cancelled"
+    # Evicted: its pods are terminating and still hold their nodes; Preempted once they are gone.
+    PREEMPTING = "Preempting", "Preempting"
+    # Refused by a kubelet: its pods are being deleted; queued again (Pending) once they are gone.
+    REQUEUEING = "Requeueing", "Requeueing"
 
 
+# Jobs the scheduler may still place or keep running.
 ACTIVE_JOB_STATES = (JobState.PENDING, JobState.SCHEDULED, JobState.RUNNING)
+# Jobs whose pods the cluster still has on nodes: in every snapshot, holding what they use.
+HOLDING_JOB_STATES = (*ACTIVE_JOB_STATES, JobState.PREEMPTING, JobState.REQUEUEING)
+# Jobs that are over: nothing of theirs runs or will run.
+FINAL_JOB_STATES = (JobState.SUCCEEDED, JobState.FAILED, JobState.PREEMPTED, JobState.CANCELLED)
 
 
 class Job(models.Model):
@@ -128,6 +137,8 @@ class Job(models.Model):
     state = models.CharField(max_length=10, choices=JobState.choices, default=JobState.PENDING)
     state_reason = models.TextField(blank=True)
     duration_seconds = models.PositiveIntegerField(null=True, blank=True)
+    # How many times kubelets refused a pod of this job at admission (each one requeues it whole).
+    admission_rejections = models.PositiveIntegerField(default=0)
     idempotency_key = models.CharField(max_length=128, null=True, blank=True)
     submitted_at = models.DateTimeField()
     scheduled_at = models.DateTimeField(null=True, blank=True)
@@ -202,7 +213,10 @@ class Pod(models.Model):
     bound_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Deleted gracefully (evicted, cancelled, requeued): still on its node until the cluster says
+    # it is gone; `terminating_since` is when koordweb or the cluster started its deletion.
     terminating = models.BooleanField(default=False)
+    terminating_since = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["cluster", "namespace", "name"]

@@ -17,6 +17,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from koordweb.backends.base import Deletion, EnactPlan
 from koordweb.manifests.apply import apply_manifests
 from koordweb.manifests.errors import ManifestError
 from koordweb.manifests.objects import POD, POD_GROUP, JobPlan, ManifestSet
@@ -34,6 +35,8 @@ from koordweb.models import (
 )
 from koordweb.models.workload import ACTIVE_JOB_STATES
 from koordweb.selectors.tenancy import quotas_of_member, user_is_admin
+from koordweb.services.outbox import intents_write
+from koordweb.services.pods import pods_terminating
 from scheduler.devices.request import validate_device_request
 
 GANG = "gang.scheduling.koordinator.sh/"
@@ -429,7 +432,15 @@ def job_cancel(*, job: Job, user: Any, reason: str = "") -> Job:
     locked.finished_at = now
     locked.save(update_fields=["state", "state_reason", "finished_at"])
     live = locked.pods.filter(phase__in=[PodPhase.PENDING, PodPhase.RUNNING])
-    live.filter(node__isnull=False).update(terminating=True)
-    live.update(phase=PodPhase.FAILED, finished_at=now)
+    # Bound pods hold their nodes until the cluster has stopped them (a round deletes them).
+    bound = list(live.filter(node__isnull=False))
+    pods_terminating(pods=bound, now=now)
+    in_cluster = list(live.exclude(uid=""))
+    live.filter(node__isnull=True).update(phase=PodPhase.FAILED, finished_at=now)
+    if locked.cluster.backend == Cluster.Backend.KUBERNETES and in_cluster:
+        deletions = tuple(Deletion(p.id, p.namespace, p.name, p.uid) for p in in_cluster)
+        intents_write(
+            cluster=locked.cluster, round_id=None, plan=EnactPlan(deletions=deletions), now=now
+        )
     _request_round(locked.cluster_id)
     return locked

@@ -16,19 +16,24 @@ from django.db import connection
 from django.db.models import Count, Field, Model
 
 from koordweb.models import Job, JobState, Node, Pod, PodPhase
+from koordweb.models.workload import FINAL_JOB_STATES
+from scheduler.devices import names
 
 if TYPE_CHECKING:
     from koordweb.backends.base import EnactPlan, EnactReport
 
-FINAL_JOB_STATES = (JobState.SUCCEEDED, JobState.FAILED, JobState.PREEMPTED, JobState.CANCELLED)
+FINISHED_PHASES = (PodPhase.SUCCEEDED, PodPhase.FAILED)
+# What a binding writes on a pod: a pod created again must not carry its previous life's cards.
+SCHEDULER_WRITTEN = frozenset(
+    {
+        names.ANNOTATION_DEVICE_ALLOCATED,
+        names.ANNOTATION_CAMBRICON_PROFILE,
+        names.ANNOTATION_CAMBRICON_ASSIGNED,
+        names.ANNOTATION_HUAWEI_NPU_CORE,
+    }
+)
 
-
-def pod_evict_record(*, pod: Pod, now: datetime) -> None:
-    """The pod is gone from its node; its job is preempted (a job is evicted whole)."""
-    pod.phase = PodPhase.FAILED
-    pod.terminating = False
-    pod.finished_at = now
-    pod.save(update_fields=["phase", "terminating", "finished_at"])
+ADMISSION_REQUEUE_LIMIT = 3  # a job refused this many times by kubelets fails instead
 
 
 def _job_end(*, job: Job, state: str, reason: str, now: datetime) -> None:
@@ -43,12 +48,94 @@ def _job_end(*, job: Job, state: str, reason: str, now: datetime) -> None:
     )
 
 
-def job_mark_preempted(*, job: Job, reason: str, now: datetime) -> None:
-    _job_end(job=job, state=JobState.PREEMPTED, reason=reason, now=now)
-
-
 def job_mark_failed(*, job: Job, reason: str, now: datetime) -> None:
     _job_end(job=job, state=JobState.FAILED, reason=reason, now=now)
+
+
+def pods_terminating(*, pods: Iterable[Pod], now: datetime) -> None:
+    """The cluster accepted these pods' deletion: they stay on their nodes until they are gone."""
+    rows = [p for p in pods if not p.terminating]
+    for pod in rows:
+        pod.terminating = True
+        pod.terminating_since = now
+        pod.nominated_node = None
+    rows_update(Pod, rows, ["terminating", "terminating_since", "nominated_node"])
+
+
+def job_mark_preempting(*, job: Job, preemptor: str) -> None:
+    """Evicted whole: Preempting while its pods terminate, Preempted once they are all gone."""
+    if job.state in FINAL_JOB_STATES or job.state == JobState.PREEMPTING:
+        return
+    job.state = JobState.PREEMPTING
+    job.state_reason = f"preempted by {preemptor}; waiting for its pods to stop"
+    job.save(update_fields=["state", "state_reason"])
+
+
+def job_requeue_refused(*, job: Job, reason: str, now: datetime) -> list[Pod]:
+    """A kubelet refused a pod of this job: take the whole gang off its nodes and queue it again.
+
+    Returns the pods to delete from the cluster (every pod of the job still there); the job is
+    `Requeueing` until they are gone, then Pending with fresh pods. Past ADMISSION_REQUEUE_LIMIT
+    refusals the job fails instead, with the kubelet's words."""
+    job.admission_rejections += 1
+    job.save(update_fields=["admission_rejections"])
+    doomed = list(job.pods.exclude(phase__in=FINISHED_PHASES).exclude(uid=""))
+    if job.admission_rejections >= ADMISSION_REQUEUE_LIMIT:
+        _job_end(
+            job=job,
+            state=JobState.FAILED,
+            reason=f"{reason}; refused {job.admission_rejections} times, so it is not requeued",
+            now=now,
+        )
+        return doomed
+    job.state = JobState.REQUEUEING
+    job.state_reason = f"{reason}; requeued whole (refusal {job.admission_rejections})"
+    job.scheduled_at = None
+    job.save(update_fields=["state", "state_reason", "scheduled_at"])
+    pods_terminating(pods=doomed, now=now)
+    return doomed
+
+
+def jobs_settle_terminations(*, jobs: Iterable[Job], now: datetime) -> None:
+    """Jobs whose pods were terminating and are now all gone move on.
+
+    Preempting -> Preempted. Requeueing -> Pending, its pods fresh (no node, no uid: they are
+    created again, under the same names, by the next round)."""
+    waiting = {j.id: j for j in jobs if j.state in (JobState.PREEMPTING, JobState.REQUEUEING)}
+    if not waiting:
+        return
+    holding = set(
+        Pod.objects.filter(job_id__in=list(waiting))
+        .exclude(phase__in=FINISHED_PHASES)
+        .values_list("job_id", flat=True)
+    )
+    for job_id, job in waiting.items():
+        if job_id in holding:
+            continue
+        if job.state == JobState.PREEMPTING:
+            job.state = JobState.PREEMPTED
+            job.state_reason = job.state_reason.replace("; waiting for its pods to stop", "")
+            job.finished_at = now
+            job.save(update_fields=["state", "state_reason", "finished_at"])
+            continue
+        job.pods.update(
+            uid="",
+            node=None,
+            nominated_node=None,
+            phase=PodPhase.PENDING,
+            terminating=False,
+            terminating_since=None,
+            bound_at=None,
+            started_at=None,
+            finished_at=None,
+        )
+        for pod in job.pods.all():
+            kept = {k: v for k, v in pod.annotations.items() if k not in SCHEDULER_WRITTEN}
+            if kept != pod.annotations:
+                pod.annotations = kept
+                pod.save(update_fields=["annotations"])
+        job.state = JobState.PENDING
+        job.save(update_fields=["state"])
 
 
 def _derived_state(job: Job, phases: Counter[str], bound: int) -> str:
@@ -68,7 +155,15 @@ def job_refresh_states(*, jobs: Iterable[Job], now: datetime) -> None:
     """Derive each active job's state from its pods (Pending -> Scheduled -> Running -> done).
 
     One aggregate query over the jobs' pods, one batched write of the jobs that changed."""
-    active = {job.id: job for job in jobs if job.state not in FINAL_JOB_STATES}
+    jobs = list(jobs)
+    jobs_settle_terminations(jobs=jobs, now=now)
+    # Preempting and requeueing jobs follow their terminations, not their pods' phases.
+    active = {
+        job.id: job
+        for job in jobs
+        if job.state not in FINAL_JOB_STATES
+        and job.state not in (JobState.PREEMPTING, JobState.REQUEUEING)
+    }
     if not active:
         return
     phases: dict[int, Counter[str]] = defaultdict(Counter)
@@ -123,9 +218,10 @@ def rows_update(model: type[Model], rows: list[Any], fields: list[str]) -> None:
 def enact_record(
     *, cluster_nodes: dict[str, Node], plan: EnactPlan, report: EnactReport, now: datetime
 ) -> None:
-    """Write down what the cluster accepted of a plan (both backends call this)."""
+    """Write down what the cluster accepted of a plan (whichever backend enacted it)."""
     ids = (
-        [b.pod_id for b in plan.bindings]
+        [c.pod_id for c in plan.creations]
+        + [b.pod_id for b in plan.bindings]
         + [e.pod_id for e in plan.evictions]
         + [n.pod_id for n in plan.nominations]
     )
@@ -133,17 +229,31 @@ def enact_record(
         p.id: p
         for p in Pod.objects.filter(id__in=ids)
         .select_related("job")
-        .only("id", "job", "phase", "annotations", "node_id", "nominated_node_id")
+        .only(
+            "id",
+            "job",
+            "uid",
+            "phase",
+            "annotations",
+            "node_id",
+            "nominated_node_id",
+            "terminating",
+            "terminating_since",
+        )
     }
+    created = [pods[i] for i in report.created if i in pods]
+    for pod in created:
+        pod.uid = report.created[pod.id]
+    rows_update(Pod, created, ["uid"])
+    for job in Job.objects.filter(id__in=list(report.refused_jobs)):
+        job_mark_failed(job=job, reason=report.refused_jobs[job.id], now=now)
     evicted = set(report.evicted)
+    victims = [pods[e.pod_id] for e in plan.evictions if e.pod_id in evicted and e.pod_id in pods]
+    pods_terminating(pods=[p for p in victims if p.phase not in FINISHED_PHASES], now=now)
     for eviction in plan.evictions:
-        pod = pods[eviction.pod_id]
-        if pod.id not in evicted:
-            continue
-        if pod.phase in (PodPhase.PENDING, PodPhase.RUNNING):
-            pod_evict_record(pod=pod, now=now)
-        job_mark_preempted(job=pod.job, reason=f"preempted by {eviction.preemptor}", now=now)
-    bound = set(report.bound)
+        if eviction.pod_id in evicted and eviction.pod_id in pods:
+            job_mark_preempting(job=pods[eviction.pod_id].job, preemptor=eviction.preemptor)
+    bound = {i for i in report.bound if i in pods}
     to_bind: list[Pod] = []
     for binding in plan.bindings:
         if binding.pod_id not in bound:
@@ -158,10 +268,11 @@ def enact_record(
     nominated = set(report.nominated)
     to_nominate: list[Pod] = []
     for nomination in plan.nominations:
-        if nomination.pod_id in nominated:
+        if nomination.pod_id in nominated and nomination.pod_id in pods:
             pod = pods[nomination.pod_id]
-            pod.nominated_node = cluster_nodes[nomination.node]
-            to_nominate.append(pod)
+            if nomination.node in cluster_nodes and pod.node_id is None:
+                pod.nominated_node = cluster_nodes[nomination.node]
+                to_nominate.append(pod)
     rows_update(Pod, to_nominate, ["nominated_node"])
     touched = {pods[i].job_id for i in bound}
     job_refresh_states(jobs=Job.objects.filter(id__in=touched), now=now)

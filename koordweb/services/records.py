@@ -1,8 +1,9 @@
-"""Recording a round: the engine's answer -> Round, Decision, Preemption rows and an enact plan.
+"""A round's pipeline and record: the engine's answer -> Round, Decision, Preemption rows and
+the intents that enact it (koordweb.services.outbox).
 
-`round_execute` runs inside the round's transaction (tasks.run_round holds the lock); a decision
-row is written only when a job's outcome or reason changed since its last one, so a job that waits
-for an hour does not write 360 identical rows.
+`round_execute` runs holding the cluster's round lock (tasks.run_round takes it); a decision row is
+written only when a job's outcome or reason changed since its last one, so a job that waits for an
+hour does not write 360 identical rows.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from koordweb.models import (
 )
 from koordweb.observability import round_context, round_id_set
 from koordweb.services.engine import engine_profile
+from koordweb.services.outbox import intents_enact, intents_write
 from scheduler.model import ClusterSnapshot
 from scheduler.quota_tree import QuotaTree, add_into, quota_sums, runtime_quota
 from scheduler.result import RoundResult
@@ -47,11 +49,24 @@ class RoundOutcome:
 def round_execute(
     *, cluster: Cluster, backend: ClusterBackend, trigger: str, now: datetime
 ) -> RoundOutcome:
-    """Sync, snapshot, decide, record, enact. Call inside a transaction holding the round lock.
+    """One round: finish leftover intents, then plan and commit, then enact; recorded either way.
 
+    Call holding the cluster's round lock (tasks.run_round takes it) and outside a transaction:
+    the plan (sync, snapshot, engine, decisions, intents) commits in one transaction, and only
+    then are the intents enacted, so no call to the cluster ever runs inside a transaction. A
+    failure is recorded as a failed round: before the commit nothing of the round remains; after
+    it the plan stays, and its pending intents are enacted by the next round before it plans.
     Every log line of the round carries its cluster and, once its row exists, its round id."""
     with round_context(cluster=cluster.name):
-        return _round_execute(cluster=cluster, backend=backend, trigger=trigger, now=now)
+        rnd: Round | None = None
+        try:
+            return _round_execute(cluster=cluster, backend=backend, trigger=trigger, now=now)
+        except Exception as error:
+            rnd = getattr(error, "koordweb_round", None)
+            round_record_failure(
+                cluster=cluster, trigger=trigger, started=now, error=error, round_row=rnd
+            )
+            raise
 
 
 def _round_execute(
@@ -59,31 +74,28 @@ def _round_execute(
 ) -> RoundOutcome:
     profile = engine_profile(cluster)  # a bad configuration fails the round before any sync
     t0 = perf_counter()
-    backend.sync(cluster, now=now)
-    snapshot, index = snapshot_adapter.build_for_round(cluster, now=now)
-    t1 = perf_counter()
-    result = engine_run_round(snapshot, profile)
-    t2 = perf_counter()
-    rnd = Round.objects.create(cluster=cluster, trigger=trigger, started_at=now)
-    round_id_set(rnd.id)
-    plan, preemptions = _record(cluster, rnd, result, index, now)
-    report = backend.enact(cluster, plan, now=now)
-    for record in preemptions:
-        blocked = [
-            report.blocked[e.pod_id]
-            for e in plan.evictions
-            if e.preemption_id == record.id and e.pod_id in report.blocked
-        ]
-        if blocked:
-            record.state = Preemption.State.BLOCKED
-            record.reason = f"{record.reason}; blocked: {blocked[0]}"
-        else:
-            record.state = Preemption.State.ENACTED
-        record.save(update_fields=["state", "reason"])
+    leftover = intents_enact(cluster=cluster, backend=backend, now=now)
+    with transaction.atomic():
+        synced = backend.sync(cluster, now=now) or {}
+        snapshot, index = snapshot_adapter.build_for_round(cluster, now=now)
+        t1 = perf_counter()
+        result = engine_run_round(snapshot, profile)
+        t2 = perf_counter()
+        rnd = Round.objects.create(cluster=cluster, trigger=trigger, started_at=now)
+        round_id_set(rnd.id)
+        plan, preemptions = _record(cluster, rnd, result, index, now)
+        intents_write(cluster=cluster, round_id=rnd.id, plan=plan, now=now)
     t3 = perf_counter()
+    try:
+        enacted = intents_enact(cluster=cluster, backend=backend, now=now)
+    except Exception as error:
+        error.koordweb_round = rnd  # type: ignore[attr-defined]
+        raise
+    t4 = perf_counter()
+    report = enacted.report
     rnd.state = Round.State.SUCCEEDED
-    rnd.finished_at = now + timedelta(seconds=t3 - t0)
-    rnd.duration_ms = int((t3 - t0) * 1000)
+    rnd.finished_at = now + timedelta(seconds=t4 - t0)
+    rnd.duration_ms = int((t4 - t0) * 1000)
     rnd.engine_ms = int((t2 - t1) * 1000)
     rnd.jobs_considered = int(result.metrics.get("jobs_considered", 0))
     rnd.jobs_placed = int(result.metrics.get("jobs_placed", 0))
@@ -92,9 +104,15 @@ def _round_execute(
     rnd.metrics = {
         "sync_snapshot_ms": int((t1 - t0) * 1000),
         "engine_ms": int((t2 - t1) * 1000),
-        "record_enact_ms": int((t3 - t2) * 1000),
+        "record_enact_ms": int((t4 - t2) * 1000),
+        "enact_ms": int((t4 - t3) * 1000),
         "pods_dropped": len(report.dropped),
         "evicted": len(report.evicted),
+        "evictions_replaced": len(report.replaced),
+        "intents": enacted.intents,
+        "intents_dropped": enacted.dropped,
+        "leftover_intents": leftover.intents,
+        "kubelet_rejections": int(synced.get("kubelet_rejections", 0)),
         "nodes": len(snapshot.nodes),
         "outside_topology": list(result.outside_topology),
         "runtime_quota": quota_runtime(snapshot),
@@ -126,11 +144,24 @@ def quota_runtime(snapshot: ClusterSnapshot) -> dict[str, dict[str, int]]:
 
 
 def round_record_failure(
-    *, cluster: Cluster, trigger: str, started: datetime, error: BaseException
+    *,
+    cluster: Cluster,
+    trigger: str,
+    started: datetime,
+    error: BaseException,
+    round_row: Round | None = None,
 ) -> Round:
-    """A failed round, recorded after its own transaction rolled back."""
+    """A failed round: its committed row marked failed, or a new row when nothing committed."""
     text = "".join(traceback.format_exception_only(type(error), error)).strip()
     with transaction.atomic():
+        if round_row is not None:
+            round_row.state = Round.State.FAILED
+            round_row.finished_at = started
+            round_row.error = f"enacting the plan failed (it is retried by the next round): {text}"[
+                :4000
+            ]
+            round_row.save(update_fields=["state", "finished_at", "error"])
+            return round_row
         return Round.objects.create(
             cluster=cluster,
             trigger=trigger,
@@ -235,7 +266,14 @@ def _record(
             victim = pods.get(index.pod_ids.get(key, -1))
             if victim is not None and victim.phase in (PodPhase.PENDING, PodPhase.RUNNING):
                 evictions.append(
-                    Eviction(victim.id, victim.namespace, victim.name, record.preemptor, row.id)
+                    Eviction(
+                        victim.id,
+                        victim.namespace,
+                        victim.name,
+                        record.preemptor,
+                        row.id,
+                        victim.uid,
+                    )
                 )
         for key, node in sorted(record.nominations.items()):
             nominee = pods.get(index.pod_ids.get(key, -1))

@@ -1,4 +1,5 @@
-"""Asking for scheduling rounds: collapsed, enqueued only after the asking transaction commits."""
+"""Asking for scheduling rounds: collapsed, enqueued only after the asking transaction commits,
+and deferred (never dropped) when a round of the cluster is running."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import contextlib
 from django.core.cache import cache
 from django.db import transaction
 
+from koordweb.models import Cluster
 from koordweb.outage import round_enqueue_guarded
 
 # A burst of submissions within this many seconds causes one round.
@@ -38,3 +40,20 @@ def round_request(*, cluster_id: int, trigger: str = "submit") -> None:
             run_round.apply_async(args=[cluster_id], kwargs={"trigger": trigger})
 
     transaction.on_commit(round_enqueue_guarded(enqueue, cluster_id=cluster_id))
+
+
+def round_defer(*, cluster_id: int) -> None:
+    """A round was asked for while one of the cluster runs: that one starts a successor."""
+    Cluster.objects.filter(id=cluster_id).update(round_pending=True)
+
+
+def round_pending_clear(*, cluster_id: int) -> None:
+    """A round is starting: it answers every request made before it."""
+    Cluster.objects.filter(id=cluster_id, round_pending=True).update(round_pending=False)
+
+
+def round_successor_claim(*, cluster_id: int) -> bool:
+    """True for exactly one caller when a request was deferred during the round just ended."""
+    return bool(
+        Cluster.objects.filter(id=cluster_id, round_pending=True).update(round_pending=False)
+    )

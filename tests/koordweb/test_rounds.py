@@ -11,11 +11,21 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from koordweb.backends.simulated import SimulatedBackend
-from koordweb.models import Cluster, Decision, Job, JobState, Pod, PodPhase, Preemption, Round
+from koordweb.models import (
+    Cluster,
+    Decision,
+    Intent,
+    Job,
+    JobState,
+    Pod,
+    PodPhase,
+    Preemption,
+    Round,
+)
 from koordweb.services.demo import demo_seed
 from koordweb.services.engine import engine_profile
 from koordweb.services.jobs import GatherRule, JobSpec, PodShape, job_submit
-from koordweb.services.locks import round_lock_try
+from koordweb.services.locks import round_lock
 from koordweb.services.records import round_execute
 from koordweb.tasks import run_round
 
@@ -30,13 +40,12 @@ def demo(db, settings):
 
 
 def _round(cluster: Cluster, now=None):
-    with transaction.atomic():
-        return round_execute(
-            cluster=cluster,
-            backend=SimulatedBackend(),
-            trigger=Round.Trigger.MANUAL,
-            now=now or timezone.now(),
-        )
+    return round_execute(
+        cluster=cluster,
+        backend=SimulatedBackend(),
+        trigger=Round.Trigger.MANUAL,
+        now=now or timezone.now(),
+    )
 
 
 def test_first_round_places_every_pending_demo_job_whole(demo):
@@ -156,37 +165,58 @@ def test_no_node_holds_more_gpus_than_it_has_after_many_rounds(demo):
 
 
 class _BrokenBackend(SimulatedBackend):
-    """A cluster that fails half-way: after the engine ran and rows were written."""
+    """A cluster that fails half-way through enacting a committed plan."""
 
     def enact(self, cluster, plan, *, now):
         super().enact(cluster, plan, now=now)
         raise ConnectionError("the cluster went away")
 
 
-def test_a_failed_round_leaves_the_database_as_it_was(demo, monkeypatch):
+def test_a_round_that_fails_to_enact_keeps_its_plan_for_the_next_round(demo, monkeypatch):
     monkeypatch.setattr("koordweb.tasks.backend_for", lambda cluster: _BrokenBackend())
     bound_before = Pod.objects.filter(node__isnull=False).count()
     with pytest.raises(ConnectionError):
         run_round(demo.id)
+    # The plan committed before anything was enacted; nothing of it is taken as done.
     assert Pod.objects.filter(node__isnull=False).count() == bound_before
-    assert not Decision.objects.exists()
     failed = Round.objects.get()
     assert failed.state == Round.State.FAILED
     assert "the cluster went away" in failed.error
+    pending = Intent.objects.filter(state=Intent.State.PENDING, kind=Intent.Kind.BIND)
+    planned = set(pending.values_list("pod_id", flat=True))
+    assert planned
+    # The next round enacts the leftover plan before it plans anything of its own.
+    monkeypatch.setattr("koordweb.tasks.backend_for", lambda cluster: SimulatedBackend())
+    summary = run_round(demo.id)
+    assert not Intent.objects.filter(state=Intent.State.PENDING).exists()
+    assert set(Pod.objects.filter(id__in=planned, node__isnull=False).values_list("id", flat=True))
+    assert Round.objects.get(id=summary["round"]).metrics["leftover_intents"] == len(planned)
+
+
+def test_a_round_that_fails_before_its_commit_leaves_the_database_as_it_was(demo, monkeypatch):
+    class _BrokenSync(SimulatedBackend):
+        def sync(self, cluster, *, now):
+            super().sync(cluster, now=now)
+            raise ConnectionError("the cluster went away")
+
+    monkeypatch.setattr("koordweb.tasks.backend_for", lambda cluster: _BrokenSync())
+    with pytest.raises(ConnectionError):
+        run_round(demo.id)
+    assert not Decision.objects.exists()
+    assert not Intent.objects.exists()
+    assert Round.objects.get().state == Round.State.FAILED
 
 
 @pytest.mark.django_db(transaction=True)
-def test_two_rounds_of_one_cluster_never_overlap():
-    if connection.vendor != "postgresql":
-        pytest.skip("advisory locks are PostgreSQL's; SQLite serialises writers itself")
+def test_two_rounds_of_one_cluster_never_overlap_and_the_request_is_deferred():
     cluster = Cluster.objects.create(name="race")
     holding = threading.Event()
     release = threading.Event()
     seen: list[bool] = []
 
     def holder() -> None:
-        with transaction.atomic():
-            seen.append(round_lock_try(cluster_id=cluster.id))
+        with round_lock(cluster_id=cluster.id) as held:
+            seen.append(held)
             holding.set()
             release.wait(10)
         connection.close()
@@ -194,16 +224,18 @@ def test_two_rounds_of_one_cluster_never_overlap():
     thread = threading.Thread(target=holder)
     thread.start()
     assert holding.wait(10)
-    with transaction.atomic():
-        second = round_lock_try(cluster_id=cluster.id)
+    with round_lock(cluster_id=cluster.id) as second:
+        pass
     summary = run_round(cluster.id)
     release.set()
     thread.join()
     assert seen == [True]
     assert second is False
-    assert summary["skipped"] == "another round is running"
-    with transaction.atomic():
-        assert round_lock_try(cluster_id=cluster.id) is True
+    assert summary["skipped"] == "another round is running: deferred"
+    cluster.refresh_from_db()
+    assert cluster.round_pending  # the holder, had it been a round, starts the successor
+    with round_lock(cluster_id=cluster.id) as free:
+        assert free is True
 
 
 def test_rounds_record_runtime_quota_for_the_quotas_page(demo):

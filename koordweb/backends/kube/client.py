@@ -7,6 +7,8 @@ It never touches the database: the caller turns documents into rows and outcomes
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -17,10 +19,12 @@ from koordweb.backends.kube.connection import KubeUnavailable, RetryPolicy, api_
 from koordweb.backends.kube.kinds import WATCHED_KINDS, WatchedKind
 from koordweb.backends.kube.mirror import ClusterMirror
 from koordweb.backends.kube.objects import ObjectWriter
-from koordweb.backends.kube.pods import BindResult, EvictResult, PodActions
+from koordweb.backends.kube.pods import BindResult, EvictOutcome, EvictResult, PodActions
 
 Doc = dict[str, Any]
 TERMINAL_PHASES = {"Succeeded", "Failed"}
+# A created pod the watch has not delivered after this long is taken as gone.
+UNSEEN_CREATED_SECONDS = 300.0
 
 
 class KubeClusterClient:
@@ -44,6 +48,8 @@ class KubeClusterClient:
         self.mirror = ClusterMirror(api, kinds, self.retry, watch_timeout)
         self.pods = PodActions(api, self.retry, budget_attempts)
         self.writer = ObjectWriter(api, self.retry, scheduler_name)
+        self._created: dict[str, float] = {}  # uid -> when this client created the pod
+        self._created_lock = threading.Lock()
 
     # --- construction --------------------------------------------------------------------
     @classmethod
@@ -146,14 +152,21 @@ class KubeClusterClient:
             else:
                 report.dropped[binding.pod_id] = bound.message
         for eviction in plan.evictions:
-            evicted = self.evict(eviction.namespace, eviction.name, eviction.preemptor)
+            evicted = self.evict(
+                eviction.namespace, eviction.name, eviction.preemptor, eviction.uid or None
+            )
             if evicted.ok:
                 report.evicted.append(eviction.pod_id)
+            elif evicted.outcome is EvictOutcome.REPLACED:
+                report.replaced[eviction.pod_id] = evicted.message
             else:
                 report.blocked[eviction.pod_id] = evicted.message
         for nomination in plan.nominations:
             if self.nominate(nomination.namespace, nomination.name, nomination.node):
                 report.nominated.append(nomination.pod_id)
+        for deletion in plan.deletions:
+            if self.pods.delete(deletion.namespace, deletion.name, deletion.uid or None):
+                report.deleted.append(deletion.pod_id)
         return report
 
     def apply_object(self, doc: Doc) -> Doc:
@@ -162,4 +175,21 @@ class KubeClusterClient:
     def create_job_pods(
         self, namespace: str, pods: Sequence[Doc], pod_group: Doc | None = None
     ) -> list[Doc]:
-        return self.writer.create_job_pods(namespace, pods, pod_group)
+        created = self.writer.create_job_pods(namespace, pods, pod_group)
+        now = time.monotonic()
+        with self._created_lock:
+            for doc in created:
+                uid = (doc.get("metadata") or {}).get("uid")
+                if uid:
+                    self._created[uid] = now
+        return created
+
+    def unseen_created(self) -> set[str]:
+        """UIDs of pods this client created that the mirror has not shown yet (at most
+        UNSEEN_CREATED_SECONDS old): absent from the mirror does not mean gone for them."""
+        seen = {(d.get("metadata") or {}).get("uid") for d in self.mirror.documents("pods")}
+        horizon = time.monotonic() - UNSEEN_CREATED_SECONDS
+        with self._created_lock:
+            for uid in [u for u, t in self._created.items() if u in seen or t < horizon]:
+                del self._created[uid]
+            return set(self._created)

@@ -5,8 +5,12 @@ with the pod's UID as precondition. A 409 that names our node means an earlier a
 one whose answer was lost) already bound it: success. Another node, another UID or no pod at all
 means the decision is dropped.
 evict: mark the victim `DisruptionTarget=True` (reason PreemptionByScheduler), then POST
-pods/eviction. A 404 is success (the pod is gone); a disruption budget's 429 is retried honouring
-Retry-After up to a bound, then reported as blocked.
+pods/eviction with the victim's UID as precondition. The API server only starts a graceful
+deletion: the pod stays on its node, terminating, until its kubelet has stopped it. A 404 is
+success (the pod is gone); a 409 means another pod now has the name (not the pod decided about:
+it is left alone); a disruption budget's 429 is retried honouring Retry-After up to a bound, then
+reported as blocked.
+delete: a graceful DELETE with the pod's UID as precondition; 404 and 409 mean it is gone.
 """
 
 from __future__ import annotations
@@ -49,7 +53,8 @@ class BindResult:
 
 class EvictOutcome(enum.StrEnum):
     EVICTED = "evicted"
-    GONE = "gone"  # 404 (or another pod under that name): nothing left to evict, success
+    GONE = "gone"  # 404: nothing left to evict, success
+    REPLACED = "replaced"  # 409: another pod has the name now; it is not ours to evict
     BLOCKED = "blocked by disruption budget"
 
 
@@ -61,7 +66,7 @@ class EvictResult:
 
     @property
     def ok(self) -> bool:
-        return self.outcome is not EvictOutcome.BLOCKED
+        return self.outcome in (EvictOutcome.EVICTED, EvictOutcome.GONE)
 
 
 def _message(error: ApiException) -> str:
@@ -190,8 +195,10 @@ class PodActions:
                 ),
             )
         except ApiException as error:
-            if error.status in (404, 409):
+            if error.status == 404:
                 return EvictResult(EvictOutcome.GONE, _message(error))
+            if error.status == 409:
+                return EvictResult(EvictOutcome.REPLACED, _replaced(error))
             raise
         eviction: dict[str, Any] = {
             "apiVersion": "policy/v1",
@@ -206,14 +213,34 @@ class PodActions:
                 self.retry.call(where, lambda: self._post_eviction(namespace, name, eviction))
                 return EvictResult(EvictOutcome.EVICTED, budget_refusals=refusals)
             except ApiException as error:
-                if error.status in (404, 409):
+                if error.status == 404:
                     return EvictResult(EvictOutcome.GONE, _message(error), refusals)
+                if error.status == 409:
+                    return EvictResult(EvictOutcome.REPLACED, _replaced(error), refusals)
                 raise
             except _BudgetRefusal as refusal:
                 refusals += 1
                 if refusals >= self.budget_attempts:
                     return EvictResult(EvictOutcome.BLOCKED, _message(refusal.error), refusals)
                 self.retry.sleep(self.retry.delay(refusals - 1, refusal.error))
+
+    def delete(self, namespace: str, name: str, uid: str | None = None) -> bool:
+        """Delete gracefully; True once the cluster has it going (or gone, or replaced)."""
+        body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if uid:
+            body["preconditions"] = {"uid": uid}
+        try:
+            self.retry.call(
+                f"delete {namespace}/{name}",
+                lambda: self.core.delete_namespaced_pod(
+                    name, namespace, body=body, _preload_content=False
+                ),
+            )
+        except ApiException as error:
+            if error.status in (404, 409):
+                return True
+            raise
+        return True
 
     def _post_eviction(self, namespace: str, name: str, eviction: dict[str, Any]) -> Any:
         try:
@@ -231,6 +258,10 @@ class _BudgetRefusal(Exception):
     def __init__(self, error: ApiException) -> None:
         super().__init__(str(error))
         self.error = error
+
+
+def _replaced(error: ApiException) -> str:
+    return f"another pod now has this name, so it was not evicted ({_message(error)})"
 
 
 def _json(answer: Any) -> dict[str, Any]:

@@ -1,0 +1,59 @@
+"""The outbox: what a round decided to do to its cluster, written with the round, enacted after.
+
+A round records its plan and its intents in one transaction; only after that commits does it bind,
+evict, nominate, create or delete anything in the cluster, and it marks each intent done as the
+cluster answers. A worker that dies between the two leaves pending intents, which the cluster's
+next round enacts before it plans. Every action is idempotent, so enacting one twice changes
+nothing (a bind that finds the pod on our node is success, an eviction of a pod already gone too).
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+from koordweb.models.cluster import Cluster
+from koordweb.models.records import Round
+from koordweb.models.workload import Pod
+
+
+class Intent(models.Model):
+    """One action on one pod of the cluster, decided by a round (or by a sync)."""
+
+    class Kind(models.TextChoices):
+        # In the order a round enacts them: pods exist before they are bound, victims leave
+        # before their preemptors are nominated, deletions of refused gangs last.
+        CREATE = "create", "create the pod"
+        BIND = "bind", "bind the pod"
+        EVICT = "evict", "evict the pod"
+        NOMINATE = "nominate", "nominate a node for the pod"
+        DELETE = "delete", "delete the pod"
+
+    class State(models.TextChoices):
+        PENDING = "pending", "pending"
+        DONE = "done", "done"
+        DROPPED = "dropped", "dropped: the cluster refused it or it no longer applies"
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="intents")
+    round = models.ForeignKey(
+        Round, on_delete=models.SET_NULL, null=True, blank=True, related_name="intents"
+    )
+    pod = models.ForeignKey(Pod, on_delete=models.CASCADE, related_name="intents")
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    step = models.PositiveSmallIntegerField()  # the kind's place in the enact order
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
+    node = models.CharField(max_length=253, blank=True)
+    uid = models.CharField(max_length=64, blank=True)  # the pod decided about: a precondition
+    payload = models.JSONField(default=dict, blank=True)
+    outcome = models.TextField(blank=True)
+    created_at = models.DateTimeField()
+    done_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["cluster", "state", "step", "id"])]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.pod_id} ({self.state})"
+
+
+STEPS = {kind: step for step, kind in enumerate(Intent.Kind)}
