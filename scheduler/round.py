@@ -32,7 +32,10 @@ def run_round(snapshot: ClusterSnapshot, profile: Profile | None = None) -> Roun
         pods = state.pending_pods(job)
         if not pods:
             continue
-        outcome = framework.schedule(state, job, pods)
+        with state.lower_reservations_released(job.priority):
+            outcome = framework.schedule(state, job, pods)
+            if outcome.plan is None:
+                verdict, record = _not_placed(framework, state, outcome)
         if outcome.plan is not None:
             for key, idx in outcome.plan.assignment.items():
                 alloc = outcome.allocations.get(key)
@@ -43,7 +46,6 @@ def run_round(snapshot: ClusterSnapshot, profile: Profile | None = None) -> Roun
                 )
             decisions[job.id] = dict(outcome.plan.decision)
             continue
-        verdict, record = _not_placed(framework, state, outcome)
         unschedulable[job.id] = verdict
         if record is not None:
             preemptions.append(record)

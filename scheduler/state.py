@@ -128,14 +128,19 @@ class CycleState:
                 self.bound_keys.append(p.key)
         if bound_rows:
             np.add.at(self.used, np.array(bound_rows, dtype=np.int64), np.array(bound_vectors))
-        # Nominated pods of jobs not yet placed hold their nominated node's resources.
+        # Nominated pods of jobs not yet placed hold their nominated node's resources against
+        # pods of lower or equal priority (kube-scheduler's rule for nominated pods): a job of
+        # higher priority may use them (`lower_reservations_released`).
         self.reservations: dict[str, list[tuple[int, IntArray]]] = {}
+        self.reservation_priority: dict[str, int] = {}
         for p in snapshot.pods:
             if p.is_pending and p.nominated_node in self.node_index:
                 idx = self.node_index[p.nominated_node or ""]
                 vec = self.vector(p)
                 self.used[idx] += vec
                 self.reservations.setdefault(p.job_id, []).append((idx, vec))
+                held = self.reservation_priority.get(p.job_id, p.priority)
+                self.reservation_priority[p.job_id] = max(held, p.priority)
 
         self.free_now: IntArray = np.asfortranarray(self.allocatable - self.used)  # tracks `used`
         self._free_released: IntArray | None = None
@@ -261,6 +266,19 @@ class CycleState:
             self._take(idx, vec)
         if held:
             self.reservations[job_id] = held
+
+    @contextmanager
+    def lower_reservations_released(self, priority: int) -> Iterator[None]:
+        """While a job of `priority` is evaluated, reservations of lower-priority nominated jobs
+        are room it may take; they are held again after (a job that took them leaves their node
+        short, and their owner finds out when its own turn comes)."""
+        lower = [j for j, p in self.reservation_priority.items() if p < priority]
+        held = [(j, self.release_reservations(j)) for j in lower if j in self.reservations]
+        try:
+            yield
+        finally:
+            for job_id, vectors in held:
+                self.restore_reservations(job_id, vectors)
 
     @contextmanager
     def releasing(self, released: IntArray, pods: BoolArray) -> Iterator[None]:

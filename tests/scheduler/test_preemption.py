@@ -139,6 +139,20 @@ def test_nominated_resources_are_held_for_the_preemptor_next_round() -> None:
     assert second.decisions["ml/big"]["nominated"] is True
 
 
+def test_a_job_of_higher_priority_than_the_nominated_one_may_take_its_reservation() -> None:
+    c = cluster().node(node("a").cpu(16))
+    snap = c.submit(gang("ml/big", pods=1).cpu(16).priority(5)).snapshot()
+    pods = tuple(replace(p, nominated_node="a") if p.job_id == "ml/big" else p for p in snap.pods)
+    # kube-scheduler's rule: a nominated pod holds its node against lower or equal priority only
+    urgent = replace(pod("urgent").cpu(16).priority(9).build(), job_id="default/urgent")
+    equal = replace(pod("equal").cpu(16).priority(5).build(), job_id="default/equal")
+    for newcomer, takes in ((urgent, True), (equal, False)):
+        result = run_round(replace(snap, pods=(*pods, newcomer)), CORE)
+        placed = result.placements.get(newcomer.key)
+        assert (placed is not None and placed.node == "a") is takes, newcomer.name
+        assert "ml/big-1" not in result.placements or not takes
+
+
 def test_waits_while_a_victim_is_still_terminating_on_the_nominated_node() -> None:
     c = (
         cluster()

@@ -1,0 +1,174 @@
+"""Job-level preemption when victims take their grace period to stop (the simulated kubelet).
+
+An eviction only starts a graceful deletion: the victims stay on their nodes, holding every card,
+until their grace period has passed. Meanwhile their jobs are Preempting, the preemptor waits
+nominated on their nodes, and nothing else may be bound there; once the victims are gone their jobs
+are Preempted (never Succeeded) and the preemptor binds whole onto its nominated nodes.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from koordweb.backends.simulated import SimulatedBackend
+from koordweb.models import Cluster, Job, JobState, Pod, PodPhase, Preemption, Round
+from koordweb.services.demo import demo_seed
+from koordweb.services.jobs import GatherRule, JobSpec, PodShape, job_submit
+from koordweb.services.records import round_execute
+from koordweb.tasks import run_round
+
+GRACE = 60
+
+
+@pytest.fixture
+def demo(db, settings):
+    settings.KOORDWEB_CLUSTER = "default"
+    settings.KOORDWEB_SIMULATED_GRACE_SECONDS = GRACE
+    demo_seed()
+    return Cluster.objects.get(name="default")
+
+
+def one_round(cluster: Cluster, now) -> Round:
+    return round_execute(
+        cluster=cluster, backend=SimulatedBackend(), trigger=Round.Trigger.MANUAL, now=now
+    ).round
+
+
+def overcommitted(cluster: Cluster) -> list[str]:
+    """Nodes where pods still on them (terminating ones included) ask more than it has."""
+    used: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for pod in Pod.objects.filter(cluster=cluster, node__isnull=False).exclude(
+        phase__in=[PodPhase.SUCCEEDED, PodPhase.FAILED]
+    ):
+        for resource, amount in pod.requests.items():
+            used[pod.node_id][resource] += int(amount)
+    return [
+        f"{node.name}: {resource} {amount} > {node.allocatable.get(resource, 0)}"
+        for node in cluster.nodes.all()
+        for resource, amount in used[node.id].items()
+        if resource in node.allocatable and amount > node.allocatable[resource]
+    ]
+
+
+def test_victims_hold_their_nodes_until_gone_and_the_preemptor_then_binds_whole(demo):
+    start = timezone.now()
+    one_round(demo, start)
+    bob = demo.quotas.get(name="team-nlp").members.first()
+    urgent, _ = job_submit(
+        user=bob,
+        spec=JobSpec(
+            name="prod-refresh",
+            namespace="team-nlp",
+            quota="team-nlp",
+            priority_class="koord-prod",
+            replicas=24,
+            pod=PodShape(requests={"cpu": 8000, "nvidia.com/gpu": 8}),
+            gather=(GatherRule("SpineLayer", "MustGather"),),
+        ),
+    )
+    preempt_at = start + timedelta(seconds=20)
+    one_round(demo, preempt_at)
+    preemption = Preemption.objects.get(preemptor=urgent)
+    assert preemption.state == Preemption.State.ENACTED
+    victims = [v.job for v in preemption.victims.select_related("job")]
+    assert victims
+    nominated = dict(urgent.pods.values_list("name", "nominated_node__name"))
+    assert all(nominated.values()), nominated
+    # Three rounds inside the grace period: the victims still hold every card.
+    for step in (1, 2):
+        one_round(demo, preempt_at + timedelta(seconds=20 * step))
+        assert overcommitted(demo) == []
+        assert not urgent.pods.filter(node__isnull=False).exists()
+        for victim in victims:
+            victim.refresh_from_db()
+            assert victim.state == JobState.PREEMPTING
+            assert victim.state_reason.startswith("preempted by team-nlp/prod-refresh")
+            assert victim.pods.filter(terminating=True, phase=PodPhase.RUNNING).exists()
+        # Nothing else is bound onto the nominated nodes meanwhile.
+        others = Pod.objects.filter(
+            node__name__in=set(nominated.values()), bound_at__gt=preempt_at
+        ).exclude(job=urgent)
+        assert not others.exists()
+    # Past the grace period the victims are gone and the preemptor binds where it was nominated.
+    one_round(demo, preempt_at + timedelta(seconds=GRACE + 1))
+    assert overcommitted(demo) == []
+    urgent.refresh_from_db()
+    assert urgent.state == JobState.SCHEDULED
+    placed = dict(urgent.pods.values_list("name", "node__name"))
+    assert placed == nominated
+    for victim in victims:
+        victim.refresh_from_db()
+        assert victim.state == JobState.PREEMPTED, victim.state
+        assert victim.state_reason == "preempted by team-nlp/prod-refresh"
+        assert not victim.pods.exclude(phase=PodPhase.FAILED).exists()
+
+
+def test_a_cancelled_jobs_pods_hold_their_nodes_until_the_kubelet_let_them_go(demo):
+    from koordweb.services.jobs import job_cancel
+
+    start = timezone.now()
+    one_round(demo, start)
+    running = Job.objects.filter(cluster=demo, state=JobState.SCHEDULED).first()
+    admin = running.owner
+    job_cancel(job=running, user=admin)
+    bound = running.pods.filter(node__isnull=False)
+    assert bound.exists() and all(p.terminating for p in bound)
+    one_round(demo, start + timedelta(seconds=10))
+    assert running.pods.filter(terminating=True, phase=PodPhase.RUNNING).exists()
+    one_round(demo, start + timedelta(seconds=GRACE + 11))
+    assert not running.pods.exclude(phase=PodPhase.FAILED).exists()
+    running.refresh_from_db()
+    assert running.state == JobState.CANCELLED
+
+
+class _SlowEnact(SimulatedBackend):
+    """A cluster whose answers take until the test lets them through."""
+
+    def __init__(self, entered: threading.Event, release: threading.Event) -> None:
+        self.entered, self.release = entered, release
+
+    def enact(self, cluster, plan, *, now):
+        self.entered.set()
+        assert self.release.wait(30)
+        return super().enact(cluster, plan, now=now)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_rounds_asked_for_during_a_round_start_exactly_one_successor_right_after(
+    settings, monkeypatch
+):
+    settings.KOORDWEB_CLUSTER = "default"
+    demo_seed()
+    cluster = Cluster.objects.get(name="default")
+    entered, release = threading.Event(), threading.Event()
+    monkeypatch.setattr(
+        "koordweb.tasks.backend_for", lambda c: _SlowEnact(entered, release)
+    )
+    successors: list[dict] = []
+    monkeypatch.setattr(
+        run_round, "apply_async", lambda args, kwargs: successors.append({"args": args, **kwargs})
+    )
+    first: list[dict] = []
+
+    def the_running_round() -> None:
+        first.append(run_round(cluster.id))
+        connection.close()
+
+    thread = threading.Thread(target=the_running_round)
+    thread.start()
+    assert entered.wait(30)
+    answers = [run_round(cluster.id, trigger=Round.Trigger.SUBMIT) for _ in range(3)]
+    assert successors == []  # nothing starts while the round runs
+    release.set()
+    thread.join(30)
+    assert all(a["skipped"].endswith("deferred") for a in answers)
+    assert first and "round" in first[0]
+    assert successors == [{"args": [cluster.id], "trigger": Round.Trigger.DEFERRED}]
+    cluster.refresh_from_db()
+    assert cluster.round_pending is False
