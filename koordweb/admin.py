@@ -2,9 +2,60 @@
 
 from __future__ import annotations
 
-from django.contrib import admin
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.http import HttpRequest
 
 from koordweb import models
+from koordweb.services.ownership import (
+    KOORDWEB_OWNED_FIELDS,
+    cluster_of,
+    cluster_owned_refusal,
+)
+
+
+class ClusterOwnedAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """Rows a Kubernetes cluster owns are shown read-only (but for koordweb's own fields),
+    cannot be deleted, and cannot be added to such a cluster: the form says where to edit."""
+
+    def _refusal(self, obj: Any, fields: Any = None) -> str | None:
+        return cluster_owned_refusal(cluster_of(obj), self.model, fields) if obj else None
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        if not self._refusal(obj):
+            return super().get_readonly_fields(request, obj)
+        own = KOORDWEB_OWNED_FIELDS.get(self.model.__name__, frozenset())
+        return [f.name for f in self.model._meta.get_fields() if f.name not in own]
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return not self._refusal(obj) and super().has_delete_permission(request, obj)
+
+    def change_view(self, request: HttpRequest, object_id: str, *args: Any, **kwargs: Any) -> Any:
+        obj = self.get_object(request, object_id)
+        why = self._refusal(obj)
+        if why and request.method == "GET":
+            messages.info(request, why[0].upper() + why[1:] + ".")
+        return super().change_view(request, object_id, *args, **kwargs)
+
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> Any:
+        form = super().get_form(request, obj, change, **kwargs)
+        model = self.model
+
+        class Guarded(form):  # type: ignore[misc, valid-type]
+            def clean(self) -> Any:
+                data = super().clean()
+                if self.instance.pk is None:
+                    cluster = data.get("cluster") or getattr(data.get("node"), "cluster", None)
+                    why = cluster_owned_refusal(cluster, model)
+                    if why:
+                        raise forms.ValidationError(why[0].upper() + why[1:] + ".")
+                return data
+
+        return Guarded
 
 
 @admin.register(models.Cluster)
@@ -14,7 +65,7 @@ class ClusterAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.TopologyLayer)
-class TopologyLayerAdmin(admin.ModelAdmin):
+class TopologyLayerAdmin(ClusterOwnedAdmin):
     list_display = ("name", "cluster", "parent_name", "label_keys", "position")
     list_filter = ("cluster",)
 
@@ -26,7 +77,7 @@ class DeviceInline(admin.TabularInline):
 
 
 @admin.register(models.Node)
-class NodeAdmin(admin.ModelAdmin):
+class NodeAdmin(ClusterOwnedAdmin):
     list_display = ("name", "cluster", "unschedulable", "ready", "created_at")
     list_filter = ("cluster", "unschedulable", "ready")
     search_fields = ("name",)
@@ -34,7 +85,7 @@ class NodeAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.Device)
-class DeviceAdmin(admin.ModelAdmin):
+class DeviceAdmin(ClusterOwnedAdmin):
     list_display = ("node", "device_type", "vendor", "model", "minor", "health", "numa_node")
     list_filter = ("device_type", "vendor", "model", "health")
     search_fields = ("node__name", "uuid", "bus_id")
@@ -54,14 +105,14 @@ class DeviceTemplateConfigAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.PriorityClass)
-class PriorityClassAdmin(admin.ModelAdmin):
+class PriorityClassAdmin(ClusterOwnedAdmin):
     list_display = ("name", "value", "preemption_policy", "global_default", "cluster")
     list_filter = ("cluster", "preemption_policy")
     search_fields = ("name",)
 
 
 @admin.register(models.ElasticQuota)
-class ElasticQuotaAdmin(admin.ModelAdmin):
+class ElasticQuotaAdmin(ClusterOwnedAdmin):
     list_display = ("name", "namespace", "parent", "is_parent", "allow_lent", "cluster")
     list_filter = ("cluster", "is_parent", "allow_lent")
     search_fields = ("name", "namespace")

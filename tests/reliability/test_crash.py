@@ -1,11 +1,13 @@
-"""Workers SIGKILLed in the middle of enacting a gang; a fresh worker finishes the work.
+"""Workers SIGKILLed between a round's commit and the end of its enactment; a fresh worker
+finishes the work.
 
 Bindings are made slow on the fake API server (latency fault) so the kill lands mid-gang: right
-after the server accepts the first binding of the trial's gangs. The killed round's transaction
-never commits, so the database still believes the gangs pending while the cluster has part of
-them bound. A fresh worker must complete them, in their blocks, within 2 rounds, binding nothing
-twice. The fresh worker is then the next trial's victim; each trial's pods are deleted at its end
-(the jobs finished) so the cluster has room for the next.
+after the server accepts the first binding of the trial's gangs. The killed round's plan has
+committed with its intents (the outbox), part of them enacted: the cluster has part of the gangs
+bound, the database still has pending intents. A fresh worker must enact the leftover intents
+before it plans, complete the gangs in their blocks within 2 rounds, bind nothing twice and leave
+no intent pending. The fresh worker is then the next trial's victim; each trial's pods are deleted
+at its end (the jobs finished) so the cluster has room for the next.
 
 `KOORDWEB_RELIABILITY_TRIALS` sets the number of trials (2 here, 20 in
 benchmarks/reliability_crash.py); `KOORDWEB_RELIABILITY_RESULTS` names a JSON file for the figures.
@@ -21,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from koordweb.models import Cluster, Job, JobState, Round
+from koordweb.models import Cluster, Intent, Job, JobState, Round
 from tests.fakekube import FakeKube
 from tests.reliability.cluster import (
     database_disagreements,
@@ -48,12 +50,17 @@ def wait_for(check, timeout: float, what: str, worker: Worker | None = None):
     raise AssertionError(f"{what}: not within {timeout}s\n{tail}")
 
 
+def finished_rounds(cluster: Cluster) -> Any:
+    """Rounds whose plan is enacted (or failed): a round's row appears when its plan commits."""
+    return Round.objects.filter(cluster=cluster).exclude(state=Round.State.RUNNING)
+
+
 def one_round(workers: Workers, worker: Worker, cluster: Cluster) -> Round:
-    """Enqueue a round and wait for its row (rounds of one cluster run one at a time here)."""
-    before = Round.objects.filter(cluster=cluster).count()
+    """Enqueue a round and wait for it to end (rounds of one cluster run one at a time here)."""
+    before = finished_rounds(cluster).count()
     workers.enqueue(cluster.id)
-    wait_for(lambda: Round.objects.filter(cluster=cluster).count() > before, 90, "a round", worker)
-    return Round.objects.filter(cluster=cluster).latest("id")
+    wait_for(lambda: finished_rounds(cluster).count() > before, 90, "a round", worker)
+    return finished_rounds(cluster).latest("id")
 
 
 def trial(
@@ -68,13 +75,13 @@ def trial(
     kube.faults.add(path=r"/binding$", method="POST", latency=0.8, count=10**6)
     # The worker's mirror may not have seen the new pods when its round starts: ask again, as
     # beat would, whenever a round finished without binding any (never while one is enacting).
-    finished = [Round.objects.filter(cluster=cluster).count()]
+    finished = [finished_rounds(cluster).count()]
     workers.enqueue(cluster.id)
 
     def first_binding() -> bool:
         if set(successful_bindings(kube)) & mine:
             return True
-        now_finished = Round.objects.filter(cluster=cluster).count()
+        now_finished = finished_rounds(cluster).count()
         if now_finished > finished[0]:
             finished[0] = now_finished
             workers.enqueue(cluster.id)
@@ -87,6 +94,8 @@ def trial(
 
     partial = {g: v for g, v in partly_bound_gangs(kube).items() if g in names}
     assert partial, f"the kill was not mid-gang: {our_pods(kube)}"
+    pending_at_kill = Intent.objects.filter(cluster=cluster, state=Intent.State.PENDING).count()
+    assert pending_at_kill, "the kill did not land between the commit and the end of enacting"
     bound_at_kill = {k: n for k, n in our_pods(kube).items() if n is not None and k in mine}
     fresh = workers.start()
     fresh.wait_ready()
@@ -108,13 +117,21 @@ def trial(
     }
     assert all(now_bound[k] == node for k, node in bound_at_kill.items()), "a pod moved"
     assert set(successful_bindings(kube).values()) == {1}, successful_bindings(kube)
+    lost_intents = Intent.objects.filter(cluster=cluster, state=Intent.State.PENDING).count()
+    assert lost_intents == 0, "intents left pending after the recovery"
     one_round(workers, fresh, cluster)  # the database catches up with the cluster
     assert database_disagreements(kube, cluster) == {}
     jobs = Job.objects.filter(cluster=cluster, name__in=names)
     assert set(jobs.values_list("state", flat=True)) == {JobState.SCHEDULED}
     for key in mine:  # the jobs finish: room for the next trial
         kube.delete("v1", "Pod", key.split("/")[1], "ml")
-    figures = {"partial_at_kill": partial, "recovery_rounds": rounds, "pods_lost": len(lost)}
+    figures = {
+        "partial_at_kill": partial,
+        "intents_pending_at_kill": pending_at_kill,
+        "recovery_rounds": rounds,
+        "pods_lost": len(lost),
+        "intents_lost": lost_intents,
+    }
     return fresh, figures
 
 
@@ -136,6 +153,8 @@ def test_workers_killed_mid_gang_bind_nothing_twice_and_lose_nothing(kube, worke
         "gangs_partial_at_kill": sum(len(r["partial_at_kill"]) for r in results),
         "failed_rounds": Round.objects.filter(cluster=cluster, state=Round.State.FAILED).count(),
         "pods_lost": sum(r["pods_lost"] for r in results),
+        "intents_pending_at_kills": sum(r["intents_pending_at_kill"] for r in results),
+        "intents_lost": sum(r["intents_lost"] for r in results),
         "trial_details": results,
     }
     target = os.environ.get("KOORDWEB_RELIABILITY_RESULTS")

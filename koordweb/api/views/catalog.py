@@ -11,6 +11,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema
 from rest_framework import viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import APIException
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -30,11 +31,41 @@ from koordweb.api.views.clusters import CLUSTER_PARAM, cluster_or_404
 from koordweb.models import ElasticQuota
 from koordweb.selectors import catalog
 from koordweb.selectors.tenancy import quotas_of_member
+from koordweb.services.ownership import cluster_of, cluster_owned_refusal
+
+
+class ClusterOwned(APIException):
+    status_code = 409
+    default_code = "owned_by_the_cluster"
 
 
 class CatalogViewSet(ApiMixin, viewsets.ModelViewSet):  # type: ignore[type-arg]
+    """Administrators write catalog rows, except those a Kubernetes cluster owns (409)."""
+
     permission_classes = [IsAdminOrReadOnly]
     http_method_names = ["get", "post", "put", "patch", "delete", "head", "options"]
+
+    def _refuse_cluster_owned(self, cluster: Any, fields: Any = None) -> None:
+        model = self.get_serializer_class().Meta.model  # type: ignore[attr-defined]
+        why = cluster_owned_refusal(cluster, model, fields)
+        if why:
+            raise ClusterOwned(why)
+
+    def perform_create(self, serializer: Any) -> None:
+        data = serializer.validated_data
+        cluster = data.get("cluster") or (
+            data["node"].cluster if data.get("node") is not None else None
+        )
+        self._refuse_cluster_owned(cluster)
+        super().perform_create(serializer)
+
+    def perform_update(self, serializer: Any) -> None:
+        self._refuse_cluster_owned(cluster_of(serializer.instance), serializer.validated_data)
+        super().perform_update(serializer)
+
+    def perform_destroy(self, instance: Any) -> None:
+        self._refuse_cluster_owned(cluster_of(instance))
+        super().perform_destroy(instance)
 
 
 class NodeViewSet(CatalogViewSet):
