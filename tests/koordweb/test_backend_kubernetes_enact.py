@@ -235,7 +235,8 @@ def test_evicting_a_recreated_pod_leaves_the_new_one(
 ) -> None:
     kube.add(pod("victim", nodeName="node-1", status=RUNNING))
     result = cluster.evict("default", "victim", preemptor="default/job-a", uid="the-old-pod")
-    assert (result.outcome, result.ok) == (EvictOutcome.GONE, True)
+    assert (result.outcome, result.ok) == (EvictOutcome.REPLACED, False)
+    assert "another pod now has this name" in result.message
     survivor = kube.pod("default", "victim")
     assert survivor is not None
     assert all(c["type"] != "DisruptionTarget" for c in survivor["status"]["conditions"])
