@@ -244,7 +244,12 @@ class Kubelet:
                 raise errors.bad_request(f"unknown kubelet option {name!r}")
             if name == "terminal_phase" and value not in usage.TERMINAL:
                 raise errors.bad_request("terminal_phase must be Succeeded or Failed")
-            setattr(self, name, float(value) if name == "time_scale" else value)
+            if name == "time_scale":
+                try:
+                    value = float(value)
+                except (TypeError, ValueError) as exc:
+                    raise errors.bad_request("time_scale must be a number of seconds") from exc
+            setattr(self, name, value)
         with self._wake:
             self._wake.notify_all()
 
