@@ -315,14 +315,17 @@ class ApiLogic:
                     }
                 self.delete(pod_route, options, {})
 
-        status = policy.evict(
-            self.store,
-            route.namespace,
-            route.name,
-            eviction,
-            delete,
-            self.settings.eviction_retry_after,
-        )
+        try:
+            status = policy.evict(
+                self.store,
+                route.namespace,
+                route.name,
+                eviction,
+                delete,
+                self.settings.eviction_retry_after,
+            )
+        finally:
+            disruption.resync(self.store)  # the controller sees the handler's budget write
         return Reply(201, status, {})
 
     def _subresource_post(self, route: Route, body: Obj) -> Reply:
