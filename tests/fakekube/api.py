@@ -289,31 +289,32 @@ class ApiLogic:
 
         def delete(options: Obj) -> None:
             # addConditionAndDeletePod: the DisruptionTarget condition first, then the delete.
-            if not options.get("dryRun"):
+            if options.get("dryRun"):
+                return  # a dry run checks (budgets included) and changes nothing
 
-                def condition(pod: Obj) -> Obj:
-                    deletion.check_preconditions("Pod", "", pod, options)
-                    policy.set_condition(
-                        pod,
-                        {
-                            "type": "DisruptionTarget",
-                            "status": "True",
-                            "reason": "EvictionByEvictionAPI",
-                            "message": "Eviction API: evicting",
-                        },
-                    )
-                    return pod
+            def condition(pod: Obj) -> Obj:
+                deletion.check_preconditions("Pod", "", pod, options)
+                policy.set_condition(
+                    pod,
+                    {
+                        "type": "DisruptionTarget",
+                        "status": "True",
+                        "reason": "EvictionByEvictionAPI",
+                        "message": "Eviction API: evicting",
+                    },
+                )
+                return pod
 
-                pod = self.store.update(route.resource, route.namespace, route.name, condition)
-                if (options.get("preconditions") or {}).get("resourceVersion"):
-                    options = {
-                        **options,
-                        "preconditions": {
-                            **options["preconditions"],
-                            "resourceVersion": meta(pod)["resourceVersion"],
-                        },
-                    }
-                self.delete(pod_route, options, {})
+            pod = self.store.update(route.resource, route.namespace, route.name, condition)
+            if (options.get("preconditions") or {}).get("resourceVersion"):
+                options = {
+                    **options,
+                    "preconditions": {
+                        **options["preconditions"],
+                        "resourceVersion": meta(pod)["resourceVersion"],
+                    },
+                }
+            self.delete(pod_route, options, {})
 
         try:
             status = policy.evict(
