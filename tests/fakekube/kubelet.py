@@ -12,7 +12,8 @@ order, and reports the first failure only:
 What is in use is every other non-terminal pod bound there that the kubelet has admitted,
 terminating pods included: they hold their resources until they are gone. An admitted pod goes
 Running (Ready, startTime, one status per container); a rejected one goes Failed with the reason
-and the message "Pod was rejected: <message>", as the kubelet's rejectPod writes them.
+and the message "Pod was rejected: <message>", as the kubelet's rejectPod writes them. The
+decision lives in `admission`, the statuses written in `podstatus`.
 
 Termination: a pod given a deletionTimestamp is killed after its grace period, scaled by
 `time_scale` wall seconds per grace second (0: at once, inside the request that deleted it), then
@@ -27,183 +28,17 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from tests.fakekube import errors, nodematch, usage
+from tests.fakekube import errors, podstatus, usage
+from tests.fakekube.admission import Verdict, judge
 from tests.fakekube.resources import served
-from tests.fakekube.store import Obj, ObjectStore, meta, now_rfc3339
+from tests.fakekube.store import Obj, ObjectStore, meta
 
 PODS = served("v1", "Pod")
 NODES = served("v1", "Node")
 DEVICES = served("scheduling.koordinator.sh/v1alpha1", "Device")
-NATIVE_ORDER = (usage.CPU, usage.MEMORY, usage.EPHEMERAL)
 Key = tuple[str, str, str]  # namespace, name, uid
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """The outcome of one admission: admitted, or the kubelet's reason and message."""
-
-    admitted: bool
-    reason: str = ""
-    message: str = ""
-
-
-def _out_of(name: str, requested: int, used: int, capacity: int) -> Verdict:
-    return Verdict(
-        False,
-        f"OutOf{name}",
-        f"Node didn't have enough resource: {name}, requested: {requested}, used: {used}, "
-        f"capacity: {capacity}",
-    )
-
-
-def _is_extended(name: str) -> bool:
-    domain = name.split("/", 1)[0] if "/" in name else ""
-    return (
-        bool(domain) and not domain.endswith("kubernetes.io") and not name.startswith("requests.")
-    )
-
-
-def judge(pod: Obj, node: Obj, others: list[Obj], device: Obj | None) -> Verdict:
-    """Whether `pod` fits on `node` next to `others` (the pods already holding resources)."""
-    capacity = usage.allocatable(node)
-    used = usage.node_usage(others)
-    if used[usage.PODS] + 1 > capacity[usage.PODS]:
-        return _out_of(usage.PODS, 1, used[usage.PODS], capacity[usage.PODS])
-    wanted = usage.pod_requests(pod)
-    # Extended resources the node does not offer are dropped (cluster-level resources).
-    wanted = {k: v for k, v in wanted.items() if not _is_extended(k) or k in capacity}
-    scalars = sorted(k for k in wanted if k not in NATIVE_ORDER and k != usage.PODS)
-    for name in [*NATIVE_ORDER, *scalars]:
-        asked = wanted.get(name, 0)
-        if asked and asked > capacity.get(name, 0) - used.get(name, 0):
-            return _out_of(name, asked, used.get(name, 0), capacity.get(name, 0))
-    if not nodematch.required_affinity_matches(pod, node):
-        return Verdict(
-            False,
-            "NodeAffinity",
-            "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector",
-        )
-    if nodematch.untolerated_no_execute(pod, node):
-        return Verdict(
-            False,
-            "TaintToleration",
-            "Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate",
-        )
-    problem = card_problem(pod, others, device, meta(node)["name"])
-    if problem:
-        return Verdict(
-            False,
-            "UnexpectedAdmissionError",
-            f"Allocate failed due to {problem}, which is unexpected",
-        )
-    return Verdict(True)
-
-
-def card_problem(pod: Obj, others: list[Obj], device: Obj | None, node_name: str) -> str:
-    """Why the pod's card claims do not fit the node's Device object, or "" when they do."""
-    claims = usage.card_claims(pod)
-    if not claims or device is None:
-        return ""
-    cards = usage.card_capacity(device)
-    taken = usage.card_usage(others)
-    for claim in claims:
-        card = (claim.device_type, claim.minor)
-        if card not in cards:
-            return f"{claim.device_type} minor {claim.minor} does not exist on node {node_name}"
-        for name, asked in sorted(claim.resources.items()):
-            if name not in cards[card]:
-                continue
-            held = taken.get(card, {}).get(name, 0)
-            if asked + held > cards[card][name]:
-                return (
-                    f"{claim.device_type} minor {claim.minor} on node {node_name} has not enough "
-                    f"{name}: requested: {asked}, used: {held}, capacity: {cards[card][name]}"
-                )
-    return ""
-
-
-def _running_status(pod: Obj) -> dict[str, Any]:
-    now = now_rfc3339()
-    status = dict(pod.get("status") or {})
-    conditions = [c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"]
-    for kind in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady"):
-        conditions.append(
-            {"type": kind, "status": "True", "lastProbeTime": None, "lastTransitionTime": now}
-        )
-    status.update(
-        {
-            "phase": "Running",
-            "conditions": conditions,
-            "hostIP": "10.0.0.1",
-            "startTime": status.get("startTime") or now,
-            "containerStatuses": [
-                {
-                    "name": c.get("name", ""),
-                    "image": c.get("image", ""),
-                    "imageID": "",
-                    "containerID": f"containerd://{meta(pod)['uid']}-{c.get('name', '')}",
-                    "ready": True,
-                    "started": True,
-                    "restartCount": 0,
-                    "state": {"running": {"startedAt": now}},
-                }
-                for c in (pod.get("spec") or {}).get("containers") or []
-            ],
-        }
-    )
-    return status
-
-
-def _rejected_status(pod: Obj, verdict: Verdict) -> dict[str, Any]:
-    old = pod.get("status") or {}
-    status: dict[str, Any] = {
-        "phase": "Failed",
-        "reason": verdict.reason,
-        "message": f"Pod was rejected: {verdict.message}",
-        "startTime": old.get("startTime") or now_rfc3339(),
-    }
-    if old.get("qosClass"):
-        status["qosClass"] = old["qosClass"]
-    kept = [c for c in old.get("conditions") or [] if c.get("type") in ("PodScheduled",)]
-    if kept:
-        status["conditions"] = kept
-    return status
-
-
-def _terminal_status(pod: Obj, phase: str) -> dict[str, Any]:
-    now = now_rfc3339()
-    status = dict(pod.get("status") or {})
-    exit_code, reason = (0, "Completed") if phase == "Succeeded" else (143, "Error")
-    conditions = []
-    for condition in status.get("conditions") or []:
-        if condition.get("type") in ("Ready", "ContainersReady", "PodReadyToStartContainers"):
-            condition = {**condition, "status": "False", "lastTransitionTime": now}
-            if condition["type"] != "PodReadyToStartContainers":
-                condition["reason"] = "PodCompleted"
-        conditions.append(condition)
-    status["conditions"] = conditions
-    status["phase"] = phase
-    status["containerStatuses"] = [
-        {
-            **cs,
-            "ready": False,
-            "started": False,
-            "state": {
-                "terminated": {
-                    "exitCode": exit_code,
-                    "reason": reason,
-                    "startedAt": ((cs.get("state") or {}).get("running") or {}).get("startedAt"),
-                    "finishedAt": now,
-                    "containerID": cs.get("containerID"),
-                }
-            },
-        }
-        for cs in status.get("containerStatuses") or []
-    ]
-    return status
 
 
 class Kubelet:
@@ -288,7 +123,9 @@ class Kubelet:
             if verdict is None:
                 device = self.store.find(DEVICES, None, node_name)
                 verdict = judge(pod, node, self._holding(node_name, pod), device)
-            status = _running_status(pod) if verdict.admitted else _rejected_status(pod, verdict)
+            status = (
+                podstatus.running(pod) if verdict.admitted else podstatus.rejected(pod, verdict)
+            )
 
             def write(current: Obj) -> Obj:
                 current["status"] = status
@@ -341,7 +178,7 @@ class Kubelet:
             raise errors.bad_request("phase must be Succeeded or Failed")
 
         def write(current: Obj) -> Obj:
-            current["status"] = _terminal_status(current, phase)
+            current["status"] = podstatus.terminal(current, phase)
             return current
 
         done = self.store.update(PODS, namespace, name, write)
@@ -394,7 +231,7 @@ class Kubelet:
             if not usage.is_terminal(pod):
 
                 def write(current: Obj) -> Obj:
-                    current["status"] = _terminal_status(current, self.terminal_phase)
+                    current["status"] = podstatus.terminal(current, self.terminal_phase)
                     return current
 
                 self.store.update(PODS, namespace, name, write)
