@@ -19,11 +19,32 @@ def main() -> None:
     parser.add_argument("--pod-grace-seconds", type=float, default=0.0)
     parser.add_argument("--bookmark-interval", type=float, default=5.0)
     parser.add_argument("--eviction-retry-after", type=int, default=1)
+    parser.add_argument(
+        "--kubelet-time-scale",
+        type=float,
+        default=0.0,
+        help="wall seconds per second of a terminating pod's grace period (0: at once)",
+    )
+    parser.add_argument(
+        "--kubelet-manual",
+        action="store_true",
+        help='terminating pods stay until POST /_fake/kubelet {"finish": true}',
+    )
+    parser.add_argument(
+        "--no-kubelet-admission",
+        action="store_true",
+        help='bound pods stay Pending until POST /_fake/kubelet {"admit": true}',
+    )
     args = parser.parse_args()
     fake = FakeKube(args.host, args.port, event_window=args.event_window)
     fake.settings.pod_grace_seconds = args.pod_grace_seconds
     fake.settings.bookmark_interval = args.bookmark_interval
     fake.settings.eviction_retry_after = args.eviction_retry_after
+    fake.kubelet.configure(
+        time_scale=args.kubelet_time_scale,
+        manual=args.kubelet_manual,
+        admission=not args.no_kubelet_admission,
+    )
     for path in args.seed:
         fake.load(path)
     stopped = threading.Event()

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import base64
 import json
-import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tests.fakekube import errors, policy
+from tests.fakekube import deletion, disruption, errors, policy
 from tests.fakekube.patches import json_patch, merge_patch, strategic_merge_patch
 from tests.fakekube.resources import ResourceType, Route, served
 from tests.fakekube.selectors import field_matcher, label_matcher
-from tests.fakekube.store import Obj, ObjectStore, meta, now_rfc3339
+from tests.fakekube.store import Obj, ObjectStore, meta
+
+if TYPE_CHECKING:
+    from tests.fakekube.kubelet import Kubelet
 
 NAMESPACES = served("v1", "Namespace")
 PRIORITY_CLASSES = served("scheduling.k8s.io/v1", "PriorityClass")
@@ -35,8 +37,12 @@ class Reply:
 class Settings:
     """Behaviour knobs a test may turn."""
 
-    eviction_retry_after: int = 1  # seconds, sent with an eviction's 429
-    pod_grace_seconds: float = 0.0  # > 0: deleting a bound pod marks it terminating first
+    # Seconds sent with an eviction's "needs N healthy pods" 429 (the real server sends none:
+    # set 0 for that); "still being processed" 429s always say 10, as the real server does.
+    eviction_retry_after: int = 1
+    # > 0: every terminating pod lasts this many wall seconds, whatever its grace period (older
+    # tests); 0: the kubelet stand-in's time_scale / manual mode decide.
+    pod_grace_seconds: float = 0.0
     bookmark_interval: float = 5.0  # seconds between watch BOOKMARK events
     watch_timeout: float = 1800.0  # a watch without timeoutSeconds ends after this
 
@@ -71,9 +77,10 @@ def decode_continue(token: str) -> tuple[int, tuple[str, str]]:
 class ApiLogic:
     """Everything but HTTP: takes a route and a decoded body, answers a Reply or raises."""
 
-    def __init__(self, store: ObjectStore, settings: Settings) -> None:
+    def __init__(self, store: ObjectStore, settings: Settings, kubelet: Kubelet) -> None:
         self.store = store
         self.settings = settings
+        self.kubelet = kubelet
 
     # --- reads ---------------------------------------------------------------------------
     def get(self, route: Route) -> Reply:
@@ -144,12 +151,15 @@ class ApiLogic:
         elif resource.custom:
             body.pop("status", None)  # status belongs to the status subresource
         created = self.store.create(resource, body)
-        policy.refresh_budget_status(self.store, resource)
+        disruption.resync(self.store, resource)
+        if resource.plural == "pods":
+            self.kubelet.maybe_admit(created)  # created with spec.nodeName: its kubelet admits it
         return Reply(201, created, {})
 
     def _admit_pod(self, pod: Obj) -> None:
         spec = pod.setdefault("spec", {})
         spec.setdefault("schedulerName", "default-scheduler")
+        spec.setdefault("terminationGracePeriodSeconds", deletion.DEFAULT_GRACE)
         class_name = spec.get("priorityClassName")
         if class_name:
             found = self.store.find(PRIORITY_CLASSES, None, class_name)
@@ -167,7 +177,7 @@ class ApiLogic:
                 PRIORITY_CLASSES, None, lambda c: bool(c.get("globalDefault"))
             )
             spec.setdefault("priority", classes[0].get("value", 0) if classes else 0)
-        pod["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
+        pod["status"] = {"phase": "Pending", "qosClass": qos_class(pod)}
 
     def replace(self, route: Route, body: Obj) -> Reply:
         assert route.name is not None
@@ -191,7 +201,7 @@ class ApiLogic:
             return self._keep_owned_parts(route, current, body)
 
         updated = self.store.update(resource, route.namespace, name, change)
-        policy.refresh_budget_status(self.store, resource)
+        disruption.resync(self.store, resource)
         return Reply(200, updated, {})
 
     def patch(self, route: Route, content_type: str, body: Any) -> Reply:
@@ -217,7 +227,7 @@ class ApiLogic:
             return self._keep_owned_parts(route, current, patched)
 
         updated = self.store.update(resource, route.namespace, name, change)
-        policy.refresh_budget_status(self.store, resource)
+        disruption.resync(self.store, resource)
         return Reply(200, updated, {})
 
     @staticmethod
@@ -244,64 +254,111 @@ class ApiLogic:
         assert route.name is not None
         resource, name = route.resource, route.name
         current = self.store.get(resource, route.namespace, name)
-        preconditions = options.get("preconditions") or {}
-        _check_preconditions(
-            resource, name, current, preconditions.get("uid"), preconditions.get("resourceVersion")
-        )
-        grace = options.get("gracePeriodSeconds", query.get("gracePeriodSeconds"))
-        if resource.plural == "pods" and self._terminates_gracefully(current, grace):
-            return Reply(200, self._mark_terminating(route, name), {})
+        deletion.check_preconditions(resource.kind, resource.group, current, options)
+        if resource.plural == "pods":
+            return Reply(200, self._delete_pod(route, current, options, query), {})
         gone = self.store.delete(resource, route.namespace, name)
-        policy.refresh_budget_status(self.store, resource)
-        if resource.plural == "pods" or resource.custom:
+        disruption.resync(self.store, resource)
+        if resource.custom:
             return Reply(200, gone, {})
         return Reply(200, _status_success(resource, gone), {})
 
-    def _terminates_gracefully(self, pod: Obj, grace: Any) -> bool:
-        if self.settings.pod_grace_seconds <= 0 or (grace is not None and int(grace) == 0):
-            return False
-        bound = bool((pod.get("spec") or {}).get("nodeName"))
-        terminal = (pod.get("status") or {}).get("phase") in {"Succeeded", "Failed"}
-        return bound and not terminal
+    def _delete_pod(self, route: Route, current: Obj, options: Obj, query: dict[str, str]) -> Obj:
+        assert route.name is not None
+        plan = deletion.plan_pod_delete(current, deletion.grace_option(options, query))
+        if plan.action == "pending":
+            return current
+        if plan.action == "mark":
 
-    def _mark_terminating(self, route: Route, name: str) -> Obj:
-        seconds = self.settings.pod_grace_seconds
+            def change(pod: Obj) -> Obj:
+                deletion.check_preconditions("Pod", "", pod, options)
+                return deletion.mark(pod, plan)
 
-        def mark(pod: Obj) -> Obj:
-            if not meta(pod).get("deletionTimestamp"):
-                meta(pod)["deletionTimestamp"] = now_rfc3339()
-                meta(pod)["deletionGracePeriodSeconds"] = max(1, round(seconds))
-            return pod
+            current = self.store.update(route.resource, route.namespace, route.name, change)
+            if plan.grace > 0:
+                disruption.resync(self.store, route.resource)
+                self.kubelet.pod_terminating(current, plan.shortened_by)
+                return current
+        gone = self.store.delete(route.resource, route.namespace, route.name)
+        disruption.resync(self.store, route.resource)
+        return gone
 
-        pod = self.store.update(route.resource, route.namespace, name, mark)
-        policy.refresh_budget_status(self.store, route.resource)
+    def _evict(self, route: Route, eviction: Obj) -> Reply:
+        assert route.name is not None and route.namespace is not None
+        pod_route = Route(route.resource, route.namespace, route.name, None)
 
-        def finish() -> None:
-            try:
-                self.store.delete(route.resource, route.namespace, name)
-                policy.refresh_budget_status(self.store, route.resource)
-            except errors.ApiError:
-                pass  # already gone
+        def delete(options: Obj) -> None:
+            # addConditionAndDeletePod: the DisruptionTarget condition first, then the delete.
+            if options.get("dryRun"):
+                return  # a dry run checks (budgets included) and changes nothing
 
-        timer = threading.Timer(seconds, finish)
-        timer.daemon = True
-        timer.start()
-        return pod
+            def condition(pod: Obj) -> Obj:
+                deletion.check_preconditions("Pod", "", pod, options)
+                policy.set_condition(
+                    pod,
+                    {
+                        "type": "DisruptionTarget",
+                        "status": "True",
+                        "reason": "EvictionByEvictionAPI",
+                        "message": "Eviction API: evicting",
+                    },
+                )
+                return pod
+
+            pod = self.store.update(route.resource, route.namespace, route.name, condition)
+            if (options.get("preconditions") or {}).get("resourceVersion"):
+                options = {
+                    **options,
+                    "preconditions": {
+                        **options["preconditions"],
+                        "resourceVersion": meta(pod)["resourceVersion"],
+                    },
+                }
+            self.delete(pod_route, options, {})
+
+        try:
+            status = policy.evict(
+                self.store,
+                route.namespace,
+                route.name,
+                eviction,
+                delete,
+                self.settings.eviction_retry_after,
+            )
+        finally:
+            disruption.resync(self.store)  # the controller sees the handler's budget write
+        return Reply(201, status, {})
 
     def _subresource_post(self, route: Route, body: Obj) -> Reply:
         assert route.name is not None and route.namespace is not None
         if route.subresource == "binding":
             status = policy.bind(self.store, route.namespace, route.name, body)
+            pod = self.store.find(route.resource, route.namespace, route.name)
+            if pod is not None:
+                self.kubelet.maybe_admit(pod)
             return Reply(201, status, {})
         if route.subresource == "eviction":
-            options = body.get("deleteOptions") or {}
-            _, status = policy.evict(
-                self.store, route.namespace, route.name, self.settings.eviction_retry_after
-            )
-            pod_route = Route(route.resource, route.namespace, route.name, None)
-            self.delete(pod_route, options, {})
-            return Reply(201, status, {})
+            return self._evict(route, body)
         raise errors.method_not_allowed("POST")
+
+
+def qos_class(pod: Obj) -> str:
+    """Guaranteed, Burstable or BestEffort from the containers' cpu and memory."""
+    spec = pod.get("spec") or {}
+    containers = (spec.get("containers") or []) + (spec.get("initContainers") or [])
+    any_set, guaranteed = False, True
+    for container in containers:
+        resources = container.get("resources") or {}
+        limits = resources.get("limits") or {}
+        requests = {**limits, **(resources.get("requests") or {})}
+        for name in ("cpu", "memory"):
+            if name in requests or name in limits:
+                any_set = True
+            if name not in limits or requests.get(name) != limits.get(name):
+                guaranteed = False
+    if not any_set:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
 
 
 def _check_preconditions(

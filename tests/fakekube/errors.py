@@ -30,6 +30,8 @@ class ApiError(Exception):
             "reason": reason,
             "code": code,
         }
+        if not reason:
+            del self.body["reason"]  # a handler's own Failure Status may carry none
         if details is not None:
             self.body["details"] = details
 
@@ -88,6 +90,34 @@ def invalid(resource: ResourceType, name: str, field: str, why: str) -> ApiError
         "causes": [{"reason": "FieldValueInvalid", "message": why, "field": field}],
     }
     return ApiError(422, "Invalid", message, details)
+
+
+def forbidden(resource: str, name: str, why: str) -> ApiError:
+    """NewForbidden: `resource` is the qualified name, e.g. `poddisruptionbudget.policy`."""
+    plural, _, group = resource.partition(".")
+    details = {"name": name, **({"group": group} if group else {}), "kind": plural}
+    return ApiError(403, "Forbidden", f'{resource} "{name}" is forbidden: {why}', details)
+
+
+def precondition_conflict(
+    kind: str, group: str, name: str, field: str, wanted: str, have: str
+) -> ApiError:
+    """BeforeDelete's early precondition check: a 409 on the object's Kind (e.g. `Pod`)."""
+    if field == "uid":
+        why = (
+            f"the UID in the precondition ({wanted}) does not match the UID in record ({have}). "
+            "The object might have been deleted and then recreated"
+        )
+    else:
+        why = (
+            f"the ResourceVersion in the precondition ({wanted}) does not match the "
+            f"ResourceVersion in record ({have}). The object might have been modified"
+        )
+    qualified = f"{kind}.{group}" if group else kind
+    details = {"name": name, **({"group": group} if group else {}), "kind": kind}
+    return ApiError(
+        409, "Conflict", f'Operation cannot be fulfilled on {qualified} "{name}": {why}', details
+    )
 
 
 def bad_request(message: str) -> ApiError:

@@ -11,6 +11,14 @@ through `/_fake/...`:
     DELETE /_fake/requests  clear the log
     POST   /_fake/compact   forget the event history (older resourceVersions now expire)
     POST   /_fake/settings  {"pod_grace_seconds": 5, "bookmark_interval": 1, ...}
+    GET    /_fake/kubelet   the kubelet stand-in's options and the terminating pods
+    POST   /_fake/kubelet   {"manual": true, "time_scale": 0.01, "admission": false,
+                            "terminal_phase": "Succeeded"} sets options; then, in this order,
+                            {"finish": true | {"namespace": ns, "name": n}} finishes terminating
+                            pods, {"reject": [{"namespace", "name", "reason", "message"}]} arms
+                            rejections, {"admit": true} admits bound Pending pods,
+                            {"complete": [{"namespace", "name", "phase"}]} runs pods to the end
+    GET    /_fake/overcommit  `FakeKube.overcommitted()`: [] when no node is over-committed
 """
 
 from __future__ import annotations
@@ -28,9 +36,11 @@ from urllib.parse import parse_qsl, urlsplit
 
 import yaml
 
-from tests.fakekube import errors, policy
+from tests.fakekube import disruption, errors
 from tests.fakekube.api import ApiLogic, Reply, Settings
 from tests.fakekube.faults import FaultPlan, LoggedRequest
+from tests.fakekube.kubelet import Kubelet
+from tests.fakekube.overcommit import Overcommit, overcommitted
 from tests.fakekube.resources import parse_path, resource_for_kind, served
 from tests.fakekube.selectors import field_matcher, label_matcher
 from tests.fakekube.store import Obj, ObjectStore, meta
@@ -46,7 +56,12 @@ class FakeKube:
         self.store = ObjectStore(event_window)
         self.settings = Settings()
         self.faults = FaultPlan()
-        self.logic = ApiLogic(self.store, self.settings)
+        self.kubelet = Kubelet(
+            self.store,
+            lambda: disruption.resync(self.store),
+            lambda: float(self.settings.pod_grace_seconds),
+        )
+        self.logic = ApiLogic(self.store, self.settings, self.kubelet)
         self._httpd = _Server((host, port), _Handler)
         self._httpd.fake = self
         self._thread: threading.Thread | None = None
@@ -63,9 +78,11 @@ class FakeKube:
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )
         self._thread.start()
+        self.kubelet.start()
         return self
 
     def stop(self) -> None:
+        self.kubelet.stop()
         self.store.close()
         self._httpd.shutdown()
         self._httpd.server_close()
@@ -92,7 +109,9 @@ class FakeKube:
             obj.setdefault("spec", {}).setdefault("schedulerName", "default-scheduler")
             obj.setdefault("status", {}).setdefault("phase", "Pending")
         created = self.store.create(resource, obj)
-        policy.refresh_budget_status(self.store, resource)
+        disruption.resync(self.store, resource)
+        if resource.plural == "pods" and meta(created).get("deletionTimestamp"):
+            self.kubelet.pod_terminating(created)
         return created
 
     def write_kubeconfig(self, path: str | Path) -> Path:
@@ -136,11 +155,17 @@ class FakeKube:
         """Remove an object at once (no grace period), as a controller or a user would."""
         resource = served(api_version, kind)
         gone = self.store.delete(resource, namespace if resource.namespaced else None, name)
-        policy.refresh_budget_status(self.store, resource)
+        disruption.resync(self.store, resource)
         return gone
 
     def pod(self, namespace: str, name: str) -> Obj | None:
         return self.find("v1", "Pod", name, namespace)
+
+    def overcommitted(self) -> list[Overcommit]:
+        """Every node or card whose holders ask for more than it has, from this fake's own
+        state: bound non-terminal pods (terminating included) against the Node's allocatable,
+        and card claims against the node's Device. [] when nothing is over-committed."""
+        return overcommitted(self.store)
 
 
 class _Server(ThreadingHTTPServer):
@@ -268,6 +293,10 @@ class _Handler(BaseHTTPRequestHandler):
                 fake.add(obj)
         elif path == "/_fake/compact" and method == "POST":
             fake.store.compact()
+        elif path == "/_fake/kubelet":
+            return Reply(200, self._kubelet_admin(method, body or {}), {})
+        elif path == "/_fake/overcommit" and method == "GET":
+            return Reply(200, [o.as_json() for o in fake.overcommitted()], {})
         elif path == "/_fake/settings" and method == "POST":
             for key, value in (body or {}).items():
                 if not hasattr(fake.settings, key):
@@ -276,6 +305,28 @@ class _Handler(BaseHTTPRequestHandler):
         elif not (path in ("/_fake/faults", "/_fake/requests") and method == "GET"):
             raise errors.path_not_found()
         return Reply(200, fake.faults.as_json(), {})
+
+    def _kubelet_admin(self, method: str, body: dict[str, Any]) -> dict[str, Any]:
+        kubelet = self.server.fake.kubelet
+        answer: dict[str, Any] = {}
+        if method == "POST":
+            actions = ("finish", "reject", "admit", "complete")
+            kubelet.configure(**{k: v for k, v in body.items() if k not in actions})
+            finish = body.get("finish")
+            if finish:
+                where = finish if isinstance(finish, dict) else {}
+                done = kubelet.finish_terminating(where.get("namespace"), where.get("name"))
+                answer["finished"] = [{"namespace": ns, "name": n} for ns, n in done]
+            for item in body.get("reject") or []:
+                kubelet.reject_next_admission(**item)
+            if body.get("admit"):
+                verdicts = kubelet.admit_pending()
+                answer["admitted"] = {k: v.admitted for k, v in verdicts.items()}
+            for item in body.get("complete") or []:
+                kubelet.complete(item["namespace"], item["name"], item.get("phase", "Succeeded"))
+        elif method != "GET":
+            raise errors.method_not_allowed(method)
+        return {**kubelet.state(), **answer}
 
     def _reply(self, reply: Reply) -> None:
         self._record(reply.code)

@@ -178,7 +178,11 @@ class ObjectStore:
             if updated == current:
                 return copy.deepcopy(current)  # a no-op write does not bump resourceVersion
             if "generation" in current["metadata"]:
-                bumped = updated.get("spec") != current.get("spec")
+                # A spec change bumps generation, and so does the start of a graceful deletion.
+                bumped = updated.get("spec") != current.get("spec") or bool(
+                    metadata.get("deletionTimestamp")
+                    and not current["metadata"].get("deletionTimestamp")
+                )
                 metadata["generation"] = current["metadata"]["generation"] + int(bumped)
             self._rv += 1
             metadata["resourceVersion"] = str(self._rv)

@@ -138,3 +138,57 @@ def gang_pods(
         }
         for i in range(count)
     ]
+
+
+# --- accelerator nodes for the kubelet stand-in ------------------------------------------------
+
+
+def gpu_node(name: str, gpus: int = 8, cpu: str = "64", **labels: str) -> dict[str, Any]:
+    """A Ready node offering `gpus` nvidia.com/gpu besides cpu, memory and pods."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels},
+        "status": {
+            "allocatable": {
+                "cpu": cpu,
+                "memory": "512Gi",
+                "pods": "110",
+                "nvidia.com/gpu": str(gpus),
+            },
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def gpu_pod(name: str, gpus: int, namespace: str = "default", **spec: Any) -> dict[str, Any]:
+    """A pod of one container asking for `gpus` nvidia.com/gpu and one cpu."""
+    body = pod(name, namespace, **spec)
+    body["spec"]["containers"][0]["resources"] = {
+        "requests": {"cpu": "1", "nvidia.com/gpu": str(gpus)},
+        "limits": {"nvidia.com/gpu": str(gpus)},
+    }
+    return body
+
+
+def device(node_name: str, cards: int = 8) -> dict[str, Any]:
+    """Koordinator's Device object for a node: `cards` gpus of 100 core / 100 memory ratio."""
+    return {
+        "apiVersion": "scheduling.koordinator.sh/v1alpha1",
+        "kind": "Device",
+        "metadata": {"name": node_name},
+        "spec": {
+            "devices": [
+                {
+                    "type": "gpu",
+                    "minor": minor,
+                    "health": True,
+                    "resources": {
+                        "koordinator.sh/gpu-core": "100",
+                        "koordinator.sh/gpu-memory-ratio": "100",
+                    },
+                }
+                for minor in range(cards)
+            ]
+        },
+    }

@@ -49,12 +49,16 @@ def test_watch_from_a_list_sees_changes_as_typed_events(
         resource_version=listed.metadata.resource_version,
         timeout_seconds=5,
     )
-    events = collect(stream, 3)
+    events = collect(stream, 4)
     watcher.stop()
-    assert [e["type"] for e in events] == ["ADDED", "MODIFIED", "DELETED"]
+    # Deleting an unbound pod is a graceful deletion with grace 0: the server writes the
+    # deletionTimestamp (MODIFIED), then removes the object (DELETED).
+    assert [e["type"] for e in events] == ["ADDED", "MODIFIED", "MODIFIED", "DELETED"]
     assert all(isinstance(e["object"], client.V1Pod) for e in events)
     assert events[1]["object"].metadata.labels == {"x": "1"}
-    assert watcher.resource_version == events[2]["object"].metadata.resource_version
+    assert events[2]["object"].metadata.deletion_grace_period_seconds == 0
+    assert events[3]["object"].metadata.deletion_timestamp is not None
+    assert watcher.resource_version == events[3]["object"].metadata.resource_version
 
 
 def test_watch_without_a_version_starts_with_the_current_objects(

@@ -127,3 +127,37 @@ def test_runs_as_a_process_with_seed_objects(tmp_path: Path) -> None:
         process.terminate()
         process.wait(timeout=5)
     assert process.returncode == 0
+
+
+def test_another_process_drives_the_kubelet_of_a_manual_fake(tmp_path: Path) -> None:
+    seed = tmp_path / "seed.yaml"
+    seed.write_text(
+        "apiVersion: v1\nkind: Node\nmetadata: {name: node-1}\n"
+        "status: {allocatable: {cpu: '4', memory: 8Gi, pods: '10'}}\n---\n"
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p1, namespace: default}\n"
+        "spec: {nodeName: node-1, containers: [{name: c, image: x}]}\n"
+        "status: {phase: Running}\n"
+    )
+    port = free_port()
+    command = [sys.executable, "-m", "tests.fakekube", "--port", str(port), "--seed", str(seed)]
+    process = subprocess.Popen(
+        [*command, "--kubelet-manual"], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert process.stdout is not None
+        process.stdout.readline()
+        url = f"http://127.0.0.1:{port}"
+        core = client.CoreV1Api(client.ApiClient(client.Configuration(host=url)))
+        core.delete_namespaced_pod("p1", "default")
+        http = urllib3.PoolManager()
+        state = json.loads(http.request("GET", f"{url}/_fake/kubelet").data)
+        assert state["manual"] is True
+        assert state["terminating"] == [{"namespace": "default", "name": "p1"}]
+        finished = json.loads(
+            http.request("POST", f"{url}/_fake/kubelet", json={"finish": True}).data
+        )
+        assert finished["finished"] == [{"namespace": "default", "name": "p1"}]
+        assert core.list_namespaced_pod("default").items == []
+    finally:
+        process.terminate()
+        process.wait(timeout=5)
