@@ -139,9 +139,13 @@ def test_evict_marks_the_victim_then_evicts(kube: FakeKube, cluster: KubeCluster
     assert (result.outcome, result.ok) == (EvictOutcome.EVICTED, True)
     victim = kube.pod("default", "victim")
     assert victim is not None and victim["metadata"]["deletionTimestamp"]
+    # koordweb marks the victim first; the eviction handler then writes its own reason over it.
+    [marked] = [r.body for r in kube.faults.requests_to(r"/pods/victim/status$", "PATCH")]
+    [ours] = marked["status"]["conditions"]
+    assert (ours["type"], ours["status"]) == ("DisruptionTarget", "True")
+    assert ours["reason"] == "PreemptionByScheduler" and "default/job-a" in ours["message"]
     condition = next(c for c in victim["status"]["conditions"] if c["type"] == "DisruptionTarget")
-    assert (condition["status"], condition["reason"]) == ("True", "PreemptionByScheduler")
-    assert "default/job-a" in condition["message"]
+    assert (condition["status"], condition["reason"]) == ("True", "EvictionByEvictionAPI")
     eviction = kube.faults.requests_to("/eviction$")[0].body
     assert (eviction["apiVersion"], eviction["kind"]) == ("policy/v1", "Eviction")
 

@@ -122,7 +122,7 @@ def trial(
     one_round(workers, fresh, cluster)  # the database catches up with the cluster
     assert database_disagreements(kube, cluster) == {}
     jobs = Job.objects.filter(cluster=cluster, name__in=names)
-    assert set(jobs.values_list("state", flat=True)) == {JobState.SCHEDULED}
+    assert set(jobs.values_list("state", flat=True)) <= {JobState.SCHEDULED, JobState.RUNNING}
     for key in mine:  # the jobs finish: room for the next trial
         kube.delete("v1", "Pod", key.split("/")[1], "ml")
     figures = {

@@ -111,7 +111,8 @@ def test_a_round_that_runs_out_of_retries_fails_whole_and_the_next_one_finishes(
         run_round(cluster.id, "manual")
     failed = Round.objects.get()
     assert failed.state == Round.State.FAILED and "503" in failed.error
-    # The round's transaction rolled back: the database still has the whole gang pending.
+    # The plan committed, but no outcome of the failed chunk was recorded: the database still has
+    # the whole gang pending, and its intents wait for the next round.
     assert Pod.objects.filter(cluster=cluster, node__isnull=False).count() == 0
     assert partly_bound_gangs(kube) == {"alpha": (1, 3)}
 
@@ -125,4 +126,4 @@ def test_a_round_that_runs_out_of_retries_fails_whole_and_the_next_one_finishes(
     mirror_caught_up(kube, client)
     run_round(cluster.id, "manual")  # the database follows the cluster
     assert database_disagreements(kube, cluster) == {}
-    assert Job.objects.get(name="alpha").state == JobState.SCHEDULED
+    assert Job.objects.get(name="alpha").state == JobState.RUNNING
