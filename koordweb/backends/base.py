@@ -59,6 +59,8 @@ class Deletion:
 
 @dataclass(frozen=True)
 class Nomination:
+    """Set a pending pod's nominated node; an empty node gives the nomination up."""
+
     pod_id: int
     namespace: str
     name: str

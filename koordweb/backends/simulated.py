@@ -61,6 +61,7 @@ class SimulatedBackend:
                 report.dropped[binding.pod_id] = f"pod is already assigned to node {current}"
             else:
                 report.bound.append(binding.pod_id)
-        report.nominated = [n.pod_id for n in plan.nominations if n.node in nodes]
+        # An empty node gives a nomination up.
+        report.nominated = [n.pod_id for n in plan.nominations if not n.node or n.node in nodes]
         report.deleted = [d.pod_id for d in plan.deletions]
         return report

@@ -160,7 +160,7 @@ def _plan_of(
                     )
                 )
         elif kind == Intent.Kind.NOMINATE:
-            if finished or pod.node_id is not None or intent.node not in nodes:
+            if finished or pod.node_id is not None or (intent.node and intent.node not in nodes):
                 settled[intent.id] = (Intent.State.DROPPED, "the pod is no longer waiting")
             else:
                 nominations.append(Nomination(pod.id, pod.namespace, pod.name, intent.node))

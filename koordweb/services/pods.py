@@ -270,8 +270,8 @@ def enact_record(
     for nomination in plan.nominations:
         if nomination.pod_id in nominated and nomination.pod_id in pods:
             pod = pods[nomination.pod_id]
-            if nomination.node in cluster_nodes and pod.node_id is None:
-                pod.nominated_node = cluster_nodes[nomination.node]
+            if pod.node_id is None and (not nomination.node or nomination.node in cluster_nodes):
+                pod.nominated_node = cluster_nodes.get(nomination.node)  # "" gives it up
                 to_nominate.append(pod)
     rows_update(Pod, to_nominate, ["nominated_node"])
     touched = {pods[i].job_id for i in bound}

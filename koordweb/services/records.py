@@ -182,7 +182,15 @@ def _record(
     pods = {
         p.id: p
         for p in Pod.objects.filter(id__in=index.pod_ids.values()).only(
-            "id", "namespace", "name", "uid", "node_id", "phase", "job_id", "requests"
+            "id",
+            "namespace",
+            "name",
+            "uid",
+            "node_id",
+            "nominated_node_id",
+            "phase",
+            "job_id",
+            "requests",
         )
     }
     bindings = []
@@ -279,7 +287,34 @@ def _record(
             nominee = pods.get(index.pod_ids.get(key, -1))
             if nominee is not None:
                 nominations.append(Nomination(nominee.id, nominee.namespace, nominee.name, node))
+    nominations += _nominations_given_up(result, index, pods, preempting)
     return EnactPlan(tuple(bindings), tuple(evictions), tuple(nominations)), records
+
+
+def _nominations_given_up(
+    result: RoundResult,
+    index: snapshot_adapter.SnapshotIndex,
+    pods: Mapping[int, Pod],
+    preempting: set[str],
+) -> list[Nomination]:
+    """A nominated job that neither fits, nor waits for its victims, nor preempts anew gives its
+    nomination up (kube-scheduler clears nominatedNodeName then): its reservation would hold the
+    nodes for nothing. An empty node clears the nomination."""
+    given_up = {
+        job_id
+        for job_id, verdict in result.unschedulable.items()
+        if verdict.code != "Wait" and job_id not in preempting
+    }
+    if not given_up:
+        return []
+    return [
+        Nomination(pod.id, pod.namespace, pod.name, "")
+        for key, pod_id in sorted(index.pod_ids.items())
+        if index.job_by_pod_key.get(key) in given_up
+        and (pod := pods.get(pod_id)) is not None
+        and pod.nominated_node_id is not None
+        and pod.node_id is None
+    ]
 
 
 def _preemption_rule(record: Mapping[str, Any], priority: int) -> str:

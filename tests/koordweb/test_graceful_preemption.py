@@ -172,3 +172,22 @@ def test_rounds_asked_for_during_a_round_start_exactly_one_successor_right_after
     assert successors == [{"args": [cluster.id], "trigger": Round.Trigger.DEFERRED}]
     cluster.refresh_from_db()
     assert cluster.round_pending is False
+
+
+def test_a_nomination_that_can_no_longer_help_is_given_up(db):
+    from koordweb.manifests import import_manifests
+    from tests.fakekube.testing import RUNNING, TOPOLOGY, block_node, gang_pods
+
+    cluster = Cluster.objects.create(name="nominated")
+    waiting = gang_pods("late", 1, 100)[0]
+    waiting["status"] = {"phase": "Pending", "nominatedNodeName": "node-1"}
+    holder = gang_pods("holder", 1, 10_000)[0]  # higher priority: never a victim
+    holder["spec"]["nodeName"] = "node-1"
+    holder["status"] = RUNNING
+    import_manifests(cluster, [TOPOLOGY, block_node("node-1", "b1"), holder, waiting])
+    assert Pod.objects.get(name="late-0").nominated_node.name == "node-1"
+    one_round(cluster, timezone.now())
+    late = Job.objects.get(name="late")
+    assert late.state == JobState.PENDING
+    # It neither fits, nor waits for victims, nor may preempt: the reservation goes.
+    assert Pod.objects.get(name="late-0").nominated_node is None
