@@ -107,6 +107,10 @@ class EnactReport:
 class ClusterBackend(Protocol):
     """What a round needs from a cluster."""
 
+    def prepare(self, cluster: Cluster) -> None:
+        """Before the round's transaction: wait for what `sync` reads (the kubernetes backend's
+        watch mirror lists every kind once), so that no wait happens inside it."""
+
     def sync(self, cluster: Cluster, *, now: datetime) -> dict[str, int]:
         """Bring the database up to date with the cluster (nodes, pods, devices, metrics).
 

@@ -55,6 +55,10 @@ class KubernetesBackend:
     def from_settings(cls, scheduler_name: str | None = None) -> KubernetesBackend:
         return cls(client_from_settings(scheduler_name or settings.KOORDWEB_SCHEDULER_NAME))
 
+    def prepare(self, cluster: Cluster) -> None:
+        """Start the watch mirror and wait for its first list of every kind (or fail)."""
+        self.client.snapshot()
+
     def sync(self, cluster: Cluster, *, now: datetime) -> dict[str, int]:
         counts = cluster_reconcile(
             cluster=cluster,

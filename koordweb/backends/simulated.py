@@ -21,6 +21,9 @@ from koordweb.services import pods as pod_services
 class SimulatedBackend:
     name = "simulated"
 
+    def prepare(self, cluster: Cluster) -> None:
+        """The database is the cluster: nothing to wait for."""
+
     def sync(self, cluster: Cluster, *, now: datetime) -> dict[str, int]:
         grace = timedelta(seconds=settings.KOORDWEB_SIMULATED_GRACE_SECONDS)
         gone = cluster.pods.filter(terminating=True, terminating_since__lte=now - grace).exclude(

@@ -75,6 +75,7 @@ def _round_execute(
     profile = engine_profile(cluster)  # a bad configuration fails the round before any sync
     t0 = perf_counter()
     leftover = intents_enact(cluster=cluster, backend=backend, now=now)
+    backend.prepare(cluster)
     with transaction.atomic():
         synced = backend.sync(cluster, now=now) or {}
         snapshot, index = snapshot_adapter.build_for_round(cluster, now=now)
