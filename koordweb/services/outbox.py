@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import transaction
 
@@ -27,10 +27,11 @@ from koordweb.backends.base import (
     Eviction,
     Nomination,
 )
-from koordweb.models import Cluster, Intent, Pod, PodPhase, Preemption
+from koordweb.models import Cluster, Intent, Node, PodPhase, Preemption
 from koordweb.models.outbox import STEPS
 from koordweb.models.workload import FINAL_JOB_STATES
 from koordweb.services import pods as pod_services
+from koordweb.services.bulk import rows_insert
 
 CHUNK = 2000  # intents enacted between two outcome records
 KEEP_DONE = timedelta(minutes=10)  # done intents are kept this long, for a look after the fact
@@ -48,39 +49,83 @@ class EnactSummary:
 
 def intents_write(*, cluster: Cluster, round_id: int | None, plan: EnactPlan, now: datetime) -> int:
     """The round's plan as pending intents (call inside the round's transaction)."""
-    rows: list[Intent] = []
+    rows: list[tuple[Any, ...]] = []
 
-    def add(kind: str, pod_id: int, **fields: Any) -> None:
-        rows.append(
-            Intent(
-                cluster=cluster,
-                round_id=round_id,
-                pod_id=pod_id,
-                kind=kind,
-                step=STEPS[Intent.Kind(kind)],
-                created_at=now,
-                **fields,
-            )
-        )
+    def add(kind: str, pod_id: int, node: str = "", uid: str = "", payload: Any = None) -> None:
+        step = STEPS[Intent.Kind(kind)]
+        state = Intent.State.PENDING
+        rows.append((cluster.id, round_id, pod_id, kind, step, state, node, uid, payload or {}))
 
     for c in plan.creations:
         add(Intent.Kind.CREATE, c.pod_id)
     for b in plan.bindings:
         payload: dict[str, Any] = {"annotations": b.annotations, "labels": b.labels}
-        add(Intent.Kind.BIND, b.pod_id, node=b.node, uid=b.uid, payload=payload)
+        add(Intent.Kind.BIND, b.pod_id, b.node, b.uid, payload)
     for e in plan.evictions:
         payload = {"preemptor": e.preemptor, "preemption": e.preemption_id}
         add(Intent.Kind.EVICT, e.pod_id, uid=e.uid, payload=payload)
     for n in plan.nominations:
-        add(Intent.Kind.NOMINATE, n.pod_id, node=n.node)
+        add(Intent.Kind.NOMINATE, n.pod_id, n.node)
     for d in plan.deletions:
         add(Intent.Kind.DELETE, d.pod_id, uid=d.uid)
-    Intent.objects.bulk_create(rows, batch_size=1000)
+    rows_insert(Intent, _INSERT_FIELDS, [(*row, "", now) for row in rows])
     return len(rows)
+
+
+_INSERT_FIELDS = (
+    "cluster",
+    "round",
+    "pod",
+    "kind",
+    "step",
+    "state",
+    "node",
+    "uid",
+    "payload",
+    "outcome",
+    "created_at",
+)
 
 
 def intents_pending(*, cluster: Cluster) -> int:
     return Intent.objects.filter(cluster=cluster, state=Intent.State.PENDING).count()
+
+
+class _Pending(NamedTuple):
+    """A pending intent with what deciding whether it still applies needs of its pod."""
+
+    id: int
+    kind: str
+    node: str
+    uid: str
+    payload: dict[str, Any]
+    pod_id: int
+    namespace: str
+    name: str
+    pod_uid: str
+    phase: str
+    terminating: bool
+    on_node: int | None
+    job_id: int
+    job_state: str
+
+
+_PENDING_FIELDS = (
+    "id",
+    "kind",
+    "node",
+    "uid",
+    "payload",
+    "pod_id",
+    "pod__namespace",
+    "pod__name",
+    "pod__uid",
+    "pod__phase",
+    "pod__terminating",
+    "pod__node_id",
+    "pod__job_id",
+    "pod__job__state",
+)
 
 
 def intents_enact(*, cluster: Cluster, backend: ClusterBackend, now: datetime) -> EnactSummary:
@@ -88,14 +133,16 @@ def intents_enact(*, cluster: Cluster, backend: ClusterBackend, now: datetime) -
     summary = EnactSummary(EnactReport())
     _prune(cluster, now)
     while True:
-        batch = list(
-            Intent.objects.filter(cluster=cluster, state=Intent.State.PENDING)
-            .select_related("pod", "pod__job")
-            .order_by("step", "id")[:CHUNK]
-        )
+        batch = [
+            _Pending(*row)
+            for row in Intent.objects.filter(cluster=cluster, state=Intent.State.PENDING)
+            .order_by("step", "id")
+            .values_list(*_PENDING_FIELDS)[:CHUNK]
+        ]
         if not batch:
             return summary
-        nodes = {n.name: n for n in cluster.nodes.all()}
+        # Not through cluster.nodes: a related manager would set each row's deferred cluster.
+        nodes = {n.name: n for n in Node.objects.filter(cluster_id=cluster.id).only("id", "name")}
         plan, settled = _plan_of(batch, set(nodes))
         report = backend.enact(cluster, plan, now=now) if len(plan) else EnactReport()
         with transaction.atomic():
@@ -107,7 +154,7 @@ def intents_enact(*, cluster: Cluster, backend: ClusterBackend, now: datetime) -
 
 
 def _plan_of(
-    intents: Sequence[Intent], nodes: set[str]
+    intents: Sequence[_Pending], nodes: set[str]
 ) -> tuple[EnactPlan, dict[int, tuple[str, str]]]:
     """The plan of the intents that still apply; the others settled at once (state, outcome)."""
     creations: list[Creation] = []
@@ -116,58 +163,52 @@ def _plan_of(
     nominations: list[Nomination] = []
     deletions: list[Deletion] = []
     settled: dict[int, tuple[str, str]] = {}
-    for intent in intents:
-        pod: Pod = intent.pod
-        finished = pod.phase in (PodPhase.SUCCEEDED, PodPhase.FAILED)
-        job_over = pod.job.state in FINAL_JOB_STATES
-        kind = intent.kind
+    for it in intents:
+        finished = it.phase in (PodPhase.SUCCEEDED, PodPhase.FAILED)
+        job_over = it.job_state in FINAL_JOB_STATES
+        kind = it.kind
         if kind == Intent.Kind.CREATE:
-            if pod.uid:
-                settled[intent.id] = (Intent.State.DONE, "already created")
+            if it.pod_uid:
+                settled[it.id] = (Intent.State.DONE, "already created")
             elif job_over or finished:
-                settled[intent.id] = (Intent.State.DROPPED, "the job is over")
+                settled[it.id] = (Intent.State.DROPPED, "the job is over")
             else:
-                creations.append(Creation(pod.id, pod.job_id, pod.namespace, pod.name))
+                creations.append(Creation(it.pod_id, it.job_id, it.namespace, it.name))
         elif kind == Intent.Kind.BIND:
-            if finished or job_over or pod.terminating:
-                settled[intent.id] = (Intent.State.DROPPED, "the pod is no longer waiting")
-            elif intent.node not in nodes:
-                settled[intent.id] = (Intent.State.DROPPED, f"node {intent.node} is gone")
+            if finished or job_over or it.terminating:
+                settled[it.id] = (Intent.State.DROPPED, "the pod is no longer waiting")
+            elif it.node not in nodes:
+                settled[it.id] = (Intent.State.DROPPED, f"node {it.node} is gone")
             else:
                 bindings.append(
                     Binding(
-                        pod.id,
-                        pod.namespace,
-                        pod.name,
-                        intent.uid or pod.uid,
-                        intent.node,
-                        dict(intent.payload.get("annotations") or {}),
-                        dict(intent.payload.get("labels") or {}),
+                        it.pod_id,
+                        it.namespace,
+                        it.name,
+                        it.uid or it.pod_uid,
+                        it.node,
+                        dict(it.payload.get("annotations") or {}),
+                        dict(it.payload.get("labels") or {}),
                     )
                 )
         elif kind == Intent.Kind.EVICT:
             if finished:
-                settled[intent.id] = (Intent.State.DONE, "already gone")
+                settled[it.id] = (Intent.State.DONE, "already gone")
             else:
+                preemptor = str(it.payload.get("preemptor") or "")
+                record = it.payload.get("preemption")
                 evictions.append(
-                    Eviction(
-                        pod.id,
-                        pod.namespace,
-                        pod.name,
-                        str(intent.payload.get("preemptor") or ""),
-                        intent.payload.get("preemption"),
-                        intent.uid,
-                    )
+                    Eviction(it.pod_id, it.namespace, it.name, preemptor, record, it.uid)
                 )
         elif kind == Intent.Kind.NOMINATE:
-            if finished or pod.node_id is not None or (intent.node and intent.node not in nodes):
-                settled[intent.id] = (Intent.State.DROPPED, "the pod is no longer waiting")
+            if finished or it.on_node is not None or (it.node and it.node not in nodes):
+                settled[it.id] = (Intent.State.DROPPED, "the pod is no longer waiting")
             else:
-                nominations.append(Nomination(pod.id, pod.namespace, pod.name, intent.node))
-        elif finished and not pod.uid:
-            settled[intent.id] = (Intent.State.DONE, "already gone")
+                nominations.append(Nomination(it.pod_id, it.namespace, it.name, it.node))
+        elif finished and not it.pod_uid:
+            settled[it.id] = (Intent.State.DONE, "already gone")
         else:
-            deletions.append(Deletion(pod.id, pod.namespace, pod.name, intent.uid or pod.uid))
+            deletions.append(Deletion(it.pod_id, it.namespace, it.name, it.uid or it.pod_uid))
     plan = EnactPlan(
         tuple(bindings),
         tuple(evictions),
@@ -178,12 +219,12 @@ def _plan_of(
     return plan, settled
 
 
-def _outcome(intent: Intent, report: EnactReport) -> tuple[str, str]:
+def _outcome(intent: _Pending, report: EnactReport) -> tuple[str, str]:
     pod_id, kind = intent.pod_id, intent.kind
     failed: str | None = None
     if kind == Intent.Kind.CREATE:
         if pod_id not in report.created:
-            failed = report.refused_jobs.get(intent.pod.job_id, "not created")
+            failed = report.refused_jobs.get(intent.job_id, "not created")
     elif kind == Intent.Kind.BIND:
         failed = report.dropped.get(pod_id) if pod_id not in report.bound else None
     elif kind == Intent.Kind.EVICT:
@@ -196,7 +237,7 @@ def _outcome(intent: Intent, report: EnactReport) -> tuple[str, str]:
 
 
 def _mark(
-    intents: Iterable[Intent],
+    intents: Iterable[_Pending],
     report: EnactReport,
     settled: dict[int, tuple[str, str]],
     now: datetime,

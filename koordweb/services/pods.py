@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from django.db import connection
-from django.db.models import Count, Field, Model
+from django.db.models import Count
 
 from koordweb.models import Job, JobState, Node, Pod, PodPhase
 from koordweb.models.workload import FINAL_JOB_STATES
+from koordweb.services.bulk import rows_update
 from scheduler.devices import names
 
 if TYPE_CHECKING:
@@ -33,6 +33,16 @@ SCHEDULER_WRITTEN = frozenset(
     }
 )
 
+# What deriving a job's state reads and writes (jobs loaded for it need nothing else).
+JOB_STATE_FIELDS = (
+    "id",
+    "state",
+    "state_reason",
+    "min_available",
+    "scheduled_at",
+    "started_at",
+    "finished_at",
+)
 ADMISSION_REQUEUE_LIMIT = 3  # a job refused this many times by kubelets fails instead
 
 
@@ -195,26 +205,6 @@ def job_refresh_states(*, jobs: Iterable[Job], now: datetime) -> None:
     rows_update(Job, changed, ["state", "scheduled_at", "started_at", "finished_at"])
 
 
-def rows_update(model: type[Model], rows: list[Any], fields: list[str]) -> None:
-    """Write `fields` of many rows with one prepared UPDATE run for each row.
-
-    bulk_update builds CASE expressions that cost seconds of Python at 5,000 rows; a prepared
-    statement costs the round trip."""
-    if not rows:
-        return
-    table = connection.ops.quote_name(model._meta.db_table)
-    columns = [field for name in fields if isinstance(field := model._meta.get_field(name), Field)]
-    assignments = ", ".join(
-        f"{connection.ops.quote_name(c.column or c.name)} = %s" for c in columns
-    )
-    params = [
-        [c.get_db_prep_save(getattr(row, c.attname), connection) for c in columns] + [row.pk]
-        for row in rows
-    ]
-    with connection.cursor() as cursor:
-        cursor.executemany(f"UPDATE {table} SET {assignments} WHERE id = %s", params)
-
-
 def enact_record(
     *, cluster_nodes: dict[str, Node], plan: EnactPlan, report: EnactReport, now: datetime
 ) -> None:
@@ -227,11 +217,10 @@ def enact_record(
     )
     pods = {
         p.id: p
-        for p in Pod.objects.filter(id__in=ids)
-        .select_related("job")
-        .only(
+        for p in Pod.objects.filter(id__in=ids).only(
             "id",
-            "job",
+            "job_id",
+            "bound_at",
             "uid",
             "phase",
             "annotations",
@@ -250,9 +239,13 @@ def enact_record(
     evicted = set(report.evicted)
     victims = [pods[e.pod_id] for e in plan.evictions if e.pod_id in evicted and e.pod_id in pods]
     pods_terminating(pods=[p for p in victims if p.phase not in FINISHED_PHASES], now=now)
-    for eviction in plan.evictions:
-        if eviction.pod_id in evicted and eviction.pod_id in pods:
-            job_mark_preempting(job=pods[eviction.pod_id].job, preemptor=eviction.preemptor)
+    preemptors = {
+        pods[e.pod_id].job_id: e.preemptor
+        for e in plan.evictions
+        if e.pod_id in evicted and e.pod_id in pods
+    }
+    for job in Job.objects.filter(id__in=list(preemptors)):
+        job_mark_preempting(job=job, preemptor=preemptors[job.id])
     bound = {i for i in report.bound if i in pods}
     to_bind: list[Pod] = []
     for binding in plan.bindings:
@@ -275,4 +268,5 @@ def enact_record(
                 to_nominate.append(pod)
     rows_update(Pod, to_nominate, ["nominated_node"])
     touched = {pods[i].job_id for i in bound}
-    job_refresh_states(jobs=Job.objects.filter(id__in=touched), now=now)
+    jobs = Job.objects.filter(id__in=touched).only(*JOB_STATE_FIELDS)
+    job_refresh_states(jobs=jobs, now=now)
