@@ -197,3 +197,42 @@ def test_a_kubelet_refusal_of_one_member_requeues_the_gang_whole(kube, cluster_c
         assert kube.pod("ml", name)["status"]["phase"] == "Running"
     job.refresh_from_db()
     assert job.state in (JobState.SCHEDULED, JobState.RUNNING)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_no_call_to_the_api_server_happens_inside_a_database_transaction(
+    kube, cluster_client, monkeypatch, django_user_model
+):
+    import threading
+
+    from django.db import connection
+    from kubernetes.client import ApiClient
+
+    from koordweb.services.jobs import JobSpec, PodShape, job_submit
+
+    cluster = Cluster.objects.create(name="k8s", backend=Cluster.Backend.KUBERNETES)
+    kube.add({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
+    for i in (1, 2, 3):
+        kube.add(running_pod(f"low-{i}", f"node-{i}", 1))
+    for pod in gang_pods("urgent", 2, 1000):
+        kube.add(pod)
+    calls: list[tuple[str, bool]] = []
+    original = ApiClient.call_api
+    main = threading.get_ident()
+
+    def watched(self, method, url, *args, **kwargs):
+        if threading.get_ident() == main:  # the round's thread, not the watch threads
+            calls.append((f"{method} {url}", connection.in_atomic_block))
+        return original(self, method, url, *args, **kwargs)
+
+    monkeypatch.setattr(ApiClient, "call_api", watched)
+    kube_round(cluster, cluster_client, kube)  # a preemption: status patch, eviction, nominations
+    admin = django_user_model.objects.create_user("root", is_staff=True, is_superuser=True)
+    job_submit(
+        user=admin,
+        spec=JobSpec(name="sweep", namespace="ml", cluster=cluster.name, pod=PodShape({})),
+    )
+    kube_round(cluster, cluster_client, kube)  # a creation and its binding
+    writes = [c for c in calls if not c[0].startswith("GET")]
+    assert {"POST", "PATCH"} <= {c[0].split()[0] for c in writes}
+    assert [c for c in calls if c[1]] == []
