@@ -1,4 +1,4 @@
-"""Serializer fields for Kubernetes values: resource quantities and resource lists.
+"""Serializer fields for Kubernetes values (resource quantities and lists) and redacted JSON.
 
 Quantities are parsed into koordweb's integer units (cpu in millicores, everything else in base
 units, i.e. bytes for memory and counts for devices) by `koordweb.quantity`.
@@ -12,6 +12,7 @@ from typing import Any
 from rest_framework import serializers
 
 from koordweb.quantity import QuantityError
+from koordweb.selectors.redaction import Redactor
 from koordweb.quantity import parse_resource_quantity as parse_quantity_into_units
 
 
@@ -54,3 +55,25 @@ class ResourceListField(serializers.DictField):
             except ValueError as exc:
                 self.fail("bad_quantity", name=name, message=str(exc))
         return parsed
+
+
+def redactor_for(context: dict[str, Any]) -> Redactor:
+    """The viewer's Redactor, made once per serializer context (anonymous without a request:
+    a serializer used without its request sees nothing of anyone)."""
+    found = context.get("redactor")
+    if not isinstance(found, Redactor):
+        request = context.get("request")
+        found = Redactor(getattr(request, "user", None))
+        context["redactor"] = found
+    return found
+
+
+class RedactedJSONField(serializers.JSONField):
+    """A read-only JSON attribute (decision details, round metrics) redacted for the viewer."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs["read_only"] = True
+        super().__init__(**kwargs)
+
+    def to_representation(self, value: Any) -> Any:
+        return redactor_for(self.context).json(super().to_representation(value))

@@ -129,6 +129,8 @@ class Job(models.Model):
     state_reason = models.TextField(blank=True)
     duration_seconds = models.PositiveIntegerField(null=True, blank=True)
     idempotency_key = models.CharField(max_length=128, null=True, blank=True)
+    # A digest of the submission that used the key: the same key with another body is refused.
+    idempotency_fingerprint = models.CharField(max_length=64, blank=True, default="")
     submitted_at = models.DateTimeField()
     scheduled_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)

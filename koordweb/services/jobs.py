@@ -8,8 +8,9 @@ Errors are Django ValidationErrors keyed by the submission's field names (the AP
 
 from __future__ import annotations
 
+import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from django.conf import settings
@@ -20,6 +21,7 @@ from django.utils import timezone
 from koordweb.manifests.apply import apply_manifests
 from koordweb.manifests.errors import ManifestError
 from koordweb.manifests.objects import POD, POD_GROUP, JobPlan, ManifestSet
+from koordweb.manifests.policy import refused_labels
 from koordweb.models import (
     Cluster,
     Device,
@@ -34,6 +36,12 @@ from koordweb.models import (
 )
 from koordweb.models.workload import ACTIVE_JOB_STATES
 from koordweb.selectors.tenancy import quotas_of_member, user_is_admin
+from koordweb.services.tenant_checks import (
+    manifests_submitted,
+    name_taken,
+    namespace_check,
+    pod_fields_check,
+)
 from scheduler.devices.request import validate_device_request
 
 GANG = "gang.scheduling.koordinator.sh/"
@@ -46,6 +54,10 @@ _UNCHECKED_RESOURCES = {"pods", "ephemeral-storage"}
 
 class JobConflict(Exception):
     """The job is not in a state that allows the action (the API answers 409)."""
+
+
+class IdempotencyKeyReused(Exception):
+    """An Idempotency-Key sent again with a different body (the API answers 422)."""
 
 
 @dataclass(frozen=True)
@@ -212,6 +224,34 @@ def _check_devices(requests: dict[str, int]) -> None:
         raise ValidationError({"pod": [str(problem) for problem in problems]})
 
 
+def _check_labels(user: Any, labels: dict[str, str]) -> None:
+    """The submission policy's label rule (the JSON body carries no other metadata)."""
+    if user_is_admin(user):
+        return
+    refusals = refused_labels(labels)
+    if refusals:
+        raise ValidationError({r.path: [r.message] for r in refusals})
+
+
+def _fingerprint(body: Any) -> str:
+    """A digest of a submission, to tell a retry from a different request under the same key."""
+    text = body if isinstance(body, str) else json.dumps(body, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _replayed(*, owner: Any, key: str | None, fingerprint: str) -> Job | None:
+    """The job a key already made, or None; the key with another body is refused (IETF draft
+    "The Idempotency-Key HTTP Header Field": 422)."""
+    if not key or owner is None:
+        return None
+    existing = Job.objects.filter(owner=owner, idempotency_key=key).first()
+    if existing is not None and existing.idempotency_fingerprint not in ("", fingerprint):
+        raise IdempotencyKeyReused(
+            "this Idempotency-Key was already used with a different request body"
+        )
+    return existing
+
+
 def job_spec_resolve(*, user: Any, spec: JobSpec) -> ResolvedJob:
     """Check a submission against the cluster without writing anything."""
     cluster = _resolve_cluster(spec.cluster)
@@ -219,6 +259,7 @@ def job_spec_resolve(*, user: Any, spec: JobSpec) -> ResolvedJob:
     resolved: dict[str, Any] = {}
     checks = (
         ("quota", lambda: _resolve_quota(user=user, cluster=cluster, name=spec.quota)),
+        ("labels", lambda: _check_labels(user, spec.labels)),
         ("priority_class", lambda: _resolve_priority_class(cluster, spec.priority_class)),
         ("topology", lambda: _check_layers(cluster, spec.gather)),
         ("shape", lambda: _check_shape(cluster, spec.pod.requests)),
@@ -231,6 +272,11 @@ def job_spec_resolve(*, user: Any, spec: JobSpec) -> ResolvedJob:
         except ValidationError as exc:
             for name, messages in exc.message_dict.items():
                 errors.setdefault(name, []).extend(messages)
+    if "quota" in resolved:
+        try:
+            namespace_check(user=user, quota=resolved["quota"], namespace=spec.namespace)
+        except ValidationError as exc:
+            errors.update(exc.message_dict)
     if errors:
         raise ValidationError(errors)
     return ResolvedJob(
@@ -302,22 +348,22 @@ def job_submit(*, user: Any, spec: JobSpec, idempotency_key: str | None = None) 
     (owner, idempotency_key): the loser rolls back and returns the winner's job.
     """
     owner = user if user is not None and user.is_authenticated else None
-    if idempotency_key and owner is not None:
-        existing = Job.objects.filter(owner=owner, idempotency_key=idempotency_key).first()
-        if existing is not None:
-            return existing, False
+    fingerprint = _fingerprint(asdict(spec))
+    existing = _replayed(owner=owner, key=idempotency_key, fingerprint=fingerprint)
+    if existing is not None:
+        return existing, False
     resolved = job_spec_resolve(user=user, spec=spec)
     try:
         with transaction.atomic():
             job = _create_job(owner=owner, resolved=resolved, idempotency_key=idempotency_key)
+            if idempotency_key:
+                job.idempotency_fingerprint = fingerprint
+                job.save(update_fields=["idempotency_fingerprint"])
     except IntegrityError as exc:
-        if idempotency_key and owner is not None:
-            existing = Job.objects.filter(owner=owner, idempotency_key=idempotency_key).first()
-            if existing is not None:
-                return existing, False
-        raise ValidationError(
-            {"name": [f"a job named {spec.namespace}/{spec.name} already exists in this cluster"]}
-        ) from exc
+        existing = _replayed(owner=owner, key=idempotency_key, fingerprint=fingerprint)
+        if existing is not None:
+            return existing, False
+        raise name_taken(spec.namespace, spec.name) from exc
     return job, True
 
 
@@ -383,35 +429,42 @@ def _submitted_plan(manifests: ManifestSet, *, user: Any) -> JobPlan:
 
 
 def job_submit_manifest(
-    *, user: Any, manifests: ManifestSet, cluster: str | None, idempotency_key: str | None
+    *, user: Any, text: str, cluster: str | None, idempotency_key: str | None
 ) -> tuple[Job, bool]:
-    """Submit a job given as Kubernetes manifests (parsed by `koordweb.manifests`)."""
+    """Submit a job given as Kubernetes YAML: held to the submission policy, then parsed by
+    `koordweb.manifests` and checked against the cluster like a JSON submission."""
     owner = user if user is not None and user.is_authenticated else None
-    if idempotency_key and owner is not None:
-        existing = Job.objects.filter(owner=owner, idempotency_key=idempotency_key).first()
-        if existing is not None:
-            return existing, False
+    fingerprint = _fingerprint(text)
+    existing = _replayed(owner=owner, key=idempotency_key, fingerprint=fingerprint)
+    if existing is not None:
+        return existing, False
+    manifests = manifests_submitted(user=user, text=text)
     plan = _submitted_plan(manifests, user=user)
     target = _resolve_cluster(cluster)
-    _resolve_quota(user=user, cluster=target, name=plan.quota_name or None)
+    quota = _resolve_quota(user=user, cluster=target, name=plan.quota_name or None)
+    namespace_check(user=user, quota=quota, namespace=plan.namespace)
     gather = (plan.values.get("topology_spec") or {}).get("gatherStrategy") or []
     _check_layers(target, tuple(GatherRule(g["layer"], g["strategy"]) for g in gather))
     for pod in plan.pods:
         _check_shape(target, pod.values["requests"])
         _check_devices(pod.values["requests"])
+        priority_class = _resolve_priority_class(target, pod.values["priority_class_name"] or None)
+        pod_fields_check(user=user, cluster=target, pod=pod, priority_class=priority_class)
+    if Job.objects.filter(cluster=target, namespace=plan.namespace, name=plan.name).exists():
+        raise name_taken(plan.namespace, plan.name)
     try:
         with transaction.atomic():
             apply_manifests(target, manifests)
             job = Job.objects.get(cluster=target, namespace=plan.namespace, name=plan.name)
             job.owner = owner
             job.idempotency_key = idempotency_key or None
-            job.save(update_fields=["owner", "idempotency_key"])
+            job.idempotency_fingerprint = fingerprint if idempotency_key else ""
+            job.save(update_fields=["owner", "idempotency_key", "idempotency_fingerprint"])
             _request_round(target.pk)
     except (IntegrityError, ManifestError) as exc:
-        if idempotency_key and owner is not None:
-            existing = Job.objects.filter(owner=owner, idempotency_key=idempotency_key).first()
-            if existing is not None:
-                return existing, False
+        existing = _replayed(owner=owner, key=idempotency_key, fingerprint=fingerprint)
+        if existing is not None:
+            return existing, False
         raise ValidationError({"manifest": [str(exc)]}) from exc
     return job, True
 
