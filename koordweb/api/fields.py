@@ -12,8 +12,8 @@ from typing import Any
 from rest_framework import serializers
 
 from koordweb.quantity import QuantityError
-from koordweb.selectors.redaction import Redactor
 from koordweb.quantity import parse_resource_quantity as parse_quantity_into_units
+from koordweb.selectors.redaction import Redactor
 
 
 def parse_resource_quantity(resource: str, value: Any) -> int:
@@ -21,7 +21,7 @@ def parse_resource_quantity(resource: str, value: Any) -> int:
     try:
         return parse_quantity_into_units(resource, value, field=resource)
     except QuantityError as exc:
-        raise ValueError(f"invalid quantity {value!r}: {exc.reason}") from exc
+        raise ValueError(f"invalid quantity: {exc.reason}") from exc
 
 
 _RESOURCE_NAME = re.compile(

@@ -61,9 +61,7 @@ class Keys:
     allowed_prefixes: tuple[str, ...] = ()
 
     def allows(self, key: str) -> bool:
-        return (
-            not is_reserved(key) or key in self.allowed or key.startswith(self.allowed_prefixes)
-        )
+        return not is_reserved(key) or key in self.allowed or key.startswith(self.allowed_prefixes)
 
 
 FREE = Free()

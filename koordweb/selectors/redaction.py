@@ -85,4 +85,3 @@ class Redactor:
             else:
                 out[key] = self.json(item)
         return out
-
