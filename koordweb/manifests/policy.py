@@ -134,11 +134,11 @@ WHITELIST: dict[str, dict[str, Any]] = {
 
 # Why a field is refused, by the first part of its path; the fallback covers the rest.
 _OWNERS = (
-    ("status", "the cluster writes a pod's status"),
+    ("status", "the cluster writes an object's status"),
     ("spec.nodeName", "the scheduler sets it when it binds the pod"),
     ("spec.priority", "a priority comes from priorityClassName"),
-    ("metadata.annotations", "the scheduler or the cluster owns this annotation"),
-    ("metadata.labels", "the cluster's administrators own this label"),
+    ("metadata.annotations", "the key is reserved for the scheduler and the cluster's admins"),
+    ("metadata.labels", "the key is reserved for the scheduler and the cluster's admins"),
     ("metadata", "the API server sets it"),
 )
 
@@ -152,10 +152,11 @@ def why_refused(path: str) -> str:
 
 @dataclass(frozen=True)
 class Refusal:
-    """One field a tenant may not set: its path in the document and why."""
+    """One field a tenant may not set: its path in the document, as text and as keys, and why."""
 
     path: str
     reason: str
+    keys: tuple[str | int, ...] = ()
 
     @property
     def message(self) -> str:
@@ -163,44 +164,64 @@ class Refusal:
 
 
 def refused_fields(document: Mapping[str, Any]) -> list[Refusal]:
-    """Every field of a Pod or PodGroup document outside the whitelist (other kinds: all)."""
+    """Every field of a Pod or PodGroup document outside the whitelist (other kinds: all).
+
+    A refused mapping is reported leaf by leaf (`status.nominatedNodeName`, `status.startTime`),
+    so the answer names each field that was not taken.
+    """
     whitelist = WHITELIST.get(str(document.get("kind")))
     if whitelist is None:
-        return [Refusal("kind", "a submission holds only PodGroups and Pods")]
+        return [Refusal("kind", "a submission holds only PodGroups and Pods", ("kind",))]
     refusals: list[Refusal] = []
-    _walk(document, whitelist, "", refusals)
+    _walk(document, whitelist, (), refusals)
     return refusals
 
 
-def _walk(value: Any, allowed: Any, path: str, refusals: list[Refusal]) -> None:
+def path_text(keys: tuple[str | int, ...]) -> str:
+    """("spec", "containers", 0, "name") -> "spec.containers[0].name"."""
+    text = ""
+    for key in keys:
+        text += f"[{key}]" if isinstance(key, int) else (f".{key}" if text else str(key))
+    return text
+
+
+def _refuse(value: Any, keys: tuple[str | int, ...], refusals: list[Refusal]) -> None:
+    if isinstance(value, Mapping) and value:
+        for key, item in value.items():
+            _refuse(item, (*keys, str(key)), refusals)
+        return
+    path = path_text(keys)
+    refusals.append(Refusal(path, why_refused(path), keys))
+
+
+def _walk(value: Any, allowed: Any, keys: tuple[str | int, ...], refusals: list[Refusal]) -> None:
     if isinstance(allowed, Free | Checked) or value is None:
         return
     if isinstance(allowed, Keys):
         if isinstance(value, Mapping):
             for key in value:
                 if isinstance(key, str) and not allowed.allows(key):
-                    where = f"{path}.{key}"
-                    refusals.append(Refusal(where, why_refused(where)))
+                    path = path_text((*keys, key))
+                    refusals.append(Refusal(path, why_refused(path), (*keys, key)))
         return
     if isinstance(allowed, list):
         if isinstance(value, list):
             for index, item in enumerate(value):
-                _walk(item, allowed[0], f"{path}[{index}]", refusals)
+                _walk(item, allowed[0], (*keys, index), refusals)
         return
     if isinstance(allowed, dict) and isinstance(value, Mapping):
         for key, item in value.items():
-            where = f"{path}.{key}" if path else str(key)
             if key in allowed:
-                _walk(item, allowed[key], where, refusals)
+                _walk(item, allowed[key], (*keys, str(key)), refusals)
             else:
-                refusals.append(Refusal(where, why_refused(where)))
+                _refuse(item, (*keys, str(key)), refusals)
     # A value of the wrong type is left to the parser, which names it.
 
 
 def refused_labels(labels: Mapping[str, Any], *, path: str = "labels") -> list[Refusal]:
     """The JSON submission's labels outside the pod label rule."""
     return [
-        Refusal(f"{path}.{key}", why_refused("metadata.labels"))
+        Refusal(f"{path}.{key}", why_refused("metadata.labels"), (path, str(key)))
         for key in labels
         if not POD_LABELS.allows(str(key))
     ]
