@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
@@ -43,10 +44,13 @@ def _path_parameter(request: HttpRequest) -> str:
     return "path"
 
 
-def _first_bad(items: Iterable[tuple[str, str]], pattern: re.Pattern[str]) -> str | None:
-    for key, value in items:
-        if pattern.search(key) or pattern.search(value):
-            return "parameter name" if pattern.search(key) else key
+def _first_bad(fields: Iterable[tuple[str, list[Any]]], pattern: re.Pattern[str]) -> str | None:
+    """The first field whose name or any of whose values holds a character of `pattern`."""
+    for key, values in fields:
+        if pattern.search(key):
+            return "parameter name"
+        if any(pattern.search(str(value)) for value in values):
+            return key
     return None
 
 
@@ -54,12 +58,12 @@ def offending_parameter(request: HttpRequest) -> str | None:
     """The name of the first parameter holding a control character, or None."""
     if has_control(request.path_info):
         return _path_parameter(request)
-    bad = _first_bad(request.GET.items(), CONTROL)
+    bad = _first_bad(request.GET.lists(), CONTROL)
     if bad is not None:
         return bad
     if _is_form_post(request):
         try:
-            return _first_bad(request.POST.items(), FORM_CONTROL)
+            return _first_bad(request.POST.lists(), FORM_CONTROL)
         except (RequestDataTooBig, TooManyFieldsSent):
             return None  # the view answers these as it always has
     return None

@@ -7,6 +7,7 @@ units, i.e. bytes for memory and counts for devices) by `koordweb.quantity`.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 from rest_framework import serializers
@@ -57,14 +58,15 @@ class ResourceListField(serializers.DictField):
         return parsed
 
 
-def redactor_for(context: dict[str, Any]) -> Redactor:
+def redactor_for(context: Mapping[str, Any]) -> Redactor:
     """The viewer's Redactor, made once per serializer context (anonymous without a request:
     a serializer used without its request sees nothing of anyone)."""
     found = context.get("redactor")
     if not isinstance(found, Redactor):
         request = context.get("request")
         found = Redactor(getattr(request, "user", None))
-        context["redactor"] = found
+        if isinstance(context, MutableMapping):
+            context["redactor"] = found
     return found
 
 

@@ -407,9 +407,7 @@ def test_the_same_submission_without_the_field_is_accepted(world: World) -> None
 
 
 @pytest.mark.parametrize("label", sorted(refused_json_labels()))
-def test_hostile_tenant_json_labels_are_refused_naming_the_field(
-    world: World, label: str
-) -> None:
+def test_hostile_tenant_json_labels_are_refused_naming_the_field(world: World, label: str) -> None:
     client = client_for(world.a.user, world.a.token)
     body = {
         "name": "hostile-json",

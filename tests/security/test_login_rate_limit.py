@@ -119,9 +119,7 @@ def test_odd_user_names_make_valid_cache_keys(db: Any) -> None:
         assert response.status_code in (200, 429)
 
 
-def test_one_users_failures_do_not_lock_others_behind_the_same_address(
-    alice: Any, db: Any
-) -> None:
+def test_one_users_failures_do_not_lock_others_behind_the_same_address(alice: Any, db: Any) -> None:
     """Issue #16 item 8: five wrong passwords for alice lock alice, not bob on the same proxy."""
     bob = get_user_model().objects.create_user(username="bob", password=PASSWORD)
     for number in range(5):

@@ -16,8 +16,16 @@ import yaml
 from django.test import Client
 from django.utils import timezone
 
-from koordweb.models import Decision, ElasticQuota, Job, JobState, Pod, PodPhase, PriorityClass
-from koordweb.models import Round
+from koordweb.models import (
+    Decision,
+    ElasticQuota,
+    Job,
+    JobState,
+    Pod,
+    PodPhase,
+    PriorityClass,
+    Round,
+)
 from tests.security.conftest import B_SECRET, World
 from tests.security.hostile import valid_documents
 from tests.security.urlwalk import routes
@@ -237,15 +245,12 @@ def test_6_absurd_numbers_are_400_naming_the_field(
 
 
 def test_6_a_5000_digit_json_number_is_400_naming_the_field(world: World) -> None:
-    body = (
-        '{"name": "absurd", "quota": "%s", "pod": {"requests": {"cpu": %s}}}'
-        % (world.a.quota.name, "9" * 5000)
-    )
+    digits = "9" * 5000
+    quota = world.a.quota.name
+    body = f'{{"name": "absurd", "quota": "{quota}", "pod": {{"requests": {{"cpu": {digits}}}}}}}'
     response = client_for(world.a.user).post(JOBS, body, content_type="application/json")
     assert response.status_code == 400 and "pod" in response.json(), response.content[:300]
-    replicas = '{"name": "absurd", "replicas": %s, "pod": {"requests": {"cpu": "1"}}}' % (
-        "9" * 5000
-    )
+    replicas = f'{{"name": "absurd", "replicas": {digits}, "pod": {{"requests": {{"cpu": "1"}}}}}}'
     response = client_for(world.a.user).post(JOBS, replicas, content_type="application/json")
     assert response.status_code == 400 and "replicas" in response.json(), response.content[:300]
 

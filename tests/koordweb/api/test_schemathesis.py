@@ -161,7 +161,9 @@ def test_control_characters_in_every_string_parameter(api_schema, world):
                         headers={"Authorization": authorization},
                     )
                     response = case.call()
-                    answers.append((who, operation.label, f"{location}:{name}", response.status_code))
+                    answers.append(
+                        (who, operation.label, f"{location}:{name}", response.status_code)
+                    )
     print(f"schemathesis: {len(answers)} requests with control characters")
     assert len(answers) > 500
     assert not [answer for answer in answers if answer[3] >= 500]
