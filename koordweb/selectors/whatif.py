@@ -87,11 +87,14 @@ def job_whatif(*, user: Any, resolved: ResolvedJob) -> dict[str, Any]:
     else:
         outcome = "unschedulable"
     redactor = Redactor(user)
+    # A name already taken is planned under a suffix; the answer uses the name asked for, so it
+    # never tells whether someone else's job holds that name.
+    asked = f"{resolved.spec.namespace}/{resolved.spec.name}"
     answer: dict[str, Any] = {
-        "job": job_id,
+        "job": asked,
         "outcome": outcome,
         "feasible": outcome == "placed",
-        "placement": placement,
+        "placement": {asked + key[len(job_id) :]: node for key, node in placement.items()},
         "decision": redactor.json(result.to_dict()["decisions"].get(job_id)),
         "verdict": redactor.json(verdict.to_dict()) if verdict else None,
         "preemption": None,

@@ -113,6 +113,12 @@ def test_2_a_name_collision_answers_the_same_for_anyones_job(world: World) -> No
     documents = valid_documents(world.a.quota.name, "default", world.b.job.name)
     response = post_yaml(client, [documents["PodGroup"], documents["Pod"]])
     assert response.status_code == 400 and list(response.json()) == ["name"], response.content
+    # What-if with B's job name answers under the name asked for, as for a free name.
+    for name in (world.b.job.name, "free-name"):
+        body = {"name": name, "quota": world.a.quota.name, "pod": {"requests": {"cpu": "1"}}}
+        answer = client.post("/api/v1/whatif/", body, content_type="application/json").json()
+        assert answer["job"] == f"default/{name}"
+        assert all(key.startswith(f"default/{name}-") for key in answer["placement"])
 
 
 def test_3_counterfactuals_in_job_details_count_other_teams_jobs(world: World) -> None:
