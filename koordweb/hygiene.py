@@ -2,10 +2,10 @@
 
 PostgreSQL refuses a NUL in a text parameter with an error, and no name, key or cluster
 koordweb knows holds a control character, so a request carrying one in its path, its query
-string or a form field is answered 400 here, naming the parameter: JSON under `/api/`, a small
-page elsewhere. Form fields may hold tabs and line breaks (a pasted manifest), nothing else below
-U+0020. JSON and YAML bodies are checked where they are parsed (`StrictSerializer`, the
-manifests loader).
+string or a form field (or a NUL in a header) is answered 400 here, naming the parameter: JSON
+under `/api/`, a small page elsewhere. Form fields may hold tabs and line breaks (a pasted
+manifest), nothing else below U+0020. JSON and YAML bodies are checked where they are parsed
+(`StrictSerializer`, the manifests loader).
 """
 
 from __future__ import annotations
@@ -58,6 +58,10 @@ def offending_parameter(request: HttpRequest) -> str | None:
     """The name of the first parameter holding a control character, or None."""
     if has_control(request.path_info):
         return _path_parameter(request)
+    for key, value in request.META.items():
+        # Headers may hold tabs; a NUL in one (a token, an Idempotency-Key) never belongs there.
+        if key.startswith("HTTP_") and isinstance(value, str) and "\x00" in value:
+            return key[5:].replace("_", "-").title() + " header"
     bad = _first_bad(request.GET.lists(), CONTROL)
     if bad is not None:
         return bad

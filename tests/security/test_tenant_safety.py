@@ -207,6 +207,12 @@ def test_5_nul_in_a_token_key_is_refused(world: World) -> None:
     assert client.post("/tokens/ab%00cd/revoke/").status_code in (400, 404)
 
 
+def test_5_nul_in_a_header_is_refused(world: World) -> None:
+    client = Client(raise_request_exception=False)
+    response = client.get("/api/v1/jobs/", HTTP_AUTHORIZATION=f"Token {world.a.token}\x00")
+    assert response.status_code == 400 and "Authorization header" in response.json()
+
+
 def test_5_control_characters_in_a_form_field_are_refused(world: World) -> None:
     response = client_for(world.a.user).post(
         "/jobs/submit/", {"name": "x\x00y", "namespace": "default", "replicas": 1}
