@@ -160,6 +160,8 @@ class Refusal:
 
     @property
     def message(self) -> str:
+        if self.keys == ("kind",):
+            return f"kind: {self.reason}"
         return f"{self.path}: a tenant may not set this field ({self.reason})"
 
 
