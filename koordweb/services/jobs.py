@@ -8,7 +8,6 @@ Errors are Django ValidationErrors keyed by the submission's field names (the AP
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -21,7 +20,6 @@ from django.utils import timezone
 from koordweb.manifests.apply import apply_manifests
 from koordweb.manifests.errors import ManifestError
 from koordweb.manifests.objects import POD, POD_GROUP, JobPlan, ManifestSet
-from koordweb.manifests.policy import refused_labels
 from koordweb.models import (
     Cluster,
     Device,
@@ -36,7 +34,9 @@ from koordweb.models import (
 )
 from koordweb.models.workload import ACTIVE_JOB_STATES
 from koordweb.selectors.tenancy import quotas_of_member, user_is_admin
+from koordweb.services.idempotency import fingerprint, job_replayed
 from koordweb.services.tenant_checks import (
+    labels_check,
     manifests_submitted,
     name_taken,
     namespace_check,
@@ -54,10 +54,6 @@ _UNCHECKED_RESOURCES = {"pods", "ephemeral-storage"}
 
 class JobConflict(Exception):
     """The job is not in a state that allows the action (the API answers 409)."""
-
-
-class IdempotencyKeyReused(Exception):
-    """An Idempotency-Key sent again with a different body (the API answers 422)."""
 
 
 @dataclass(frozen=True)
@@ -224,34 +220,6 @@ def _check_devices(requests: dict[str, int]) -> None:
         raise ValidationError({"pod": [str(problem) for problem in problems]})
 
 
-def _check_labels(user: Any, labels: dict[str, str]) -> None:
-    """The submission policy's label rule (the JSON body carries no other metadata)."""
-    if user_is_admin(user):
-        return
-    refusals = refused_labels(labels)
-    if refusals:
-        raise ValidationError({r.path: [r.message] for r in refusals})
-
-
-def _fingerprint(body: Any) -> str:
-    """A digest of a submission, to tell a retry from a different request under the same key."""
-    text = body if isinstance(body, str) else json.dumps(body, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _replayed(*, owner: Any, key: str | None, fingerprint: str) -> Job | None:
-    """The job a key already made, or None; the key with another body is refused (IETF draft
-    "The Idempotency-Key HTTP Header Field": 422)."""
-    if not key or owner is None:
-        return None
-    existing = Job.objects.filter(owner=owner, idempotency_key=key).first()
-    if existing is not None and existing.idempotency_fingerprint not in ("", fingerprint):
-        raise IdempotencyKeyReused(
-            "this Idempotency-Key was already used with a different request body"
-        )
-    return existing
-
-
 def job_spec_resolve(*, user: Any, spec: JobSpec) -> ResolvedJob:
     """Check a submission against the cluster without writing anything."""
     cluster = _resolve_cluster(spec.cluster)
@@ -259,7 +227,7 @@ def job_spec_resolve(*, user: Any, spec: JobSpec) -> ResolvedJob:
     resolved: dict[str, Any] = {}
     checks = (
         ("quota", lambda: _resolve_quota(user=user, cluster=cluster, name=spec.quota)),
-        ("labels", lambda: _check_labels(user, spec.labels)),
+        ("labels", lambda: labels_check(user=user, labels=spec.labels)),
         ("priority_class", lambda: _resolve_priority_class(cluster, spec.priority_class)),
         ("topology", lambda: _check_layers(cluster, spec.gather)),
         ("shape", lambda: _check_shape(cluster, spec.pod.requests)),
@@ -348,8 +316,8 @@ def job_submit(*, user: Any, spec: JobSpec, idempotency_key: str | None = None) 
     (owner, idempotency_key): the loser rolls back and returns the winner's job.
     """
     owner = user if user is not None and user.is_authenticated else None
-    fingerprint = _fingerprint(asdict(spec))
-    existing = _replayed(owner=owner, key=idempotency_key, fingerprint=fingerprint)
+    digest = fingerprint(asdict(spec))
+    existing = job_replayed(owner=owner, key=idempotency_key, digest=digest)
     if existing is not None:
         return existing, False
     resolved = job_spec_resolve(user=user, spec=spec)
@@ -357,10 +325,10 @@ def job_submit(*, user: Any, spec: JobSpec, idempotency_key: str | None = None) 
         with transaction.atomic():
             job = _create_job(owner=owner, resolved=resolved, idempotency_key=idempotency_key)
             if idempotency_key:
-                job.idempotency_fingerprint = fingerprint
+                job.idempotency_fingerprint = digest
                 job.save(update_fields=["idempotency_fingerprint"])
     except IntegrityError as exc:
-        existing = _replayed(owner=owner, key=idempotency_key, fingerprint=fingerprint)
+        existing = job_replayed(owner=owner, key=idempotency_key, digest=digest)
         if existing is not None:
             return existing, False
         raise name_taken(spec.namespace, spec.name) from exc
@@ -434,8 +402,8 @@ def job_submit_manifest(
     """Submit a job given as Kubernetes YAML: held to the submission policy, then parsed by
     `koordweb.manifests` and checked against the cluster like a JSON submission."""
     owner = user if user is not None and user.is_authenticated else None
-    fingerprint = _fingerprint(text)
-    existing = _replayed(owner=owner, key=idempotency_key, fingerprint=fingerprint)
+    digest = fingerprint(text)
+    existing = job_replayed(owner=owner, key=idempotency_key, digest=digest)
     if existing is not None:
         return existing, False
     manifests = manifests_submitted(user=user, text=text)
@@ -458,11 +426,11 @@ def job_submit_manifest(
             job = Job.objects.get(cluster=target, namespace=plan.namespace, name=plan.name)
             job.owner = owner
             job.idempotency_key = idempotency_key or None
-            job.idempotency_fingerprint = fingerprint if idempotency_key else ""
+            job.idempotency_fingerprint = digest if idempotency_key else ""
             job.save(update_fields=["owner", "idempotency_key", "idempotency_fingerprint"])
             _request_round(target.pk)
     except (IntegrityError, ManifestError) as exc:
-        existing = _replayed(owner=owner, key=idempotency_key, fingerprint=fingerprint)
+        existing = job_replayed(owner=owner, key=idempotency_key, digest=digest)
         if existing is not None:
             return existing, False
         raise ValidationError({"manifest": [str(exc)]}) from exc

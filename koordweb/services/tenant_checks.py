@@ -2,7 +2,7 @@
 
 - the submission policy (`koordweb.manifests.policy`): a YAML submission is compared with the
   whitelist before it is parsed, so a scheduler-, status- or cluster-owned field is refused by
-  its path and never reaches a row;
+  its path and never reaches a row; a JSON submission's labels follow the same label rule;
 - the team's namespaces: a quota may be used from its own namespace and from those its
   `quota.scheduling.koordinator.sh/namespaces` annotation lists (Koordinator's representation);
 - the fields a tenant may write only as the cluster has them: the cluster's scheduler name and
@@ -22,7 +22,7 @@ from koordweb.manifests.errors import ManifestError
 from koordweb.manifests.loader import load_documents
 from koordweb.manifests.objects import ManifestSet, ParsedObject
 from koordweb.manifests.parse import parse_documents
-from koordweb.manifests.policy import refused_fields
+from koordweb.manifests.policy import refused_fields, refused_labels
 from koordweb.models import Cluster, ElasticQuota, PriorityClass
 from koordweb.selectors.tenancy import quota_namespaces, user_is_admin
 
@@ -46,6 +46,15 @@ def manifests_submitted(*, user: Any, text: str) -> ManifestSet:
         return parse_documents(documents)
     except ManifestError as exc:
         raise ValidationError({"manifest": [str(exc)]}) from exc
+
+
+def labels_check(*, user: Any, labels: dict[str, str]) -> None:
+    """The policy's label rule for a JSON submission's `labels` (its only metadata)."""
+    if user_is_admin(user):
+        return
+    refusals = refused_labels(labels)
+    if refusals:
+        raise ValidationError({refusal.path: [refusal.message] for refusal in refusals})
 
 
 def namespace_check(*, user: Any, quota: ElasticQuota | None, namespace: str) -> None:

@@ -19,7 +19,8 @@ from koordweb.api.serializers.jobs import JobDetailSerializer, JobOutputSerializ
 from koordweb.api.serializers.submission import JobSubmissionSerializer
 from koordweb.models import Job
 from koordweb.selectors.jobs import job_detail_queryset, job_explain, job_list
-from koordweb.services.jobs import IdempotencyKeyReused, JobConflict, job_cancel, job_submit
+from koordweb.services.idempotency import IdempotencyKeyReused
+from koordweb.services.jobs import JobConflict, job_cancel, job_submit
 
 IDEMPOTENCY_HEADER = OpenApiParameter(
     "Idempotency-Key",
