@@ -8,10 +8,10 @@ about a pod belongs to someone else: the scheduler (`spec.nodeName`, the
 (preemption protection labels, a priority set directly). A submission carrying any of them is
 refused with the field's path, never silently trimmed, so the tenant learns what was not taken.
 
-`POD` and `POD_GROUP` are the whitelist, as a tree: a dict lists the keys a mapping may hold, a
-one-element list the shape of every item, `FREE` a value kept whole, `CHECKED` a value the jobs
-service compares with the cluster (a scheduler name, a preemption policy), and `Keys` the rule
-for label and annotation keys. The JSON submission applies the label rule to its `labels`.
+`WHITELIST` holds, per kind, the whitelist as a tree: a dict lists the keys a mapping may hold,
+a one-element list the shape of every item, `FREE` a value kept whole, a `Checked` value one the
+jobs service compares with the cluster (the scheduler name, the preemption policy), and `Keys`
+the rule for label and annotation keys. The JSON submission applies the label rule to `labels`.
 
 Admin imports of a cluster dump (the import page, `manage.py import_manifests`) do not pass
 through here: they keep every field a dump holds.

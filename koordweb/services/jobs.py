@@ -323,10 +323,9 @@ def job_submit(*, user: Any, spec: JobSpec, idempotency_key: str | None = None) 
     resolved = job_spec_resolve(user=user, spec=spec)
     try:
         with transaction.atomic():
-            job = _create_job(owner=owner, resolved=resolved, idempotency_key=idempotency_key)
-            if idempotency_key:
-                job.idempotency_fingerprint = digest
-                job.save(update_fields=["idempotency_fingerprint"])
+            job = _create_job(
+                owner=owner, resolved=resolved, idempotency_key=idempotency_key, digest=digest
+            )
     except IntegrityError as exc:
         existing = job_replayed(owner=owner, key=idempotency_key, digest=digest)
         if existing is not None:
@@ -335,7 +334,9 @@ def job_submit(*, user: Any, spec: JobSpec, idempotency_key: str | None = None) 
     return job, True
 
 
-def _create_job(*, owner: Any, resolved: ResolvedJob, idempotency_key: str | None) -> Job:
+def _create_job(
+    *, owner: Any, resolved: ResolvedJob, idempotency_key: str | None, digest: str
+) -> Job:
     spec = resolved.spec
     now = timezone.now()
     annotations: dict[str, str] = {}
@@ -365,6 +366,7 @@ def _create_job(*, owner: Any, resolved: ResolvedJob, idempotency_key: str | Non
         state=JobState.PENDING,
         duration_seconds=spec.duration_seconds,
         idempotency_key=idempotency_key or None,
+        idempotency_fingerprint=digest if idempotency_key else "",
         submitted_at=now,
     )
     Pod.objects.bulk_create(job_pod_rows(job, resolved, now))
