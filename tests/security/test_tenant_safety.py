@@ -96,6 +96,18 @@ def test_2_a_quota_names_its_namespaces_koordinator_style(world: World) -> None:
     assert "namespace" in response.json()
 
 
+def test_2_the_quota_api_shows_and_checks_the_namespaces(world: World) -> None:
+    admin = client_for(world.admin)
+    path = f"/api/v1/quotas/{world.a.quota.pk}/"
+    bad = {"annotations": {"quota.scheduling.koordinator.sh/namespaces": "alpha-dev"}}
+    response = admin.patch(path, bad, content_type="application/json")
+    assert response.status_code == 400 and "annotations" in response.json()
+    good = {"annotations": {"quota.scheduling.koordinator.sh/namespaces": '["alpha-dev"]'}}
+    assert admin.patch(path, good, content_type="application/json").status_code == 200
+    seen = client_for(world.a.user).get(path).json()
+    assert seen["namespaces"] == ["alpha-dev", "default"]
+
+
 def test_2_a_name_collision_answers_the_same_for_anyones_job(world: World) -> None:
     """Tenant A reusing B's job name learns what it would learn about its own: the name is taken."""
     client = client_for(world.a.user)
