@@ -444,3 +444,24 @@ def test_hostile_tenant_submits_into_another_teams_namespace(world: World) -> No
     assert response.status_code == 400 and "namespace" in response.json(), response.content
     assert B_SECRET not in response.content.decode()
     assert _written() == before
+
+
+def test_ui_does_not_name_another_teams_preemptor_to_the_victim(world: World) -> None:
+    """Issue #16: B, whose job A's job preempted, reads "another team's job", not A's job name,
+    on the preemption pages and on its job's page (the API: `preemptor.name` is null)."""
+    preemption = _a_preempts_b(world)
+    client = client_for(world.b.user)
+    leaks = []
+    for path in (
+        f"/preemptions/{preemption.pk}/",
+        "/preemptions/",
+        f"/jobs/{world.b.job.pk}/",
+        f"/api/v1/preemptions/{preemption.pk}/",
+        f"/api/v1/jobs/{world.b.job.pk}/explain/",
+    ):
+        response = client.get(path)
+        assert response.status_code == 200, path
+        if marker(world.a) in response.content.decode():
+            leaks.append(path)
+    assert not leaks, leaks
+    assert "another team&#x27;s job" in client.get(f"/jobs/{world.b.job.pk}/").content.decode()
