@@ -6,6 +6,10 @@ appear in any body received, and the other's rows must be unchanged at the end. 
 are sent to a login page (UI, admin) or get 401/403 (API); tenants never get past the Django
 admin, the import page or manifest export. Each test walks all routes and reports every
 violation at once, not just the first.
+
+The hostile-tenant column (issue #16) submits, as a tenant, one forbidden field at a time,
+generated from the submission policy (tests/security/hostile.py): each must be a 400 naming
+the field, with nothing written.
 """
 
 from __future__ import annotations
