@@ -1,6 +1,18 @@
-"""Login rate limiting: failed sign-ins counted per user name and per client IP in the shared cache.
+"""Login rate limiting: failed sign-ins counted per account and, separately, per client address.
 
-Two pieces, one counter:
+The two budgets lock different things. An account's budget (`KOORDWEB_LOGIN_FAILURE_LIMIT`,
+5) locks that account from every address: a password guesser gets five tries per window. An
+address's budget (`KOORDWEB_LOGIN_ADDRESS_FAILURE_LIMIT`, 50) locks the address for every
+account: one machine spraying guesses over many names. Five wrong passwords for one user
+therefore lock that user only, not everyone behind the same proxy. This follows django-axes'
+"username or ip_address" lockout with our own counters in the shared cache.
+
+The client address is REMOTE_ADDR, unless REMOTE_ADDR is one of `KOORDWEB_TRUSTED_PROXIES`
+(addresses or networks): then it is the right-most X-Forwarded-For entry that is not a trusted
+proxy, which is the address the outermost trusted proxy saw (entries further left are whatever
+the client wrote).
+
+Two pieces:
 
 - `RateLimitedModelBackend` wraps Django's ModelBackend. Every password check anywhere (the UI
   login, the Django admin login, `Client.login` in tests) goes through it, so it is the one place
@@ -18,6 +30,7 @@ limit is at most `limit` failures per window per key, whatever the number of pro
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import math
 import time
 from dataclasses import dataclass
@@ -33,16 +46,42 @@ from django.http import HttpRequest, HttpResponse
 from django.utils.html import format_html
 
 DEFAULT_LOGIN_FAILURE_LIMIT = 5
+DEFAULT_LOGIN_ADDRESS_FAILURE_LIMIT = 50
 DEFAULT_LOGIN_FAILURE_WINDOW_SECONDS = 300
 _CACHE_PREFIX = "koordweb:login-failures"
 
 
+def _networks(entries: object) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    if isinstance(entries, str):
+        entries = [part for part in entries.replace(",", " ").split() if part]
+    if not isinstance(entries, list | tuple):
+        return []
+    return [ipaddress.ip_network(str(entry), strict=False) for entry in entries]
+
+
+def _trusted(address: str, proxies: list[ipaddress.IPv4Network | ipaddress.IPv6Network]) -> bool:
+    try:
+        parsed = ipaddress.ip_address(address.strip())
+    except ValueError:
+        return False
+    return any(parsed in network for network in proxies)
+
+
 def client_ip(request: HttpRequest | None) -> str:
-    """The peer address. X-Forwarded-For is ignored on purpose: a client can write anything there,
-    and the deployment's reverse proxy (if any) is expected to set REMOTE_ADDR for gunicorn."""
+    """The client's address: REMOTE_ADDR, or, when that is a trusted proxy, the right-most
+    X-Forwarded-For entry that is not one (KOORDWEB_TRUSTED_PROXIES; empty by default, so
+    X-Forwarded-For, which any client can write, is ignored)."""
     if request is None:
         return ""
-    return str(request.META.get("REMOTE_ADDR") or "")
+    peer = str(request.META.get("REMOTE_ADDR") or "")
+    proxies = _networks(getattr(settings, "KOORDWEB_TRUSTED_PROXIES", []))
+    if not proxies or not _trusted(peer, proxies):
+        return peer
+    forwarded = str(request.META.get("HTTP_X_FORWARDED_FOR") or "")
+    for entry in reversed([part.strip() for part in forwarded.split(",") if part.strip()]):
+        if not _trusted(entry, proxies):
+            return entry
+    return peer
 
 
 def _digest(kind: str, value: str) -> str:
@@ -52,34 +91,43 @@ def _digest(kind: str, value: str) -> str:
 
 @dataclass(frozen=True)
 class LoginRateLimiter:
-    """At most `limit` failed logins per `window` seconds, per user name and per client IP."""
+    """At most `limit` failed logins per `window` seconds per account, and `address_limit` per
+    client address; each budget, once spent, locks only what it counts."""
 
     limit: int = DEFAULT_LOGIN_FAILURE_LIMIT
     window: int = DEFAULT_LOGIN_FAILURE_WINDOW_SECONDS
+    address_limit: int = DEFAULT_LOGIN_ADDRESS_FAILURE_LIMIT
 
     @classmethod
     def from_settings(cls) -> LoginRateLimiter:
         return cls(
             limit=int(getattr(settings, "KOORDWEB_LOGIN_FAILURE_LIMIT", cls.limit)),
             window=int(getattr(settings, "KOORDWEB_LOGIN_FAILURE_WINDOW", cls.window)),
+            address_limit=int(
+                getattr(settings, "KOORDWEB_LOGIN_ADDRESS_FAILURE_LIMIT", cls.address_limit)
+            ),
         )
 
-    def _keys(self, username: str | None, ip: str | None) -> list[str]:
-        keys = []
+    def _budgets(self, username: str | None, ip: str | None) -> list[tuple[str, int]]:
+        """(cache key, limit) for the account and the address."""
+        budgets = []
         if username:
             # Names are matched case-insensitively so "Alice" and "alice" share one budget.
-            keys.append(_digest("user", username.strip().casefold()))
+            budgets.append((_digest("user", username.strip().casefold()), self.limit))
         if ip:
-            keys.append(_digest("ip", ip))
-        return keys
+            budgets.append((_digest("ip", ip), self.address_limit))
+        return budgets
+
+    def _keys(self, username: str | None, ip: str | None) -> list[str]:
+        return [key for key, _ in self._budgets(username, ip)]
 
     def retry_after(self, username: str | None, ip: str | None) -> int:
         """Seconds until this name and address may try again; 0 when they may try now."""
         now = time.time()
         wait = 0.0
-        for key in self._keys(username, ip):
+        for key, limit in self._budgets(username, ip):
             count = cache.get(key + ":count") or 0
-            if count < self.limit:
+            if count < limit:
                 continue
             opened = cache.get(key + ":opened")
             closes = (opened if opened is not None else now) + self.window
@@ -149,7 +197,7 @@ def too_many_attempts(request: HttpRequest, retry_after: int) -> HttpResponse:
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         "<title>Too many login attempts</title></head><body><main>"
         "<h1>Too many failed login attempts</h1>"
-        "<p>Logging in is paused for this user name or address. "
+        "<p>Logging in is paused for this account or address. "
         "Try again in about {} minute{}.</p>"
         '<p><a href="{}">Back to the login page</a></p></main></body></html>',
         minutes,

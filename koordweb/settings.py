@@ -6,6 +6,7 @@ SECRET_KEY must be given; `make run` writes a development `.env` with DEBUG on.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import secrets
 import sys
@@ -86,6 +87,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "koordweb.outage.OutageMiddleware",
     "koordweb.observability.metrics.ApiErrorCountingMiddleware",
+    "koordweb.hygiene.ControlCharacterMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -166,6 +168,22 @@ AUTH_PASSWORD_VALIDATORS = [
 AUTHENTICATION_BACKENDS = ["koordweb.security.RateLimitedModelBackend"]
 KOORDWEB_LOGIN_FAILURE_LIMIT = int(os.environ.get("KOORDWEB_LOGIN_FAILURE_LIMIT", "5"))
 KOORDWEB_LOGIN_FAILURE_WINDOW = int(os.environ.get("KOORDWEB_LOGIN_FAILURE_WINDOW", "300"))
+# Failures per window from one client address, whatever the account (a guesser spraying names).
+KOORDWEB_LOGIN_ADDRESS_FAILURE_LIMIT = int(
+    os.environ.get("KOORDWEB_LOGIN_ADDRESS_FAILURE_LIMIT", "50")
+)
+# Reverse proxies whose X-Forwarded-For is believed (addresses or networks, comma-separated);
+# empty: the client address is REMOTE_ADDR and X-Forwarded-For is ignored.
+KOORDWEB_TRUSTED_PROXIES = [
+    entry.strip()
+    for entry in os.environ.get("KOORDWEB_TRUSTED_PROXIES", "").split(",")
+    if entry.strip()
+]
+for _proxy in KOORDWEB_TRUSTED_PROXIES:
+    try:
+        ipaddress.ip_network(_proxy, strict=False)
+    except ValueError as _exc:
+        raise ImproperlyConfigured(f"KOORDWEB_TRUSTED_PROXIES: {_exc}") from None
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "overview"
 LOGOUT_REDIRECT_URL = "login"

@@ -1,4 +1,4 @@
-"""Serializer fields for Kubernetes values: resource quantities and resource lists.
+"""Serializer fields for Kubernetes values (resource quantities and lists) and redacted JSON.
 
 Quantities are parsed into koordweb's integer units (cpu in millicores, everything else in base
 units, i.e. bytes for memory and counts for devices) by `koordweb.quantity`.
@@ -7,12 +7,14 @@ units, i.e. bytes for memory and counts for devices) by `koordweb.quantity`.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 from rest_framework import serializers
 
 from koordweb.quantity import QuantityError
 from koordweb.quantity import parse_resource_quantity as parse_quantity_into_units
+from koordweb.selectors.redaction import Redactor
 
 
 def parse_resource_quantity(resource: str, value: Any) -> int:
@@ -20,7 +22,7 @@ def parse_resource_quantity(resource: str, value: Any) -> int:
     try:
         return parse_quantity_into_units(resource, value, field=resource)
     except QuantityError as exc:
-        raise ValueError(f"invalid quantity {value!r}: {exc.reason}") from exc
+        raise ValueError(f"invalid quantity: {exc.reason}") from exc
 
 
 _RESOURCE_NAME = re.compile(
@@ -54,3 +56,26 @@ class ResourceListField(serializers.DictField):
             except ValueError as exc:
                 self.fail("bad_quantity", name=name, message=str(exc))
         return parsed
+
+
+def redactor_for(context: Mapping[str, Any]) -> Redactor:
+    """The viewer's Redactor, made once per serializer context (anonymous without a request:
+    a serializer used without its request sees nothing of anyone)."""
+    found = context.get("redactor")
+    if not isinstance(found, Redactor):
+        request = context.get("request")
+        found = Redactor(getattr(request, "user", None))
+        if isinstance(context, MutableMapping):
+            context["redactor"] = found
+    return found
+
+
+class RedactedJSONField(serializers.JSONField):
+    """A read-only JSON attribute (decision details, round metrics) redacted for the viewer."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs["read_only"] = True
+        super().__init__(**kwargs)
+
+    def to_representation(self, value: Any) -> Any:
+        return redactor_for(self.context).json(super().to_representation(value))

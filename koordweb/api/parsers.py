@@ -45,8 +45,18 @@ def read_limited(stream: Any, parser_context: Mapping[str, Any] | None) -> bytes
     return data
 
 
+# No field takes an integer this long; keeping it as text lets the field refuse it by name
+# (Python's int() would refuse a 5,000-digit number with an exception instead).
+MAX_INTEGER_CHARACTERS = 40
+
+
+def bounded_int(text: str) -> int | str:
+    return int(text) if len(text) <= MAX_INTEGER_CHARACTERS else text
+
+
 class LimitedJSONParser(BaseParser):
-    """application/json, UTF-8, with the size limit; NaN and Infinity are refused."""
+    """application/json, UTF-8, with the size limit; NaN and Infinity are refused, integers
+    are bounded before conversion."""
 
     media_type = "application/json"
 
@@ -66,7 +76,7 @@ class LimitedJSONParser(BaseParser):
             raise ValueError(f"{name} is not valid JSON")
 
         try:
-            return json.loads(text, parse_constant=refuse_constant)
+            return json.loads(text, parse_constant=refuse_constant, parse_int=bounded_int)
         except (ValueError, RecursionError) as exc:
             raise ParseError(f"JSON parse error: {exc}") from exc
 

@@ -1,7 +1,11 @@
-"""API routes under /api/: the v1 endpoints, the OpenAPI schema and its local Swagger UI."""
+"""API routes under /api/: the v1 endpoints, the OpenAPI schema and its local Swagger UI.
+
+The Swagger UI page loads its init script from its own URL (`?script=`), drf-spectacular's split
+view, so it runs under the site's CSP (`script-src 'self'`, no inline script).
+"""
 
 from django.urls import include, path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
 from koordweb.api.views import catalog
@@ -39,6 +43,6 @@ v1 = [
 urlpatterns = [
     path("v1/", include((v1, "api"), namespace="v1")),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
     re_path(r"^(?P<path>.*)$", api_not_found),
 ]

@@ -13,9 +13,11 @@ from koordweb.manifests.errors import ManifestError
 from koordweb.quantity import QuantityError, parse_resource_list
 
 _DURATION_RE = re.compile(
-    r"(?:(?P<h>\d+(?:\.\d+)?)h)?(?:(?P<m>\d+(?:\.\d+)?)m(?!s))?"
-    r"(?:(?P<s>\d+(?:\.\d+)?)s)?"
+    r"(?:(?P<h>\d{1,12}(?:\.\d{1,9})?)h)?(?:(?P<m>\d{1,12}(?:\.\d{1,9})?)m(?!s))?"
+    r"(?:(?P<s>\d{1,12}(?:\.\d{1,9})?)s)?"
 )
+# Durations and counts are stored in 32-bit integer columns.
+MAX_INT32 = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -74,7 +76,12 @@ class At:
         return self.value
 
     def integer(
-        self, default: int = 0, *, required: bool = False, minimum: int | None = None
+        self,
+        default: int = 0,
+        *,
+        required: bool = False,
+        minimum: int | None = None,
+        maximum: int | None = None,
     ) -> int:
         value = self.value
         if value is None:
@@ -87,8 +94,8 @@ class At:
             self.fail(f"must be an integer, got {self.value!r}")
         if minimum is not None and value < minimum:
             self.fail(f"must be at least {minimum}, got {value}")
-        if abs(value) > 2**63 - 1:
-            self.fail("is out of range")
+        if abs(value) > 2**63 - 1 or (maximum is not None and value > maximum):
+            self.fail(f"is out of range (at most {maximum if maximum is not None else 2**63 - 1})")
         return value
 
     def boolean(self, default: bool = False) -> bool:
@@ -148,16 +155,20 @@ class At:
 
     def duration_seconds(self, default: int) -> int:
         """A Go duration such as `600s`, `10m` or `1h30m` (a bare number means seconds)."""
-        text = self.string()
+        text = self.string(max_length=64)
         if not text:
             return default
-        if text.isdigit():
-            return int(text)
-        match = _DURATION_RE.fullmatch(text)
-        if match is None or not any(match.groupdict().values()):
-            self.fail(f"must be a duration such as 600s, 10m or 1h30m, got {text!r}")
-        hours, minutes, seconds = (float(match[unit] or 0) for unit in ("h", "m", "s"))
-        return round(hours * 3600 + minutes * 60 + seconds)
+        if text.isdigit() and len(text) <= 12:
+            seconds = int(text)
+        else:
+            match = _DURATION_RE.fullmatch(text)
+            if match is None or not any(match.groupdict().values()):
+                self.fail(f"must be a duration such as 600s, 10m or 1h30m, got {text[:64]}")
+            hours, minutes, parts = (float(match[unit] or 0) for unit in ("h", "m", "s"))
+            seconds = round(hours * 3600 + minutes * 60 + parts)
+        if seconds > MAX_INT32:
+            self.fail(f"is out of range (at most {MAX_INT32} seconds)")
+        return seconds
 
 
 def format_timestamp(moment: datetime | None) -> str | None:

@@ -46,3 +46,6 @@ GPU_MODEL_LABEL = "node.koordinator.sh/gpu-model"
 DURATION_ANNOTATION = "koordweb.io/duration-seconds"
 
 DEFAULT_WAITING_SECONDS = 600
+# Koordinator's ElasticQuota annotation listing, as a JSON array, the namespaces whose pods may use
+# the quota besides its own namespace (apis/extension/elastic_quota.go, AnnotationQuotaNamespaces).
+QUOTA_NAMESPACES = QUOTA_PREFIX + "namespaces"

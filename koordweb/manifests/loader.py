@@ -4,7 +4,9 @@ It builds on yaml's SafeLoader (libyaml's C parser when present: a 5 MB dump loa
 faster) and refuses what a cluster dump never needs but an attacker can use: anchors and aliases
 (the "billion laughs" expansion), input over 5 MB, nesting deeper than 32, and duplicate mapping
 keys (YAML silently lets the last one win). Timestamps stay strings, as Kubernetes' own decoder
-sees them, so every value is JSON-serializable. Errors name the 1-based document index.
+sees them, so every value is JSON-serializable; so do integers longer than 40 characters, which
+no field accepts: the field's own check then refuses them by name instead of Python's int()
+refusing a 5,000-digit number with an exception. Errors name the 1-based document index.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from koordweb.manifests.errors import ManifestError
 
 MAX_MANIFEST_BYTES = 5 * 1024 * 1024
 MAX_DEPTH = 32
+MAX_INTEGER_CHARACTERS = 40
 
 _BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -44,6 +47,14 @@ class _StrictLoader(_BaseLoader):  # type: ignore[misc,valid-type]
                 seen.add(key)
         return super().construct_mapping(node, deep=deep)
 
+    def construct_yaml_int(self, node: Any) -> Any:
+        # Bounded before conversion: a longer integer stays text for its field to refuse.
+        if len(str(node.value)) > MAX_INTEGER_CHARACTERS:
+            return str(node.value)
+        return super().construct_yaml_int(node)
+
+
+_StrictLoader.add_constructor("tag:yaml.org,2002:int", _StrictLoader.construct_yaml_int)
 
 # Timestamps stay strings: drop the implicit timestamp resolver from our loader only.
 _StrictLoader.yaml_implicit_resolvers = {

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from koordweb.manifests import keys
-from koordweb.manifests.fields import At, pop_keys, read_metadata
+from koordweb.manifests.fields import MAX_INT32, At, pop_keys, read_metadata
 from koordweb.manifests.objects import PDB, POD, POD_GROUP, QUOTA, ParsedObject
 from koordweb.manifests.parse_cluster import PREEMPTION_POLICIES
 
@@ -55,7 +55,7 @@ def read_gang_groups(at: At) -> list[str]:
 
 def _read_duration(annotations: dict[str, str], index: int) -> int | None:
     at = _annotation(annotations, index, keys.DURATION_ANNOTATION)
-    return at.integer(minimum=0) if at.present() else None
+    return at.integer(minimum=0, maximum=MAX_INT32) if at.present() else None
 
 
 def _container_resources(containers: Iterable[At]) -> list[tuple[dict[str, int], dict[str, int]]]:
@@ -93,9 +93,9 @@ def _read_gang(annotations: dict[str, str], index: int) -> dict[str, Any]:
     def at(key: str) -> At:
         return _annotation(annotations, index, key)
 
-    min_available = at(keys.GANG_MIN_AVAILABLE).integer(required=True, minimum=1)
+    min_available = at(keys.GANG_MIN_AVAILABLE).integer(required=True, minimum=1, maximum=MAX_INT32)
     total_at = at(keys.GANG_TOTAL_NUMBER)
-    total = total_at.integer(minimum=1) if total_at.present() else None
+    total = total_at.integer(minimum=1, maximum=MAX_INT32) if total_at.present() else None
     if total is not None and total < min_available:
         total_at.fail(f"must be at least min-available ({min_available}), got {total}")
     mode = at(keys.GANG_MODE).string("Strict")
@@ -175,7 +175,9 @@ def parse_pod(doc: At) -> ParsedObject:
             "annotations": annotations,
             "priority_class_name": spec.child("priorityClassName").string(),
             "phase": phase,
-            "topology_index": index_at.integer(minimum=0) if index_at.present() else None,
+            "topology_index": (
+                index_at.integer(minimum=0, maximum=MAX_INT32) if index_at.present() else None
+            ),
             "created_at": meta.created_at,
             "bound_at": bound_at if node_name else None,
             "started_at": status.child("startTime").timestamp(),
@@ -190,7 +192,11 @@ def parse_pod(doc: At) -> ParsedObject:
         extra={
             **extra,
             "scheduler_name": spec.child("schedulerName").string(max_length=63),
-            "priority": priority_at.integer() if priority_at.present() else None,
+            "priority": (
+                priority_at.integer(minimum=-MAX_INT32 - 1, maximum=MAX_INT32)
+                if priority_at.present()
+                else None
+            ),
             "preemption_policy": policy_at.string(),
         },
     )
@@ -203,9 +209,11 @@ def parse_pod_group(doc: At, api_version: str) -> ParsedObject:
     annotations = dict(meta.annotations)
     values = {
         "pod_group_api": api_version,
-        "min_available": spec.child("minMember").integer(required=True, minimum=1),
+        "min_available": spec.child("minMember").integer(
+            required=True, minimum=1, maximum=MAX_INT32
+        ),
         "waiting_time_seconds": spec.child("scheduleTimeoutSeconds").integer(
-            keys.DEFAULT_WAITING_SECONDS, minimum=0
+            keys.DEFAULT_WAITING_SECONDS, minimum=0, maximum=MAX_INT32
         ),
         "gang_groups": read_gang_groups(_annotation(annotations, doc.index, keys.GANG_GROUPS)),
         "topology_spec": read_topology_spec(

@@ -140,6 +140,8 @@ class Job(models.Model):
     # How many times kubelets refused a pod of this job at admission (each one requeues it whole).
     admission_rejections = models.PositiveIntegerField(default=0)
     idempotency_key = models.CharField(max_length=128, null=True, blank=True)
+    # A digest of the submission that used the key: the same key with another body is refused.
+    idempotency_fingerprint = models.CharField(max_length=64, blank=True, default="")
     submitted_at = models.DateTimeField()
     scheduled_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)

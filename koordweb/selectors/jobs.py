@@ -10,7 +10,8 @@ from typing import Any
 from django.db.models import Prefetch, QuerySet
 
 from koordweb.models import Decision, Job, Pod, PreemptionVictim
-from koordweb.selectors.tenancy import jobs_visible, user_is_admin
+from koordweb.selectors.redaction import Redactor
+from koordweb.selectors.tenancy import jobs_visible
 
 
 def job_list(*, user: Any) -> QuerySet[Job]:
@@ -31,10 +32,10 @@ def job_get(*, user: Any, job_id: int) -> Job | None:
     return job_detail_queryset(user=user).filter(pk=job_id).first()
 
 
-def _why_pending(decision: Decision | None) -> dict[str, Any] | None:
+def _why_pending(decision: Decision | None, redactor: Redactor) -> dict[str, Any] | None:
     if decision is None:
         return None
-    details = decision.details or {}
+    details = redactor.json(decision.details or {})
     return {
         "round": decision.round_id,
         "outcome": decision.outcome,
@@ -45,11 +46,11 @@ def _why_pending(decision: Decision | None) -> dict[str, Any] | None:
     }
 
 
-def _why_here(job: Job, decision: Decision | None) -> dict[str, Any] | None:
+def _why_here(job: Job, decision: Decision | None, redactor: Redactor) -> dict[str, Any] | None:
     bound = [pod for pod in job.pods.all() if pod.node is not None]
     if not bound:
         return None
-    details = (decision.details or {}) if decision else {}
+    details = redactor.json(decision.details or {}) if decision else {}
     return {
         "pods": {pod.name: pod.node.name for pod in bound if pod.node is not None},
         # The engine records the chosen domain and every candidate's offer slots.
@@ -61,7 +62,7 @@ def _why_here(job: Job, decision: Decision | None) -> dict[str, Any] | None:
     }
 
 
-def _why_preempted(job: Job) -> list[dict[str, Any]]:
+def _why_preempted(job: Job, redactor: Redactor) -> list[dict[str, Any]]:
     victims = (
         PreemptionVictim.objects.filter(job=job)
         .select_related("preemption__preemptor")
@@ -70,8 +71,8 @@ def _why_preempted(job: Job) -> list[dict[str, Any]]:
     return [
         {
             "preemption": victim.preemption_id,
-            # The preemptor may belong to another tenant: name and priority only, no details.
-            "preemptor": victim.preemption.preemptor.gang_id,
+            # The preemptor may belong to another team: its priority only, no name.
+            "preemptor": redactor.job_name(victim.preemption.preemptor.gang_id),
             "preemptor_priority": victim.preemption.preemptor.priority,
             "state": victim.preemption.state,
             "reason": victim.preemption.reason,
@@ -84,38 +85,13 @@ def _why_preempted(job: Job) -> list[dict[str, Any]]:
     ]
 
 
-def _redacted(decision: Decision | None, user: Any) -> Decision | None:
-    """The decision with other tenants' job names in its counterfactual replaced by a count."""
-    if decision is None or user is None or user_is_admin(user):
-        return decision
-    details = dict(decision.details or {})
-    counterfactual = details.get("counterfactual")
-    if not isinstance(counterfactual, dict) or not counterfactual.get("evict_jobs"):
-        return decision
-    names = [str(n) for n in counterfactual["evict_jobs"]]
-    visible = {
-        f"{ns}/{name}"
-        for ns, name in jobs_visible(user=user)
-        .filter(name__in=[n.rsplit("/", 1)[-1] for n in names])
-        .values_list("namespace", "name")
-    }
-    shown = [n for n in names if n in visible]
-    hidden = len(names) - len(shown)
-    details["counterfactual"] = {
-        **counterfactual,
-        "evict_jobs": shown,
-        "other_tenants_jobs": hidden,
-    }
-    decision.details = details
-    return decision
-
-
 def job_explain(*, job: Job, user: Any = None) -> dict[str, Any]:
     """Why the job is pending, why it runs where it runs, and why it was preempted.
 
-    For a tenant, jobs of other tenants that a counterfactual would evict are counted, not named.
+    For a tenant, other teams' jobs, pods and quotas in the details are counted, not named.
     """
-    latest = _redacted(job.decisions.order_by("-created_at", "-id").first(), user)
+    redactor = Redactor(user)
+    latest = job.decisions.order_by("-created_at", "-id").first()
     placed = (
         job.decisions.filter(outcome=Decision.Outcome.PLACED).order_by("-created_at", "-id").first()
     )
@@ -123,8 +99,8 @@ def job_explain(*, job: Job, user: Any = None) -> dict[str, Any]:
         "job": job.pk,
         "state": job.state,
         "state_reason": job.state_reason,
-        "why_pending": _why_pending(latest) if job.state == "Pending" else None,
-        "why_here": _why_here(job, placed),
-        "why_preempted": _why_preempted(job),
-        "latest_decision": _why_pending(latest),
+        "why_pending": _why_pending(latest, redactor) if job.state == "Pending" else None,
+        "why_here": _why_here(job, placed, redactor),
+        "why_preempted": _why_preempted(job, redactor),
+        "latest_decision": _why_pending(latest, redactor),
     }

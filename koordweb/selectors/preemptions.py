@@ -18,6 +18,8 @@ from koordweb.models import Cluster, Preemption, PreemptionVictim
 from koordweb.selectors.tenancy import preemptions_visible, quotas_of_member, user_is_admin
 
 GPU_CORE = "koordinator.sh/gpu-core"
+# What a tenant reads in place of another team's job name.
+OTHER_TEAMS_JOB = "another team's job"
 WHOLE_CARD_RESOURCES = ("nvidia.com/gpu", "huawei.com/npu", "cambricon.com/mlu")
 
 
@@ -82,19 +84,21 @@ def _victim_row(victim: PreemptionVictim, at: datetime) -> VictimRow:
 
 
 def _row(item: Preemption, visible_quotas: set[int] | None = None) -> PreemptionRow:
-    """One preemption; with `visible_quotas` (a tenant), other tenants' victims are left out."""
+    """One preemption; with `visible_quotas` (a tenant), other tenants' victims are left out and
+    another team's preemptor is shown without its name, quota or nominations."""
     preemptor = item.preemptor
+    own = visible_quotas is None or preemptor.quota_id in visible_quotas
     return PreemptionRow(
         item.pk,
         item.created_at,
         preemptor.pk,
-        str(preemptor),
-        preemptor.quota.name if preemptor.quota else "",
+        str(preemptor) if own else OTHER_TEAMS_JOB,
+        (preemptor.quota.name if preemptor.quota else "") if own else "",
         item.state,
         item.reason,
         dict(item.cost or {}),
         item.round_id,
-        dict(item.nominations or {}),
+        dict(item.nominations or {}) if own else {},
         [
             _victim_row(v, item.created_at)
             for v in item.victims.all()

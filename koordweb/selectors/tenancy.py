@@ -7,10 +7,12 @@ foreign object is simply absent (404), never forbidden (403).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.db.models import Q, QuerySet
 
+from koordweb.manifests.keys import QUOTA_NAMESPACES
 from koordweb.models import ElasticQuota, Job, Preemption, PreemptionVictim
 
 
@@ -25,6 +27,20 @@ def quotas_of_member(*, user: Any) -> QuerySet[ElasticQuota]:
     if user is None or not user.is_authenticated:
         return ElasticQuota.objects.none()
     return ElasticQuota.objects.filter(members=user)
+
+
+def quota_namespaces(quota: ElasticQuota) -> set[str]:
+    """The namespaces a team may submit into with this quota: the quota's own namespace and
+    those Koordinator's `quota.scheduling.koordinator.sh/namespaces` annotation lists (a JSON
+    array of names; anything else in it is ignored)."""
+    namespaces = {quota.namespace}
+    try:
+        listed = json.loads((quota.annotations or {}).get(QUOTA_NAMESPACES) or "[]")
+    except (TypeError, ValueError):
+        listed = []
+    if isinstance(listed, list):
+        namespaces.update(name for name in listed if isinstance(name, str) and name)
+    return namespaces
 
 
 def quota_ids_visible(*, user: Any) -> set[int]:

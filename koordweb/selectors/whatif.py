@@ -2,7 +2,8 @@
 
 The live cluster is read into a snapshot exactly as a round reads it, the hypothetical job and its
 pods are added, and the engine runs one round; the answer is what that round decided for the
-hypothetical job. Jobs the user may not see are counted, never named.
+hypothetical job. Jobs, pods and quotas the user may not see are counted, never named
+(`koordweb.selectors.redaction`).
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from typing import Any
 from django.utils import timezone
 
 from koordweb import snapshot as snapshot_adapter
-from koordweb.models import Job, Pod
-from koordweb.selectors.tenancy import jobs_visible, user_is_admin
+from koordweb.models import Job
+from koordweb.selectors.redaction import Redactor
 from koordweb.services.engine import engine_profile
 from koordweb.services.jobs import ResolvedJob, job_pod_rows
 from scheduler.model import GangInfo, JobInfo
@@ -85,46 +86,21 @@ def job_whatif(*, user: Any, resolved: ResolvedJob) -> dict[str, Any]:
         outcome = "preempting"
     else:
         outcome = "unschedulable"
+    redactor = Redactor(user)
+    # A name already taken is planned under a suffix; the answer uses the name asked for, so it
+    # never tells whether someone else's job holds that name.
+    asked = f"{resolved.spec.namespace}/{resolved.spec.name}"
     answer: dict[str, Any] = {
-        "job": job_id,
+        "job": asked,
         "outcome": outcome,
         "feasible": outcome == "placed",
-        "placement": placement,
-        "decision": result.to_dict()["decisions"].get(job_id),
-        "verdict": verdict.to_dict() if verdict else None,
+        "placement": {asked + key[len(job_id) :]: node for key, node in placement.items()},
+        "decision": redactor.json(result.to_dict()["decisions"].get(job_id)),
+        "verdict": redactor.json(verdict.to_dict()) if verdict else None,
         "preemption": None,
     }
     if preemption is not None:
-        answer["preemption"] = _visible_preemption(user, preemption.to_dict())
+        record = redactor.json(preemption.to_dict())
+        record.pop("preemptor", None)  # the hypothetical job itself
+        answer["preemption"] = record
     return answer
-
-
-def _visible_preemption(user: Any, record: dict[str, Any]) -> dict[str, Any]:
-    """The engine's preemption record with other tenants' jobs and pods counted, not named."""
-    victims: list[str] = list(record["victim_jobs"])
-    pods: list[str] = list(record["victim_pods"])
-    hidden = 0
-    if not user_is_admin(user):
-        own_jobs = {
-            f"{ns}/{name}" for ns, name in jobs_visible(user=user).values_list("namespace", "name")
-        }
-        # A victim is a gang group ("ns/a,ns/b"): visible only when all its gangs are.
-        shown = [v for v in victims if set(v.split(",")) <= own_jobs]
-        hidden = len(victims) - len(shown)
-        victims = shown
-        names = [key.partition("/")[2] for key in pods]
-        own_pods = {
-            f"{ns}/{name}"
-            for ns, name in Pod.objects.filter(
-                job__in=jobs_visible(user=user), name__in=names
-            ).values_list("namespace", "name")
-        }
-        pods = [key for key in pods if key in own_pods]
-    return {
-        "victim_jobs": victims,
-        "other_tenants_victim_jobs": hidden,
-        "victim_pods": pods,
-        "nominations": record["nominations"],
-        "reason": record["reason"],
-        "cost": record["cost"],
-    }

@@ -9,7 +9,7 @@ Errors are Django ValidationErrors keyed by the submission's field names (the AP
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from django.conf import settings
@@ -35,8 +35,16 @@ from koordweb.models import (
 )
 from koordweb.models.workload import ACTIVE_JOB_STATES
 from koordweb.selectors.tenancy import quotas_of_member, user_is_admin
+from koordweb.services.idempotency import fingerprint, job_replayed
 from koordweb.services.outbox import intents_write
 from koordweb.services.pods import pods_terminating
+from koordweb.services.tenant_checks import (
+    labels_check,
+    manifests_submitted,
+    name_taken,
+    namespace_check,
+    pod_fields_check,
+)
 from scheduler.devices.request import validate_device_request
 
 GANG = "gang.scheduling.koordinator.sh/"
@@ -222,6 +230,7 @@ def job_spec_resolve(*, user: Any, spec: JobSpec) -> ResolvedJob:
     resolved: dict[str, Any] = {}
     checks = (
         ("quota", lambda: _resolve_quota(user=user, cluster=cluster, name=spec.quota)),
+        ("labels", lambda: labels_check(user=user, labels=spec.labels)),
         ("priority_class", lambda: _resolve_priority_class(cluster, spec.priority_class)),
         ("topology", lambda: _check_layers(cluster, spec.gather)),
         ("shape", lambda: _check_shape(cluster, spec.pod.requests)),
@@ -234,6 +243,11 @@ def job_spec_resolve(*, user: Any, spec: JobSpec) -> ResolvedJob:
         except ValidationError as exc:
             for name, messages in exc.message_dict.items():
                 errors.setdefault(name, []).extend(messages)
+    if "quota" in resolved:
+        try:
+            namespace_check(user=user, quota=resolved["quota"], namespace=spec.namespace)
+        except ValidationError as exc:
+            errors.update(exc.message_dict)
     if errors:
         raise ValidationError(errors)
     return ResolvedJob(
@@ -305,26 +319,27 @@ def job_submit(*, user: Any, spec: JobSpec, idempotency_key: str | None = None) 
     (owner, idempotency_key): the loser rolls back and returns the winner's job.
     """
     owner = user if user is not None and user.is_authenticated else None
-    if idempotency_key and owner is not None:
-        existing = Job.objects.filter(owner=owner, idempotency_key=idempotency_key).first()
-        if existing is not None:
-            return existing, False
+    digest = fingerprint(asdict(spec))
+    existing = job_replayed(owner=owner, key=idempotency_key, digest=digest)
+    if existing is not None:
+        return existing, False
     resolved = job_spec_resolve(user=user, spec=spec)
     try:
         with transaction.atomic():
-            job = _create_job(owner=owner, resolved=resolved, idempotency_key=idempotency_key)
+            job = _create_job(
+                owner=owner, resolved=resolved, idempotency_key=idempotency_key, digest=digest
+            )
     except IntegrityError as exc:
-        if idempotency_key and owner is not None:
-            existing = Job.objects.filter(owner=owner, idempotency_key=idempotency_key).first()
-            if existing is not None:
-                return existing, False
-        raise ValidationError(
-            {"name": [f"a job named {spec.namespace}/{spec.name} already exists in this cluster"]}
-        ) from exc
+        existing = job_replayed(owner=owner, key=idempotency_key, digest=digest)
+        if existing is not None:
+            return existing, False
+        raise name_taken(spec.namespace, spec.name) from exc
     return job, True
 
 
-def _create_job(*, owner: Any, resolved: ResolvedJob, idempotency_key: str | None) -> Job:
+def _create_job(
+    *, owner: Any, resolved: ResolvedJob, idempotency_key: str | None, digest: str
+) -> Job:
     spec = resolved.spec
     now = timezone.now()
     annotations: dict[str, str] = {}
@@ -354,6 +369,7 @@ def _create_job(*, owner: Any, resolved: ResolvedJob, idempotency_key: str | Non
         state=JobState.PENDING,
         duration_seconds=spec.duration_seconds,
         idempotency_key=idempotency_key or None,
+        idempotency_fingerprint=digest if idempotency_key else "",
         submitted_at=now,
     )
     Pod.objects.bulk_create(job_pod_rows(job, resolved, now))
@@ -386,35 +402,42 @@ def _submitted_plan(manifests: ManifestSet, *, user: Any) -> JobPlan:
 
 
 def job_submit_manifest(
-    *, user: Any, manifests: ManifestSet, cluster: str | None, idempotency_key: str | None
+    *, user: Any, text: str, cluster: str | None, idempotency_key: str | None
 ) -> tuple[Job, bool]:
-    """Submit a job given as Kubernetes manifests (parsed by `koordweb.manifests`)."""
+    """Submit a job given as Kubernetes YAML: held to the submission policy, then parsed by
+    `koordweb.manifests` and checked against the cluster like a JSON submission."""
     owner = user if user is not None and user.is_authenticated else None
-    if idempotency_key and owner is not None:
-        existing = Job.objects.filter(owner=owner, idempotency_key=idempotency_key).first()
-        if existing is not None:
-            return existing, False
+    digest = fingerprint(text)
+    existing = job_replayed(owner=owner, key=idempotency_key, digest=digest)
+    if existing is not None:
+        return existing, False
+    manifests = manifests_submitted(user=user, text=text)
     plan = _submitted_plan(manifests, user=user)
     target = _resolve_cluster(cluster)
-    _resolve_quota(user=user, cluster=target, name=plan.quota_name or None)
+    quota = _resolve_quota(user=user, cluster=target, name=plan.quota_name or None)
+    namespace_check(user=user, quota=quota, namespace=plan.namespace)
     gather = (plan.values.get("topology_spec") or {}).get("gatherStrategy") or []
     _check_layers(target, tuple(GatherRule(g["layer"], g["strategy"]) for g in gather))
     for pod in plan.pods:
         _check_shape(target, pod.values["requests"])
         _check_devices(pod.values["requests"])
+        priority_class = _resolve_priority_class(target, pod.values["priority_class_name"] or None)
+        pod_fields_check(user=user, cluster=target, pod=pod, priority_class=priority_class)
+    if Job.objects.filter(cluster=target, namespace=plan.namespace, name=plan.name).exists():
+        raise name_taken(plan.namespace, plan.name)
     try:
         with transaction.atomic():
             apply_manifests(target, manifests)
             job = Job.objects.get(cluster=target, namespace=plan.namespace, name=plan.name)
             job.owner = owner
             job.idempotency_key = idempotency_key or None
-            job.save(update_fields=["owner", "idempotency_key"])
+            job.idempotency_fingerprint = digest if idempotency_key else ""
+            job.save(update_fields=["owner", "idempotency_key", "idempotency_fingerprint"])
             _request_round(target.pk)
     except (IntegrityError, ManifestError) as exc:
-        if idempotency_key and owner is not None:
-            existing = Job.objects.filter(owner=owner, idempotency_key=idempotency_key).first()
-            if existing is not None:
-                return existing, False
+        existing = job_replayed(owner=owner, key=idempotency_key, digest=digest)
+        if existing is not None:
+            return existing, False
         raise ValidationError({"manifest": [str(exc)]}) from exc
     return job, True
 

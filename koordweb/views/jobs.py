@@ -13,6 +13,8 @@ from django.shortcuts import render
 
 from koordweb.figures.capacity import display_amount
 from koordweb.models import Decision, Job, JobState, Pod, Preemption, PreemptionVictim
+from koordweb.selectors.preemptions import OTHER_TEAMS_JOB
+from koordweb.selectors.redaction import Redactor
 from koordweb.views.cluster import placement_figure
 from koordweb.views.common import current_cluster, is_admin, paginate, visible_jobs
 
@@ -173,6 +175,18 @@ def _visible_job_ids(request: HttpRequest, cluster_id: int) -> set[str] | None:
     return {f"{namespace}/{name}" for namespace, name in rows}
 
 
+def _preempted_by(request: HttpRequest, job: Job) -> list[PreemptionVictim]:
+    """The preemptions that hit the job; another team's preemptor is not named (issue #16)."""
+    redactor = Redactor(request.user)
+    victims = list(
+        PreemptionVictim.objects.filter(job=job).select_related("preemption__preemptor")[:20]
+    )
+    for victim in victims:
+        name = redactor.job_name(victim.preemption.preemptor.gang_id)
+        victim.preemptor_name = name or OTHER_TEAMS_JOB  # type: ignore[attr-defined]
+    return victims
+
+
 @login_required
 def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
     job = get_visible_job(request, pk)
@@ -201,9 +215,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
         ),
         "domain_slots": offer_slot_words(details),
         "preemptions_made": Preemption.objects.filter(preemptor=job).order_by("-created_at")[:20],
-        "preempted_by": PreemptionVictim.objects.filter(job=job).select_related(
-            "preemption__preemptor"
-        )[:20],
+        "preempted_by": _preempted_by(request, job),
         "placement": placement_figure(job.cluster, job) if any(p.node_id for p in pods) else None,
         "active": job.state in ACTIVE,
     }

@@ -6,6 +6,10 @@ appear in any body received, and the other's rows must be unchanged at the end. 
 are sent to a login page (UI, admin) or get 401/403 (API); tenants never get past the Django
 admin, the import page or manifest export. Each test walks all routes and reports every
 violation at once, not just the first.
+
+The hostile-tenant column (issue #16) submits, as a tenant, one forbidden field at a time,
+generated from the submission policy (tests/security/hostile.py): each must be a 400 naming
+the field, with nothing written.
 """
 
 from __future__ import annotations
@@ -13,13 +17,21 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import yaml
 from django.contrib.contenttypes.models import ContentType
 from django.test import Client
 from django.urls import resolve
 from knox.models import AuthToken
 
-from koordweb.models import Job, Pod, Preemption, PreemptionVictim
+from koordweb.models import ElasticQuota, Job, Pod, Preemption, PreemptionVictim, PriorityClass
 from tests.security.conftest import B_SECRET, Tenant, World
+from tests.security.hostile import (
+    HostileCase,
+    graft,
+    hostile_cases,
+    refused_json_labels,
+    valid_documents,
+)
 from tests.security.urlwalk import Route, concrete, routes
 
 ALL_ROUTES = routes()
@@ -332,3 +344,128 @@ def test_ui_hides_other_tenants_victims_from_the_preemptor(world: World) -> None
         if B_SECRET in response.content.decode():
             leaks.append(path)
     assert not leaks, leaks
+
+
+# The hostile-tenant column (issue #16): a tenant's submissions carrying each field the
+# submission policy refuses, generated from the policy (tests/security/hostile.py).
+HOSTILE = hostile_cases()
+
+
+@pytest.fixture
+def never_class(world: World) -> PriorityClass:
+    return PriorityClass.objects.create(
+        cluster=world.cluster, name="koord-free", value=1000, preemption_policy="Never"
+    )
+
+
+def _written() -> tuple[int, int, list[Any]]:
+    return Job.objects.count(), Pod.objects.count(), list(Job.objects.values().order_by("pk"))
+
+
+def test_the_hostile_column_covers_what_the_issue_names() -> None:
+    """The generated cases include every field issue #16 found taken from a tenant's YAML."""
+    paths = {case.path for case in HOSTILE}
+    for path in (
+        "metadata.annotations.scheduling.koordinator.sh/device-allocated",
+        "spec.nodeName",
+        "spec.preemptionPolicy",
+        "spec.schedulerName",
+        "metadata.creationTimestamp",
+        "metadata.deletionTimestamp",
+        "metadata.uid",
+        "metadata.resourceVersion",
+        "status.nominatedNodeName",
+        "status.startTime",
+    ):
+        assert path in paths, path
+    assert len(HOSTILE) > 60
+
+
+@pytest.mark.parametrize("case", HOSTILE, ids=[case.id for case in HOSTILE])
+def test_hostile_tenant_yaml_is_refused_naming_the_field(
+    world: World, never_class: PriorityClass, case: HostileCase
+) -> None:
+    client = client_for(world.a.user, world.a.token)
+    documents = valid_documents(world.a.quota.name, world.a.quota.namespace, "hostile")
+    documents["Pod"]["spec"]["priorityClassName"] = case.priority_class
+    documents[case.kind] = graft(documents[case.kind], case.keys, case.value)
+    text = yaml.safe_dump_all([documents["PodGroup"], documents["Pod"]])
+    before = _written()
+    response = client.generic(
+        "POST", "/api/v1/jobs/", text.encode(), content_type="application/yaml"
+    )
+    assert response.status_code == 400, response.content
+    assert case.path in response.json(), response.json()
+    assert _written() == before
+
+
+def test_the_same_submission_without_the_field_is_accepted(world: World) -> None:
+    """The control: the base every hostile case grafts onto is itself a valid submission."""
+    client = client_for(world.a.user, world.a.token)
+    documents = valid_documents(world.a.quota.name, world.a.quota.namespace, "benign")
+    text = yaml.safe_dump_all([documents["PodGroup"], documents["Pod"]])
+    response = client.generic(
+        "POST", "/api/v1/jobs/", text.encode(), content_type="application/yaml"
+    )
+    assert response.status_code == 201, response.content
+
+
+@pytest.mark.parametrize("label", sorted(refused_json_labels()))
+def test_hostile_tenant_json_labels_are_refused_naming_the_field(world: World, label: str) -> None:
+    client = client_for(world.a.user, world.a.token)
+    body = {
+        "name": "hostile-json",
+        "quota": world.a.quota.name,
+        "labels": {label: "x"},
+        "pod": {"requests": {"cpu": "1"}},
+    }
+    before = _written()
+    response = client.post("/api/v1/jobs/", body, content_type="application/json")
+    assert response.status_code == 400, response.content
+    assert f"labels.{label}" in response.json(), response.json()
+    assert _written() == before
+
+
+def test_hostile_tenant_submits_into_another_teams_namespace(world: World) -> None:
+    """Namespaces belong to teams: A's quota in A's namespace, B's in B's (issue #16 item 2)."""
+    ElasticQuota.objects.filter(pk=world.a.quota.pk).update(namespace="alpha")
+    ElasticQuota.objects.filter(pk=world.b.quota.pk).update(namespace="bravo")
+    client = client_for(world.a.user, world.a.token)
+    before = _written()
+    body = {
+        "name": "squat",
+        "namespace": "bravo",
+        "quota": world.a.quota.name,
+        "pod": {"requests": {"cpu": "1"}},
+    }
+    response = client.post("/api/v1/jobs/", body, content_type="application/json")
+    assert response.status_code == 400 and "namespace" in response.json(), response.content
+    documents = valid_documents(world.a.quota.name, "bravo", "squat")
+    text = yaml.safe_dump_all([documents["PodGroup"], documents["Pod"]])
+    response = client.generic(
+        "POST", "/api/v1/jobs/", text.encode(), content_type="application/yaml"
+    )
+    assert response.status_code == 400 and "namespace" in response.json(), response.content
+    assert B_SECRET not in response.content.decode()
+    assert _written() == before
+
+
+def test_ui_does_not_name_another_teams_preemptor_to_the_victim(world: World) -> None:
+    """Issue #16: B, whose job A's job preempted, reads "another team's job", not A's job name,
+    on the preemption pages and on its job's page (the API: `preemptor.name` is null)."""
+    preemption = _a_preempts_b(world)
+    client = client_for(world.b.user)
+    leaks = []
+    for path in (
+        f"/preemptions/{preemption.pk}/",
+        "/preemptions/",
+        f"/jobs/{world.b.job.pk}/",
+        f"/api/v1/preemptions/{preemption.pk}/",
+        f"/api/v1/jobs/{world.b.job.pk}/explain/",
+    ):
+        response = client.get(path)
+        assert response.status_code == 200, path
+        if marker(world.a) in response.content.decode():
+            leaks.append(path)
+    assert not leaks, leaks
+    assert "another team&#x27;s job" in client.get(f"/jobs/{world.b.job.pk}/").content.decode()

@@ -5,14 +5,19 @@ Resource amounts are integers in koordweb's units (milli-cpu, bytes, counts), as
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
 from koordweb.api.serializers.strict import StrictModelSerializer
+from koordweb.manifests.keys import QUOTA_NAMESPACES
 from koordweb.models import Cluster, Device, ElasticQuota, Node, PriorityClass, TopologyLayer
-from koordweb.selectors.tenancy import user_is_admin
+from koordweb.selectors.tenancy import quota_namespaces, user_is_admin
+
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 _RESOURCES = {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}}
 
@@ -99,6 +104,10 @@ class QuotaSerializer(StrictModelSerializer):
         queryset=get_user_model().objects.all(),
         help_text="Usernames of the tenants of this quota (shown to administrators only).",
     )
+    namespaces = serializers.SerializerMethodField(
+        help_text="Where the quota's tenants may submit: its namespace and those of the "
+        "quota.scheduling.koordinator.sh/namespaces annotation (a JSON array)."
+    )
 
     class Meta:
         model = ElasticQuota
@@ -116,8 +125,29 @@ class QuotaSerializer(StrictModelSerializer):
             "labels",
             "annotations",
             "members",
+            "namespaces",
         ]
-        read_only_fields = ["id"]
+        read_only_fields = ["id", "namespaces"]
+
+    def get_namespaces(self, quota: ElasticQuota) -> list[str]:
+        return sorted(quota_namespaces(quota))
+
+    def validate_annotations(self, value: Any) -> Any:
+        listed = value.get(QUOTA_NAMESPACES) if isinstance(value, dict) else None
+        if listed is None:
+            return value
+        try:
+            names = json.loads(listed) if isinstance(listed, str) else None
+        except ValueError:
+            names = None
+        if not isinstance(names, list) or not all(
+            isinstance(name, str) and len(name) <= 63 and _DNS_LABEL.fullmatch(name)
+            for name in names
+        ):
+            raise serializers.ValidationError(
+                f"{QUOTA_NAMESPACES} must be a JSON array of namespace names"
+            )
+        return value
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         parent = attrs.get("parent", self.instance.parent if self.instance else None)

@@ -7,6 +7,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from koordweb.api.fields import RedactedJSONField
 from koordweb.models import Decision, Job, Pod
 
 
@@ -35,6 +36,7 @@ class PodOutputSerializer(serializers.ModelSerializer):  # type: ignore[type-arg
 
 class DecisionOutputSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
     round = serializers.IntegerField(source="round_id")
+    details = RedactedJSONField()
 
     class Meta:
         model = Decision

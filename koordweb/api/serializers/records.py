@@ -7,12 +7,14 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from koordweb.models import Preemption, PreemptionVictim, Round
+from koordweb.api.fields import RedactedJSONField, redactor_for
+from koordweb.models import Job, Preemption, PreemptionVictim, Round
 from koordweb.selectors.tenancy import user_is_admin
 
 
 class RoundSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
     cluster = serializers.CharField(source="cluster.name")
+    metrics = RedactedJSONField()
 
     class Meta:
         model = Round
@@ -45,9 +47,17 @@ class VictimSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
 
 
 class PreemptorSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    id = serializers.IntegerField()
-    name = serializers.CharField(source="gang_id")
+    """The preempting job; another team's job shows its priority only (id and name null)."""
+
+    id = serializers.IntegerField(allow_null=True)
+    name = serializers.CharField(source="gang_id", allow_null=True)
     priority = serializers.IntegerField()
+
+    def to_representation(self, instance: Job) -> dict[str, Any]:
+        data: dict[str, Any] = super().to_representation(instance)
+        if redactor_for(self.context).job_name(instance.gang_id) is None:
+            data["id"] = data["name"] = None
+        return data
 
 
 class PreemptionSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]

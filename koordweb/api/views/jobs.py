@@ -19,13 +19,15 @@ from koordweb.api.serializers.jobs import JobDetailSerializer, JobOutputSerializ
 from koordweb.api.serializers.submission import JobSubmissionSerializer
 from koordweb.models import Job
 from koordweb.selectors.jobs import job_detail_queryset, job_explain, job_list
+from koordweb.services.idempotency import IdempotencyKeyReused
 from koordweb.services.jobs import JobConflict, job_cancel, job_submit
 
 IDEMPOTENCY_HEADER = OpenApiParameter(
     "Idempotency-Key",
     OpenApiTypes.STR,
     OpenApiParameter.HEADER,
-    description="Retry-safe submissions: the same key (per user) returns the original job (200).",
+    description="Retry-safe submissions: the same key (per user) with the same body returns the "
+    "original job (200); with a different body, 422.",
 )
 MAX_IDEMPOTENCY_KEY = 128
 
@@ -77,23 +79,31 @@ class JobViewSet(
         responses={
             201: JobDetailSerializer,
             200: OpenApiResponse(JobDetailSerializer, "Replay of an Idempotency-Key"),
+            422: OpenApiResponse(ConflictSerializer, "Idempotency-Key reused with another body"),
         },
         description="Submit a job (a gang of `replicas` pods of one shape). A Kubernetes "
         "manifest (Content-Type: application/yaml) is accepted too.",
     )
     def create(self, request: Request) -> Response:
         key = idempotency_key(request)
-        if isinstance(request.data, YAMLText):
-            from koordweb.api.views.manifest_submission import submit_manifest
+        try:
+            if isinstance(request.data, YAMLText):
+                from koordweb.api.views.manifest_submission import submit_manifest
 
-            job, created = submit_manifest(request=request, text=request.data, idempotency_key=key)
-        else:
-            body = JobSubmissionSerializer(data=request.data)
-            body.is_valid(raise_exception=True)
-            job, created = job_submit(user=request.user, spec=body.to_spec(), idempotency_key=key)
+                job, created = submit_manifest(
+                    request=request, text=request.data, idempotency_key=key
+                )
+            else:
+                body = JobSubmissionSerializer(data=request.data)
+                body.is_valid(raise_exception=True)
+                job, created = job_submit(
+                    user=request.user, spec=body.to_spec(), idempotency_key=key
+                )
+        except IdempotencyKeyReused as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_422_UNPROCESSABLE_ENTITY)
         detailed = job_detail_queryset(user=request.user).get(pk=job.pk)
         return Response(
-            JobDetailSerializer(detailed).data,
+            JobDetailSerializer(detailed, context=self.get_serializer_context()).data,
             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
         )
 

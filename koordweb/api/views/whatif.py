@@ -28,6 +28,7 @@ class WhatIfPreemptionSerializer(serializers.Serializer):  # type: ignore[type-a
     victim_jobs = serializers.ListField(child=serializers.CharField())
     other_tenants_victim_jobs = serializers.IntegerField()
     victim_pods = serializers.ListField(child=serializers.CharField())
+    other_tenants_victim_pods = serializers.IntegerField()
     nominations = serializers.DictField(child=serializers.CharField())
     reason = serializers.CharField(allow_blank=True)
     cost = serializers.JSONField()

@@ -157,7 +157,7 @@ def test_duplicate_name_is_400_and_keeps_the_first(alice_api, world):
     assert alice_api.post(JOBS, submission(), format="json").status_code == 201
     before = (Job.objects.count(), Pod.objects.count())
     again = alice_api.post(JOBS, submission(), format="json")
-    assert again.status_code == 400 and "already exists" in again.json()["name"][0]
+    assert again.status_code == 400 and "is taken" in again.json()["name"][0]
     _nothing_written(before)
 
 

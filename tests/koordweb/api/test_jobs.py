@@ -122,7 +122,9 @@ def test_explain_pending_placed_and_preempted(alice_api, bob_api, world):
     assert explained["why_here"]["pods"] == {"q-0": "node-0"}
     assert explained["why_here"]["domain"] == "BlockLayer/b0"
     assert explained["why_here"]["alternatives"]["BlockLayer/b1"] == 2
-    assert explained["why_preempted"][0]["preemptor"] == "default/big"
+    # The preemptor is team B's job: alice learns its priority, not its name (issue #16).
+    assert explained["why_preempted"][0]["preemptor"] is None
+    assert explained["why_preempted"][0]["preemptor_priority"] == 9000
     assert explained["why_preempted"][0]["cost"]["victim_jobs"] == 1
     assert bob_api.get(f"{JOBS}{placed.pk}/explain/").status_code == 404
 

@@ -20,6 +20,7 @@ from drf_spectacular.generators import SchemaGenerator
 from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis.checks import not_a_server_error
+from schemathesis.core import NOT_SET
 from schemathesis.core.media_types import YAML_MEDIA_TYPES
 from schemathesis.generation import GenerationMode
 from schemathesis.specs.openapi.checks import (
@@ -114,3 +115,58 @@ def test_schema_fuzzing(api_schema, world):
     print(f"schemathesis: {len(calls)} requests over {len(operations)} operations")
     assert len(calls) >= 1000, len(calls)
     assert not [c for c in calls if c[2] >= 500]
+
+
+# NUL, C0 and C1 controls, an escape sequence and DEL (issue #16 item 5).
+CONTROL_VALUES = ["\x00", "nul\x00inside", "\x01\x02\x1f", "\x1b[2J", "\x7f", "\u0085next-line"]
+
+
+def _string_properties(operation: Any) -> list[str]:
+    """Top-level string properties of the operation's JSON body, if it has one."""
+    content = (operation.definition.raw.get("requestBody") or {}).get("content") or {}
+    schema = (content.get("application/json") or {}).get("schema") or {}
+    ref = schema.get("$ref", "")
+    if ref:
+        schema = operation.schema.raw_schema["components"]["schemas"][ref.rsplit("/", 1)[-1]]
+    return [
+        name
+        for name, prop in (schema.get("properties") or {}).items()
+        if prop.get("type") == "string" and not prop.get("readOnly")
+    ]
+
+
+@pytest.mark.slow
+def test_control_characters_in_every_string_parameter(api_schema, world):
+    """Every path and query parameter, and every top-level string of a JSON body, of every
+    operation, with NUL and control characters, as an admin and as a tenant: never a 5xx."""
+    f.RoundFactory(cluster=world.cluster)
+    users = {"admin": _token(world.admin), "alice": _token(world.alice)}
+    operations = [result.ok() for result in api_schema.get_all_operations()]
+    answers: list[tuple[str, str, str, int]] = []
+    for operation in operations:
+        path_values = {parameter.name: "1" for parameter in operation.path_parameters}
+        targets = [("path", p.name) for p in operation.path_parameters]
+        targets += [("query", p.name) for p in operation.query]
+        targets += [("body", name) for name in _string_properties(operation)]
+        for who, authorization in users.items():
+            for location, name in targets:
+                for value in CONTROL_VALUES:
+                    case = operation.Case(
+                        path_parameters={**path_values, name: value}
+                        if location == "path"
+                        else path_values,
+                        query={name: value} if location == "query" else None,
+                        body={name: value} if location == "body" else NOT_SET,
+                        media_type="application/json" if location == "body" else None,
+                        headers={"Authorization": authorization},
+                    )
+                    response = case.call()
+                    answers.append(
+                        (who, operation.label, f"{location}:{name}", response.status_code)
+                    )
+    print(f"schemathesis: {len(answers)} requests with control characters")
+    assert len(answers) > 500
+    assert not [answer for answer in answers if answer[3] >= 500]
+    # Path and query parameters are refused at the edge, naming the parameter.
+    refused = [a for a in answers if not a[2].startswith("body") and a[3] == 400]
+    assert len(refused) == len([a for a in answers if not a[2].startswith("body")])
