@@ -125,6 +125,10 @@ def _devices(cluster: Cluster, nodes: dict[str, Node], objs: list[ParsedObject])
         node = nodes.get(obj.name)
         if node is None:
             continue
+        if any(getattr(node, k) != v for k, v in obj.values.items()):
+            for key, value in obj.values.items():
+                setattr(node, key, value)
+            node.save(update_fields=list(obj.values))
         fields = sorted({k for row in obj.rows for k in row})
         wanted = sorted(repr([row.get(k) for k in fields]) for row in obj.rows)
         stored = sorted(repr([getattr(d, k) for k in fields]) for d in node.devices.all())

@@ -201,6 +201,9 @@ class _Applier:
                 raise ManifestError(
                     obj.index, "metadata.name", f"node {node.name!r} already has devices"
                 )
+            node.device_labels = obj.values["device_labels"]
+            node.device_annotations = obj.values["device_annotations"]
+            node.save(update_fields=["device_labels", "device_annotations"])
             vendor = node.labels.get(keys.GPU_VENDOR_LABEL, "")[:32]
             model = node.labels.get(keys.GPU_MODEL_LABEL, "")[:64]
             for row in obj.rows:

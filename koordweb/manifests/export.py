@@ -74,7 +74,7 @@ def export_manifests(cluster: Cluster) -> list[dict[str, Any]]:
     ):
         devices[device.node_id].append(device)
     docs += [
-        serialize.device_doc(node.name, devices[node.pk]) for node in nodes if node.pk in devices
+        serialize.device_doc(node, devices[node.pk]) for node in nodes if node.pk in devices
     ]
     latest: dict[int, NodeMetric] = {}
     for metric in NodeMetric.objects.filter(node__cluster=cluster).order_by(

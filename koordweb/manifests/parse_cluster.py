@@ -65,7 +65,9 @@ def _optional_id(at: At) -> str:
 
 
 def parse_device(doc: At) -> ParsedObject:
-    """A Device CR is named after its node; each `spec.devices[]` entry becomes a row."""
+    """A Device CR is named after its node; each `spec.devices[]` entry becomes a row.
+
+    Its labels and annotations (the partition table and policy) are kept on the node."""
     meta = read_metadata(doc, namespaced=False)
     rows = []
     seen: dict[tuple[str, int], int] = {}
@@ -100,7 +102,10 @@ def parse_device(doc: At) -> ParsedObject:
                 "vfs": vf_groups.json_value([]),
             }
         )
-    return ParsedObject(doc.index, DEVICE, "", meta.name, refs={"node": meta.name}, rows=rows)
+    values = {"device_labels": meta.labels, "device_annotations": meta.annotations}
+    return ParsedObject(
+        doc.index, DEVICE, "", meta.name, values=values, refs={"node": meta.name}, rows=rows
+    )
 
 
 def parse_node_metric(doc: At) -> ParsedObject:

@@ -136,11 +136,13 @@ def _device_entry(device: Device) -> dict[str, Any]:
     return _compact(entry, keep=("minor", "health"))
 
 
-def device_doc(node_name: str, devices: list[Device]) -> dict[str, Any]:
+def device_doc(node: Node, devices: list[Device]) -> dict[str, Any]:
     return {
         "apiVersion": "scheduling.koordinator.sh/v1alpha1",
         "kind": "Device",
-        "metadata": _meta(node_name),
+        "metadata": _meta(
+            node.name, labels=node.device_labels, annotations=node.device_annotations
+        ),
         "spec": {"devices": [_device_entry(device) for device in devices]},
     }
 

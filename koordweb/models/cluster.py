@@ -73,6 +73,12 @@ class Node(models.Model):
     conditions = models.JSONField(default=list, blank=True)
     unschedulable = models.BooleanField(default=False)
     ready = models.BooleanField(default=True)
+    # The metadata of the node's Koordinator Device CR: its partition table annotation and
+    # partition-policy label are read from there first, as Koordinator does.
+    device_labels = models.JSONField(default=dict, blank=True, validators=[validate_string_map])
+    device_annotations = models.JSONField(
+        default=dict, blank=True, validators=[validate_string_map]
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
