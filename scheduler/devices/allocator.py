@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from scheduler.devices import names as n
 from scheduler.devices.annotations import render_annotations
-from scheduler.devices.ascend import match_npu_request
+from scheduler.devices.ascend import ERR_NO_MATCHED_TEMPLATE, match_npu_request
 from scheduler.devices.model import AllocatedDevice, Device, DeviceUsage, NodeDevices
 from scheduler.devices.partitions import choose_partition
 from scheduler.devices.rdma import nics_available, pick_nics
@@ -292,8 +292,10 @@ def _plan_npu(
 ) -> tuple[AllocatedDevice, ...] | str:
     assert request.npu is not None
     profile = node.ascend
-    if profile is None or not node.gpus:
+    if not node.gpus:
         return "node has no Ascend NPU"
+    if profile is None:
+        return ERR_NO_MATCHED_TEMPLATE  # no templates for this node's vendor and model
     template = match_npu_request(profile, request.npu)
     if isinstance(template, str):
         return template
