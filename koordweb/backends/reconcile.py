@@ -3,7 +3,9 @@
 The documents are the mirror's manifest dicts (the same shapes `import_manifests` reads). Nodes,
 devices, topology, priority classes, quotas and budgets are upserted; pods we already know have
 their node, phase, nomination and annotations refreshed (job rows keep their history); new pods
-are imported, joining their job when it exists; pods gone from the cluster are finished.
+are imported, joining their job when it exists; pods gone from the cluster are finished. The
+ConfigMap `koord-scheduler-config` sets the cluster's `scheduler_args` (from the next round on),
+with one warning naming the arguments koordweb does not support.
 A document the parsers reject is skipped and reported, so one odd object never stops a round.
 """
 
@@ -17,6 +19,7 @@ from typing import Any
 from koordweb.manifests import ManifestError, apply_manifests, parse_documents
 from koordweb.manifests.apply import pods_join
 from koordweb.manifests.objects import (
+    CONFIG_MAP,
     DEVICE,
     NODE,
     NODE_METRIC,
@@ -66,6 +69,7 @@ def cluster_reconcile(
     by_kind: dict[str, list[ParsedObject]] = {}
     for obj in parsed:
         by_kind.setdefault(obj.kind, []).append(obj)
+    warnings = _scheduler_config(cluster, by_kind.get(CONFIG_MAP, []))
     _priority_classes(cluster, by_kind.get(PRIORITY_CLASS, []))
     _topology(cluster, by_kind.get(TOPOLOGY, []))
     nodes = _nodes(cluster, by_kind.get(NODE, []))
@@ -76,7 +80,20 @@ def cluster_reconcile(
     pods = _pods(cluster, nodes, by_kind.get(POD, []), by_kind.get(POD_GROUP, []), raw_by_key, now)
     if skipped:
         logger.warning("sync skipped %d documents: %s", len(skipped), "; ".join(skipped[:5]))
-    return {"nodes": len(nodes), "pods": pods, "skipped": skipped}
+    for warning in warnings:
+        logger.warning("sync: %s", warning)
+    return {"nodes": len(nodes), "pods": pods, "skipped": skipped, "warnings": warnings}
+
+
+def _scheduler_config(cluster: Cluster, objs: list[ParsedObject]) -> list[str]:
+    """The cluster's scheduler_args from koord-scheduler-config; the warnings it brings."""
+    config = next((o for o in objs if "scheduler_args" in o.extra), None)
+    if config is None:
+        return []
+    if cluster.scheduler_args != config.extra["scheduler_args"]:
+        cluster.scheduler_args = config.extra["scheduler_args"]
+        cluster.save(update_fields=["scheduler_args"])
+    return [config.extra["warning"]] if config.extra["warning"] else []
 
 
 def _priority_classes(cluster: Cluster, objs: list[ParsedObject]) -> None:

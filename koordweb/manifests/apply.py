@@ -169,6 +169,11 @@ class _Applier:
 
     def config_maps(self) -> None:
         objs = self.manifests.of_kind(CONFIG_MAP)
+        for config in [o for o in objs if "scheduler_args" in o.extra]:
+            # koord-scheduler-config: the cluster's scheduler profile, not a template ConfigMap.
+            self.cluster.scheduler_args = config.extra["scheduler_args"]
+            self.cluster.save(update_fields=["scheduler_args"])
+        objs = [o for o in objs if "scheduler_args" not in o.extra]
         self._refuse_stored(CONFIG_MAP, DeviceTemplateConfig, objs, namespaced=True)
         DeviceTemplateConfig.objects.bulk_create(
             DeviceTemplateConfig(

@@ -13,6 +13,12 @@ from koordweb.manifests.objects import (
     TOPOLOGY,
     ParsedObject,
 )
+from koordweb.manifests.scheduler_config import (
+    SchedulerConfigError,
+    is_scheduler_config,
+    read_scheduler_config,
+    unsupported_warning,
+)
 from koordweb.manifests.topology import LEAF_LAYER, ROOT_LAYER
 from koordweb.models import Device
 from koordweb.models.workload import PreemptionPolicy
@@ -183,14 +189,25 @@ def parse_topology(doc: At) -> ParsedObject:
 
 
 def parse_config_map(doc: At) -> ParsedObject:
-    """A vendor template ConfigMap (Ascend vNPU templates), kept whole."""
+    """A vendor template ConfigMap (Ascend vNPU templates), kept whole; or the scheduler's
+    `koord-scheduler-config`, read into `extra["scheduler_args"]` (with `extra["warning"]`
+    naming what koordweb does not support)."""
     meta = read_metadata(doc, namespaced=True)
+    data = doc.child("data").string_map()
+    extra: dict[str, object] = {}
+    if is_scheduler_config(meta.name):
+        try:
+            args, unsupported = read_scheduler_config(data)
+        except SchedulerConfigError as exc:
+            doc.fail(str(exc), "data")
+        extra = {"scheduler_args": args, "warning": unsupported_warning(unsupported)}
     return ParsedObject(
         doc.index,
         CONFIG_MAP,
         meta.namespace,
         meta.name,
-        values={"labels": meta.labels, "data": doc.child("data").string_map()},
+        values={"labels": meta.labels, "data": data},
+        extra=extra,
     )
 
 
