@@ -136,6 +136,9 @@ def node_info(node: Node, metric: NodeMetric | None, devices: Any = None) -> Nod
         unschedulable=node.unschedulable or not node.ready,
         devices=devices,
         usage=dict(metric.usage) if metric else None,
+        usage_reported_at=metric.reported_at.timestamp() if metric else None,
+        usage_report_interval=float(metric.report_interval_seconds) if metric else 60.0,
+        pod_usages=dict(metric.pod_usages) if metric else {},
     )
 
 
@@ -174,6 +177,9 @@ def pod_info(
         terminating=pod.terminating,
         topology_index=pod.topology_index,
         quota=quota or pod.labels.get(QUOTA_LABEL) or None,
+        limits=dict(pod.limits),
+        scheduled_at=pod.bound_at.timestamp() if pod.bound_at else None,
+        initialized_at=pod.started_at.timestamp() if pod.started_at else None,
     )
 
 
@@ -234,7 +240,7 @@ def build(
     pods = (
         Pod.objects.filter(cluster=cluster, job__state__in=ACTIVE_JOB_STATES)
         .exclude(phase__in=[PodPhase.SUCCEEDED, PodPhase.FAILED])
-        .defer("limits", "created_at", "bound_at", "started_at", "finished_at")
+        .defer("created_at", "finished_at")
         .order_by("namespace", "name")
     )
     for pod in pods:

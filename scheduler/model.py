@@ -87,6 +87,11 @@ class NodeInfo:
     unschedulable: bool = False
     devices: Any = None  # opaque: read only by the devices plugin
     usage: ResourceList | None = None  # latest reported usage, for load-aware
+    # When that NodeMetric was reported (snapshot clock, seconds; None: unknown), its reporting
+    # interval, and each pod's reported usage ("ns/name" -> usage; status.podsMetric).
+    usage_reported_at: float | None = None
+    usage_report_interval: float = 60.0
+    pod_usages: Mapping[str, ResourceList] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -109,6 +114,11 @@ class PodInfo:
     topology_index: int | None = None
     quota: str | None = None  # elastic quota name, from label quota.scheduling.koordinator.sh/name
     gang_id: str | None = None  # the member gang ("ns/name") this pod belongs to, if any
+    limits: ResourceList = field(default_factory=dict)
+    # When the pod was bound and when it started (snapshot clock, seconds), for load-aware's
+    # estimatedSecondsAfterPodScheduled / ...AfterInitialized; None when unknown.
+    scheduled_at: float | None = None
+    initialized_at: float | None = None
 
     @cached_property
     def key(self) -> str:

@@ -115,7 +115,8 @@ def parse_device(doc: At) -> ParsedObject:
 
 
 def parse_node_metric(doc: At) -> ParsedObject:
-    """slo.koordinator.sh NodeMetric: node usage, its time and interval, GPU usage per minor."""
+    """slo.koordinator.sh NodeMetric: node usage, its time and interval, GPU usage per minor, and
+    each pod's usage (`status.podsMetric[]`)."""
     meta = read_metadata(doc, namespaced=False)
     status = doc.child("status")
     usage = status.child("nodeMetric").child("nodeUsage")
@@ -126,6 +127,10 @@ def parse_node_metric(doc: At) -> ParsedObject:
         minor = device.child("minor").integer(required=True, minimum=0)
         gpu_usage[str(minor)] = device.child("resources").resources()
     interval = doc.child("spec").child("metricCollectPolicy").child("reportIntervalSeconds")
+    pod_usages: dict[str, dict[str, int]] = {}
+    for pod in status.child("podsMetric").items():
+        key = f"{pod.child('namespace').string(required=True)}/{pod.child('name').string(required=True)}"
+        pod_usages[key] = pod.child("podUsage").child("resources").resources()
     return ParsedObject(
         doc.index,
         NODE_METRIC,
@@ -136,6 +141,7 @@ def parse_node_metric(doc: At) -> ParsedObject:
             "report_interval_seconds": interval.integer(60, minimum=1),
             "usage": usage.child("resources").resources(),
             "gpu_usage": gpu_usage,
+            "pod_usages": pod_usages,
         },
         refs={"node": meta.name},
     )

@@ -155,15 +155,25 @@ def node_metric_doc(metric: NodeMetric, node_name: str) -> dict[str, Any]:
     usage: dict[str, Any] = {"resources": format_resource_list(metric.usage)}
     if devices:
         usage["devices"] = devices
+    status: dict[str, Any] = {
+        "updateTime": format_timestamp(metric.reported_at),
+        "nodeMetric": {"nodeUsage": usage},
+    }
+    if metric.pod_usages:
+        status["podsMetric"] = [
+            {
+                "namespace": key.split("/", 1)[0],
+                "name": key.split("/", 1)[1],
+                "podUsage": {"resources": format_resource_list(pod_usage)},
+            }
+            for key, pod_usage in sorted(metric.pod_usages.items())
+        ]
     return {
         "apiVersion": "slo.koordinator.sh/v1alpha1",
         "kind": "NodeMetric",
         "metadata": _meta(node_name),
         "spec": {"metricCollectPolicy": {"reportIntervalSeconds": metric.report_interval_seconds}},
-        "status": {
-            "updateTime": format_timestamp(metric.reported_at),
-            "nodeMetric": {"nodeUsage": usage},
-        },
+        "status": status,
     }
 
 

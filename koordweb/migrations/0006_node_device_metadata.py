@@ -1,4 +1,5 @@
-"""The Device CR's labels and annotations on its node (partition table and policy)."""
+"""The Device CR's labels and annotations on its node (partition table and policy), and the
+per-pod usage of a NodeMetric (status.podsMetric, for the load-aware assign cache)."""
 
 from django.db import migrations, models
 
@@ -11,6 +12,11 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        migrations.AddField(
+            model_name="nodemetric",
+            name="pod_usages",
+            field=models.JSONField(blank=True, default=dict),
+        ),
         migrations.AddField(
             model_name="node",
             name="device_annotations",

@@ -135,6 +135,9 @@ class NodeMetric(models.Model):
     report_interval_seconds = models.PositiveIntegerField(default=60)
     usage = models.JSONField(default=dict, blank=True, validators=[validate_resource_list])
     gpu_usage = models.JSONField(default=dict, blank=True)
+    # status.podsMetric: "namespace/name" -> the pod's reported usage (integer units); the
+    # load-aware plugin counts a bound pod missing here at its full estimate.
+    pod_usages = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["node", "-reported_at"]

@@ -1,17 +1,23 @@
 """LoadAware plugin. Extension points: Filter (slot-limit protocol), Score, Reserve.
 
-Koordinator's LoadAwareScheduling on NodeMetric reports (`NodeInfo.usage`, reported at
-`NodeInfo.usage_reported_at` seconds on the snapshot's clock). A node's estimated usage is what it
-reported plus, for every pod placed on it this round (the report cannot show them yet),
-max(estimate - reported, 0) with estimate = request x factor (cpu 85%, memory 70%; a request of
-zero counts as 250m / 200Mi). Filter: a pod fits while round(estimated / allocatable x 100) stays
-within the threshold (cpu 65%, memory 95%, overridable per node by the annotation
+Koordinator v1.7's LoadAwareScheduling (pkg/scheduler/plugins/loadaware) on NodeMetric reports
+(`NodeInfo.usage`, reported at `NodeInfo.usage_reported_at` on the snapshot's clock). A node's
+estimated usage is what it reported plus the assign cache (`loadaware_estimate`): bound pods the
+report does not cover yet count max(estimate - reported, 0), and pods placed this round their whole
+estimate (the default estimator: max(limit, request) x scaling factor). Filter: a pod fits while
+round(estimated / allocatable x 100) stays within the threshold (cpu 65%, memory 95% unless
+`usageThresholds` is given, which then replaces them; per node the annotation
 `scheduling.koordinator.sh/usage-thresholds` `{"usageThresholds": {"cpu": 70}}`), counting the
-job's own earlier pods on the node. Nodes without a report, or whose report is older than
-`nodeMetricExpirationSeconds` (180), skip the filter as in Koordinator. Score: the weighted free
-fraction of allocatable after the estimate (0..100); 0 for nodes without a fresh report.
-Args (Koordinator's names): usageThresholds, estimatedScalingFactors, resourceWeights,
-nodeMetricExpirationSeconds.
+job's own earlier pods on the node; a threshold of 0 turns that resource's check off. Nodes without
+a report are not constrained. A report older than `nodeMetricExpirationSeconds` (180) refuses the
+node ("node(s) nodeMetric expired") while `filterExpiredNodeMetrics` (true) holds, unless
+`enableScheduleWhenNodeMetricsExpired` (false). Score: Koordinator's least-used score, weighted
+by `resourceWeights` (cpu 1, memory 1 unless given) plus `dominantResourceWeight` x the lowest
+resource score; 0 for nodes without a fresh report.
+Args (Koordinator's names and defaults): usageThresholds, estimatedScalingFactors (merged with
+cpu 85 / memory 70), resourceWeights, dominantResourceWeight, nodeMetricExpirationSeconds,
+filterExpiredNodeMetrics, enableScheduleWhenNodeMetricsExpired, estimatedSecondsAfterPodScheduled,
+estimatedSecondsAfterInitialized.
 """
 
 from __future__ import annotations
@@ -34,15 +40,15 @@ from scheduler.framework import (
     Status,
 )
 from scheduler.model import CPU, MEMORY, JobInfo, NodeInfo, PodInfo
+from scheduler.plugins.loadaware_estimate import assigned_estimate, estimate_pod
 from scheduler.state import CycleState
 
 ANNOTATION_USAGE_THRESHOLDS = "scheduling.koordinator.sh/usage-thresholds"
 DEFAULT_THRESHOLDS: Mapping[str, int] = {CPU: 65, MEMORY: 95}
 DEFAULT_FACTORS: Mapping[str, int] = {CPU: 85, MEMORY: 70}
 DEFAULT_WEIGHTS: Mapping[str, int] = {CPU: 1, MEMORY: 1}
-# What kube-scheduler assumes for a container that requests nothing.
-DEFAULT_REQUESTS: Mapping[str, int] = {CPU: 250, MEMORY: 200 * 1024 * 1024}
 DEFAULT_EXPIRATION_SECONDS = 180
+REASON_EXPIRED = "node(s) nodeMetric expired"
 _UNLIMITED = np.int64(1 << 40)
 
 
@@ -56,6 +62,8 @@ class LoadState:
     placed: IntArray  # estimates of pods placed on each node this round
     thresholds: IntArray  # percent; 0 means no threshold for that resource
     fresh: BoolArray  # the node has a report that has not expired
+    expired: BoolArray  # the node's report expired and the filter refuses it
+    aged: BoolArray  # the node's report expired (scores 0 whatever the filter does)
     reserved: dict[str, list[tuple[int, IntArray]]] = field(default_factory=dict)
 
 
@@ -66,17 +74,34 @@ class LoadAware:
         "usageThresholds": Arg("per_resource", minimum=0, maximum=100),
         "estimatedScalingFactors": Arg("per_resource", minimum=1, maximum=100),
         "resourceWeights": Arg("per_resource", minimum=0, maximum=100),
+        "dominantResourceWeight": Arg("int", minimum=0, maximum=100),
         "nodeMetricExpirationSeconds": Arg("int", minimum=1),
+        "filterExpiredNodeMetrics": Arg("bool"),
+        "enableScheduleWhenNodeMetricsExpired": Arg("bool"),
+        "estimatedSecondsAfterPodScheduled": Arg("int", minimum=0),
+        "estimatedSecondsAfterInitialized": Arg("int", minimum=0),
     }
 
     def __init__(self, args: Mapping[str, Any] | None = None) -> None:
         self.args = dict(args or {})
-        self.thresholds = {**DEFAULT_THRESHOLDS, **self.args.get("usageThresholds", {})}
+        # SetDefaults_LoadAwareSchedulingArgs: given thresholds and weights replace the defaults
+        # (weights also when a dominant weight is set); scaling factors are merged.
+        self.thresholds = dict(self.args.get("usageThresholds") or DEFAULT_THRESHOLDS)
         self.factors = {**DEFAULT_FACTORS, **self.args.get("estimatedScalingFactors", {})}
-        self.weights = {**DEFAULT_WEIGHTS, **self.args.get("resourceWeights", {})}
+        self.dominant_weight = int(self.args.get("dominantResourceWeight", 0))
+        weights = self.args.get("resourceWeights")
+        if not weights and not self.dominant_weight:
+            weights = DEFAULT_WEIGHTS
+        self.weights = dict(weights or {})
         self.expiration = float(
             self.args.get("nodeMetricExpirationSeconds", DEFAULT_EXPIRATION_SECONDS)
         )
+        self.filter_expired = bool(self.args.get("filterExpiredNodeMetrics", True))
+        self.schedule_when_expired = bool(
+            self.args.get("enableScheduleWhenNodeMetricsExpired", False)
+        )
+        self.after_scheduled = self.args.get("estimatedSecondsAfterPodScheduled")
+        self.after_initialized = self.args.get("estimatedSecondsAfterInitialized")
 
     # --- setup ----------------------------------------------------------------------------------
     def setup(self, state: CycleState) -> None:
@@ -89,21 +114,47 @@ class LoadAware:
             placed=np.zeros((n_nodes, n_res), dtype=np.int64),
             thresholds=np.zeros((n_nodes, n_res), dtype=np.int64),
             fresh=np.zeros(n_nodes, dtype=np.bool_),
+            expired=np.zeros(n_nodes, dtype=np.bool_),
+            aged=np.zeros(n_nodes, dtype=np.bool_),
         )
+        bound = self._bound_pods(state)
+        now = state.snapshot.now
         for i, info in enumerate(state.nodes):
-            ls.fresh[i] = self._is_fresh(info, state.snapshot.now)
+            if info.usage is None:
+                continue
+            expired = self._is_expired(info, now)
+            # An expired report is used as it is when the filter is told not to look at age.
+            ls.fresh[i] = not expired or not self.filter_expired
+            ls.expired[i] = expired and self.filter_expired and not self.schedule_when_expired
+            ls.aged[i] = expired
             thresholds = self._node_thresholds(info)
+            existing = assigned_estimate(
+                info,
+                bound.get(info.name, ()),
+                self.factors,
+                self.after_scheduled,
+                self.after_initialized,
+            )
             for j, r in enumerate(resources):
                 ls.allocatable[i, j] = int(info.allocatable.get(r, 0))
-                ls.reported[i, j] = int((info.usage or {}).get(r, 0))
+                ls.reported[i, j] = int(info.usage.get(r, 0)) + existing.get(r, 0)
                 ls.thresholds[i, j] = thresholds.get(r, 0)
         state.plugin_data[self.name] = ls
 
-    def _is_fresh(self, info: NodeInfo, now: float) -> bool:
-        if info.usage is None:
-            return False
-        reported_at = getattr(info, "usage_reported_at", None)
-        return reported_at is None or now - float(reported_at) <= self.expiration
+    @staticmethod
+    def _bound_pods(state: CycleState) -> dict[str, list[PodInfo]]:
+        bound: dict[str, list[PodInfo]] = {}
+        for pod in state.snapshot.pods:
+            if pod.consumes_node and not pod.terminating:
+                assert pod.node is not None
+                bound.setdefault(pod.node, []).append(pod)
+        return bound
+
+    def _is_expired(self, info: NodeInfo, now: float) -> bool:
+        # isNodeMetricExpired: at least the expiration old. (Stored reports always have a time;
+        # a NodeInfo built without one is taken as current.)
+        reported_at = info.usage_reported_at
+        return reported_at is not None and now - reported_at >= self.expiration
 
     def _node_thresholds(self, info: NodeInfo) -> dict[str, int]:
         raw = info.annotations.get(ANNOTATION_USAGE_THRESHOLDS)
@@ -117,20 +168,13 @@ class LoadAware:
 
     # --- estimates ------------------------------------------------------------------------------
     def estimate(self, ls: LoadState, pod: PodInfo) -> IntArray:
-        """The pod's estimated usage per resource: request x factor, rounded half up."""
-        vec = np.zeros(len(ls.resources), dtype=np.int64)
-        for j, r in enumerate(ls.resources):
-            factor = self.factors.get(r, 0)
-            request = int(pod.requests.get(r, 0)) or DEFAULT_REQUESTS.get(r, 0)
-            vec[j] = (request * factor * 2 + 100) // 200
-        return vec
+        """The pod's estimated usage per resource (Koordinator's default estimator)."""
+        estimate = estimate_pod(pod, self.factors)
+        return np.array([estimate.get(r, 0) for r in ls.resources], dtype=np.int64)
 
     def estimated_usage(self, ls: LoadState, node_indices: IntArray) -> IntArray:
-        """Reported usage plus the estimates of pods placed this round.
-
-        Koordinator adds max(estimate - the pod's reported usage, 0) for recently placed pods; a
-        pod placed this round has no reported usage yet, so its whole estimate counts.
-        """
+        """Reported usage with the assign cache, plus the estimates of pods placed this round
+        (no report covers them yet, so their whole estimate counts)."""
         result: IntArray = ls.reported[node_indices] + ls.placed[node_indices]
         return result
 
@@ -139,7 +183,7 @@ class LoadAware:
         self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo], node_indices: IntArray
     ) -> IntArray | None:
         ls = self._state(state)
-        if not ls.fresh[node_indices].any():
+        if not ls.fresh[node_indices].any() and not ls.expired[node_indices].any():
             return None
         used = self.estimated_usage(ls, node_indices)
         slots: IntArray = np.zeros(len(node_indices), dtype=np.int64)
@@ -149,6 +193,7 @@ class LoadAware:
             used = used + fit[:, None] * estimate[None, :]
         fresh = ls.fresh[node_indices]
         slots[~fresh] = len(pods)
+        slots[ls.expired[node_indices]] = 0
         return slots
 
     def node_checks(
@@ -191,8 +236,12 @@ class LoadAware:
         self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo], node_indices: IntArray
     ) -> dict[str, int]:
         ls = self._state(state)
-        if not pods or len(node_indices) == 0 or not ls.fresh[node_indices].any():
-            return {}  # only nodes with fresh metrics are ever over a threshold
+        if not pods or len(node_indices) == 0:
+            return {}
+        expired = int(ls.expired[node_indices].sum())
+        reasons = {REASON_EXPIRED: expired} if expired else {}
+        if not ls.fresh[node_indices].any():
+            return reasons  # only nodes with fresh metrics are ever over a threshold
         estimate = self.estimate(ls, pods[0])
         used = self.estimated_usage(ls, node_indices) + estimate[None, :]
         alloc = ls.allocatable[node_indices]
@@ -202,7 +251,7 @@ class LoadAware:
         # Koordinator reports the first resource over its threshold.
         first = np.argmax(over, axis=1)[over.any(axis=1)]
         counts = np.bincount(first, minlength=len(ls.resources))
-        return {
+        return reasons | {
             f"node(s) {r} usage exceed threshold": int(counts[j])
             for j, r in enumerate(ls.resources)
             if counts[j]
@@ -212,30 +261,35 @@ class LoadAware:
     def score_nodes(self, state: CycleState, job: JobInfo, node_indices: IntArray) -> FloatArray:
         ls = self._state(state)
         scores: FloatArray = np.zeros(len(node_indices), dtype=np.float64)
-        fresh = np.flatnonzero(ls.fresh[node_indices])
+        fresh = np.flatnonzero(ls.fresh[node_indices] & ~ls.aged[node_indices])
         pods = state.pending_pods(job)
         if not pods or len(fresh) == 0:
             return scores
         fresh_nodes = node_indices[fresh]
         used = self.estimated_usage(ls, fresh_nodes) + self.estimate(ls, pods[0])[None, :]
         alloc = ls.allocatable[fresh_nodes]
-        partial: FloatArray = np.zeros(len(fresh_nodes), dtype=np.float64)
-        total_weight = 0
+        # loadAwareSchedulingScorer: weighted least-used scores (integers 0..100), plus the
+        # dominant weight times the lowest of them.
+        total: IntArray = np.zeros(len(fresh_nodes), dtype=np.int64)
+        dominant: IntArray = np.full(len(fresh_nodes), 100, dtype=np.int64)
+        weight_sum = self.dominant_weight
         for j, r in enumerate(ls.resources):
             weight = self.weights.get(r, 0)
             if not weight:
                 continue
-            total_weight += weight
-            with np.errstate(divide="ignore", invalid="ignore"):
-                free = np.where(
-                    (alloc[:, j] > 0) & (used[:, j] <= alloc[:, j]),
-                    (alloc[:, j] - used[:, j]) * 100 // np.maximum(alloc[:, j], 1),
-                    0,
-                )
-            partial += weight * free
-        if total_weight:
-            partial /= total_weight
-        scores[fresh] = partial
+            capacity = alloc[:, j]
+            least_used = np.where(
+                (capacity > 0) & (used[:, j] <= capacity),
+                (capacity - used[:, j]) * 100 // np.maximum(capacity, 1),
+                0,
+            )
+            total += weight * least_used
+            weight_sum += weight
+            np.minimum(dominant, least_used, out=dominant)
+        if weight_sum <= 0:
+            return scores
+        total += dominant * self.dominant_weight
+        scores[fresh] = total // weight_sum
         return scores
 
     # --- Reserve --------------------------------------------------------------------------------

@@ -84,15 +84,27 @@ def reported(name: str, cpu_used: float, at: float) -> NodeInfo:
     return ReportedNode(**fields, usage_reported_at=at)
 
 
-def test_nodes_without_or_with_expired_reports_skip_the_filter() -> None:
+def test_nodes_without_reports_skip_the_filter_and_expired_ones_are_refused() -> None:
+    # Koordinator v1.7 TestFilterExpiredNodeMetric / TestEnableScheduleWhenNodeMetricsExpired.
     nodes = [
         reported("fresh", 9.0, at=900.0),
-        reported("stale", 9.0, at=800.0),  # 200 s old: past the 180 s expiry
+        reported("stale", 1.0, at=800.0),  # 200 s old: past the 180 s expiry
         node("quiet").cpu(10).memory(100).build(),
     ]
     state, plugin = state_with(*nodes, pods=2, now=1000.0)
     by_name = dict(zip(state.node_names, slots(state, plugin), strict=True))
-    assert by_name == {"fresh": 0, "stale": 2, "quiet": 2}
+    assert by_name == {"fresh": 0, "stale": 0, "quiet": 2}
+    job = state.jobs["default/web"]
+    reasons = plugin.explain(state, job, state.pending_pods(job), np.arange(3))
+    assert reasons["node(s) nodeMetric expired"] == 1
+    for args, stale in (
+        ({"enableScheduleWhenNodeMetricsExpired": True}, 2),
+        ({"filterExpiredNodeMetrics": False}, 2),
+    ):
+        plugin = LoadAware(args)
+        plugin.setup(state)
+        by_name = dict(zip(state.node_names, slots(state, plugin), strict=True))
+        assert by_name["stale"] == stale
 
 
 def test_reserved_pods_raise_the_estimate_until_unreserved() -> None:
