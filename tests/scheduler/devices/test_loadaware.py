@@ -137,3 +137,23 @@ def test_round_avoids_the_hot_node() -> None:
     c.submit(gang("default/web", pods=1).cpu(1))
     result = run_round(c.snapshot(), Profile.default())
     assert result.placements["default/web-1"].node == "b-cool"
+
+
+def test_default_estimator_takes_the_larger_of_limit_and_request() -> None:
+    # Koordinator v1.7 estimator/default_estimator_test.go: max(limit, request) x factor, capped
+    # at the limit; nothing asked of cpu or memory counts 250m / 200Mi, unscaled.
+    from scheduler.model import PodInfo
+    from scheduler.plugins.loadaware_estimate import estimate_pod
+
+    factors = {"cpu": 85, "memory": 70}
+    burst = PodInfo("default", "p", "j", requests={"cpu": 1000}, limits={"cpu": 4000})
+    assert estimate_pod(burst, factors)["cpu"] == 3400
+    empty = PodInfo("default", "q", "j")
+    assert estimate_pod(empty, factors) == {"cpu": 250, "memory": 200 * 1024 * 1024}
+
+
+def test_defaults_are_replaced_by_given_thresholds_and_weights() -> None:
+    plugin = LoadAware({"usageThresholds": {"memory": 80}, "dominantResourceWeight": 1})
+    assert plugin.thresholds == {"memory": 80}  # cpu is no longer checked
+    assert plugin.weights == {}  # a dominant weight alone: no per-resource weights
+    assert plugin.factors == {"cpu": 85, "memory": 70}
