@@ -180,6 +180,7 @@ def pod_info(
         limits=dict(pod.limits),
         scheduled_at=pod.bound_at.timestamp() if pod.bound_at else None,
         initialized_at=pod.started_at.timestamp() if pod.started_at else None,
+        nominated_at=pod.nominated_at.timestamp() if pod.nominated_at else None,
     )
 
 

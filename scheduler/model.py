@@ -119,6 +119,9 @@ class PodInfo:
     # estimatedSecondsAfterPodScheduled / ...AfterInitialized; None when unknown.
     scheduled_at: float | None = None
     initialized_at: float | None = None
+    # When the pod was nominated to `nominated_node` (snapshot clock; None: unknown), for the
+    # gang waiting time across rounds.
+    nominated_at: float | None = None
 
     @cached_property
     def key(self) -> str:

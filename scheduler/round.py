@@ -44,6 +44,9 @@ def run_round(snapshot: ClusterSnapshot, profile: Profile | None = None) -> Roun
             decisions[job.id] = dict(outcome.plan.decision)
             continue
         verdict, record = _not_placed(framework, state, outcome)
+        if job.id in state.nomination_timeouts:
+            timeout = state.nomination_timeouts[job.id]
+            verdict = JobVerdict(verdict.code, verdict.reason, {**verdict.details, "timeout": timeout})
         unschedulable[job.id] = verdict
         if record is not None:
             preemptions.append(record)
@@ -64,6 +67,7 @@ def run_round(snapshot: ClusterSnapshot, profile: Profile | None = None) -> Roun
             "pending_pods": sum(pending_counts.values()),
             "preemptions": len(preemptions),
         },
+        timeouts=dict(state.nomination_timeouts),
     )
 
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from scheduler.framework import BoolArray, IntArray, NodeMask
 from scheduler.model import PODS, ClusterSnapshot, JobInfo, PodInfo
+from scheduler.nominations import timed_out_jobs
 from scheduler.topology import TopologyTree
 
 UNLIMITED_PODS = 1 << 40  # a node that declares no "pods" allocatable does not limit pod count
@@ -128,9 +129,13 @@ class CycleState:
                 self.bound_keys.append(p.key)
         if bound_rows:
             np.add.at(self.used, np.array(bound_rows, dtype=np.int64), np.array(bound_vectors))
-        # Nominated pods of jobs not yet placed hold their nominated node's resources.
+        # Nominated pods of jobs not yet placed hold their nominated node's resources, unless
+        # their gang has waited longer than its waiting time (then it lets the nodes go).
         self.reservations: dict[str, list[tuple[int, IntArray]]] = {}
+        self.nomination_timeouts = timed_out_jobs(snapshot)
         for p in snapshot.pods:
+            if p.job_id in self.nomination_timeouts:
+                continue
             if p.is_pending and p.nominated_node in self.node_index:
                 idx = self.node_index[p.nominated_node or ""]
                 vec = self.vector(p)

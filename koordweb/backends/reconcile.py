@@ -223,6 +223,11 @@ def _pods(
         }
         if pod.node_id and node is None and pod.phase not in FINISHED:
             changes["phase"] = PodPhase.FAILED  # unbound by someone else: it is gone
+        if nominated is not None and pod.nominated_node_id != nominated.id:
+            # A nomination new to us: from its PodScheduled=False time, else from now.
+            changes["nominated_at"] = obj.values["nominated_at"] or now
+        elif nominated is None:
+            changes["nominated_at"] = None
         dirty = [k for k, v in changes.items() if getattr(pod, k) != v]
         if dirty:
             for key in dirty:

@@ -283,6 +283,16 @@ def pod_doc(pod: Pod, job: Job, node_names: dict[int, str]) -> dict[str, Any]:
                 "lastTransitionTime": format_timestamp(pod.bound_at),
             }
         )
+    elif pod.nominated_node_id and pod.nominated_at is not None:
+        # kube-scheduler marks the pod Unschedulable when its preemption nominates it.
+        conditions.append(
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": "Unschedulable",
+                "lastTransitionTime": format_timestamp(pod.nominated_at),
+            }
+        )
     status = _compact(
         {
             "phase": pod.phase,

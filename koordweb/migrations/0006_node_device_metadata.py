@@ -1,5 +1,6 @@
-"""The Device CR's labels and annotations on its node (partition table and policy), and the
-per-pod usage of a NodeMetric (status.podsMetric, for the load-aware assign cache)."""
+"""The Device CR's labels and annotations on its node (partition table and policy), the per-pod
+usage of a NodeMetric (status.podsMetric, for the load-aware assign cache), and when a pod was
+nominated (the gang waiting time across rounds)."""
 
 from django.db import migrations, models
 
@@ -12,6 +13,11 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        migrations.AddField(
+            model_name="pod",
+            name="nominated_at",
+            field=models.DateTimeField(blank=True, null=True),
+        ),
         migrations.AddField(
             model_name="nodemetric",
             name="pod_usages",

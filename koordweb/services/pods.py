@@ -161,7 +161,8 @@ def enact_record(
         if nomination.pod_id in nominated:
             pod = pods[nomination.pod_id]
             pod.nominated_node = cluster_nodes[nomination.node]
+            pod.nominated_at = now
             to_nominate.append(pod)
-    rows_update(Pod, to_nominate, ["nominated_node"])
+    rows_update(Pod, to_nominate, ["nominated_node", "nominated_at"])
     touched = {pods[i].job_id for i in bound}
     job_refresh_states(jobs=Job.objects.filter(id__in=touched), now=now)

@@ -30,6 +30,7 @@ from koordweb.models import (
     Round,
 )
 from koordweb.observability import round_context, round_id_set
+from koordweb.services.gang_timeouts import gang_timeouts_record
 from koordweb.services.engine import engine_profile
 from scheduler.model import ClusterSnapshot
 from scheduler.quota_tree import QuotaTree, add_into, quota_sums, runtime_quota
@@ -192,6 +193,7 @@ def _record(
             details = plain["unschedulable"][job_id]["details"]
             decisions.append((job, outcome, verdict.reason, details))
     _write_decisions(rnd, decisions, now)
+    gang_timeouts_record(timeouts=result.timeouts, jobs=index.jobs_by_engine_id)
 
     evictions: list[Eviction] = []
     nominations: list[Nomination] = []
