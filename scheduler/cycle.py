@@ -98,9 +98,7 @@ class Framework:
             return JobOutcome(job, failure=result)
         return self._commit(state, job, result, held)
 
-    def _fitting_members(
-        self, state: CycleState, job: JobInfo, pods: list[PodInfo]
-    ) -> Plan | None:
+    def _fitting_members(self, state: CycleState, job: JobInfo, pods: list[PodInfo]) -> Plan | None:
         """A NonStrict gang's members that fit, whatever their names: per pod shape, in order of
         first appearance, as many more of that shape as still fit (a binary search over counts,
         so a gang of one shape costs a few placements, not one per pod). Permit still requires

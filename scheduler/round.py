@@ -46,7 +46,9 @@ def run_round(snapshot: ClusterSnapshot, profile: Profile | None = None) -> Roun
         verdict, record = _not_placed(framework, state, outcome)
         if job.id in state.nomination_timeouts:
             timeout = state.nomination_timeouts[job.id]
-            verdict = JobVerdict(verdict.code, verdict.reason, {**verdict.details, "timeout": timeout})
+            verdict = JobVerdict(
+                verdict.code, verdict.reason, {**verdict.details, "timeout": timeout}
+            )
         unschedulable[job.id] = verdict
         if record is not None:
             preemptions.append(record)

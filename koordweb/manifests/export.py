@@ -76,9 +76,7 @@ def export_manifests(cluster: Cluster) -> list[dict[str, Any]]:
         "node_id", "device_type", "minor"
     ):
         devices[device.node_id].append(device)
-    docs += [
-        serialize.device_doc(node, devices[node.pk]) for node in nodes if node.pk in devices
-    ]
+    docs += [serialize.device_doc(node, devices[node.pk]) for node in nodes if node.pk in devices]
     latest: dict[int, NodeMetric] = {}
     for metric in NodeMetric.objects.filter(node__cluster=cluster).order_by(
         "node_id", "-reported_at", "-id"

@@ -129,8 +129,9 @@ def parse_node_metric(doc: At) -> ParsedObject:
     interval = doc.child("spec").child("metricCollectPolicy").child("reportIntervalSeconds")
     pod_usages: dict[str, dict[str, int]] = {}
     for pod in status.child("podsMetric").items():
-        key = f"{pod.child('namespace').string(required=True)}/{pod.child('name').string(required=True)}"
-        pod_usages[key] = pod.child("podUsage").child("resources").resources()
+        namespace = pod.child("namespace").string(required=True)
+        name = pod.child("name").string(required=True)
+        pod_usages[f"{namespace}/{name}"] = pod.child("podUsage").child("resources").resources()
     return ParsedObject(
         doc.index,
         NODE_METRIC,

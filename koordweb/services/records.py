@@ -30,8 +30,8 @@ from koordweb.models import (
     Round,
 )
 from koordweb.observability import round_context, round_id_set
-from koordweb.services.gang_timeouts import gang_timeouts_record
 from koordweb.services.engine import engine_profile
+from koordweb.services.gang_timeouts import gang_timeouts_record
 from scheduler.model import ClusterSnapshot
 from scheduler.quota_tree import QuotaTree, add_into, quota_sums, runtime_quota
 from scheduler.result import RoundResult

@@ -25,7 +25,6 @@ from scheduler.devices.rdma import nics_available, pick_nics
 from scheduler.devices.request import DeviceRequest, GPUShape
 from scheduler.devices.topology import pcie_key, pick_cards
 
-
 # Koordinator's reasons (allocator_gpu.go), so a refusal reads the same in both schedulers.
 ERR_MISSING_PARTITION_TABLE = "node(s) missing GPU Partition Table"
 ERR_UNSUPPORTED_GPU_COUNT = "node(s) Unsupported number of GPU requests"
@@ -203,7 +202,8 @@ def _plan_gpus(
     if isinstance(chosen, str):
         return chosen
     return tuple(
-        _held_gpu(node, i, needs[i], shape.npu_core) for i in sorted(chosen, key=lambda i: node.gpus[i].minor)
+        _held_gpu(node, i, needs[i], shape.npu_core)
+        for i in sorted(chosen, key=lambda i: node.gpus[i].minor)
     )
 
 

@@ -146,7 +146,7 @@ def _request(amounts: dict[str, int], joint: bool, errors: list[str]) -> DeviceR
         if not _valid_gpu_combination(gpu_amounts):
             errors.append(f"invalid resource device requests: [{' '.join(sorted(gpu_amounts))}]")
             return None
-        if _VNPU <= gpu_amounts.keys():
+        if gpu_amounts.keys() >= _VNPU:
             npu = NPUShape(
                 core=gpu_amounts[n.NPU_CORE],
                 cpu=gpu_amounts[n.NPU_CPU],
@@ -201,7 +201,7 @@ def _converted(amounts: Mapping[str, int]) -> dict[str, int]:
 
 
 def _per_card(amounts: Mapping[str, int]) -> GPUShape:
-    """Koordinator's `calcDesiredRequestsAndCountForGPU`: the number of cards and each one's part."""
+    """Koordinator's `calcDesiredRequestsAndCountForGPU`: the number of cards, each one's part."""
     ratio = amounts.get(n.GPU_MEMORY_RATIO, 0)
     count = amounts.get(n.GPU_SHARED, 0)
     if not count:

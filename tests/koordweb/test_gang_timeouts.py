@@ -18,7 +18,9 @@ SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
 
 
 def _round(cluster: Cluster, now) -> None:  # type: ignore[no-untyped-def]
-    round_execute(cluster=cluster, backend=SimulatedBackend(), trigger=Round.Trigger.MANUAL, now=now)
+    round_execute(
+        cluster=cluster, backend=SimulatedBackend(), trigger=Round.Trigger.MANUAL, now=now
+    )
 
 
 @pytest.mark.django_db

@@ -138,7 +138,9 @@ def test_the_kubernetes_backend_reconcile_reads_it_too() -> None:
     result = cluster_reconcile(cluster=cluster, documents=[config_map()], now=timezone.now())
     cluster.refresh_from_db()
     assert cluster.scheduler_args == EXPECTED_ARGS
-    assert len(result["warnings"]) == 1 and "ElasticQuota.quotaGroupNamespace" in result["warnings"][0]
+    assert (
+        len(result["warnings"]) == 1 and "ElasticQuota.quotaGroupNamespace" in result["warnings"][0]
+    )
 
 
 kube = pytest.fixture(fake_kube, name="kube")
@@ -150,15 +152,17 @@ def test_a_round_against_a_cluster_takes_the_configmap(kube: FakeKube) -> None:
     kube.add(config_map())
     cluster = Cluster.objects.create(name="k8s", backend=Cluster.Backend.KUBERNETES)
     retry = RetryPolicy(attempts=4, base_delay=0.01, max_delay=0.05)
-    with KubeClusterClient.from_url(
-        kube.url, retry=retry, watch_timeout=1, sync_timeout=10, budget_attempts=3
-    ) as client:
-        with transaction.atomic():
-            round_execute(
-                cluster=cluster,
-                backend=KubernetesBackend(client),
-                trigger=Round.Trigger.MANUAL,
-                now=timezone.now(),
-            )
+    with (
+        KubeClusterClient.from_url(
+            kube.url, retry=retry, watch_timeout=1, sync_timeout=10, budget_attempts=3
+        ) as client,
+        transaction.atomic(),
+    ):
+        round_execute(
+            cluster=cluster,
+            backend=KubernetesBackend(client),
+            trigger=Round.Trigger.MANUAL,
+            now=timezone.now(),
+        )
     cluster.refresh_from_db()
     assert cluster.scheduler_args == EXPECTED_ARGS

@@ -1,4 +1,4 @@
-"""The gang waiting time across rounds, in the engine: nominated_at + waiting time, clock injected."""
+"""Gang waiting time in the engine: nominated_at plus the waiting time, on the injected clock."""
 
 from __future__ import annotations
 

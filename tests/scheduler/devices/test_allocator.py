@@ -213,7 +213,10 @@ class TestPartitions:
         assert minors(allocate(annotated, DeviceUsage(annotated), request(gpu=2))) == [0, 4]
         # Honor on the Device and no 4-card partition in its table: Koordinator's reason.
         usage = DeviceUsage(annotated)
-        assert explain(annotated, usage, request(gpu=4)) == "node(s) Unsupported number of GPU requests"
+        assert (
+            explain(annotated, usage, request(gpu=4))
+            == "node(s) Unsupported number of GPU requests"
+        )
 
     def test_the_device_table_brings_the_device_policy_and_the_node_is_only_a_fallback(
         self,
@@ -225,7 +228,10 @@ class TestPartitions:
         table = json.dumps({"2": [{"minors": [0, 1]}]})
         # allocator_gpu.go: with a table on the Device the Node's policy label is not read.
         node_says_honor = build_node_devices(
-            "n", gpus, labels={POLICY: "Honor"}, device_annotations={ANNOTATION_GPU_PARTITIONS: table}
+            "n",
+            gpus,
+            labels={POLICY: "Honor"},
+            device_annotations={ANNOTATION_GPU_PARTITIONS: table},
         )
         assert node_says_honor.partition_policy == "Prefer"
         assert minors(allocate(node_says_honor, DeviceUsage(node_says_honor), request(gpu=4))) == [

@@ -106,7 +106,10 @@ def _names(*names: str) -> str:
         ({NPU: 40, MEM: 128 * GiB}, _names(NPU, MEM)),  # "invalid huawei npu request"
         ({NPU: 4}, _names(NPU)),  # npu-core alone is not a request Koordinator knows
         ({SHARED: 2, NPU: 10, NPU_CPU: 3, MEM: 16 * GiB}, _names(SHARED, NPU, NPU_CPU, MEM)),
-        ({SHARED: 1, NPU: 4, NPU_CPU: 4, DVPP: 150, MEM: GiB}, _names(SHARED, NPU, NPU_CPU, DVPP, MEM)),
+        (
+            {SHARED: 1, NPU: 4, NPU_CPU: 4, DVPP: 150, MEM: GiB},
+            _names(SHARED, NPU, NPU_CPU, DVPP, MEM),
+        ),
         ({GPU: 1, CORE: 50}, _names(GPU, CORE)),
         ({"koordinator.sh/rdma": 150}, "invalid resource unit koordinator.sh/rdma: 150"),
         ({GPU: "two"}, "non-negative integer"),
@@ -141,7 +144,9 @@ def test_every_set_of_gpu_names_is_accepted_exactly_when_koordinator_lists_it() 
     for size in range(1, 6):
         for combo in itertools.combinations(names, size):
             # amounts that pass every range check: 1 card, 100 percent, 1 GiB, 4 cores
-            amounts = {name: 1 if name in (SHARED, *n.WHOLE_CARD_RESOURCES) else 100 for name in combo}
+            amounts = {
+                name: 1 if name in (SHARED, *n.WHOLE_CARD_RESOURCES) else 100 for name in combo
+            }
             if MEM in amounts:
                 amounts[MEM] = GiB
             accepted = not validate_device_request(amounts)

@@ -46,8 +46,10 @@ class TestAscend:
         usage = DeviceUsage(node)
         # vir04 has DVPP 50: leaving npu-dvpp out asks for vir04_3c_ndvpp's shape, not vir04's.
         assert allocate(node, usage, vnpu(4, 4, 12 * GiB)) is None
-        assert explain(node, usage, vnpu(3, 3, 12 * GiB)) == "no matched GPU shared resource template"
-        assert explain(node, usage, vnpu(4, 3, 12 * GiB)) == "" # vir04_3c_ndvpp
+        assert (
+            explain(node, usage, vnpu(3, 3, 12 * GiB)) == "no matched GPU shared resource template"
+        )
+        assert explain(node, usage, vnpu(4, 3, 12 * GiB)) == ""  # vir04_3c_ndvpp
 
     def test_vnpus_share_a_card_until_its_ai_cpus_run_out(self) -> None:
         node = ascend_node(cards=1)
@@ -104,7 +106,9 @@ class TestAscend:
 class TestCambricon:
     def test_smlu_profile_annotation(self) -> None:
         node = cambricon_node()
-        allocation = allocate(node, DeviceUsage(node), request(shared=1, core=20, memory=1000 * MiB))
+        allocation = allocate(
+            node, DeviceUsage(node), request(shared=1, core=20, memory=1000 * MiB)
+        )
         assert allocation is not None
         # 1000Mi rounds up to four 256Mi blocks.
         assert allocation.annotations["CAMBRICON_DSMLU_PROFILE"] == "0_20_4"
