@@ -65,6 +65,8 @@ class LoadState:
     expired: BoolArray  # the node's report expired and the filter refuses it
     aged: BoolArray  # the node's report expired (scores 0 whatever the filter does)
     reserved: dict[str, list[tuple[int, IntArray]]] = field(default_factory=dict)
+    # Estimates by pod key: each pod is estimated once a round.
+    estimates: dict[str, IntArray] = field(default_factory=dict)
 
 
 class LoadAware:
@@ -169,8 +171,12 @@ class LoadAware:
     # --- estimates ------------------------------------------------------------------------------
     def estimate(self, ls: LoadState, pod: PodInfo) -> IntArray:
         """The pod's estimated usage per resource (Koordinator's default estimator)."""
-        estimate = estimate_pod(pod, self.factors)
-        return np.array([estimate.get(r, 0) for r in ls.resources], dtype=np.int64)
+        vec = ls.estimates.get(pod.key)
+        if vec is None:
+            estimate = estimate_pod(pod, self.factors)
+            vec = np.array([estimate.get(r, 0) for r in ls.resources], dtype=np.int64)
+            ls.estimates[pod.key] = vec
+        return vec
 
     def estimated_usage(self, ls: LoadState, node_indices: IntArray) -> IntArray:
         """Reported usage with the assign cache, plus the estimates of pods placed this round
