@@ -14,7 +14,11 @@ node ("node(s) nodeMetric expired") while `filterExpiredNodeMetrics` (true) hold
 `enableScheduleWhenNodeMetricsExpired` (false). Score: Koordinator's least-used score, weighted
 by `resourceWeights` (cpu 1, memory 1 unless given) plus `dominantResourceWeight` x the lowest
 resource score; 0 for nodes without a fresh report.
-Args (Koordinator's names and defaults): usageThresholds, estimatedScalingFactors (merged with
+Prod pods (Koordinator's priority class prod: label `koordinator.sh/priority-class`, priority
+9000-9999, or no class and not BestEffort) are held to `prodUsageThresholds` when set, against
+the prod pods' reported usage and estimates only; `scoreAccordingProdUsage` scores them so.
+Args (Koordinator's names and defaults): usageThresholds, prodUsageThresholds,
+scoreAccordingProdUsage, estimatedScalingFactors (merged with
 cpu 85 / memory 70), resourceWeights, dominantResourceWeight, nodeMetricExpirationSeconds,
 filterExpiredNodeMetrics, enableScheduleWhenNodeMetricsExpired, estimatedSecondsAfterPodScheduled,
 estimatedSecondsAfterInitialized.
@@ -40,7 +44,7 @@ from scheduler.framework import (
     Status,
 )
 from scheduler.model import CPU, MEMORY, JobInfo, NodeInfo, PodInfo
-from scheduler.plugins.loadaware_estimate import assigned_estimate, estimate_pod
+from scheduler.plugins.loadaware_estimate import assigned_estimate, estimate_pod, is_prod
 from scheduler.state import CycleState
 
 ANNOTATION_USAGE_THRESHOLDS = "scheduling.koordinator.sh/usage-thresholds"
@@ -64,7 +68,11 @@ class LoadState:
     fresh: BoolArray  # the node has a report that has not expired
     expired: BoolArray  # the node's report expired and the filter refuses it
     aged: BoolArray  # the node's report expired (scores 0 whatever the filter does)
-    reserved: dict[str, list[tuple[int, IntArray]]] = field(default_factory=dict)
+    # The same for prod pods (prodUsageThresholds): prod pods' reported usage and estimates.
+    prod_reported: IntArray
+    prod_placed: IntArray
+    prod_thresholds: IntArray
+    reserved: dict[str, list[tuple[int, IntArray, bool]]] = field(default_factory=dict)
     # Estimates by pod key: each pod is estimated once a round.
     estimates: dict[str, IntArray] = field(default_factory=dict)
 
@@ -77,6 +85,8 @@ class LoadAware:
         "estimatedScalingFactors": Arg("per_resource", minimum=1, maximum=100),
         "resourceWeights": Arg("per_resource", minimum=0, maximum=100),
         "dominantResourceWeight": Arg("int", minimum=0, maximum=100),
+        "prodUsageThresholds": Arg("per_resource", minimum=0, maximum=100),
+        "scoreAccordingProdUsage": Arg("bool"),
         "nodeMetricExpirationSeconds": Arg("int", minimum=1),
         "filterExpiredNodeMetrics": Arg("bool"),
         "enableScheduleWhenNodeMetricsExpired": Arg("bool"),
@@ -89,6 +99,8 @@ class LoadAware:
         # SetDefaults_LoadAwareSchedulingArgs: given thresholds and weights replace the defaults
         # (weights also when a dominant weight is set); scaling factors are merged.
         self.thresholds = dict(self.args.get("usageThresholds") or DEFAULT_THRESHOLDS)
+        self.prod_thresholds = dict(self.args.get("prodUsageThresholds") or {})
+        self.score_prod = bool(self.args.get("scoreAccordingProdUsage", False))
         self.factors = {**DEFAULT_FACTORS, **self.args.get("estimatedScalingFactors", {})}
         self.dominant_weight = int(self.args.get("dominantResourceWeight", 0))
         weights = self.args.get("resourceWeights")
@@ -107,7 +119,14 @@ class LoadAware:
 
     # --- setup ----------------------------------------------------------------------------------
     def setup(self, state: CycleState) -> None:
-        resources = tuple(sorted(set(self.thresholds) | set(self.weights) | set(self.factors)))
+        resources = tuple(
+            sorted(
+                set(self.thresholds)
+                | set(self.prod_thresholds)
+                | set(self.weights)
+                | set(self.factors)
+            )
+        )
         n_nodes, n_res = len(state.nodes), len(resources)
         ls = LoadState(
             resources=resources,
@@ -118,6 +137,9 @@ class LoadAware:
             fresh=np.zeros(n_nodes, dtype=np.bool_),
             expired=np.zeros(n_nodes, dtype=np.bool_),
             aged=np.zeros(n_nodes, dtype=np.bool_),
+            prod_reported=np.zeros((n_nodes, n_res), dtype=np.int64),
+            prod_placed=np.zeros((n_nodes, n_res), dtype=np.int64),
+            prod_thresholds=np.zeros((n_nodes, n_res), dtype=np.int64),
         )
         bound = self._bound_pods(state)
         now = state.snapshot.now
@@ -137,10 +159,13 @@ class LoadAware:
                 self.after_scheduled,
                 self.after_initialized,
             )
+            prod = self._prod_usage(info, bound.get(info.name, ()))
             for j, r in enumerate(resources):
                 ls.allocatable[i, j] = int(info.allocatable.get(r, 0))
                 ls.reported[i, j] = int(info.usage.get(r, 0)) + existing.get(r, 0)
                 ls.thresholds[i, j] = thresholds.get(r, 0)
+                ls.prod_reported[i, j] = prod.get(r, 0)
+                ls.prod_thresholds[i, j] = self.prod_thresholds.get(r, 0)
         state.plugin_data[self.name] = ls
 
     @staticmethod
@@ -151,6 +176,23 @@ class LoadAware:
                 assert pod.node is not None
                 bound.setdefault(pod.node, []).append(pod)
         return bound
+
+    def _prod_usage(self, info: NodeInfo, pods: Sequence[PodInfo]) -> dict[str, int]:
+        """Prod pods' reported usage plus the assign cache of prod pods (pod_assign_cache.go)."""
+        if not self.prod_thresholds and not self.score_prod:
+            return {}
+        prod = [p for p in pods if is_prod(p)]
+        usage = assigned_estimate(
+            info, prod, self.factors, self.after_scheduled, self.after_initialized
+        )
+        for pod in prod:
+            for resource, amount in info.pod_usages.get(pod.key, {}).items():
+                usage[resource] = usage.get(resource, 0) + int(amount)
+        return usage
+
+    def _prod_filter(self, pods: Sequence[PodInfo]) -> bool:
+        """Whether a job's pods are held to prodUsageThresholds (prod pods, when those are set)."""
+        return bool(self.prod_thresholds) and bool(pods) and is_prod(pods[0])
 
     def _is_expired(self, info: NodeInfo, now: float) -> bool:
         # isNodeMetricExpired: at least the expiration old. (Stored reports always have a time;
@@ -178,9 +220,15 @@ class LoadAware:
             ls.estimates[pod.key] = vec
         return vec
 
-    def estimated_usage(self, ls: LoadState, node_indices: IntArray) -> IntArray:
+    def estimated_usage(
+        self, ls: LoadState, node_indices: IntArray, prod: bool = False
+    ) -> IntArray:
         """Reported usage with the assign cache, plus the estimates of pods placed this round
-        (no report covers them yet, so their whole estimate counts)."""
+        (no report covers them yet, so their whole estimate counts); prod pods' only, for the
+        prod thresholds."""
+        if prod:
+            prod_used: IntArray = ls.prod_reported[node_indices] + ls.prod_placed[node_indices]
+            return prod_used
         result: IntArray = ls.reported[node_indices] + ls.placed[node_indices]
         return result
 
@@ -191,10 +239,11 @@ class LoadAware:
         ls = self._state(state)
         if not ls.fresh[node_indices].any() and not ls.expired[node_indices].any():
             return None
-        used = self.estimated_usage(ls, node_indices)
+        prod = self._prod_filter(pods)
+        used = self.estimated_usage(ls, node_indices, prod)
         slots: IntArray = np.zeros(len(node_indices), dtype=np.int64)
         for estimate, count in self._runs(ls, pods):
-            fit = self._fit(ls, node_indices, used, estimate, count)
+            fit = self._fit(ls, node_indices, used, estimate, count, prod)
             slots += fit
             used = used + fit[:, None] * estimate[None, :]
         fresh = ls.fresh[node_indices]
@@ -210,13 +259,19 @@ class LoadAware:
         return {}
 
     def _fit(
-        self, ls: LoadState, node_indices: IntArray, used: IntArray, estimate: IntArray, count: int
+        self,
+        ls: LoadState,
+        node_indices: IntArray,
+        used: IntArray,
+        estimate: IntArray,
+        count: int,
+        prod: bool = False,
     ) -> IntArray:
         # Pod k fits while round(100 * (used + k * est) / alloc) <= threshold, i.e. while
         # 200 * (used + k * est) < (2 * threshold + 1) * alloc.
         fit = np.full(len(node_indices), count, dtype=np.int64)
         alloc = ls.allocatable[node_indices]
-        limit = ls.thresholds[node_indices]
+        limit = (ls.prod_thresholds if prod else ls.thresholds)[node_indices]
         for j in range(len(ls.resources)):
             checked = (limit[:, j] > 0) & (alloc[:, j] > 0)
             room = (2 * limit[:, j] + 1) * alloc[:, j] - 200 * used[:, j]
@@ -249,9 +304,10 @@ class LoadAware:
         if not ls.fresh[node_indices].any():
             return reasons  # only nodes with fresh metrics are ever over a threshold
         estimate = self.estimate(ls, pods[0])
-        used = self.estimated_usage(ls, node_indices) + estimate[None, :]
+        prod = self._prod_filter(pods)
+        used = self.estimated_usage(ls, node_indices, prod) + estimate[None, :]
         alloc = ls.allocatable[node_indices]
-        limit = ls.thresholds[node_indices]
+        limit = (ls.prod_thresholds if prod else ls.thresholds)[node_indices]
         over = (limit > 0) & (alloc > 0) & (200 * used >= (2 * limit + 1) * alloc)
         over &= ls.fresh[node_indices][:, None]
         # Koordinator reports the first resource over its threshold.
@@ -272,7 +328,8 @@ class LoadAware:
         if not pods or len(fresh) == 0:
             return scores
         fresh_nodes = node_indices[fresh]
-        used = self.estimated_usage(ls, fresh_nodes) + self.estimate(ls, pods[0])[None, :]
+        prod = self.score_prod and is_prod(pods[0])
+        used = self.estimated_usage(ls, fresh_nodes, prod) + self.estimate(ls, pods[0])[None, :]
         alloc = ls.allocatable[fresh_nodes]
         # loadAwareSchedulingScorer: weighted least-used scores (integers 0..100), plus the
         # dominant weight times the lowest of them.
@@ -301,18 +358,24 @@ class LoadAware:
     # --- Reserve --------------------------------------------------------------------------------
     def reserve(self, state: CycleState, job: JobInfo, plan: Plan) -> ReserveResult:
         ls = self._state(state)
-        added: list[tuple[int, IntArray]] = []
+        added: list[tuple[int, IntArray, bool]] = []
         for key, idx in plan.assignment.items():
-            estimate = self.estimate(ls, state.pods[key])
+            pod = state.pods[key]
+            estimate = self.estimate(ls, pod)
+            prod = is_prod(pod)
             ls.placed[idx] += estimate
-            added.append((idx, estimate))
+            if prod:
+                ls.prod_placed[idx] += estimate
+            added.append((idx, estimate, prod))
         ls.reserved[job.id] = added
         return ReserveResult(Status.success())
 
     def unreserve(self, state: CycleState, job: JobInfo, plan: Plan) -> None:
         ls = self._state(state)
-        for idx, estimate in ls.reserved.pop(job.id, []):
+        for idx, estimate, prod in ls.reserved.pop(job.id, []):
             ls.placed[idx] -= estimate
+            if prod:
+                ls.prod_placed[idx] -= estimate
 
     def _state(self, state: CycleState) -> LoadState:
         ls = state.plugin_data.get(self.name)

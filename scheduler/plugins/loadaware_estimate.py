@@ -17,8 +17,32 @@ from collections.abc import Mapping, Sequence
 
 from scheduler.model import CPU, MEMORY, NodeInfo, PodInfo
 
+LABEL_PRIORITY_CLASS = "koordinator.sh/priority-class"
+LABEL_QOS_CLASS = "koordinator.sh/qosClass"
+# Koordinator's priority bands (apis/extension/priority.go): prod, mid, batch, free.
+_PROD_BAND = (9000, 9999)
+_OTHER_BANDS = ((7000, 7999), (5000, 5999), (3000, 3999))
+
 # What Koordinator's estimator assumes for a pod that requests nothing of cpu or memory.
 DEFAULT_REQUESTS: Mapping[str, int] = {CPU: 250, MEMORY: 200 * 1024 * 1024}
+
+
+def is_prod(pod: PodInfo) -> bool:
+    """Koordinator's `GetPodPriorityClassWithDefault(pod) == prod` (apis/extension/priority*.go):
+    the priority-class label, else the priority band, else the QoS class (label, or a pod that
+    requests something is LS, one that requests nothing is BE)."""
+    label = pod.labels.get(LABEL_PRIORITY_CLASS)
+    if label:
+        return label == "koord-prod"
+    if _PROD_BAND[0] <= pod.priority <= _PROD_BAND[1]:
+        return True
+    if any(low <= pod.priority <= high for low, high in _OTHER_BANDS):
+        return False
+    qos = pod.labels.get(LABEL_QOS_CLASS)
+    if qos:
+        return qos in ("SYSTEM", "LSE", "LSR", "LS")
+    # Kubernetes BestEffort (nothing requested or limited) is BE, hence batch; the rest is LS.
+    return any(int(v) > 0 for v in (*pod.requests.values(), *pod.limits.values()))
 
 
 def estimate_pod(pod: PodInfo, factors: Mapping[str, int]) -> dict[str, int]:

@@ -13,13 +13,20 @@ import pytest
 from koordweb.manifests import keys, scheduler_config
 from scheduler import model
 from scheduler.devices import names
-from scheduler.plugins import loadaware
+from scheduler.plugins import loadaware, loadaware_estimate
 from scheduler.profile import configurable_arguments
 
 DOC = (Path(__file__).resolve().parents[2] / "docs" / "koordinator-compat.md").read_text()
 # Where keys are declared: the device vocabulary, the manifest keys, the engine's labels, the
-# load-aware annotation and the scheduler ConfigMap's names.
-VOCABULARY: tuple[ModuleType, ...] = (names, keys, model, loadaware, scheduler_config)
+# load-aware annotation and pod labels, and the scheduler ConfigMap's names.
+VOCABULARY: tuple[ModuleType, ...] = (
+    names,
+    keys,
+    model,
+    loadaware,
+    loadaware_estimate,
+    scheduler_config,
+)
 _KEY = re.compile(r"^[a-z0-9.-]+\.[a-z]+/[A-Za-z0-9._-]+$|^[A-Z][A-Z0-9_]+$")
 
 

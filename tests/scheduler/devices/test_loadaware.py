@@ -157,3 +157,18 @@ def test_defaults_are_replaced_by_given_thresholds_and_weights() -> None:
     assert plugin.thresholds == {"memory": 80}  # cpu is no longer checked
     assert plugin.weights == {}  # a dominant weight alone: no per-resource weights
     assert plugin.factors == {"cpu": 85, "memory": 70}
+
+
+def test_prod_pods_follow_koordinators_priority_classes() -> None:
+    # apis/extension/priority.go and priority_utils.go: label, then band, then QoS.
+    from scheduler.model import PodInfo
+    from scheduler.plugins.loadaware_estimate import is_prod
+
+    def pod(priority: int = 0, labels: dict[str, str] | None = None, cpu: int = 1000) -> PodInfo:
+        return PodInfo("d", "p", "j", requests={"cpu": cpu}, priority=priority, labels=labels or {})
+
+    assert is_prod(pod(9999)) and not is_prod(pod(5000)) and not is_prod(pod(7500))
+    assert not is_prod(pod(9999, {"koordinator.sh/priority-class": "koord-batch"}))
+    assert is_prod(pod())  # no class: LS QoS, which is prod
+    assert not is_prod(pod(cpu=0))  # BestEffort: BE, which is batch
+    assert not is_prod(pod(labels={"koordinator.sh/qosClass": "BE"}))
