@@ -139,6 +139,10 @@ def node_info(node: Node, metric: NodeMetric | None, devices: Any = None) -> Nod
         usage_reported_at=metric.reported_at.timestamp() if metric else None,
         usage_report_interval=float(metric.report_interval_seconds) if metric else 60.0,
         pod_usages=dict(metric.pod_usages) if metric else {},
+        aggregated_usage={
+            kind: {int(seconds): usage for seconds, usage in durations.items()}
+            for kind, durations in (metric.aggregated_usages if metric else {}).items()
+        },
     )
 
 

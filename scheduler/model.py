@@ -92,6 +92,8 @@ class NodeInfo:
     usage_reported_at: float | None = None
     usage_report_interval: float = 60.0
     pod_usages: Mapping[str, ResourceList] = field(default_factory=dict)
+    # status.nodeMetric.aggregatedNodeUsages: type ("p95", "avg", ...) -> seconds -> usage.
+    aggregated_usage: Mapping[str, Mapping[int, ResourceList]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from koordweb.manifests.scheduler_config import (
 from koordweb.manifests.topology import LEAF_LAYER, ROOT_LAYER
 from koordweb.models import Device
 from koordweb.models.workload import PreemptionPolicy
+from scheduler.profile import duration_seconds
 
 TAINT_EFFECTS = {"NoSchedule", "PreferNoSchedule", "NoExecute"}
 DEVICE_TYPES = set(Device.Type.values)
@@ -132,6 +133,17 @@ def parse_node_metric(doc: At) -> ParsedObject:
         namespace = pod.child("namespace").string(required=True)
         name = pod.child("name").string(required=True)
         pod_usages[f"{namespace}/{name}"] = pod.child("podUsage").child("resources").resources()
+    aggregated: dict[str, dict[str, dict[str, int]]] = {}
+    for item in status.child("nodeMetric").child("aggregatedNodeUsages").items():
+        raw = item.child("duration").string(required=True)
+        seconds = duration_seconds(raw)
+        if seconds is None:
+            item.fail(f"must be a duration such as 5m0s, got {raw!r}", "duration")
+        usage_by_type = item.child("usage")
+        kinds = usage_by_type.value if isinstance(usage_by_type.value, dict) else {}
+        for kind in sorted(kinds):
+            resources = usage_by_type.child(kind).child("resources").resources()
+            aggregated.setdefault(kind, {})[str(seconds)] = resources
     return ParsedObject(
         doc.index,
         NODE_METRIC,
@@ -143,6 +155,7 @@ def parse_node_metric(doc: At) -> ParsedObject:
             "usage": usage.child("resources").resources(),
             "gpu_usage": gpu_usage,
             "pod_usages": pod_usages,
+            "aggregated_usages": aggregated,
         },
         refs={"node": meta.name},
     )

@@ -155,9 +155,21 @@ def node_metric_doc(metric: NodeMetric, node_name: str) -> dict[str, Any]:
     usage: dict[str, Any] = {"resources": format_resource_list(metric.usage)}
     if devices:
         usage["devices"] = devices
+    node_metric: dict[str, Any] = {"nodeUsage": usage}
+    by_duration: dict[int, dict[str, Any]] = {}
+    for kind, durations in sorted(metric.aggregated_usages.items()):
+        for seconds, resources in durations.items():
+            by_duration.setdefault(int(seconds), {})[kind] = {
+                "resources": format_resource_list(resources)
+            }
+    if by_duration:
+        node_metric["aggregatedNodeUsages"] = [
+            {"usage": usage_by_kind, "duration": f"{seconds}s"}
+            for seconds, usage_by_kind in sorted(by_duration.items())
+        ]
     status: dict[str, Any] = {
         "updateTime": format_timestamp(metric.reported_at),
-        "nodeMetric": {"nodeUsage": usage},
+        "nodeMetric": node_metric,
     }
     if metric.pod_usages:
         status["podsMetric"] = [

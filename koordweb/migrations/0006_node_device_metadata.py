@@ -1,5 +1,5 @@
 """The Device CR's labels and annotations on its node (partition table and policy), the per-pod
-usage of a NodeMetric (status.podsMetric, for the load-aware assign cache), and when a pod was
+usage and the aggregated (percentile) usages of a NodeMetric (load-aware), and when a pod was
 nominated (the gang waiting time across rounds)."""
 
 from django.db import migrations, models
@@ -13,6 +13,11 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        migrations.AddField(
+            model_name="nodemetric",
+            name="aggregated_usages",
+            field=models.JSONField(blank=True, default=dict),
+        ),
         migrations.AddField(
             model_name="pod",
             name="nominated_at",

@@ -138,6 +138,8 @@ class NodeMetric(models.Model):
     # status.podsMetric: "namespace/name" -> the pod's reported usage (integer units); the
     # load-aware plugin counts a bound pod missing here at its full estimate.
     pod_usages = models.JSONField(default=dict, blank=True)
+    # status.nodeMetric.aggregatedNodeUsages: {"p95": {"300": usage}} (type -> seconds -> usage).
+    aggregated_usages = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["node", "-reported_at"]

@@ -1,27 +1,20 @@
 """LoadAware plugin. Extension points: Filter (slot-limit protocol), Score, Reserve.
 
-Koordinator v1.7's LoadAwareScheduling (pkg/scheduler/plugins/loadaware) on NodeMetric reports
-(`NodeInfo.usage`, reported at `NodeInfo.usage_reported_at` on the snapshot's clock). A node's
-estimated usage is what it reported plus the assign cache (`loadaware_estimate`): bound pods the
-report does not cover yet count max(estimate - reported, 0), and pods placed this round their whole
-estimate (the default estimator: max(limit, request) x scaling factor). Filter: a pod fits while
-round(estimated / allocatable x 100) stays within the threshold (cpu 65%, memory 95% unless
-`usageThresholds` is given, which then replaces them; per node the annotation
-`scheduling.koordinator.sh/usage-thresholds` `{"usageThresholds": {"cpu": 70}}`), counting the
-job's own earlier pods on the node; a threshold of 0 turns that resource's check off. Nodes without
-a report are not constrained. A report older than `nodeMetricExpirationSeconds` (180) refuses the
-node ("node(s) nodeMetric expired") while `filterExpiredNodeMetrics` (true) holds, unless
-`enableScheduleWhenNodeMetricsExpired` (false). Score: Koordinator's least-used score, weighted
-by `resourceWeights` (cpu 1, memory 1 unless given) plus `dominantResourceWeight` x the lowest
-resource score; 0 for nodes without a fresh report.
-Prod pods (Koordinator's priority class prod: label `koordinator.sh/priority-class`, priority
-9000-9999, or no class and not BestEffort) are held to `prodUsageThresholds` when set, against
-the prod pods' reported usage and estimates only; `scoreAccordingProdUsage` scores them so.
-Args (Koordinator's names and defaults): usageThresholds, prodUsageThresholds,
-scoreAccordingProdUsage, estimatedScalingFactors (merged with
-cpu 85 / memory 70), resourceWeights, dominantResourceWeight, nodeMetricExpirationSeconds,
-filterExpiredNodeMetrics, enableScheduleWhenNodeMetricsExpired, estimatedSecondsAfterPodScheduled,
-estimatedSecondsAfterInitialized.
+Koordinator v1.7's LoadAwareScheduling (pkg/scheduler/plugins/loadaware) on NodeMetric reports.
+A node's estimated usage is its report plus the assign cache (`loadaware_estimate`: bound pods the
+report does not cover yet, at max(estimate - reported, 0)) plus this round's placements at their
+estimate (max(limit, request) x scaling factor). Filter: a pod fits while round(estimated /
+allocatable x 100) is within its threshold (0 turns a resource off), counting the job's own
+earlier pods; the node annotation `scheduling.koordinator.sh/usage-thresholds` overrides per node.
+Nodes without a report are not constrained; an expired one refuses the node ("node(s) nodeMetric
+expired") while filterExpiredNodeMetrics, unless enableScheduleWhenNodeMetricsExpired. Prod pods
+(Koordinator's priority class prod) are held to prodUsageThresholds, when set, on prod pods'
+usage only; others to `aggregated.usageThresholds` on a percentile of the aggregated usage when
+configured ("node(s) cpu aggregated usage exceed threshold"), else to usageThresholds. Score:
+Koordinator's least-used score weighted by resourceWeights plus dominantResourceWeight x the
+lowest one, on the aggregated score usage or prod usage when configured; 0 without a fresh report.
+Args: Koordinator's LoadAwareSchedulingArgs names and v1.7 defaults (`arguments` below;
+docs/koordinator-compat.md lists them).
 """
 
 from __future__ import annotations
@@ -44,7 +37,14 @@ from scheduler.framework import (
     Status,
 )
 from scheduler.model import CPU, MEMORY, JobInfo, NodeInfo, PodInfo
-from scheduler.plugins.loadaware_estimate import assigned_estimate, estimate_pod, is_prod
+from scheduler.plugins.loadaware_estimate import (
+    aggregated_usage,
+    assigned_estimate,
+    estimate_pod,
+    is_prod,
+    prod_usage,
+)
+from scheduler.profile import duration_seconds
 from scheduler.state import CycleState
 
 ANNOTATION_USAGE_THRESHOLDS = "scheduling.koordinator.sh/usage-thresholds"
@@ -53,6 +53,7 @@ DEFAULT_FACTORS: Mapping[str, int] = {CPU: 85, MEMORY: 70}
 DEFAULT_WEIGHTS: Mapping[str, int] = {CPU: 1, MEMORY: 1}
 DEFAULT_EXPIRATION_SECONDS = 180
 REASON_EXPIRED = "node(s) nodeMetric expired"
+AGGREGATION_TYPES = ("avg", "p50", "p90", "p95", "p99")
 _UNLIMITED = np.int64(1 << 40)
 
 
@@ -72,6 +73,10 @@ class LoadState:
     prod_reported: IntArray
     prod_placed: IntArray
     prod_thresholds: IntArray
+    # Aggregated (percentile) usage for `aggregated.usageThresholds`, and what scores read.
+    agg_reported: IntArray
+    agg_thresholds: IntArray
+    score_reported: IntArray
     reserved: dict[str, list[tuple[int, IntArray, bool]]] = field(default_factory=dict)
     # Estimates by pod key: each pod is estimated once a round.
     estimates: dict[str, IntArray] = field(default_factory=dict)
@@ -86,6 +91,16 @@ class LoadAware:
         "resourceWeights": Arg("per_resource", minimum=0, maximum=100),
         "dominantResourceWeight": Arg("int", minimum=0, maximum=100),
         "prodUsageThresholds": Arg("per_resource", minimum=0, maximum=100),
+        "aggregated": Arg(
+            "object",
+            fields=(
+                ("usageThresholds", Arg("per_resource", minimum=0, maximum=100)),
+                ("usageAggregationType", Arg("choice", choices=AGGREGATION_TYPES)),
+                ("usageAggregatedDuration", Arg("duration")),
+                ("scoreAggregationType", Arg("choice", choices=AGGREGATION_TYPES)),
+                ("scoreAggregatedDuration", Arg("duration")),
+            ),
+        ),
         "scoreAccordingProdUsage": Arg("bool"),
         "nodeMetricExpirationSeconds": Arg("int", minimum=1),
         "filterExpiredNodeMetrics": Arg("bool"),
@@ -101,6 +116,14 @@ class LoadAware:
         self.thresholds = dict(self.args.get("usageThresholds") or DEFAULT_THRESHOLDS)
         self.prod_thresholds = dict(self.args.get("prodUsageThresholds") or {})
         self.score_prod = bool(self.args.get("scoreAccordingProdUsage", False))
+        aggregated = self.args.get("aggregated") or {}
+        self.agg_thresholds = dict(aggregated.get("usageThresholds") or {})
+        self.agg_type = str(aggregated.get("usageAggregationType", ""))
+        self.agg_seconds = duration_seconds(aggregated.get("usageAggregatedDuration") or "") or 0
+        # generateUsageThresholdsFilterProfile: aggregated thresholds need a type to apply.
+        self.agg_filter = bool(self.agg_thresholds) and bool(self.agg_type)
+        self.score_type = str(aggregated.get("scoreAggregationType", ""))
+        self.score_seconds = duration_seconds(aggregated.get("scoreAggregatedDuration") or "") or 0
         self.factors = {**DEFAULT_FACTORS, **self.args.get("estimatedScalingFactors", {})}
         self.dominant_weight = int(self.args.get("dominantResourceWeight", 0))
         weights = self.args.get("resourceWeights")
@@ -123,6 +146,7 @@ class LoadAware:
             sorted(
                 set(self.thresholds)
                 | set(self.prod_thresholds)
+                | set(self.agg_thresholds)
                 | set(self.weights)
                 | set(self.factors)
             )
@@ -140,6 +164,9 @@ class LoadAware:
             prod_reported=np.zeros((n_nodes, n_res), dtype=np.int64),
             prod_placed=np.zeros((n_nodes, n_res), dtype=np.int64),
             prod_thresholds=np.zeros((n_nodes, n_res), dtype=np.int64),
+            agg_reported=np.zeros((n_nodes, n_res), dtype=np.int64),
+            agg_thresholds=np.zeros((n_nodes, n_res), dtype=np.int64),
+            score_reported=np.zeros((n_nodes, n_res), dtype=np.int64),
         )
         bound = self._bound_pods(state)
         now = state.snapshot.now
@@ -160,12 +187,18 @@ class LoadAware:
                 self.after_initialized,
             )
             prod = self._prod_usage(info, bound.get(info.name, ()))
+            node_usage = {r: int(v) for r, v in info.usage.items()}
+            agg = self._aggregated(info, self.agg_type, self.agg_seconds, bound, existing)
+            scored = self._aggregated(info, self.score_type, self.score_seconds, bound, existing)
             for j, r in enumerate(resources):
                 ls.allocatable[i, j] = int(info.allocatable.get(r, 0))
-                ls.reported[i, j] = int(info.usage.get(r, 0)) + existing.get(r, 0)
+                ls.reported[i, j] = node_usage.get(r, 0) + existing.get(r, 0)
                 ls.thresholds[i, j] = thresholds.get(r, 0)
                 ls.prod_reported[i, j] = prod.get(r, 0)
                 ls.prod_thresholds[i, j] = self.prod_thresholds.get(r, 0)
+                ls.agg_reported[i, j] = agg.get(r, 0) if agg else ls.reported[i, j]
+                ls.agg_thresholds[i, j] = self.agg_thresholds.get(r, 0)
+                ls.score_reported[i, j] = scored.get(r, 0) if scored else ls.reported[i, j]
         state.plugin_data[self.name] = ls
 
     @staticmethod
@@ -178,21 +211,29 @@ class LoadAware:
         return bound
 
     def _prod_usage(self, info: NodeInfo, pods: Sequence[PodInfo]) -> dict[str, int]:
-        """Prod pods' reported usage plus the assign cache of prod pods (pod_assign_cache.go)."""
         if not self.prod_thresholds and not self.score_prod:
             return {}
-        prod = [p for p in pods if is_prod(p)]
-        usage = assigned_estimate(
-            info, prod, self.factors, self.after_scheduled, self.after_initialized
-        )
-        for pod in prod:
-            for resource, amount in info.pod_usages.get(pod.key, {}).items():
-                usage[resource] = usage.get(resource, 0) + int(amount)
-        return usage
+        return prod_usage(info, pods, self.factors, self.after_scheduled, self.after_initialized)
 
-    def _prod_filter(self, pods: Sequence[PodInfo]) -> bool:
-        """Whether a job's pods are held to prodUsageThresholds (prod pods, when those are set)."""
-        return bool(self.prod_thresholds) and bool(pods) and is_prod(pods[0])
+    def _aggregated(
+        self,
+        info: NodeInfo,
+        kind: str,
+        seconds: int,
+        bound: Mapping[str, Sequence[PodInfo]],
+        existing: Mapping[str, int],
+    ) -> dict[str, int] | None:
+        if not kind:
+            return None
+        pods = bound.get(info.name, ())
+        return aggregated_usage(info, kind, seconds, pods, existing, self.factors)
+
+    def _view(self, pods: Sequence[PodInfo]) -> str:
+        """Which usage and thresholds hold a job's pods: prod pods' when prodUsageThresholds are
+        set and the pods are prod, else the aggregated ones when configured, else the node's."""
+        if self.prod_thresholds and pods and is_prod(pods[0]):
+            return "prod"
+        return "aggregated" if self.agg_filter else "node"
 
     def _is_expired(self, info: NodeInfo, now: float) -> bool:
         # isNodeMetricExpired: at least the expiration old. (Stored reports always have a time;
@@ -221,16 +262,25 @@ class LoadAware:
         return vec
 
     def estimated_usage(
-        self, ls: LoadState, node_indices: IntArray, prod: bool = False
+        self, ls: LoadState, node_indices: IntArray, view: str = "node"
     ) -> IntArray:
         """Reported usage with the assign cache, plus the estimates of pods placed this round
-        (no report covers them yet, so their whole estimate counts); prod pods' only, for the
-        prod thresholds."""
-        if prod:
+        (no report covers them yet, so their whole estimate counts). `view`: "node", "prod"
+        (prod pods' only), "aggregated" (percentile usage) or "score" (what scores read)."""
+        if view == "prod":
             prod_used: IntArray = ls.prod_reported[node_indices] + ls.prod_placed[node_indices]
             return prod_used
-        result: IntArray = ls.reported[node_indices] + ls.placed[node_indices]
+        reported = {"aggregated": ls.agg_reported, "score": ls.score_reported}.get(
+            view, ls.reported
+        )
+        result: IntArray = reported[node_indices] + ls.placed[node_indices]
         return result
+
+    @staticmethod
+    def _limits(ls: LoadState, view: str) -> IntArray:
+        return {"prod": ls.prod_thresholds, "aggregated": ls.agg_thresholds}.get(
+            view, ls.thresholds
+        )
 
     # --- Filter ---------------------------------------------------------------------------------
     def slot_limits(
@@ -239,11 +289,11 @@ class LoadAware:
         ls = self._state(state)
         if not ls.fresh[node_indices].any() and not ls.expired[node_indices].any():
             return None
-        prod = self._prod_filter(pods)
-        used = self.estimated_usage(ls, node_indices, prod)
+        view = self._view(pods)
+        used = self.estimated_usage(ls, node_indices, view)
         slots: IntArray = np.zeros(len(node_indices), dtype=np.int64)
         for estimate, count in self._runs(ls, pods):
-            fit = self._fit(ls, node_indices, used, estimate, count, prod)
+            fit = self._fit(ls, node_indices, used, estimate, count, view)
             slots += fit
             used = used + fit[:, None] * estimate[None, :]
         fresh = ls.fresh[node_indices]
@@ -265,13 +315,13 @@ class LoadAware:
         used: IntArray,
         estimate: IntArray,
         count: int,
-        prod: bool = False,
+        view: str = "node",
     ) -> IntArray:
         # Pod k fits while round(100 * (used + k * est) / alloc) <= threshold, i.e. while
         # 200 * (used + k * est) < (2 * threshold + 1) * alloc.
         fit = np.full(len(node_indices), count, dtype=np.int64)
         alloc = ls.allocatable[node_indices]
-        limit = (ls.prod_thresholds if prod else ls.thresholds)[node_indices]
+        limit = self._limits(ls, view)[node_indices]
         for j in range(len(ls.resources)):
             checked = (limit[:, j] > 0) & (alloc[:, j] > 0)
             room = (2 * limit[:, j] + 1) * alloc[:, j] - 200 * used[:, j]
@@ -304,17 +354,18 @@ class LoadAware:
         if not ls.fresh[node_indices].any():
             return reasons  # only nodes with fresh metrics are ever over a threshold
         estimate = self.estimate(ls, pods[0])
-        prod = self._prod_filter(pods)
-        used = self.estimated_usage(ls, node_indices, prod) + estimate[None, :]
+        view = self._view(pods)
+        used = self.estimated_usage(ls, node_indices, view) + estimate[None, :]
         alloc = ls.allocatable[node_indices]
-        limit = (ls.prod_thresholds if prod else ls.thresholds)[node_indices]
+        limit = self._limits(ls, view)[node_indices]
         over = (limit > 0) & (alloc > 0) & (200 * used >= (2 * limit + 1) * alloc)
         over &= ls.fresh[node_indices][:, None]
         # Koordinator reports the first resource over its threshold.
         first = np.argmax(over, axis=1)[over.any(axis=1)]
         counts = np.bincount(first, minlength=len(ls.resources))
+        what = "aggregated usage" if view == "aggregated" else "usage"
         return reasons | {
-            f"node(s) {r} usage exceed threshold": int(counts[j])
+            f"node(s) {r} {what} exceed threshold": int(counts[j])
             for j, r in enumerate(ls.resources)
             if counts[j]
         }
@@ -328,8 +379,8 @@ class LoadAware:
         if not pods or len(fresh) == 0:
             return scores
         fresh_nodes = node_indices[fresh]
-        prod = self.score_prod and is_prod(pods[0])
-        used = self.estimated_usage(ls, fresh_nodes, prod) + self.estimate(ls, pods[0])[None, :]
+        view = "prod" if self.score_prod and is_prod(pods[0]) else "score"
+        used = self.estimated_usage(ls, fresh_nodes, view) + self.estimate(ls, pods[0])[None, :]
         alloc = ls.allocatable[fresh_nodes]
         # loadAwareSchedulingScorer: weighted least-used scores (integers 0..100), plus the
         # dominant weight times the lowest of them.

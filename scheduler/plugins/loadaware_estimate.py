@@ -9,6 +9,8 @@ for the pods bound to it: a pod counts max(estimate - its reported usage, 0) whe
 has no usage for it, when it was bound after the report's window began (updateTime - interval),
 or when its forced-estimation deadline (bound + estimatedSecondsAfterPodScheduled, or started +
 estimatedSecondsAfterInitialized) is after the report. Times are on the snapshot's clock.
+`prod_usage` is the same for prod pods on top of their reported usage (prodUsageThresholds), and
+`aggregated_usage` a percentile of the report's aggregated usage (`aggregated` thresholds).
 """
 
 from __future__ import annotations
@@ -98,3 +100,50 @@ def assigned_estimate(
             if extra > 0:
                 delta[resource] = delta.get(resource, 0) + extra
     return delta
+
+
+def prod_usage(
+    node: NodeInfo,
+    pods: Sequence[PodInfo],
+    factors: Mapping[str, int],
+    after_scheduled: int | None = None,
+    after_initialized: int | None = None,
+) -> dict[str, int]:
+    """Prod pods' reported usage plus their assign cache (pod_assign_cache.go `prodUsage` and
+    `prodDelta`)."""
+    prod = [p for p in pods if is_prod(p)]
+    usage = assigned_estimate(node, prod, factors, after_scheduled, after_initialized)
+    for pod in prod:
+        for resource, amount in node.pod_usages.get(pod.key, {}).items():
+            usage[resource] = usage.get(resource, 0) + int(amount)
+    return usage
+
+
+def aggregated_usage(
+    node: NodeInfo,
+    kind: str,
+    seconds: int,
+    pods: Sequence[PodInfo],
+    existing: Mapping[str, int],
+    factors: Mapping[str, int],
+) -> dict[str, int] | None:
+    """The aggregated usage of `kind` ("p95", ...) over `seconds` plus the assign cache; None:
+    use the node's usage. As Koordinator's getTargetAggregatedUsage: no duration means the
+    longest one reported (none reported: the node usage); a duration the report lacks means the
+    full estimates of the node's pods instead."""
+    by_duration = node.aggregated_usage.get(kind, {})
+    if not seconds:
+        if not by_duration:
+            return None
+        seconds = max(by_duration)
+    usage = by_duration.get(seconds)
+    if usage is None:
+        total: dict[str, int] = {}
+        for pod in pods:
+            for resource, amount in estimate_pod(pod, factors).items():
+                total[resource] = total.get(resource, 0) + amount
+        return total
+    result = {r: int(v) + existing.get(r, 0) for r, v in usage.items()}
+    for resource, amount in existing.items():
+        result.setdefault(resource, amount)
+    return result

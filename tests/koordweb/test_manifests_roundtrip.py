@@ -105,6 +105,8 @@ def test_nodes_devices_and_metrics(imported):
         "0": {"koordinator.sh/gpu-core": 50, "koordinator.sh/gpu-memory": 20 * GI}
     }
     assert metric.report_interval_seconds == 30
+    assert metric.aggregated_usages == {"p95": {"300": {"cpu": 20000, "memory": 200 * GI}}}
+    assert metric.pod_usages == {"default/running-1": {"cpu": 2000, "memory": 4 * GI}}
     layers = TopologyLayer.objects.filter(cluster=imported).order_by("position")
     assert [(layer.name, layer.parent_name) for layer in layers] == [
         ("SpineLayer", ""),

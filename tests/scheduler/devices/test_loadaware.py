@@ -172,3 +172,18 @@ def test_prod_pods_follow_koordinators_priority_classes() -> None:
     assert is_prod(pod())  # no class: LS QoS, which is prod
     assert not is_prod(pod(cpu=0))  # BestEffort: BE, which is batch
     assert not is_prod(pod(labels={"koordinator.sh/qosClass": "BE"}))
+
+
+def test_aggregated_arguments_are_checked() -> None:
+    from scheduler.profile import check_args
+
+    good = {"usageThresholds": {"cpu": 60}, "usageAggregationType": "p95"}
+    assert (
+        check_args({"LoadAware": {"aggregated": {**good, "usageAggregatedDuration": "5m"}}}) == {}
+    )
+    problems = check_args(
+        {"LoadAware": {"aggregated": {**good, "usageAggregatedDuration": "soon"}}}
+    )
+    assert "usageAggregatedDuration" in problems["LoadAware.aggregated"]
+    problems = check_args({"LoadAware": {"aggregated": {"usageAggregationType": "p42"}}})
+    assert "expected one of avg, p50" in problems["LoadAware.aggregated"]
