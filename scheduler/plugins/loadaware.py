@@ -102,6 +102,8 @@ class LoadAware:
             ),
         ),
         "scoreAccordingProdUsage": Arg("bool"),
+        # v1.7 registers one estimator; an unknown name falls back to it (estimator/types.go).
+        "estimator": Arg("choice", choices=("defaultEstimator", "")),
         "nodeMetricExpirationSeconds": Arg("int", minimum=1),
         "filterExpiredNodeMetrics": Arg("bool"),
         "enableScheduleWhenNodeMetricsExpired": Arg("bool"),
