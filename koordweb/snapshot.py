@@ -135,6 +135,13 @@ def node_info(node: Node, metric: NodeMetric | None, devices: Any = None) -> Nod
         unschedulable=node.unschedulable or not node.ready,
         devices=devices,
         usage=dict(metric.usage) if metric else None,
+        usage_reported_at=metric.reported_at.timestamp() if metric else None,
+        usage_report_interval=float(metric.report_interval_seconds) if metric else 60.0,
+        pod_usages=dict(metric.pod_usages) if metric else {},
+        aggregated_usage={
+            kind: {int(seconds): usage for seconds, usage in durations.items()}
+            for kind, durations in (metric.aggregated_usages if metric else {}).items()
+        },
     )
 
 
@@ -173,6 +180,10 @@ def pod_info(
         terminating=pod.terminating,
         topology_index=pod.topology_index,
         quota=quota or pod.labels.get(QUOTA_LABEL) or None,
+        limits=dict(pod.limits),
+        scheduled_at=pod.bound_at.timestamp() if pod.bound_at else None,
+        initialized_at=pod.started_at.timestamp() if pod.started_at else None,
+        nominated_at=pod.nominated_at.timestamp() if pod.nominated_at else None,
     )
 
 
@@ -238,7 +249,7 @@ def build(
             | Q(node__isnull=False, terminating=True)
         )
         .exclude(phase__in=[PodPhase.SUCCEEDED, PodPhase.FAILED])
-        .defer("limits", "created_at", "bound_at", "started_at", "finished_at")
+        .defer("created_at", "finished_at")
         .order_by("namespace", "name")
     )
     for pod in pods:

@@ -29,10 +29,17 @@ def apply_round(
         if placed is not None:
             annotations = {**pod.annotations, **placed.annotations}
             pod = replace(
-                pod, node=placed.node, phase="Running", nominated_node=None, annotations=annotations
+                pod,
+                node=placed.node,
+                phase="Running",
+                nominated_node=None,
+                nominated_at=None,
+                annotations=annotations,
             )
         elif pod.key in nominated:
-            pod = replace(pod, nominated_node=nominated[pod.key])
+            pod = replace(pod, nominated_node=nominated[pod.key], nominated_at=snapshot.now)
+        elif pod.job_id in result.timeouts and pod.is_pending:
+            pod = replace(pod, nominated_node=None, nominated_at=None)
         pods.append(pod)
     gone = evicted
     jobs = tuple(

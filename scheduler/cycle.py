@@ -56,6 +56,7 @@ class Framework:
         self.post_filters = having("post_filter")
         self.setups = having("setup")
         self.fallbacks = having("fallback_pods")
+        self.partials = having("places_partially")
         if not self.placers:
             raise ValueError("a profile needs a Placement plugin (NetworkTopology)")
 
@@ -90,10 +91,45 @@ class Framework:
                     if isinstance(retry, Plan):
                         result = retry
                         break
+        if isinstance(result, Failure) and any(p.places_partially(job) for p in self.partials):
+            result = self._fitting_members(state, job, pods) or result
         if isinstance(result, Failure):
             state.restore_reservations(job.id, held)
             return JobOutcome(job, failure=result)
         return self._commit(state, job, result, held)
+
+    def _fitting_members(self, state: CycleState, job: JobInfo, pods: list[PodInfo]) -> Plan | None:
+        """A NonStrict gang's members that fit, whatever their names: per pod shape, in order of
+        first appearance, as many more of that shape as still fit (a binary search over counts,
+        so a gang of one shape costs a few placements, not one per pod). Permit still requires
+        every gang's min-available."""
+        order = {pod.key: i for i, pod in enumerate(pods)}
+        shapes: dict[tuple[Any, ...], list[PodInfo]] = {}
+        for pod in pods:
+            shapes.setdefault(state.template(pod), []).append(pod)
+        chosen: list[PodInfo] = []
+        plan: Plan | None = None
+
+        def attempt(extra: list[PodInfo]) -> Plan | None:
+            trial = sorted(chosen + extra, key=lambda p: order[p.key])
+            placed = self.try_place(state, job, trial)
+            return placed if isinstance(placed, Plan) else None
+
+        for group in shapes.values():
+            low, high, best = 0, len(group), None
+            while low < high:
+                middle = (low + high + 1) // 2
+                placed = attempt(group[:middle])
+                if placed is not None:
+                    low, best = middle, placed
+                else:
+                    high = middle - 1
+            if best is not None:
+                chosen += group[:low]
+                plan = best
+        if plan is None or len(chosen) >= len(pods):
+            return None
+        return plan
 
     def _commit(
         self, state: CycleState, job: JobInfo, plan: Plan, held: list[tuple[int, IntArray]]

@@ -156,12 +156,14 @@ class Arg:
     """The JSON shape of one plugin argument, which a plugin declares in its `arguments` mapping
     (`scheduler.profile.check_args` validates a profile's arguments against it): `bool`; `int`
     within [minimum, maximum]; `choice` among `choices`; `per_resource`, an object of resource
-    name -> int within [minimum, maximum]."""
+    name -> int within [minimum, maximum]; `duration`, a Kubernetes duration string ("5m",
+    "300s", "1h30m"); `object`, an object whose keys are `fields` (name, Arg)."""
 
-    kind: Literal["bool", "int", "choice", "per_resource"]
+    kind: Literal["bool", "int", "choice", "per_resource", "duration", "object"]
     minimum: int = 0
     maximum: int | None = None
     choices: tuple[str, ...] = ()
+    fields: tuple[tuple[str, Arg], ...] = ()
 
 
 @runtime_checkable

@@ -21,7 +21,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from types import MappingProxyType
 from typing import Any, Literal
+
+# A shared read-only empty mapping for defaults that are rarely filled.
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 ResourceList = Mapping[str, int]
 """Resource name -> integer amount (milli-cpu, bytes, counts)."""
@@ -87,6 +91,15 @@ class NodeInfo:
     unschedulable: bool = False
     devices: Any = None  # opaque: read only by the devices plugin
     usage: ResourceList | None = None  # latest reported usage, for load-aware
+    # When that NodeMetric was reported (snapshot clock, seconds; None: unknown), its reporting
+    # interval, and each pod's reported usage ("ns/name" -> usage; status.podsMetric).
+    usage_reported_at: float | None = None
+    usage_report_interval: float = 60.0
+    pod_usages: Mapping[str, ResourceList] = field(default_factory=lambda: _EMPTY)
+    # status.nodeMetric.aggregatedNodeUsages: type ("p95", "avg", ...) -> seconds -> usage.
+    aggregated_usage: Mapping[str, Mapping[int, ResourceList]] = field(
+        default_factory=lambda: _EMPTY
+    )
 
 
 @dataclass(frozen=True)
@@ -109,6 +122,15 @@ class PodInfo:
     topology_index: int | None = None
     quota: str | None = None  # elastic quota name, from label quota.scheduling.koordinator.sh/name
     gang_id: str | None = None  # the member gang ("ns/name") this pod belongs to, if any
+    # Shared when empty: 20,000 pods need no 20,000 empty dicts for the collector to walk.
+    limits: ResourceList = field(default_factory=lambda: _EMPTY)
+    # When the pod was bound and when it started (snapshot clock, seconds), for load-aware's
+    # estimatedSecondsAfterPodScheduled / ...AfterInitialized; None when unknown.
+    scheduled_at: float | None = None
+    initialized_at: float | None = None
+    # When the pod was nominated to `nominated_node` (snapshot clock; None: unknown), for the
+    # gang waiting time across rounds.
+    nominated_at: float | None = None
 
     @cached_property
     def key(self) -> str:

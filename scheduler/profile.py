@@ -11,6 +11,7 @@ and `Profile.configured` / `check_args` hold a configuration to them.
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -160,6 +161,11 @@ def _arg_problem(arg: Arg, value: Any) -> str:
         return "" if value in arg.choices else f"expected one of {', '.join(arg.choices)}"
     if arg.kind == "int":
         return _int_problem(arg, value)
+    if arg.kind == "duration":
+        ok = isinstance(value, str) and duration_seconds(value) is not None
+        return "" if ok else 'expected a duration such as "5m" or "300s"'
+    if arg.kind == "object":
+        return _object_problem(arg, value)
     if not isinstance(value, Mapping):
         return "expected an object of resource name -> integer"
     for resource, amount in value.items():
@@ -167,6 +173,31 @@ def _arg_problem(arg: Arg, value: Any) -> str:
         if problem:
             return f"{resource}: {problem}"
     return ""
+
+
+def _object_problem(arg: Arg, value: Any) -> str:
+    if not isinstance(value, Mapping):
+        return f"expected an object with {', '.join(name for name, _ in arg.fields)}"
+    fields = dict(arg.fields)
+    for key, item in value.items():
+        if key not in fields:
+            return f"unknown field {key!r}; takes: {', '.join(fields)}"
+        problem = _arg_problem(fields[key], item)
+        if problem:
+            return f"{key}: {problem}"
+    return ""
+
+
+_DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m(?!s))?(?:(\d+)s)?$")
+
+
+def duration_seconds(text: str) -> int | None:
+    """A Kubernetes (Go) duration in whole hours, minutes and seconds, in seconds; None if not."""
+    match = _DURATION.match(text.strip())
+    if not match or not text.strip() or not any(match.groups()):
+        return None
+    hours, minutes, seconds = (int(g or 0) for g in match.groups())
+    return hours * 3600 + minutes * 60 + seconds
 
 
 def _int_problem(arg: Arg, value: Any) -> str:

@@ -7,7 +7,8 @@
   `quota_shortfall`, `counterfactual`, `preemption`);
 - `decisions`: job id -> "why here" for placed jobs (chosen domain, its offer slots, the
   alternatives' offer slots);
-- `outside_topology`: nodes left out of the topology tree; `topology_status`: `detailStatus[]`.
+- `outside_topology`: nodes left out of the topology tree; `topology_status`: `detailStatus[]`;
+- `timeouts`: job id -> why the gang gave up its nominated nodes (its waiting time passed).
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ class RoundResult:
     outside_topology: tuple[str, ...] = ()
     topology_status: tuple[Mapping[str, Any], ...] = ()
     metrics: Mapping[str, int] = field(default_factory=dict)
+    timeouts: Mapping[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -80,6 +82,7 @@ class RoundResult:
             "outside_topology": list(self.outside_topology),
             "topology_status": [_plain(s) for s in self.topology_status],
             "metrics": dict(self.metrics),
+            "timeouts": dict(sorted(self.timeouts.items())),
         }
 
 

@@ -46,6 +46,11 @@ def run_round(snapshot: ClusterSnapshot, profile: Profile | None = None) -> Roun
                 )
             decisions[job.id] = dict(outcome.plan.decision)
             continue
+        if job.id in state.nomination_timeouts:
+            timeout = state.nomination_timeouts[job.id]
+            verdict = JobVerdict(
+                verdict.code, verdict.reason, {**verdict.details, "timeout": timeout}
+            )
         unschedulable[job.id] = verdict
         if record is not None:
             preemptions.append(record)
@@ -66,6 +71,7 @@ def run_round(snapshot: ClusterSnapshot, profile: Profile | None = None) -> Roun
             "pending_pods": sum(pending_counts.values()),
             "preemptions": len(preemptions),
         },
+        timeouts=dict(state.nomination_timeouts),
     )
 
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from scheduler.framework import BoolArray, IntArray, NodeMask
 from scheduler.model import PODS, ClusterSnapshot, JobInfo, PodInfo
+from scheduler.nominations import timed_out_jobs
 from scheduler.topology import TopologyTree
 
 UNLIMITED_PODS = 1 << 40  # a node that declares no "pods" allocatable does not limit pod count
@@ -130,10 +131,14 @@ class CycleState:
             np.add.at(self.used, np.array(bound_rows, dtype=np.int64), np.array(bound_vectors))
         # Nominated pods of jobs not yet placed hold their nominated node's resources against
         # pods of lower or equal priority (kube-scheduler's rule for nominated pods): a job of
-        # higher priority may use them (`lower_reservations_released`).
+        # higher priority may use them (`lower_reservations_released`). A gang that has waited
+        # longer than its waiting time lets its nodes go.
         self.reservations: dict[str, list[tuple[int, IntArray]]] = {}
         self.reservation_priority: dict[str, int] = {}
+        self.nomination_timeouts = timed_out_jobs(snapshot)
         for p in snapshot.pods:
+            if p.job_id in self.nomination_timeouts:
+                continue
             if p.is_pending and p.nominated_node in self.node_index:
                 idx = self.node_index[p.nominated_node or ""]
                 vec = self.vector(p)

@@ -4,7 +4,9 @@ The documents are the mirror's manifest dicts (the same shapes `import_manifests
 devices, topology, priority classes, quotas and budgets are upserted; pods we already know have
 their node, phase, nomination and annotations refreshed (job rows keep their history); new pods
 are imported, joining their job when it exists. A document the parsers reject is skipped and
-reported, so one odd object never stops a round.
+reported, so one odd object never stops a round. The ConfigMap `koord-scheduler-config` sets the
+cluster's `scheduler_args` (from the next round on), with one warning naming the arguments
+koordweb does not support.
 
 Pods follow the cluster's story, never ahead of it and never back: a pod the cluster is deleting
 stays on its node (terminating, holding what it uses) until the watch says it is gone; a document
@@ -25,6 +27,7 @@ from koordweb.backends.base import Deletion, EnactPlan
 from koordweb.manifests import ManifestError, apply_manifests, parse_documents
 from koordweb.manifests.apply import pods_join
 from koordweb.manifests.objects import (
+    CONFIG_MAP,
     DEVICE,
     NODE,
     NODE_METRIC,
@@ -80,6 +83,7 @@ def cluster_reconcile(
     by_kind: dict[str, list[ParsedObject]] = {}
     for obj in parsed:
         by_kind.setdefault(obj.kind, []).append(obj)
+    warnings = _scheduler_config(cluster, by_kind.get(CONFIG_MAP, []))
     _priority_classes(cluster, by_kind.get(PRIORITY_CLASS, []))
     _topology(cluster, by_kind.get(TOPOLOGY, []))
     nodes = _nodes(cluster, by_kind.get(NODE, []))
@@ -91,12 +95,26 @@ def cluster_reconcile(
     pods = story.follow(by_kind.get(POD, []), by_kind.get(POD_GROUP, []))
     if skipped:
         logger.warning("sync skipped %d documents: %s", len(skipped), "; ".join(skipped[:5]))
+    for warning in warnings:
+        logger.warning("sync: %s", warning)
     return {
         "nodes": len(nodes),
         "pods": pods,
         "skipped": len(skipped),
+        "warnings": len(warnings),
         "kubelet_rejections": story.rejections,
     }
+
+
+def _scheduler_config(cluster: Cluster, objs: list[ParsedObject]) -> list[str]:
+    """The cluster's scheduler_args from koord-scheduler-config; the warnings it brings."""
+    config = next((o for o in objs if "scheduler_args" in o.extra), None)
+    if config is None:
+        return []
+    if cluster.scheduler_args != config.extra["scheduler_args"]:
+        cluster.scheduler_args = config.extra["scheduler_args"]
+        cluster.save(update_fields=["scheduler_args"])
+    return [config.extra["warning"]] if config.extra["warning"] else []
 
 
 def _priority_classes(cluster: Cluster, objs: list[ParsedObject]) -> None:
@@ -145,6 +163,10 @@ def _devices(cluster: Cluster, nodes: dict[str, Node], objs: list[ParsedObject])
         node = nodes.get(obj.name)
         if node is None:
             continue
+        if any(getattr(node, k) != v for k, v in obj.values.items()):
+            for key, value in obj.values.items():
+                setattr(node, key, value)
+            node.save(update_fields=list(obj.values))
         fields = sorted({k for row in obj.rows for k in row})
         wanted = sorted(repr([row.get(k) for k in fields]) for row in obj.rows)
         stored = sorted(repr([getattr(d, k) for k in fields]) for d in node.devices.all())
@@ -264,6 +286,12 @@ class _PodStory:
                 changes["phase"] = pod.phase
             if changes["nominated_node"] is None and node is None:
                 changes["nominated_node"] = pod.nominated_node  # predates our nomination
+            nominated = changes["nominated_node"]
+            if nominated is not None and pod.nominated_node_id != nominated.id:
+                # A nomination new to us: from its PodScheduled=False time, else from now.
+                changes["nominated_at"] = obj.values["nominated_at"] or self.now
+            elif nominated is None:
+                changes["nominated_at"] = None
             refusal = _kubelet_refusal(self.raw.get((POD, obj.namespace, obj.name)) or {})
             if refusal and changes["phase"] == PodPhase.FAILED and node is not None:
                 # Refused, not finished: it stays in the row, holding its node, until the

@@ -169,6 +169,11 @@ class _Applier:
 
     def config_maps(self) -> None:
         objs = self.manifests.of_kind(CONFIG_MAP)
+        for config in [o for o in objs if "scheduler_args" in o.extra]:
+            # koord-scheduler-config: the cluster's scheduler profile, not a template ConfigMap.
+            self.cluster.scheduler_args = config.extra["scheduler_args"]
+            self.cluster.save(update_fields=["scheduler_args"])
+        objs = [o for o in objs if "scheduler_args" not in o.extra]
         self._refuse_stored(CONFIG_MAP, DeviceTemplateConfig, objs, namespaced=True)
         DeviceTemplateConfig.objects.bulk_create(
             DeviceTemplateConfig(
@@ -201,6 +206,9 @@ class _Applier:
                 raise ManifestError(
                     obj.index, "metadata.name", f"node {node.name!r} already has devices"
                 )
+            node.device_labels = obj.values["device_labels"]
+            node.device_annotations = obj.values["device_annotations"]
+            node.save(update_fields=["device_labels", "device_annotations"])
             vendor = node.labels.get(keys.GPU_VENDOR_LABEL, "")[:32]
             model = node.labels.get(keys.GPU_MODEL_LABEL, "")[:64]
             for row in obj.rows:

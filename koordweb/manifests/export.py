@@ -8,6 +8,7 @@ from typing import Any
 import yaml
 
 from koordweb.manifests import serialize
+from koordweb.manifests.scheduler_config import scheduler_config_doc
 from koordweb.manifests.topology import Layer, build_tree, detail_status
 from koordweb.models import (
     Cluster,
@@ -65,6 +66,8 @@ def export_manifests(cluster: Cluster) -> list[dict[str, Any]]:
             "namespace", "name"
         )
     ]
+    if cluster.scheduler_args:
+        docs.append(scheduler_config_doc(cluster.scheduler_args, cluster.scheduler_name))
     nodes = list(Node.objects.filter(cluster=cluster).order_by("name"))
     node_names = {node.pk: node.name for node in nodes}
     docs += [serialize.node_doc(node) for node in nodes]
@@ -73,9 +76,7 @@ def export_manifests(cluster: Cluster) -> list[dict[str, Any]]:
         "node_id", "device_type", "minor"
     ):
         devices[device.node_id].append(device)
-    docs += [
-        serialize.device_doc(node.name, devices[node.pk]) for node in nodes if node.pk in devices
-    ]
+    docs += [serialize.device_doc(node, devices[node.pk]) for node in nodes if node.pk in devices]
     latest: dict[int, NodeMetric] = {}
     for metric in NodeMetric.objects.filter(node__cluster=cluster).order_by(
         "node_id", "-reported_at", "-id"

@@ -75,6 +75,11 @@ class ManifestSet:
     def of_kind(self, kind: str) -> list[ParsedObject]:
         return [obj for obj in self.objects if obj.kind == kind]
 
+    @property
+    def warnings(self) -> list[str]:
+        """What an import accepts but does not apply (e.g. unsupported scheduler arguments)."""
+        return [obj.extra["warning"] for obj in self.objects if obj.extra.get("warning")]
+
     def counts(self) -> dict[str, int]:
         """How many documents of each kind, plus the jobs built ("Job")."""
         counts = Counter(obj.kind for obj in self.objects)

@@ -13,9 +13,16 @@ from koordweb.manifests.objects import (
     TOPOLOGY,
     ParsedObject,
 )
+from koordweb.manifests.scheduler_config import (
+    SchedulerConfigError,
+    is_scheduler_config,
+    read_scheduler_config,
+    unsupported_warning,
+)
 from koordweb.manifests.topology import LEAF_LAYER, ROOT_LAYER
 from koordweb.models import Device
 from koordweb.models.workload import PreemptionPolicy
+from scheduler.profile import duration_seconds
 
 TAINT_EFFECTS = {"NoSchedule", "PreferNoSchedule", "NoExecute"}
 DEVICE_TYPES = set(Device.Type.values)
@@ -65,7 +72,9 @@ def _optional_id(at: At) -> str:
 
 
 def parse_device(doc: At) -> ParsedObject:
-    """A Device CR is named after its node; each `spec.devices[]` entry becomes a row."""
+    """A Device CR is named after its node; each `spec.devices[]` entry becomes a row.
+
+    Its labels and annotations (the partition table and policy) are kept on the node."""
     meta = read_metadata(doc, namespaced=False)
     rows = []
     seen: dict[tuple[str, int], int] = {}
@@ -100,11 +109,15 @@ def parse_device(doc: At) -> ParsedObject:
                 "vfs": vf_groups.json_value([]),
             }
         )
-    return ParsedObject(doc.index, DEVICE, "", meta.name, refs={"node": meta.name}, rows=rows)
+    values = {"device_labels": meta.labels, "device_annotations": meta.annotations}
+    return ParsedObject(
+        doc.index, DEVICE, "", meta.name, values=values, refs={"node": meta.name}, rows=rows
+    )
 
 
 def parse_node_metric(doc: At) -> ParsedObject:
-    """slo.koordinator.sh NodeMetric: node usage, its time and interval, GPU usage per minor."""
+    """slo.koordinator.sh NodeMetric: node usage, its time and interval, GPU usage per minor, and
+    each pod's usage (`status.podsMetric[]`)."""
     meta = read_metadata(doc, namespaced=False)
     status = doc.child("status")
     usage = status.child("nodeMetric").child("nodeUsage")
@@ -115,6 +128,22 @@ def parse_node_metric(doc: At) -> ParsedObject:
         minor = device.child("minor").integer(required=True, minimum=0)
         gpu_usage[str(minor)] = device.child("resources").resources()
     interval = doc.child("spec").child("metricCollectPolicy").child("reportIntervalSeconds")
+    pod_usages: dict[str, dict[str, int]] = {}
+    for pod in status.child("podsMetric").items():
+        namespace = pod.child("namespace").string(required=True)
+        name = pod.child("name").string(required=True)
+        pod_usages[f"{namespace}/{name}"] = pod.child("podUsage").child("resources").resources()
+    aggregated: dict[str, dict[str, dict[str, int]]] = {}
+    for item in status.child("nodeMetric").child("aggregatedNodeUsages").items():
+        raw = item.child("duration").string(required=True)
+        seconds = duration_seconds(raw)
+        if seconds is None:
+            item.fail(f"must be a duration such as 5m0s, got {raw!r}", "duration")
+        usage_by_type = item.child("usage")
+        kinds = usage_by_type.value if isinstance(usage_by_type.value, dict) else {}
+        for kind in sorted(kinds):
+            resources = usage_by_type.child(kind).child("resources").resources()
+            aggregated.setdefault(kind, {})[str(seconds)] = resources
     return ParsedObject(
         doc.index,
         NODE_METRIC,
@@ -125,6 +154,8 @@ def parse_node_metric(doc: At) -> ParsedObject:
             "report_interval_seconds": interval.integer(60, minimum=1),
             "usage": usage.child("resources").resources(),
             "gpu_usage": gpu_usage,
+            "pod_usages": pod_usages,
+            "aggregated_usages": aggregated,
         },
         refs={"node": meta.name},
     )
@@ -178,14 +209,25 @@ def parse_topology(doc: At) -> ParsedObject:
 
 
 def parse_config_map(doc: At) -> ParsedObject:
-    """A vendor template ConfigMap (Ascend vNPU templates), kept whole."""
+    """A vendor template ConfigMap (Ascend vNPU templates), kept whole; or the scheduler's
+    `koord-scheduler-config`, read into `extra["scheduler_args"]` (with `extra["warning"]`
+    naming what koordweb does not support)."""
     meta = read_metadata(doc, namespaced=True)
+    data = doc.child("data").string_map()
+    extra: dict[str, object] = {}
+    if is_scheduler_config(meta.name):
+        try:
+            args, unsupported = read_scheduler_config(data)
+        except SchedulerConfigError as exc:
+            doc.fail(str(exc), "data")
+        extra = {"scheduler_args": args, "warning": unsupported_warning(unsupported)}
     return ParsedObject(
         doc.index,
         CONFIG_MAP,
         meta.namespace,
         meta.name,
-        values={"labels": meta.labels, "data": doc.child("data").string_map()},
+        values={"labels": meta.labels, "data": data},
+        extra=extra,
     )
 
 

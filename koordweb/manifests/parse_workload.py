@@ -157,6 +157,10 @@ def parse_pod(doc: At) -> ParsedObject:
         c for c in status.child("conditions").items() if c.child("type").string() == "PodScheduled"
     ]
     bound_at = scheduled[0].child("lastTransitionTime").timestamp() if scheduled else None
+    nominated = status.child("nominatedNodeName").string()
+    # A preemption marks its nominee PodScheduled=False when it nominates it: that time is when
+    # the nomination began (the gang waiting time counts from it).
+    nominated_at = bound_at if nominated and not node_name else None
     quota = pop_keys(labels, keys.QUOTA_NAME).get(keys.QUOTA_NAME, "")
     pop_keys(annotations, *keys.GANG_ANNOTATIONS, keys.DURATION_ANNOTATION)
     return ParsedObject(
@@ -180,13 +184,14 @@ def parse_pod(doc: At) -> ParsedObject:
             ),
             "created_at": meta.created_at,
             "bound_at": bound_at if node_name else None,
+            "nominated_at": nominated_at,
             "started_at": status.child("startTime").timestamp(),
             "finished_at": _finished_at(status),
             "terminating": meta.deleting,
         },
         refs={
             "node": node_name,
-            "nominated_node": status.child("nominatedNodeName").string(),
+            "nominated_node": nominated,
             "quota": quota,
         },
         extra={

@@ -136,11 +136,13 @@ def _device_entry(device: Device) -> dict[str, Any]:
     return _compact(entry, keep=("minor", "health"))
 
 
-def device_doc(node_name: str, devices: list[Device]) -> dict[str, Any]:
+def device_doc(node: Node, devices: list[Device]) -> dict[str, Any]:
     return {
         "apiVersion": "scheduling.koordinator.sh/v1alpha1",
         "kind": "Device",
-        "metadata": _meta(node_name),
+        "metadata": _meta(
+            node.name, labels=node.device_labels, annotations=node.device_annotations
+        ),
         "spec": {"devices": [_device_entry(device) for device in devices]},
     }
 
@@ -153,15 +155,37 @@ def node_metric_doc(metric: NodeMetric, node_name: str) -> dict[str, Any]:
     usage: dict[str, Any] = {"resources": format_resource_list(metric.usage)}
     if devices:
         usage["devices"] = devices
+    node_metric: dict[str, Any] = {"nodeUsage": usage}
+    by_duration: dict[int, dict[str, Any]] = {}
+    for kind, durations in sorted(metric.aggregated_usages.items()):
+        for seconds, resources in durations.items():
+            by_duration.setdefault(int(seconds), {})[kind] = {
+                "resources": format_resource_list(resources)
+            }
+    if by_duration:
+        node_metric["aggregatedNodeUsages"] = [
+            {"usage": usage_by_kind, "duration": f"{seconds}s"}
+            for seconds, usage_by_kind in sorted(by_duration.items())
+        ]
+    status: dict[str, Any] = {
+        "updateTime": format_timestamp(metric.reported_at),
+        "nodeMetric": node_metric,
+    }
+    if metric.pod_usages:
+        status["podsMetric"] = [
+            {
+                "namespace": key.split("/", 1)[0],
+                "name": key.split("/", 1)[1],
+                "podUsage": {"resources": format_resource_list(pod_usage)},
+            }
+            for key, pod_usage in sorted(metric.pod_usages.items())
+        ]
     return {
         "apiVersion": "slo.koordinator.sh/v1alpha1",
         "kind": "NodeMetric",
         "metadata": _meta(node_name),
         "spec": {"metricCollectPolicy": {"reportIntervalSeconds": metric.report_interval_seconds}},
-        "status": {
-            "updateTime": format_timestamp(metric.reported_at),
-            "nodeMetric": {"nodeUsage": usage},
-        },
+        "status": status,
     }
 
 
@@ -269,6 +293,16 @@ def pod_doc(pod: Pod, job: Job, node_names: dict[int, str]) -> dict[str, Any]:
                 "type": "PodScheduled",
                 "status": "True",
                 "lastTransitionTime": format_timestamp(pod.bound_at),
+            }
+        )
+    elif pod.nominated_node_id and pod.nominated_at is not None:
+        # kube-scheduler marks the pod Unschedulable when its preemption nominates it.
+        conditions.append(
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": "Unschedulable",
+                "lastTransitionTime": format_timestamp(pod.nominated_at),
             }
         )
     status = _compact(

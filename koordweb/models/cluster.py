@@ -75,6 +75,12 @@ class Node(models.Model):
     conditions = models.JSONField(default=list, blank=True)
     unschedulable = models.BooleanField(default=False)
     ready = models.BooleanField(default=True)
+    # The metadata of the node's Koordinator Device CR: its partition table annotation and
+    # partition-policy label are read from there first, as Koordinator does.
+    device_labels = models.JSONField(default=dict, blank=True, validators=[validate_string_map])
+    device_annotations = models.JSONField(
+        default=dict, blank=True, validators=[validate_string_map]
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -131,6 +137,11 @@ class NodeMetric(models.Model):
     report_interval_seconds = models.PositiveIntegerField(default=60)
     usage = models.JSONField(default=dict, blank=True, validators=[validate_resource_list])
     gpu_usage = models.JSONField(default=dict, blank=True)
+    # status.podsMetric: "namespace/name" -> the pod's reported usage (integer units); the
+    # load-aware plugin counts a bound pod missing here at its full estimate.
+    pod_usages = models.JSONField(default=dict, blank=True)
+    # status.nodeMetric.aggregatedNodeUsages: {"p95": {"300": usage}} (type -> seconds -> usage).
+    aggregated_usages = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["node", "-reported_at"]

@@ -209,6 +209,9 @@ class Pod(models.Model):
     nominated_node = models.ForeignKey(
         Node, on_delete=models.SET_NULL, null=True, blank=True, related_name="nominated_pods"
     )
+    # When the current nomination was recorded: a gang that keeps nominated nodes longer than its
+    # waiting time lets them go (scheduler/nominations.py).
+    nominated_at = models.DateTimeField(null=True, blank=True)
     phase = models.CharField(max_length=10, choices=PodPhase.choices, default=PodPhase.PENDING)
     topology_index = models.IntegerField(null=True, blank=True)
     created_at = models.DateTimeField()

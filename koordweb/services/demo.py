@@ -58,13 +58,9 @@ ASCEND = AcceleratorKind(
     64 * GI,
     (("huawei.com/npu-core", 20), ("huawei.com/npu-cpu", 7), ("huawei.com/npu-dvpp", 100)),
 )
-# MLU370-X8: dynamic sMLU slices in core percent and memory bytes.
-MLU = AcceleratorKind(
-    "cambricon",
-    "MLU370",
-    48 * GI,
-    (("cambricon.com/mlu.smlu.vcore", 100), ("cambricon.com/mlu.smlu.vmemory", 48 * GI)),
-)
+# MLU370-X8: dynamic sMLU slices, asked for in Koordinator's gpu-core / gpu-memory (the Device
+# CR's cards advertise them).
+MLU = AcceleratorKind("cambricon", "MLU370", 48 * GI, ())
 
 
 def credentials_path() -> Path:

@@ -29,6 +29,8 @@ class Arrival:
     requests: dict[str, int]
     gather: tuple[GatherRule, ...]
     duration_seconds: int
+    # Koordinator's shared-card request is the same for every vendor: the vendor label says where.
+    node_selector: tuple[tuple[str, str], ...] = ()
 
 
 def _gpus(n: int) -> dict[str, int]:
@@ -46,14 +48,24 @@ ARRIVALS = (
     Arrival("team-nlp", "bob", "moe-ablation", "koord-batch", 8, _gpus(8), BLOCK, 150),
     Arrival("team-vision", "alice", "sam-sweep", "koord-free", 6, _gpus(4), (), 60),
     Arrival("team-nlp", "bob", "prod-llm-refresh", "koord-prod", 16, _gpus(8), SPINE, 120),
-    # Ascend 910B3 vNPUs (template vir10_4c_16g_m: 10 AI cores, 4 AI CPUs) and whole cards.
+    # Ascend 910B3 vNPUs (template vir10_4c_16g_m: 10 AI cores, 4 AI CPUs, 16 GiB) and whole
+    # cards, in Koordinator's forms (gpu.shared + npu-core + npu-cpu + gpu-memory; npu-core +
+    # gpu-memory-ratio).
     Arrival(
         "team-speech",
         "carol",
         "ascend-vnpu-infer",
         "koord-batch",
         6,
-        {"cpu": 4000, "memory": 16 * GI, "huawei.com/npu-core": 10, "huawei.com/npu-cpu": 4},
+        {
+            "cpu": 4000,
+            "memory": 16 * GI,
+            "koordinator.sh/gpu.shared": 1,
+            "huawei.com/npu-core": 10,
+            "huawei.com/npu-cpu": 4,
+            "huawei.com/npu-dvpp": 50,
+            "koordinator.sh/gpu-memory": 16 * GI,
+        },
         (),
         90,
     ),
@@ -63,11 +75,16 @@ ARRIVALS = (
         "ascend-train",
         "koord-batch",
         2,
-        {"cpu": 32000, "memory": 256 * GI, "huawei.com/npu-core": 80},
+        {
+            "cpu": 32000,
+            "memory": 256 * GI,
+            "huawei.com/npu-core": 80,
+            "koordinator.sh/gpu-memory-ratio": 400,
+        },
         PREFER_BLOCK,
         120,
     ),
-    # Cambricon MLU370 dynamic sMLU slices: half a card's cores, 8 GiB each.
+    # Cambricon MLU370 dynamic sMLU slices: half a card's cores, 8 GiB each (Koordinator's form).
     Arrival(
         "team-vision",
         "alice",
@@ -77,11 +94,13 @@ ARRIVALS = (
         {
             "cpu": 2000,
             "memory": 8 * GI,
-            "cambricon.com/mlu.smlu.vcore": 50,
-            "cambricon.com/mlu.smlu.vmemory": 8 * GI,
+            "koordinator.sh/gpu.shared": 1,
+            "koordinator.sh/gpu-core": 50,
+            "koordinator.sh/gpu-memory": 8 * GI,
         },
         (),
         75,
+        (("node.koordinator.sh/gpu-vendor", "cambricon"),),
     ),
 )
 
@@ -101,7 +120,7 @@ def demo_arrival(*, cluster: Cluster, limit_active: int = 40) -> Job | None:
         quota=arrival.team,
         priority_class=arrival.priority_class,
         replicas=arrival.replicas,
-        pod=PodShape(requests=dict(arrival.requests)),
+        pod=PodShape(requests=dict(arrival.requests), node_selector=dict(arrival.node_selector)),
         gather=arrival.gather,
         duration_seconds=arrival.duration_seconds,
     )

@@ -100,8 +100,9 @@ def node_devices_builder(
             node.name,
             [device_from_row(r) for r in rows],
             labels=node.labels,
-            device_annotations=node.annotations,
+            device_annotations=node.device_annotations,
             template_config=templates or None,
+            device_labels=node.device_labels,
         )
 
     return node_devices

@@ -265,8 +265,9 @@ def enact_record(
             pod = pods[nomination.pod_id]
             if pod.node_id is None and (not nomination.node or nomination.node in cluster_nodes):
                 pod.nominated_node = cluster_nodes.get(nomination.node)  # "" gives it up
+                pod.nominated_at = now if nomination.node else None
                 to_nominate.append(pod)
-    rows_update(Pod, to_nominate, ["nominated_node"])
+    rows_update(Pod, to_nominate, ["nominated_node", "nominated_at"])
     touched = {pods[i].job_id for i in bound}
     jobs = Job.objects.filter(id__in=touched).only(*JOB_STATE_FIELDS)
     job_refresh_states(jobs=jobs, now=now)

@@ -32,6 +32,7 @@ from koordweb.models import (
 )
 from koordweb.observability import round_context, round_id_set
 from koordweb.services.engine import engine_profile
+from koordweb.services.gang_timeouts import gang_timeouts_record
 from koordweb.services.outbox import intents_enact, intents_write
 from scheduler.model import ClusterSnapshot
 from scheduler.quota_tree import QuotaTree, add_into, quota_sums, runtime_quota
@@ -232,6 +233,7 @@ def _record(
             details = plain["unschedulable"][job_id]["details"]
             decisions.append((job, outcome, verdict.reason, details))
     _write_decisions(rnd, decisions, now)
+    gang_timeouts_record(timeouts=result.timeouts, jobs=index.jobs_by_engine_id)
 
     evictions: list[Eviction] = []
     nominations: list[Nomination] = []
@@ -300,11 +302,12 @@ def _nominations_given_up(
 ) -> list[Nomination]:
     """A nominated job that neither fits, nor waits for its victims, nor preempts anew gives its
     nomination up (kube-scheduler clears nominatedNodeName then): its reservation would hold the
-    nodes for nothing. An empty node clears the nomination."""
+    nodes for nothing. So does a gang past its waiting time (the engine's `timeouts`). An empty
+    node clears the nomination, in the database and in the cluster."""
     given_up = {
         job_id
         for job_id, verdict in result.unschedulable.items()
-        if verdict.code != "Wait" and job_id not in preempting
+        if (verdict.code != "Wait" and job_id not in preempting) or job_id in result.timeouts
     }
     if not given_up:
         return []

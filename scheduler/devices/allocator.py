@@ -1,5 +1,8 @@
 """Choosing a pod's devices on one node: GPUs, Ascend NPUs and vNPUs, Cambricon sMLUs, RDMA NICs.
 
+Whole-card requests follow Koordinator's `allocateByPartition` on nodes with a partition table
+(Honor refuses with Koordinator's own reasons, Prefer falls back to the NUMA/PCIe tree).
+
 `allocate` returns the devices and annotations for one pod, or None; `explain` says why not.
 `count_fits` counts how many identical pods fit one after another (the offer slots the topology
 and gang plugins see), and `node_score` scores a node for a placement. Card order inside a scope
@@ -15,12 +18,18 @@ from dataclasses import dataclass, field
 
 from scheduler.devices import names as n
 from scheduler.devices.annotations import render_annotations
-from scheduler.devices.ascend import match_npu_request
+from scheduler.devices.ascend import ERR_NO_MATCHED_TEMPLATE, match_npu_request
 from scheduler.devices.model import AllocatedDevice, Device, DeviceUsage, NodeDevices
 from scheduler.devices.partitions import choose_partition
 from scheduler.devices.rdma import nics_available, pick_nics
 from scheduler.devices.request import DeviceRequest, GPUShape
 from scheduler.devices.topology import pcie_key, pick_cards
+
+# Koordinator's reasons (allocator_gpu.go), so a refusal reads the same in both schedulers.
+ERR_MISSING_PARTITION_TABLE = "node(s) missing GPU Partition Table"
+ERR_UNSUPPORTED_GPU_COUNT = "node(s) Unsupported number of GPU requests"
+ERR_INSUFFICIENT_PARTITIONED = "Insufficient Partitioned GPU Devices"
+ERR_FPGA = "Insufficient fpga devices (koordweb does not allocate FPGAs)"
 
 
 @dataclass(frozen=True)
@@ -136,10 +145,10 @@ def _plan_accelerators(
     node: NodeDevices, usage: DeviceUsage, request: DeviceRequest, scoring: n.Scoring
 ) -> tuple[AllocatedDevice, ...] | str:
     """The GPU, NPU or MLU part of the request (type gpu in the Device CR), () if none."""
+    if request.fpga:
+        return ERR_FPGA
     if request.npu is not None:
         return _plan_npu(node, usage, request, scoring)
-    if request.mlu is not None:
-        return _plan_mlu(node, usage, request.mlu.vcore, request.mlu.memory, scoring)
     if request.gpu is None:
         return ()
     shape = request.gpu
@@ -147,8 +156,10 @@ def _plan_accelerators(
         if shape.count != 1 or shape.whole or not shape.memory:
             return "Cambricon cards are shared as dynamic sMLU only (one card, gpu-memory)"
         return _plan_mlu(node, usage, shape.core, shape.memory, scoring)
+    if shape.npu_core and (node.ascend is None or shape.npu_core > node.ascend.aicore):
+        return f"Insufficient gpu: {n.NPU_CORE}={shape.npu_core} per card on node"
     if node.vendor == n.VENDOR_HUAWEI and not shape.whole:
-        return f"Ascend cards are shared through vNPU templates ({n.NPU_CORE})"
+        return f"Ascend cards are shared through vNPU templates ({n.GPU_SHARED} + {n.NPU_CORE})"
     return _plan_gpus(node, usage, shape, request, scoring)
 
 
@@ -172,6 +183,9 @@ def _plan_gpus(
 ) -> tuple[AllocatedDevice, ...] | str:
     if not node.gpus:
         return "node has no GPU"
+    refused = _partition_refusal(node, shape)
+    if refused:
+        return refused
     needs = [_card_need(card, shape) for card in node.gpus]
     candidates = [
         i
@@ -188,7 +202,8 @@ def _plan_gpus(
     if isinstance(chosen, str):
         return chosen
     return tuple(
-        _held_gpu(node, i, needs[i]) for i in sorted(chosen, key=lambda i: node.gpus[i].minor)
+        _held_gpu(node, i, needs[i], shape.npu_core)
+        for i in sorted(chosen, key=lambda i: node.gpus[i].minor)
     )
 
 
@@ -196,9 +211,20 @@ _Need = tuple[int, int, int]
 """Per card: (core percent, memory bytes, memory percent)."""
 
 
+def _partition_refusal(node: NodeDevices, shape: GPUShape) -> str:
+    """Koordinator's `allocateByPartition` refusals under the Honor policy ("" when none)."""
+    if not shape.whole or node.partition_policy != "Honor":
+        return ""
+    if node.partitions is None:
+        return ERR_MISSING_PARTITION_TABLE
+    if not node.partitions.get(shape.count):
+        return ERR_UNSUPPORTED_GPU_COUNT
+    return ""
+
+
 def _card_need(card: Device, shape: GPUShape) -> _Need | None:
     if shape.whole:
-        return (n.FULL, card.memory, n.FULL)
+        return (shape.core, card.memory, n.FULL)
     if shape.memory:
         if card.memory <= 0:
             return None  # a byte request cannot be judged on a card of unknown size
@@ -208,7 +234,7 @@ def _card_need(card: Device, shape: GPUShape) -> _Need | None:
 
 def _fits(usage: DeviceUsage, i: int, card: Device, need: _Need) -> bool:
     core, memory, ratio = need
-    if core == n.FULL and ratio == n.FULL:
+    if ratio == n.FULL:
         # A whole card must be untouched, by GPU shares and vNPUs alike.
         return not (usage.core[i] or usage.ratio[i] or usage.memory[i] or usage.npu_core[i])
     if usage.npu_core[i]:
@@ -233,7 +259,7 @@ def _choose_cards(
         if partition is not None:
             return [node.gpu_index[m] for m in partition]
         if node.partition_policy == "Honor":
-            return f"no free GPU partition of {shape.count} cards (partition policy Honor)"
+            return ERR_INSUFFICIENT_PARTITIONED
     if not shape.whole and shape.count == 1:
         # A share goes wherever the scoring strategy says; scopes only matter for whole cards.
         return [min(candidates, key=_preference(node, usage, scoring))]
@@ -252,22 +278,13 @@ def _shortage(node: NodeDevices, shape: GPUShape, available: int) -> str:
     return f"Insufficient gpu: {shape.count} needed, {available} {what} of {len(node.gpus)} on node"
 
 
-def _held_gpu(node: NodeDevices, i: int, need: _Need | None) -> AllocatedDevice:
+def _held_gpu(node: NodeDevices, i: int, need: _Need | None, npu_core: int) -> AllocatedDevice:
     assert need is not None
     card = node.gpus[i]
     core, memory, ratio = need
-    if core == n.FULL and ratio == n.FULL and node.ascend is not None:
-        return AllocatedDevice(
-            "gpu",
-            card.minor,
-            core=core,
-            memory=memory,
-            memory_ratio=ratio,
-            npu_core=node.ascend.aicore,
-            npu_cpu=node.ascend.aicpu,
-            dvpp=n.FULL,
-        )
-    return AllocatedDevice("gpu", card.minor, core=core, memory=memory, memory_ratio=ratio)
+    return AllocatedDevice(
+        "gpu", card.minor, core=core, memory=memory, memory_ratio=ratio, npu_core=npu_core
+    )
 
 
 def _plan_npu(
@@ -275,15 +292,19 @@ def _plan_npu(
 ) -> tuple[AllocatedDevice, ...] | str:
     assert request.npu is not None
     profile = node.ascend
-    if profile is None or not node.gpus:
+    if not node.gpus:
         return "node has no Ascend NPU"
-    match = match_npu_request(profile, request.npu)
-    if isinstance(match, str):
-        return match
-    if isinstance(match, int):
-        whole = GPUShape(count=match, core=n.FULL, ratio=n.FULL)
-        return _plan_gpus(node, usage, whole, request, scoring)
-    template = match
+    if profile is None:
+        return ERR_NO_MATCHED_TEMPLATE  # no templates for this node's vendor and model
+    template = match_npu_request(profile, request.npu)
+    if isinstance(template, str):
+        return template
+
+    def ratio_of(card: Device) -> int:
+        if template.memory_ratio or card.memory <= 0:
+            return template.memory_ratio
+        return math.ceil(template.memory * n.FULL / card.memory)
+
     candidates = [
         i
         for i, card in enumerate(node.gpus)
@@ -291,7 +312,7 @@ def _plan_npu(
         and usage.npu_core[i] + template.aicore <= profile.aicore
         and usage.npu_cpu[i] + template.aicpu <= profile.aicpu
         and usage.dvpp[i] + template.dvpp <= n.FULL
-        and usage.ratio[i] + template.memory_ratio <= card.memory_ratio
+        and usage.ratio[i] + ratio_of(card) <= card.memory_ratio
         and usage.core[i] < n.FULL
     ]
     if not candidates:
@@ -301,9 +322,8 @@ def _plan_npu(
     held = AllocatedDevice(
         "gpu",
         card.minor,
-        core=template.aicore * n.FULL // profile.aicore,
-        memory=card.memory * template.memory_ratio // n.FULL,
-        memory_ratio=template.memory_ratio,
+        memory=request.npu.memory,
+        memory_ratio=ratio_of(card),
         npu_core=template.aicore,
         npu_cpu=template.aicpu,
         dvpp=template.dvpp,

@@ -1,8 +1,12 @@
 """Device pod annotations: rendering Koordinator's and the vendors', and reading them back.
 
 `scheduling.koordinator.sh/device-allocated` is JSON `{type: [{minor, resources, extension}]}` with
-quantities as strings, as Koordinator writes it; Ascend pods also get `huawei.com/npu-core` and
-Cambricon pods `CAMBRICON_DSMLU_PROFILE` / `CAMBRICON_DSMLU_ASSIGHED`. Reading the annotation of
+quantities as strings, as Koordinator writes it (each card's requested resources plus its memory in
+bytes and percent); every GPU pod gets `scheduling.koordinator.sh/gpu-minors`, Ascend pods also
+`huawei.com/npu-core` and Cambricon pods `CAMBRICON_DSMLU_PROFILE` / `CAMBRICON_DSMLU_ASSIGHED`
+(Koordinator's device_plugin_adapter.go). The bind-time stamps Koordinator adds there
+(`scheduling.koordinator.sh/bind-timestamp`, `predicate-time`) need a clock, which the engine has
+not: see docs/koordinator-compat.md. Reading the annotation of
 running pods back gives the usage that keeps their cards from being handed out twice.
 """
 
@@ -28,6 +32,8 @@ def render_annotations(node: NodeDevices, devices: Iterable[AllocatedDevice]) ->
     held = tuple(devices)
     annotations = {n.ANNOTATION_DEVICE_ALLOCATED: render_device_allocated(held)}
     gpus = [d for d in held if d.type == "gpu"]
+    if gpus:
+        annotations[n.ANNOTATION_GPU_MINORS] = ",".join(str(d.minor) for d in gpus)
     if gpus and node.vendor == n.VENDOR_HUAWEI:
         annotations[n.ANNOTATION_HUAWEI_NPU_CORE] = (
             f"{gpus[0].minor}-{gpus[0].template}"
@@ -66,12 +72,9 @@ def device_allocated_data(devices: Iterable[AllocatedDevice]) -> dict[str, list[
 def _resources(held: AllocatedDevice) -> dict[str, str]:
     if held.type == "rdma":
         return {n.RDMA: str(held.rdma)}
-    resources = {
-        n.GPU_CORE: str(held.core),
-        n.GPU_MEMORY: str(held.memory),
-        n.GPU_MEMORY_RATIO: str(held.memory_ratio),
-    }
+    resources = {n.GPU_MEMORY: str(held.memory), n.GPU_MEMORY_RATIO: str(held.memory_ratio)}
     for name, amount in (
+        (n.GPU_CORE, held.core),
         (n.NPU_CORE, held.npu_core),
         (n.NPU_CPU, held.npu_cpu),
         (n.NPU_DVPP, held.dvpp),

@@ -1,10 +1,12 @@
 """Huawei Ascend NPUs: card profiles, built-in vNPU templates, ConfigMap overrides, matching.
 
-A vNPU request (`huawei.com/npu-core`, optionally `npu-cpu` and `npu-dvpp`) must match exactly one
-template of the card's model; one vNPU lives on one card. A request for a multiple of a card's AI
-cores with no template of that size is a request for whole cards. The built-in templates follow
-the Ascend virtualization tables (310P: 8 AI cores, 7 AI CPUs; 910B3: 20 AI cores, 7 AI CPUs,
-64 GB), with DVPP and memory as percentages of the card.
+Koordinator v1.7's forms: whole cards are `huawei.com/npu-core` + `koordinator.sh/gpu-memory-ratio`
+(one card per 100 percent); a vNPU is `koordinator.sh/gpu.shared: 1` + `huawei.com/npu-core` +
+`huawei.com/npu-cpu` (+ `huawei.com/npu-dvpp`) + `koordinator.sh/gpu-memory`, and must equal one
+template of the card's model exactly (Koordinator's strict template match), else "no matched GPU
+shared resource template". One vNPU lives on one card. The built-in templates follow the Ascend
+virtualization tables (310P: 8 AI cores, 7 AI CPUs, 24 GiB; 910B3: 20 AI cores, 7 AI CPUs,
+64 GiB), the same values as Koordinator's template ConfigMap examples.
 """
 
 from __future__ import annotations
@@ -16,10 +18,14 @@ from scheduler.devices.model import AscendProfile, VnpuTemplate
 from scheduler.devices.quantity import to_int
 from scheduler.devices.request import NPUShape
 
+ERR_NO_MATCHED_TEMPLATE = "no matched GPU shared resource template"
+_GI = 1024**3
 
-def _templates(*rows: tuple[str, int, int, int, int]) -> tuple[VnpuTemplate, ...]:
+
+def _templates(*rows: tuple[str, int, int, int, int, int]) -> tuple[VnpuTemplate, ...]:
     return tuple(
-        VnpuTemplate(name, core, cpu, dvpp, ratio) for name, core, cpu, dvpp, ratio in rows
+        VnpuTemplate(name, core, cpu, dvpp, ratio, gib * _GI)
+        for name, core, cpu, dvpp, ratio, gib in rows
     )
 
 
@@ -29,13 +35,13 @@ BUILTIN_PROFILES: Mapping[str, AscendProfile] = {
         aicore=8,
         aicpu=7,
         templates=_templates(
-            ("vir01", 1, 1, 12, 12),
-            ("vir02", 2, 2, 25, 25),
-            ("vir02_1c", 2, 1, 25, 25),
-            ("vir04", 4, 4, 50, 50),
-            ("vir04_3c", 4, 3, 50, 50),
-            ("vir04_3c_ndvpp", 4, 3, 0, 50),
-            ("vir04_4c_dvpp", 4, 4, 100, 50),
+            ("vir01", 1, 1, 12, 12, 3),
+            ("vir02", 2, 2, 25, 25, 6),
+            ("vir02_1c", 2, 1, 25, 25, 6),
+            ("vir04", 4, 4, 50, 50, 12),
+            ("vir04_3c", 4, 3, 50, 50, 12),
+            ("vir04_3c_ndvpp", 4, 3, 0, 50, 12),
+            ("vir04_4c_dvpp", 4, 4, 100, 50, 12),
         ),
     ),
     "910B3": AscendProfile(
@@ -43,11 +49,11 @@ BUILTIN_PROFILES: Mapping[str, AscendProfile] = {
         aicore=20,
         aicpu=7,
         templates=_templates(
-            ("vir05_1c_8g", 5, 1, 25, 12),
-            ("vir05_1c_16g", 5, 1, 25, 25),
-            ("vir10_3c_16g", 10, 3, 50, 25),
-            ("vir10_3c_32g", 10, 3, 50, 50),
-            ("vir10_4c_16g_m", 10, 4, 50, 25),
+            ("vir05_1c_8g", 5, 1, 25, 12, 8),
+            ("vir05_1c_16g", 5, 1, 25, 25, 16),
+            ("vir10_3c_16g", 10, 3, 50, 25, 16),
+            ("vir10_3c_32g", 10, 3, 50, 50, 32),
+            ("vir10_4c_16g_m", 10, 4, 50, 25, 16),
         ),
     ),
 }
@@ -67,7 +73,8 @@ def profile_with_overrides(
     """The node's profile, its templates replaced by a template ConfigMap's entry when present.
 
     `config` is the parsed ConfigMap data: "<vendor>-<model>" -> template name -> resources
-    (`huawei.com/npu-core`, `npu-cpu`, `npu-dvpp`, `koordinator.sh/gpu-memory-ratio`).
+    (`huawei.com/npu-core`, `npu-cpu`, `npu-dvpp`, `koordinator.sh/gpu-memory`, and optionally
+    `koordinator.sh/gpu-memory-ratio`).
     """
     base = builtin_profile(model)
     entry = (config or {}).get(f"{n.VENDOR_HUAWEI}-{model}")
@@ -89,37 +96,20 @@ def _template_from_resources(name: str, resources: Mapping[str, object]) -> Vnpu
         aicpu=amount(n.NPU_CPU),
         dvpp=amount(n.NPU_DVPP),
         memory_ratio=amount(n.GPU_MEMORY_RATIO),
+        memory=amount(n.GPU_MEMORY),
     )
 
 
-def match_npu_request(profile: AscendProfile, shape: NPUShape) -> VnpuTemplate | int | str:
-    """The one template `shape` matches, a number of whole cards, or why it matches nothing."""
+def match_npu_request(profile: AscendProfile, shape: NPUShape) -> VnpuTemplate | str:
+    """The one template `shape` equals exactly, or Koordinator's reason when there is none."""
     matches = [
         t
         for t in profile.templates
         if t.aicore == shape.core
-        and (shape.cpu is None or t.aicpu == shape.cpu)
-        and (shape.dvpp is None or t.dvpp == shape.dvpp)
+        and t.aicpu == shape.cpu
+        and (t.dvpp or None) == shape.dvpp
+        and t.memory == shape.memory
     ]
     if len(matches) == 1:
         return matches[0]
-    if len(matches) > 1:
-        names = ", ".join(t.name for t in matches)
-        return (
-            f"{n.NPU_CORE}={shape.core} matches {len(matches)} vNPU templates of {profile.model}"
-            f" ({names}); add {n.NPU_CPU} or {n.NPU_DVPP} to pick one"
-        )
-    if shape.core % profile.aicore == 0 and shape.dvpp in (None, n.FULL):
-        cards = shape.core // profile.aicore
-        if shape.cpu is None or shape.cpu == cards * profile.aicpu:
-            return cards
-    return f"no vNPU template of {profile.model} has {_describe(shape)}"
-
-
-def _describe(shape: NPUShape) -> str:
-    parts = [f"{n.NPU_CORE}={shape.core}"]
-    if shape.cpu is not None:
-        parts.append(f"{n.NPU_CPU}={shape.cpu}")
-    if shape.dvpp is not None:
-        parts.append(f"{n.NPU_DVPP}={shape.dvpp}")
-    return ", ".join(parts)
+    return ERR_NO_MATCHED_TEMPLATE

@@ -66,13 +66,19 @@ PartitionTable = Mapping[int, tuple[GPUPartition, ...]]
 
 @dataclass(frozen=True, slots=True)
 class VnpuTemplate:
-    """An Ascend vNPU template: AI cores, AI CPUs, DVPP percent and memory percent of a card."""
+    """An Ascend vNPU template: AI cores, AI CPUs, DVPP percent (0: none), memory bytes and percent.
+
+    A vNPU request matches it when its per-card resources are exactly these (Koordinator's strict
+    `findMatchedTemplates`): `huawei.com/npu-core`, `npu-cpu`, `npu-dvpp` when non-zero, and
+    `koordinator.sh/gpu-memory`.
+    """
 
     name: str
     aicore: int
     aicpu: int
     dvpp: int
     memory_ratio: int
+    memory: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,8 +11,10 @@ from typing import Final, Literal
 DeviceType = Literal["gpu", "rdma", "fpga"]
 DEVICE_TYPES: Final = ("gpu", "rdma", "fpga")
 
-# Pod resources.
+# Pod resources (Koordinator's `DeviceResourceNames`, apis/extension/device_share.go).
 NVIDIA_GPU: Final = "nvidia.com/gpu"
+AMD_GPU: Final = "amd.com/gpu"
+HYGON_DCU: Final = "dcu.com/gpu"
 # Koordinator's own percentage of cards: cores and memory ratio at once (200 = two whole cards).
 KOORD_GPU: Final = "koordinator.sh/gpu"
 GPU_CORE: Final = "koordinator.sh/gpu-core"
@@ -23,15 +25,17 @@ NPU_CORE: Final = "huawei.com/npu-core"
 NPU_CPU: Final = "huawei.com/npu-cpu"
 NPU_DVPP: Final = "huawei.com/npu-dvpp"
 RDMA: Final = "koordinator.sh/rdma"
-MLU_VCORE: Final = "cambricon.com/mlu.smlu.vcore"
-MLU_VMEMORY: Final = "cambricon.com/mlu.smlu.vmemory"
+FPGA: Final = "koordinator.sh/fpga"
 
-GPU_RESOURCES: Final = frozenset(
-    {NVIDIA_GPU, KOORD_GPU, GPU_CORE, GPU_MEMORY, GPU_MEMORY_RATIO, GPU_SHARED}
-)
+# Whole cards of another vendor's device plugin, counted as 100 percent each.
+WHOLE_CARD_RESOURCES: Final = (NVIDIA_GPU, AMD_GPU, HYGON_DCU)
 NPU_RESOURCES: Final = frozenset({NPU_CORE, NPU_CPU, NPU_DVPP})
-MLU_RESOURCES: Final = frozenset({MLU_VCORE, MLU_VMEMORY})
-DEVICE_RESOURCES: Final = GPU_RESOURCES | NPU_RESOURCES | MLU_RESOURCES | {RDMA}
+# Everything that is a request for the Device CR's "gpu" entries (GPUs, NPUs and MLUs alike).
+GPU_RESOURCES: Final = frozenset(
+    {*WHOLE_CARD_RESOURCES, KOORD_GPU, GPU_CORE, GPU_MEMORY, GPU_MEMORY_RATIO, GPU_SHARED}
+    | NPU_RESOURCES
+)
+DEVICE_RESOURCES: Final = GPU_RESOURCES | {RDMA, FPGA}
 
 # Annotations and labels.
 ANNOTATION_DEVICE_ALLOCATED: Final = "scheduling.koordinator.sh/device-allocated"
@@ -40,6 +44,10 @@ ANNOTATION_GPU_PARTITIONS: Final = "scheduling.koordinator.sh/gpu-partitions"
 LABEL_PARTITION_POLICY: Final = "node.koordinator.sh/gpu-partition-policy"
 LABEL_GPU_VENDOR: Final = "node.koordinator.sh/gpu-vendor"
 LABEL_GPU_MODEL: Final = "node.koordinator.sh/gpu-model"
+# Written for every pod given a GPU: the chosen minors, comma-separated (device_plugin_adapter.go).
+ANNOTATION_GPU_MINORS: Final = "scheduling.koordinator.sh/gpu-minors"
+# A pod's request for partitioned cards (honour the partition table even on a Prefer node).
+ANNOTATION_GPU_PARTITION_SPEC: Final = "scheduling.koordinator.sh/gpu-partition-spec"
 # Cambricon's dynamic sMLU device plugin reads these; "ASSIGHED" is the vendor's own spelling.
 ANNOTATION_CAMBRICON_PROFILE: Final = "CAMBRICON_DSMLU_PROFILE"
 ANNOTATION_CAMBRICON_ASSIGNED: Final = "CAMBRICON_DSMLU_ASSIGHED"

@@ -1,9 +1,17 @@
-"""A pod's device request: parsing Koordinator's whitelisted resource combinations into shapes.
+"""A pod's device request: Koordinator's valid resource combinations, turned into per-card shapes.
 
-`validate_device_request` is what the API and the manifest importer call at submission: it returns
-one clear message per problem, so a bad request is refused before it can sit pending forever.
-`parse_device_request` turns a valid request into a `DeviceRequest` the allocator understands
-(per-card amounts), or None when the pod asks for no device at all.
+The vocabulary is exactly Koordinator v1.7's (pkg/scheduler/plugins/deviceshare/utils.go): the
+pod's device resources are split by device type (gpu, rdma, fpga), each type's set of names must be
+one of `VALID_GPU_COMBINATIONS` (or the single rdma / fpga name), and the amounts are converted the
+way `ResourceCombinationsMapper` and `calcDesiredRequestsAndCountForGPU` do: whole cards of
+nvidia.com/gpu, amd.com/gpu or dcu.com/gpu become 100 percent of cores and memory each,
+`koordinator.sh/gpu` is cores and memory ratio at once, the number of cards is `gpu.shared` (else
+memory ratio / 100 when it is a multiple above 100), and every amount is divided per card.
+A refused request carries Koordinator's own reason text ("invalid resource device requests: [...]",
+"invalid resource unit ...").
+
+`validate_device_request` is what the API calls at submission; `parse_device_request` gives the
+allocator a `DeviceRequest`, or None when the pod asks for no device at all.
 """
 
 from __future__ import annotations
@@ -15,8 +23,32 @@ from dataclasses import dataclass
 from scheduler.devices import names as n
 from scheduler.devices.quantity import to_int
 
-# Resource-name prefixes that belong to devices: a name under them outside the whitelist is a typo.
-_DEVICE_PREFIXES = ("koordinator.sh/gpu", "huawei.com/npu", "cambricon.com/mlu")
+_SHARED_GPU = frozenset({n.GPU_SHARED})
+_VNPU = frozenset({n.GPU_SHARED, n.NPU_CORE, n.NPU_CPU, n.GPU_MEMORY})
+VALID_GPU_COMBINATIONS: frozenset[frozenset[str]] = frozenset(
+    frozenset(names)
+    for names in (
+        {n.NVIDIA_GPU},
+        {n.AMD_GPU},
+        {n.HYGON_DCU},
+        {n.KOORD_GPU},
+        {n.GPU_MEMORY},
+        {n.GPU_MEMORY_RATIO},
+        {n.GPU_CORE, n.GPU_MEMORY},
+        {n.GPU_CORE, n.GPU_MEMORY_RATIO},
+        {n.NPU_CORE, n.GPU_MEMORY_RATIO},
+        {n.GPU_SHARED, n.GPU_MEMORY},
+        {n.GPU_SHARED, n.GPU_MEMORY_RATIO},
+        {n.GPU_SHARED, n.GPU_CORE, n.GPU_MEMORY},
+        {n.GPU_SHARED, n.GPU_CORE, n.GPU_MEMORY_RATIO},
+        _VNPU,
+        _VNPU | {n.NPU_DVPP},
+    )
+)
+"""Koordinator's `ValidDeviceResourceCombinations` for device type gpu, as sets of names."""
+
+# Resources that are percentages of one device: above 100 they must be whole devices.
+_PERCENT_UNITS = (n.KOORD_GPU, n.RDMA, n.FPGA)
 
 
 class DeviceRequestError(ValueError):
@@ -29,34 +61,31 @@ class DeviceRequestError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class GPUShape:
-    """`count` cards, each giving `core` percent and `memory` bytes or `ratio` percent."""
+    """`count` cards, each giving `core` percent and `memory` bytes or `ratio` percent.
+
+    `npu_core` is set for whole Ascend cards (`huawei.com/npu-core` + `gpu-memory-ratio`).
+    """
 
     count: int
     core: int
     memory: int = 0
     ratio: int = 0
+    npu_core: int = 0
 
     @property
     def whole(self) -> bool:
-        """Whole cards: all of each card's cores and memory."""
-        return self.core == n.FULL and self.ratio == n.FULL
+        """Not shared in Koordinator's sense: a whole card's memory (ratio 100, no byte amount)."""
+        return not self.memory and self.ratio >= n.FULL
 
 
 @dataclass(frozen=True, slots=True)
 class NPUShape:
-    """An Ascend request in AI cores; cpu and dvpp narrow the vNPU template when given."""
+    """An Ascend vNPU on one card: AI cores, AI CPUs, DVPP percent (None: not asked), bytes."""
 
     core: int
-    cpu: int | None = None
+    cpu: int
     dvpp: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class MLUShape:
-    """A Cambricon dynamic sMLU slice: core percent and memory bytes on one card."""
-
-    vcore: int
-    memory: int
+    memory: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,8 +94,8 @@ class DeviceRequest:
 
     gpu: GPUShape | None = None
     npu: NPUShape | None = None
-    mlu: MLUShape | None = None
     rdma: int = 0
+    fpga: int = 0
     joint: bool = False
 
 
@@ -89,8 +118,6 @@ def parse_device_request(
     amounts: dict[str, int] = {}
     for name, raw in requests.items():
         if name not in n.DEVICE_RESOURCES:
-            if name.startswith(_DEVICE_PREFIXES):
-                errors.append(f"unknown device resource {name}")
             continue
         try:
             value = to_int(raw)
@@ -100,126 +127,92 @@ def parse_device_request(
         if value > 0:
             amounts[name] = value
     joint = _parse_joint(annotations or {}, errors)
-    request = _shape(amounts, joint, errors) if not errors else None
+    if not errors:
+        for name in _PERCENT_UNITS:
+            value = amounts.get(name, 0)
+            if value > n.FULL and value % n.FULL:
+                errors.append(f"invalid resource unit {name}: {value}")
+    request = _request(amounts, joint, errors) if not errors else None
     if errors:
         raise DeviceRequestError(errors)
     return request
 
 
-def _shape(amounts: dict[str, int], joint: bool, errors: list[str]) -> DeviceRequest | None:
-    gpu_names = sorted(n.GPU_RESOURCES & amounts.keys())
-    npu_names = sorted(n.NPU_RESOURCES & amounts.keys())
-    mlu_names = sorted(n.MLU_RESOURCES & amounts.keys())
-    kinds = [names for names in (gpu_names, npu_names, mlu_names) if names]
-    if len(kinds) > 1:
-        errors.append(
-            "a pod asks for one kind of accelerator: "
-            + " cannot be combined with ".join(", ".join(names) for names in kinds)
-        )
-        return None
-    gpu = _gpu_shape(amounts, errors) if gpu_names else None
-    npu = _npu_shape(amounts, errors) if npu_names else None
-    mlu = _mlu_shape(amounts, errors) if mlu_names else None
+def _request(amounts: dict[str, int], joint: bool, errors: list[str]) -> DeviceRequest | None:
+    gpu_amounts = {k: v for k, v in amounts.items() if k in n.GPU_RESOURCES}
+    gpu: GPUShape | None = None
+    npu: NPUShape | None = None
+    if gpu_amounts:
+        if not _valid_gpu_combination(gpu_amounts):
+            errors.append(f"invalid resource device requests: [{' '.join(sorted(gpu_amounts))}]")
+            return None
+        if gpu_amounts.keys() >= _VNPU:
+            npu = NPUShape(
+                core=gpu_amounts[n.NPU_CORE],
+                cpu=gpu_amounts[n.NPU_CPU],
+                dvpp=gpu_amounts.get(n.NPU_DVPP),
+                memory=gpu_amounts[n.GPU_MEMORY],
+            )
+        else:
+            gpu = _per_card(_converted(gpu_amounts))
     rdma = amounts.get(n.RDMA, 0)
-    if rdma > n.FULL and rdma % n.FULL:
-        errors.append(f"{n.RDMA} above {n.FULL} must be a multiple of {n.FULL} (whole NICs)")
     if joint:
         if gpu is None or not rdma:
             errors.append(f"{n.ANNOTATION_JOINT_ALLOCATE} needs both a GPU request and {n.RDMA}")
-        elif rdma > n.FULL:
+            return None
+        if rdma > n.FULL:
             errors.append(f"joint GPU+RDMA allocation takes at most {n.FULL} {n.RDMA} per NIC")
-    if errors:
-        return None
-    if gpu is None and npu is None and mlu is None and not rdma:
-        return None
-    return DeviceRequest(gpu=gpu, npu=npu, mlu=mlu, rdma=rdma, joint=joint)
-
-
-def _gpu_shape(amounts: dict[str, int], errors: list[str]) -> GPUShape | None:
-    whole = amounts.get(n.NVIDIA_GPU, 0)
-    percent = amounts.get(n.KOORD_GPU, 0)
-    if percent:
-        others = sorted(n.GPU_RESOURCES - {n.KOORD_GPU} & amounts.keys())
-        if others:
-            errors.append(f"{n.KOORD_GPU} cannot be combined with {', '.join(others)}")
             return None
-        # The same as equal gpu-core and gpu-memory-ratio.
-        amounts = {**amounts, n.GPU_CORE: percent, n.GPU_MEMORY_RATIO: percent}
-    core = amounts.get(n.GPU_CORE, 0)
-    memory = amounts.get(n.GPU_MEMORY, 0)
-    ratio = amounts.get(n.GPU_MEMORY_RATIO, 0)
+    fpga = amounts.get(n.FPGA, 0)
+    if gpu is None and npu is None and not rdma and not fpga:
+        return None
+    return DeviceRequest(gpu=gpu, npu=npu, rdma=rdma, fpga=fpga, joint=joint)
+
+
+def _valid_gpu_combination(amounts: Mapping[str, int]) -> bool:
+    """Koordinator's check: a listed combination, and its amounts in range."""
+    names = frozenset(amounts)
+    if names not in VALID_GPU_COMBINATIONS:
+        return False
     shared = amounts.get(n.GPU_SHARED, 0)
-    if whole:
-        others = sorted(n.GPU_RESOURCES - {n.NVIDIA_GPU} & amounts.keys())
-        if others:
-            errors.append(f"{n.NVIDIA_GPU} cannot be combined with {', '.join(others)}")
-            return None
-        return GPUShape(count=whole, core=n.FULL, ratio=n.FULL)
-    if memory and ratio:
-        errors.append(f"ask for {n.GPU_MEMORY} or {n.GPU_MEMORY_RATIO}, not both")
-        return None
-    if not memory and not ratio:
-        errors.append(f"a GPU share needs {n.GPU_MEMORY} or {n.GPU_MEMORY_RATIO}")
-        return None
-    if shared:
-        return _shared_shape(shared, core, memory, ratio, errors)
-    if core > n.FULL or ratio > n.FULL:
-        # Several whole cards: Koordinator wants equal multiples of 100 for cores and memory.
-        if memory or core % n.FULL or (core and ratio != core) or ratio % n.FULL:
-            errors.append(
-                f"more than one card needs {n.GPU_CORE} and {n.GPU_MEMORY_RATIO} equal multiples"
-                f" of {n.FULL} (got core {core}, ratio {ratio or '-'}, memory {memory or '-'})"
-            )
-            return None
-        return GPUShape(count=ratio // n.FULL, core=n.FULL, ratio=n.FULL)
-    return GPUShape(count=1, core=core, memory=memory, ratio=ratio)
+    if n.NPU_CORE in names and shared:
+        # One vNPU per pod: the device side cannot split a vNPU over cards.
+        return shared == 1 and amounts.get(n.NPU_DVPP, 0) <= n.FULL
+    for name in (n.GPU_CORE, n.GPU_MEMORY_RATIO):
+        value = amounts.get(name)
+        if value is None:
+            continue
+        if shared:
+            if value % shared or value // shared > n.FULL:
+                return False
+        elif value > n.FULL and value % n.FULL:
+            return False
+    return True
 
 
-def _shared_shape(
-    shared: int, core: int, memory: int, ratio: int, errors: list[str]
-) -> GPUShape | None:
-    # gpu.shared spreads the requested totals evenly over that many cards.
-    uneven = [
-        name
-        for name, total in ((n.GPU_CORE, core), (n.GPU_MEMORY, memory), (n.GPU_MEMORY_RATIO, ratio))
-        if total % shared
-    ]
-    if uneven:
-        errors.append(f"{', '.join(uneven)} must divide evenly over {n.GPU_SHARED}={shared} cards")
-        return None
-    if core // shared > n.FULL or ratio // shared > n.FULL:
-        errors.append(f"each of the {n.GPU_SHARED}={shared} cards can give at most {n.FULL}%")
-        return None
+def _converted(amounts: Mapping[str, int]) -> dict[str, int]:
+    """Koordinator's `ResourceCombinationsMapper`: whole cards and gpu as core + memory ratio."""
+    for name in n.WHOLE_CARD_RESOURCES:
+        if name in amounts:
+            return {n.GPU_CORE: amounts[name] * n.FULL, n.GPU_MEMORY_RATIO: amounts[name] * n.FULL}
+    if n.KOORD_GPU in amounts:
+        return {n.GPU_CORE: amounts[n.KOORD_GPU], n.GPU_MEMORY_RATIO: amounts[n.KOORD_GPU]}
+    return dict(amounts)
+
+
+def _per_card(amounts: Mapping[str, int]) -> GPUShape:
+    """Koordinator's `calcDesiredRequestsAndCountForGPU`: the number of cards, each one's part."""
+    ratio = amounts.get(n.GPU_MEMORY_RATIO, 0)
+    count = amounts.get(n.GPU_SHARED, 0)
+    if not count:
+        count = ratio // n.FULL if ratio > n.FULL and ratio % n.FULL == 0 else 1
     return GPUShape(
-        count=shared, core=core // shared, memory=memory // shared, ratio=ratio // shared
+        count=count,
+        core=amounts.get(n.GPU_CORE, 0) // count,
+        memory=0 if ratio else amounts.get(n.GPU_MEMORY, 0) // count,
+        ratio=ratio // count,
+        npu_core=amounts.get(n.NPU_CORE, 0) // count,
     )
-
-
-def _npu_shape(amounts: dict[str, int], errors: list[str]) -> NPUShape | None:
-    core = amounts.get(n.NPU_CORE, 0)
-    if not core:
-        errors.append(f"{n.NPU_CPU} and {n.NPU_DVPP} need {n.NPU_CORE}")
-        return None
-    dvpp = amounts.get(n.NPU_DVPP)
-    if dvpp is not None and dvpp > n.FULL:
-        errors.append(f"{n.NPU_DVPP} is a percentage of one card (at most {n.FULL})")
-        return None
-    return NPUShape(core=core, cpu=amounts.get(n.NPU_CPU), dvpp=dvpp)
-
-
-def _mlu_shape(amounts: dict[str, int], errors: list[str]) -> MLUShape | None:
-    vcore = amounts.get(n.MLU_VCORE, 0)
-    memory = amounts.get(n.MLU_VMEMORY, 0)
-    if not vcore or not memory:
-        errors.append(f"a Cambricon sMLU needs both {n.MLU_VCORE} and {n.MLU_VMEMORY}")
-        return None
-    if vcore > n.FULL:
-        errors.append(f"{n.MLU_VCORE} is a percentage of one card (at most {n.FULL})")
-        return None
-    if memory < n.MLU_MEMORY_BLOCK:
-        errors.append(f"{n.MLU_VMEMORY} must be at least 256Mi")
-        return None
-    return MLUShape(vcore=vcore, memory=memory)
 
 
 def _parse_joint(annotations: Mapping[str, str], errors: list[str]) -> bool:

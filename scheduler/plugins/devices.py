@@ -241,7 +241,7 @@ def _node_devices(info: NodeInfo) -> NodeDevices | None:
     if devices is None or isinstance(devices, NodeDevices):
         return devices
     if isinstance(devices, Sequence) and all(isinstance(d, Device) for d in devices):
-        return build_node_devices(info.name, devices, info.labels, info.annotations)
+        return build_node_devices(info.name, devices, info.labels)
     raise TypeError(f"node {info.name}: devices must be NodeDevices or a sequence of Device")
 
 

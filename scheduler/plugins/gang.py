@@ -4,9 +4,12 @@ A job is a gang group: all of its pending pods are placed together or none are. 
 until every member gang has at least min-available pods created; Permit admits a plan only when
 each member gang reaches min-available (bound pods plus planned ones). When the whole group does
 not fit, `fallback_pods` offers the smaller set that just reaches every gang's min-available, so a
-gang with min-available < total can start with its minimum. Strict and NonStrict groups both stay
-all-or-nothing within a round (NonStrict only changes how Koordinator retries across cycles, which
-a round-based engine does by re-running the next round).
+gang with min-available < total can start with its minimum. A group whose gangs are all
+NonStrict (`places_partially`) goes further, as Koordinator's NonStrict mode lets each member
+schedule on its own: the framework places every member that fits, whatever its name, as long as
+each gang reaches min-available. A Strict group is all-or-nothing: one member that does not fit
+rejects the group for the round and nothing of it is kept (Koordinator's Strict mode rejects the
+whole gang group and releases its members' reservations).
 """
 
 from __future__ import annotations
@@ -66,6 +69,10 @@ class Coscheduling:
                     self.name,
                 )
         return Status.success()
+
+    def places_partially(self, job: JobInfo) -> bool:
+        """NonStrict: members that fit are placed without the rest (min-available still holds)."""
+        return bool(job.gangs) and all(g.mode == "NonStrict" for g in job.gangs)
 
     def fallback_pods(
         self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo]

@@ -463,6 +463,8 @@ def _quota_need(failure: Failure) -> dict[str, int]:
 
 
 def _terminating_on_nominated(state: CycleState, pods: Sequence[PodInfo]) -> list[str]:
+    if pods and pods[0].job_id in state.nomination_timeouts:
+        return []  # the gang let its nominated nodes go: nothing there to wait for
     nodes = sorted({p.nominated_node for p in pods if p.nominated_node in state.node_index})
     return [
         n

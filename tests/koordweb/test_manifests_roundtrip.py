@@ -90,6 +90,13 @@ def test_nodes_devices_and_metrics(imported):
         (1, "GPU-2c3d", False, "nvidia", "H100"),
     ]
     assert gpus[1].pcie_id == "1" and gpus[0].resources["koordinator.sh/gpu-memory"] == 80 * GI
+    # The Device CR's own labels and annotations (partition policy and table) stay with it.
+    assert node.device_labels == {"node.koordinator.sh/gpu-partition-policy": "Honor"}
+    assert "scheduling.koordinator.sh/gpu-partitions" in node.device_annotations
+    assert "node.koordinator.sh/gpu-partition-policy" not in node.labels
+    device_doc = next(d for d in export_manifests(imported) if d["kind"] == "Device")
+    assert device_doc["metadata"]["labels"] == node.device_labels
+    assert device_doc["metadata"]["annotations"] == node.device_annotations
     rdma = Device.objects.get(node=node, device_type="rdma")
     assert rdma.vfs[0]["vfs"][0]["busID"] == "0000:1f:00.2" and rdma.vendor == ""
     metric = NodeMetric.objects.get(node=node)
@@ -98,6 +105,8 @@ def test_nodes_devices_and_metrics(imported):
         "0": {"koordinator.sh/gpu-core": 50, "koordinator.sh/gpu-memory": 20 * GI}
     }
     assert metric.report_interval_seconds == 30
+    assert metric.aggregated_usages == {"p95": {"300": {"cpu": 20000, "memory": 200 * GI}}}
+    assert metric.pod_usages == {"default/running-1": {"cpu": 2000, "memory": 4 * GI}}
     layers = TopologyLayer.objects.filter(cluster=imported).order_by("position")
     assert [(layer.name, layer.parent_name) for layer in layers] == [
         ("SpineLayer", ""),

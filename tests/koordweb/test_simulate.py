@@ -5,7 +5,9 @@ Each `<name>.yaml` has a `<name>.expected.json` beside it holding what must hold
 - "preemptions": every victim pod over all rounds (order does not matter);
 - "unschedulable": the job ids still unschedulable in the last round;
 - "annotations": {pod: {key: value}} that the placing round wrote;
-- "devices": {pod: {type: [minors]}} the cards the placing round chose.
+- "devices": {pod: {type: [minors]}} the cards the placing round chose;
+- "reasons": {job: text} text that a round's reason (or its details) for that unschedulable job
+  contains (Koordinator's own reason, for scenarios taken from its unit tests).
 """
 
 from __future__ import annotations
@@ -54,6 +56,10 @@ def test_scenario(path: Path) -> None:
         assert victims == sorted(expected["preemptions"])
     if "unschedulable" in expected:
         assert sorted(output["rounds"][-1]["unschedulable"]) == sorted(expected["unschedulable"])
+    for job, text in expected.get("reasons", {}).items():
+        verdicts = [r["unschedulable"][job] for r in output["rounds"] if job in r["unschedulable"]]
+        said = [v["reason"] + " " + json.dumps(v["details"]) for v in verdicts]
+        assert any(text in words for words in said), (job, said)
     placed = _placed(output)
     for pod, wanted in expected.get("annotations", {}).items():
         for key, value in wanted.items():

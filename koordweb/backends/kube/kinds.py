@@ -43,6 +43,7 @@ class WatchedKind:
                 client.PolicyV1Api(api_client).list_pod_disruption_budget_for_all_namespaces
             ),
             "priorityclasses": client.SchedulingV1Api(api_client).list_priority_class,
+            "configmaps": core.list_config_map_for_all_namespaces,
         }
         if self.plural in builtin:
             return builtin[self.plural], ()
@@ -67,6 +68,8 @@ WATCHED_KINDS: tuple[WatchedKind, ...] = (
     WatchedKind("nodemetrics", "slo.koordinator.sh/v1alpha1", "NodeMetric", "nodemetrics"),
     WatchedKind("poddisruptionbudgets", "policy/v1", "PodDisruptionBudget", "poddisruptionbudgets"),
     WatchedKind("priorityclasses", "scheduling.k8s.io/v1", "PriorityClass", "priorityclasses"),
+    # For koord-scheduler-config, the cluster's scheduler profile (other ConfigMaps are ignored).
+    WatchedKind("configmaps", "v1", "ConfigMap", "configmaps"),
 )
 
 

@@ -55,6 +55,8 @@ class Command(BaseCommand):
             raise CommandError(str(exc), returncode=2) from exc
         summary = ", ".join(f"{kind}: {count}" for kind, count in counts.items()) or "nothing"
         self.stdout.write(f"imported into cluster {cluster_name!r}: {summary}")
+        for warning in manifests.warnings:
+            self.stderr.write(f"warning: {warning}")
 
     def _read(self, path: Path, *, first_index: int) -> list[Any]:
         """The documents of one file; errors name the file and the stream-wide document index."""

@@ -74,7 +74,7 @@ CASES = [
         "device-combination",
         submission(pod=_pod(cpu="1", **{"koordinator.sh/gpu-core": "50"})),
         "pod",
-        "gpu-memory",
+        "invalid resource device requests: [koordinator.sh/gpu-core]",  # Koordinator's reason
     ),
     ("min-over-replicas", submission(replicas=2, min_available=3), "min_available", "at most"),
     ("bad-mode", submission(mode="Loose"), "mode", "valid choice"),

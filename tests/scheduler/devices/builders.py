@@ -46,9 +46,10 @@ def plain_gpu_node(minors: range | list[int], memory: int = 8 * GiB, **labels: s
 
 
 def request(annotations: dict[str, str] | None = None, **resources: int) -> DeviceRequest:
-    """A parsed request from short names: gpu, core, memory, ratio, shared, rdma, npu_*, v*."""
+    """A parsed request from short names: gpu, kgpu, core, memory, ratio, shared, rdma, npu_*."""
     names = {
         "gpu": "nvidia.com/gpu",
+        "kgpu": "koordinator.sh/gpu",
         "core": "koordinator.sh/gpu-core",
         "memory": "koordinator.sh/gpu-memory",
         "ratio": "koordinator.sh/gpu-memory-ratio",
@@ -57,8 +58,6 @@ def request(annotations: dict[str, str] | None = None, **resources: int) -> Devi
         "npu_core": "huawei.com/npu-core",
         "npu_cpu": "huawei.com/npu-cpu",
         "npu_dvpp": "huawei.com/npu-dvpp",
-        "vcore": "cambricon.com/mlu.smlu.vcore",
-        "vmemory": "cambricon.com/mlu.smlu.vmemory",
     }
     parsed = parse_device_request({names[k]: v for k, v in resources.items()}, annotations)
     assert parsed is not None

@@ -193,7 +193,7 @@ class TestPartitions:
         usage.apply([AllocatedDevice("gpu", m, 100, 80 * GiB, 100) for m in (0, 2, 4, 6)])
         # Four free cards but no free pair: Honor refuses, Prefer falls back to topology.
         assert allocate(node, usage, request(gpu=2)) is None
-        assert "partition" in explain(node, usage, request(gpu=2))
+        assert explain(node, usage, request(gpu=2)) == "Insufficient Partitioned GPU Devices"
         assert allocate(node, usage, request(gpu=3)) is None  # no 3-card partition exists
         prefer = eight_gpu_node(labels={LABEL_GPU_MODEL: "H20"})
         assert minors(allocate(prefer, usage, request(gpu=2))) == [1, 3]
@@ -207,10 +207,51 @@ class TestPartitions:
         annotated = build_node_devices(
             "n",
             list(node.gpus),
-            labels={POLICY: "Honor"},
+            device_labels={POLICY: "Honor"},
             device_annotations={ANNOTATION_GPU_PARTITIONS: table},
         )
         assert minors(allocate(annotated, DeviceUsage(annotated), request(gpu=2))) == [0, 4]
+        # Honor on the Device and no 4-card partition in its table: Koordinator's reason.
+        usage = DeviceUsage(annotated)
+        assert (
+            explain(annotated, usage, request(gpu=4))
+            == "node(s) Unsupported number of GPU requests"
+        )
+
+    def test_the_device_table_brings_the_device_policy_and_the_node_is_only_a_fallback(
+        self,
+    ) -> None:
+        from scheduler.devices import build_node_devices
+        from scheduler.devices.names import ANNOTATION_GPU_PARTITIONS
+
+        gpus = list(eight_gpu_node().gpus)
+        table = json.dumps({"2": [{"minors": [0, 1]}]})
+        # allocator_gpu.go: with a table on the Device the Node's policy label is not read.
+        node_says_honor = build_node_devices(
+            "n",
+            gpus,
+            labels={POLICY: "Honor"},
+            device_annotations={ANNOTATION_GPU_PARTITIONS: table},
+        )
+        assert node_says_honor.partition_policy == "Prefer"
+        assert minors(allocate(node_says_honor, DeviceUsage(node_says_honor), request(gpu=4))) == [
+            0,
+            1,
+            2,
+            3,
+        ]
+        # Without a table on the Device, the Node's model and policy label are the fallback.
+        fallback = build_node_devices("n", gpus, labels={LABEL_GPU_MODEL: "H100", POLICY: "Honor"})
+        assert fallback.partition_policy == "Honor" and fallback.partitions is not None
+
+    def test_honor_without_any_table_refuses_every_whole_card_request(self) -> None:
+        # allocateByPartition: Honor and no partition indexer -> ErrNodeMissingGPUPartitionTable,
+        # for one card as for eight; shared requests never look at partitions.
+        node = eight_gpu_node(labels={POLICY: "Honor"})
+        usage = DeviceUsage(node)
+        assert explain(node, usage, request(gpu=1)) == "node(s) missing GPU Partition Table"
+        assert explain(node, usage, request(gpu=8)) == "node(s) missing GPU Partition Table"
+        assert allocate(node, usage, request(core=50, ratio=50)) is not None
 
 
 def test_node_score_follows_the_strategy() -> None:

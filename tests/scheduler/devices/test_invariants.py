@@ -14,7 +14,7 @@ from scheduler.devices import (
     build_node_devices,
 )
 from scheduler.devices.names import LABEL_GPU_MODEL, LABEL_GPU_VENDOR
-from scheduler.devices.request import GPUShape, MLUShape, NPUShape
+from scheduler.devices.request import GPUShape, NPUShape
 from tests.scheduler.devices.builders import GiB, eight_gpu_node, gpu
 
 gpu_shapes = st.one_of(
@@ -69,17 +69,18 @@ def test_no_card_is_ever_over_allocated(
 
 
 npu_requests = st.one_of(
-    st.builds(lambda c: DeviceRequest(npu=NPUShape(c)), st.sampled_from([1, 2, 8, 16])),
     st.builds(
-        lambda c, p, d: DeviceRequest(npu=NPUShape(c, p, d)),
-        st.sampled_from([2, 4]),
+        lambda c, p, d, g: DeviceRequest(npu=NPUShape(c, p, d, g * GiB)),
+        st.sampled_from([1, 2, 4]),
         st.sampled_from([1, 3, 4]),
-        st.sampled_from([None, 0, 50, 100]),
+        st.sampled_from([None, 12, 25, 50, 100]),
+        st.sampled_from([3, 6, 12]),
     ),
+    st.builds(lambda k: DeviceRequest(gpu=GPUShape(k, 0, 0, 100, npu_core=8)), st.integers(1, 3)),
     st.builds(lambda k: DeviceRequest(gpu=GPUShape(k, 100, 0, 100)), st.integers(1, 3)),
 )
 mlu_requests = st.builds(
-    lambda v, blocks: DeviceRequest(mlu=MLUShape(v, blocks * 256 * 1024**2)),
+    lambda v, blocks: DeviceRequest(gpu=GPUShape(1, v, blocks * 256 * 1024**2)),
     st.integers(1, 100),
     st.integers(1, 40),
 )

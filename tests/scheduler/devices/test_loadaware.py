@@ -84,15 +84,27 @@ def reported(name: str, cpu_used: float, at: float) -> NodeInfo:
     return ReportedNode(**fields, usage_reported_at=at)
 
 
-def test_nodes_without_or_with_expired_reports_skip_the_filter() -> None:
+def test_nodes_without_reports_skip_the_filter_and_expired_ones_are_refused() -> None:
+    # Koordinator v1.7 TestFilterExpiredNodeMetric / TestEnableScheduleWhenNodeMetricsExpired.
     nodes = [
         reported("fresh", 9.0, at=900.0),
-        reported("stale", 9.0, at=800.0),  # 200 s old: past the 180 s expiry
+        reported("stale", 1.0, at=800.0),  # 200 s old: past the 180 s expiry
         node("quiet").cpu(10).memory(100).build(),
     ]
     state, plugin = state_with(*nodes, pods=2, now=1000.0)
     by_name = dict(zip(state.node_names, slots(state, plugin), strict=True))
-    assert by_name == {"fresh": 0, "stale": 2, "quiet": 2}
+    assert by_name == {"fresh": 0, "stale": 0, "quiet": 2}
+    job = state.jobs["default/web"]
+    reasons = plugin.explain(state, job, state.pending_pods(job), np.arange(3))
+    assert reasons["node(s) nodeMetric expired"] == 1
+    for args, stale in (
+        ({"enableScheduleWhenNodeMetricsExpired": True}, 2),
+        ({"filterExpiredNodeMetrics": False}, 2),
+    ):
+        plugin = LoadAware(args)
+        plugin.setup(state)
+        by_name = dict(zip(state.node_names, slots(state, plugin), strict=True))
+        assert by_name["stale"] == stale
 
 
 def test_reserved_pods_raise_the_estimate_until_unreserved() -> None:
@@ -125,3 +137,53 @@ def test_round_avoids_the_hot_node() -> None:
     c.submit(gang("default/web", pods=1).cpu(1))
     result = run_round(c.snapshot(), Profile.default())
     assert result.placements["default/web-1"].node == "b-cool"
+
+
+def test_default_estimator_takes_the_larger_of_limit_and_request() -> None:
+    # Koordinator v1.7 estimator/default_estimator_test.go: max(limit, request) x factor, capped
+    # at the limit; nothing asked of cpu or memory counts 250m / 200Mi, unscaled.
+    from scheduler.model import PodInfo
+    from scheduler.plugins.loadaware_estimate import estimate_pod
+
+    factors = {"cpu": 85, "memory": 70}
+    burst = PodInfo("default", "p", "j", requests={"cpu": 1000}, limits={"cpu": 4000})
+    assert estimate_pod(burst, factors)["cpu"] == 3400
+    empty = PodInfo("default", "q", "j")
+    assert estimate_pod(empty, factors) == {"cpu": 250, "memory": 200 * 1024 * 1024}
+
+
+def test_defaults_are_replaced_by_given_thresholds_and_weights() -> None:
+    plugin = LoadAware({"usageThresholds": {"memory": 80}, "dominantResourceWeight": 1})
+    assert plugin.thresholds == {"memory": 80}  # cpu is no longer checked
+    assert plugin.weights == {}  # a dominant weight alone: no per-resource weights
+    assert plugin.factors == {"cpu": 85, "memory": 70}
+
+
+def test_prod_pods_follow_koordinators_priority_classes() -> None:
+    # apis/extension/priority.go and priority_utils.go: label, then band, then QoS.
+    from scheduler.model import PodInfo
+    from scheduler.plugins.loadaware_estimate import is_prod
+
+    def pod(priority: int = 0, labels: dict[str, str] | None = None, cpu: int = 1000) -> PodInfo:
+        return PodInfo("d", "p", "j", requests={"cpu": cpu}, priority=priority, labels=labels or {})
+
+    assert is_prod(pod(9999)) and not is_prod(pod(5000)) and not is_prod(pod(7500))
+    assert not is_prod(pod(9999, {"koordinator.sh/priority-class": "koord-batch"}))
+    assert is_prod(pod())  # no class: LS QoS, which is prod
+    assert not is_prod(pod(cpu=0))  # BestEffort: BE, which is batch
+    assert not is_prod(pod(labels={"koordinator.sh/qosClass": "BE"}))
+
+
+def test_aggregated_arguments_are_checked() -> None:
+    from scheduler.profile import check_args
+
+    good = {"usageThresholds": {"cpu": 60}, "usageAggregationType": "p95"}
+    assert (
+        check_args({"LoadAware": {"aggregated": {**good, "usageAggregatedDuration": "5m"}}}) == {}
+    )
+    problems = check_args(
+        {"LoadAware": {"aggregated": {**good, "usageAggregatedDuration": "soon"}}}
+    )
+    assert "usageAggregatedDuration" in problems["LoadAware.aggregated"]
+    problems = check_args({"LoadAware": {"aggregated": {"usageAggregationType": "p42"}}})
+    assert "expected one of avg, p50" in problems["LoadAware.aggregated"]

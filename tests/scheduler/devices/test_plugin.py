@@ -100,7 +100,7 @@ def test_invalid_request_is_reported_at_prefilter() -> None:
     result = run_round(snapshot_of([gpu_node("gpu-1")], job), PROFILE)
     verdict = result.unschedulable["default/bad"]
     assert verdict.code == "Invalid"
-    assert "koordinator.sh/gpu-memory" in verdict.reason
+    assert "invalid resource device requests: [koordinator.sh/gpu-core]" in verdict.reason
 
 
 def state_for(
