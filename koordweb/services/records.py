@@ -300,15 +300,10 @@ def _nominations_given_up(
     pods: Mapping[int, Pod],
     preempting: set[str],
 ) -> list[Nomination]:
-    """A nominated job that neither fits, nor waits for its victims, nor preempts anew gives its
-    nomination up (kube-scheduler clears nominatedNodeName then): its reservation would hold the
-    nodes for nothing. So does a gang past its waiting time (the engine's `timeouts`). An empty
-    node clears the nomination, in the database and in the cluster."""
-    given_up = {
-        job_id
-        for job_id, verdict in result.unschedulable.items()
-        if (verdict.code != "Wait" and job_id not in preempting) or job_id in result.timeouts
-    }
+    """A job still not placed when its waiting time has passed (the engine's `timeouts`) gives
+    its nominations up, unless it preempts anew this round: an empty node clears the
+    nomination, in the database and in the cluster (`status.nominatedNodeName`)."""
+    given_up = {job_id for job_id in result.unschedulable if job_id in result.timeouts} - preempting
     if not given_up:
         return []
     return [

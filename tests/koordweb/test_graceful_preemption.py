@@ -172,20 +172,36 @@ def test_rounds_asked_for_during_a_round_start_exactly_one_successor_right_after
     assert cluster.round_pending is False
 
 
-def test_a_nomination_that_can_no_longer_help_is_given_up(db):
+def test_a_nomination_past_its_waiting_time_is_given_up(db):
     from koordweb.manifests import import_manifests
     from tests.fakekube.testing import RUNNING, TOPOLOGY, block_node, gang_pods
 
     cluster = Cluster.objects.create(name="nominated")
     waiting = gang_pods("late", 1, 100)[0]
-    waiting["status"] = {"phase": "Pending", "nominatedNodeName": "node-1"}
+    waiting["metadata"]["annotations"]["gang.scheduling.koordinator.sh/waiting-time"] = "60s"
+    waiting["status"] = {
+        "phase": "Pending",
+        "nominatedNodeName": "node-1",
+        "conditions": [
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": "Unschedulable",
+                "lastTransitionTime": "2026-12-01T00:00:00Z",
+            }
+        ],
+    }
     holder = gang_pods("holder", 1, 10_000)[0]  # higher priority: never a victim
     holder["spec"]["nodeName"] = "node-1"
     holder["status"] = RUNNING
     import_manifests(cluster, [TOPOLOGY, block_node("node-1", "b1"), holder, waiting])
-    assert Pod.objects.get(name="late-0").nominated_node.name == "node-1"
-    one_round(cluster, timezone.now())
+    since = Pod.objects.get(name="late-0").nominated_at
+    one_round(cluster, since + timedelta(seconds=30))
+    assert Pod.objects.get(name="late-0").nominated_node.name == "node-1"  # still waiting
+    rnd = one_round(cluster, since + timedelta(seconds=61))
     late = Job.objects.get(name="late")
     assert late.state == JobState.PENDING
-    # It neither fits, nor waits for victims, nor may preempt: the reservation goes.
+    # Past its waiting time it lets the node go, through an intent (so in a cluster too).
     assert Pod.objects.get(name="late-0").nominated_node is None
+    given_up = rnd.intents.get(kind="nominate")
+    assert (given_up.node, given_up.state) == ("", "done")
