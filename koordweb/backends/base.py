@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from koordweb.models import Cluster
 
@@ -111,11 +111,11 @@ class ClusterBackend(Protocol):
         """Before the round's transaction: wait for what `sync` reads (the kubernetes backend's
         watch mirror lists every kind once), so that no wait happens inside it."""
 
-    def sync(self, cluster: Cluster, *, now: datetime) -> dict[str, int]:
+    def sync(self, cluster: Cluster, *, now: datetime) -> dict[str, Any]:
         """Bring the database up to date with the cluster (nodes, pods, devices, metrics).
 
         Runs inside the round's transaction: database work only, no call to the cluster.
-        Returns counts for the round's metrics."""
+        Returns what the round's metrics count (`kubelet_rejections`, ...)."""
 
     def enact(self, cluster: Cluster, plan: EnactPlan, *, now: datetime) -> EnactReport:
         """Apply a plan to the cluster, idempotently; runs after the plan committed and writes

@@ -59,7 +59,7 @@ class KubernetesBackend:
         """Start the watch mirror and wait for its first list of every kind (or fail)."""
         self.client.snapshot()
 
-    def sync(self, cluster: Cluster, *, now: datetime) -> dict[str, int]:
+    def sync(self, cluster: Cluster, *, now: datetime) -> dict[str, Any]:
         counts = cluster_reconcile(
             cluster=cluster,
             documents=self.client.snapshot(),

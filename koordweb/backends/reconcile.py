@@ -100,8 +100,8 @@ def cluster_reconcile(
     return {
         "nodes": len(nodes),
         "pods": pods,
-        "skipped": len(skipped),
-        "warnings": len(warnings),
+        "skipped": skipped,
+        "warnings": warnings,
         "kubelet_rejections": story.rejections,
     }
 

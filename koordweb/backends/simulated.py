@@ -10,6 +10,7 @@ cluster has not moved on (the node still exists, the pod is not bound elsewhere)
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 
@@ -24,7 +25,7 @@ class SimulatedBackend:
     def prepare(self, cluster: Cluster) -> None:
         """The database is the cluster: nothing to wait for."""
 
-    def sync(self, cluster: Cluster, *, now: datetime) -> dict[str, int]:
+    def sync(self, cluster: Cluster, *, now: datetime) -> dict[str, Any]:
         grace = timedelta(seconds=settings.KOORDWEB_SIMULATED_GRACE_SECONDS)
         gone = cluster.pods.filter(terminating=True, terminating_since__lte=now - grace).exclude(
             phase__in=pod_services.FINISHED_PHASES

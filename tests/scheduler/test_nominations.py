@@ -13,7 +13,8 @@ from tests.scheduler.builders import cluster, gang, node
 def _snapshot(now: float):  # type: ignore[no-untyped-def]
     c = cluster()
     c.nodes.append(node("node-1").cpu(32).memory(128).build())
-    c.submit(gang("default/big", pods=2).cpu(20))
+    # A nomination holds its node against lower or equal priority: small is below big.
+    c.submit(gang("default/big", pods=2).cpu(20).priority(5))
     c.submit(gang("default/small", pods=1).cpu(8).priority(1))
     snapshot = c.snapshot()
     pods = tuple(
