@@ -161,13 +161,27 @@ def test_preemption_timeline_spans_lost_work_and_links_preemptor() -> None:
         )
     ]
     figure = valid(preemption_timeline(events))
-    bars, links, stars = figure["data"]
-    assert bars["y"] == ["default/small", "default/new"]
-    assert bars["x"][0] == 2 * 3600 * 1000
-    assert bars["x"][1] == 60_000  # never started: a minimal visible sliver at the moment
+    bars, links, stars, unknown = figure["data"]
+    assert bars["y"] == ["default/small"]
+    assert bars["x"] == [2 * 3600 * 1000]  # ends exactly at the preemption, no minimum length
+    assert unknown["y"] == ["default/new"]  # never started: a cross at the moment, no bar
     assert "GPU-hours lost: 16" in bars["hovertext"][0]
     assert links["y"] == ["default/big", "default/small", None, "default/big", "default/new", None]
     assert stars["y"] == ["default/big"]
+
+
+def test_preemption_timeline_links_bars_and_names_to_jobs() -> None:
+    at = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+    victim = VictimSpan("default/small", at - timedelta(minutes=1), 8, 0.1, "/jobs/2/")
+    event = PreemptionEvent(1, at, "default/big", "enacted", "", (victim,), "/jobs/1/")
+    figure = valid(preemption_timeline([event]))
+    bars, _, stars = figure["data"]
+    assert bars["customdata"] == ["/jobs/2/"] and stars["customdata"] == ["/jobs/1/"]
+    ticks = dict(zip(figure["layout"]["yaxis"]["tickvals"], figure["layout"]["yaxis"]["ticktext"]))
+    assert ticks["default/small"] == '<a href="/jobs/2/">default/small</a>'
+    assert ticks["default/big"] == '<a href="/jobs/1/">default/big</a>'
+    # The bar ends at the preemption even when the victim ran for less than a minute.
+    assert bars["x"] == [60_000]
 
 
 def test_round_latency_colours_failures() -> None:

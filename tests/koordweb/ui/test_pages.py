@@ -78,8 +78,9 @@ def test_job_queue_is_scoped_and_ordered(ui: UiCluster, as_admin: Client, as_bob
     bob_html = as_bob.get(reverse("jobs")).content.decode()
     assert "big-b" in bob_html and "train-a" not in bob_html
     # The pending reason in plain words, from the latest decision.
-    assert "does not fit: no candidate topology nodes" in bob_html
-    assert "4 x 8 GPU, 8 CPU" in bob_html
+    assert "No topology domain has room for all 4 pods of the job together." in bob_html
+    assert "desiredOfferSlot" not in bob_html
+    assert "4 x 8 GPUs, 8 cores" in bob_html
 
 
 def test_job_detail_shows_decisions_and_counterfactual(ui: UiCluster, as_bob: Client) -> None:
@@ -313,24 +314,6 @@ def test_what_if_plans_without_writing(ui: UiCluster, as_alice: Client) -> None:
     if outcome.group(1) != "unschedulable":
         assert "fig-whatif" in html
     assert not ui.cluster.jobs.filter(name__startswith="maybe").exists()
-
-
-def test_counterfactual_in_words_hides_foreign_jobs() -> None:
-    from koordweb.views.jobs import counterfactual_words, offer_slot_words
-
-    evict = {"evict_jobs": ["a/x", "b/y"], "fits_in": "BlockLayer/b2", "cost": {}}
-    assert counterfactual_words(evict) == "fits in BlockLayer/b2 if a/x, b/y are preempted"
-    assert counterfactual_words(evict, {"a/x"}) == (
-        "fits in BlockLayer/b2 if a/x, 1 job(s) of other tenants are preempted"
-    )
-    quota = {"quota_increase": {"team-a": {"nvidia.com/gpu": 8}}}
-    assert counterfactual_words(quota) == "needs 8 more nvidia.com/gpu in quota team-a"
-    assert counterfactual_words(None) == ""
-    details = {
-        "desired_offer_slots": 4,
-        "domain_offer_slots": {"BlockLayer/b2": 3, "BlockLayer/b1": 2},
-    }
-    assert offer_slot_words(details) == "desired 4; BlockLayer/b1: 2, BlockLayer/b2: 3"
 
 
 def test_a_tenant_sees_only_its_quotas_and_their_ancestors(ui: UiCluster, as_alice: Client) -> None:
