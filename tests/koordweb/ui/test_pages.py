@@ -105,7 +105,7 @@ def test_overview_counts_alerts_and_figures(ui: UiCluster, as_admin: Client) -> 
     assert "snapshot failed" in html  # the failed round
     assert "blocked by a disruption budget" in html
     bars = figures(html)["fig-resources"]["data"][1]
-    gpu = dict(zip(bars["y"], bars["x"], strict=True))["nvidia.com/gpu"]
+    gpu = dict(zip(bars["y"], bars["x"], strict=True))["GPUs"]
     assert gpu == pytest.approx(100 * 16 / 32, abs=0.1)  # 16 of 4 x 8 NVIDIA cards
     assert re.search(r'data-count="pending">1<', html)
 
