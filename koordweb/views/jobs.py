@@ -67,16 +67,17 @@ def job_explanation(
 
 
 def what_would_help(
-    job: Job,
+    counterfactual: Any,
     explanation: Explanation,
-    details: Mapping[str, Any],
     room: ClusterRoom,
     requests: Mapping[str, int],
+    pod_count: int,
+    topology_spec: Mapping[str, Any] | None,
     visible: set[str] | None,
 ) -> str:
     """The engine's counterfactual, only where it would work: nothing for a job that can never
-    run; a quota increase only when the live cluster has room for the job (checked now)."""
-    counterfactual = details.get("counterfactual")
+    run (no change but a looser rule or fewer pods helps, and the sentence says so); a quota
+    increase only when the live cluster has room for the job now (a dry run of the room)."""
     if explanation.code == "never-fits":
         return ""
     if not isinstance(counterfactual, Mapping):
@@ -84,13 +85,12 @@ def what_would_help(
     counterfactual = dict(counterfactual)
     note = ""
     if counterfactual.get("quota_increase"):
-        needed = job.min_available or job.total_number
-        now = room.room(requests, job.topology_spec, empty=False)
-        if now is not None and now.best < needed:
+        now = room.room(requests, topology_spec, empty=False)
+        if now is not None and now.best < pod_count:
             counterfactual.pop("quota_increase")
             note = (
                 "More quota alone would not let it start now: the free room it may use holds "
-                f"{now.best} of the {needed} pods it needs."
+                f"{now.best} of the {pod_count} pods it needs."
             )
     return " ".join(p for p in (counterfactual_sentence(counterfactual, visible), note) if p)
 
@@ -223,7 +223,15 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "shape": shape_text(requests) if pods else "",
         "decisions": decisions,
         "why": why,
-        "counterfactual": what_would_help(job, why, details, room, requests, visible)
+        "counterfactual": what_would_help(
+            details.get("counterfactual"),
+            why,
+            room,
+            requests,
+            job.min_available or job.total_number,
+            job.topology_spec,
+            visible,
+        )
         if job.state in WAITING
         else "",
         "placed_on": _placed_on(pods, decisions),

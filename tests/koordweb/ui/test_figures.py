@@ -136,7 +136,9 @@ def test_heatmap_cells_marks_and_bands() -> None:
     figure = valid(device_heatmap(["b1 · n1", "b1 · n2"], [0, 1], cells, groups=groups))
     heat = figure["data"][0]
     assert heat["z"] == [[100, 50], [0, None]]
-    assert heat["text"] == [["", "S"], ["x", ""]]
+    assert heat["text"] == [["", "S"], ["", ""]]
+    crosses = figure["data"][1]  # the unhealthy card: a large cross over its cell
+    assert crosses["x"] == ["#0"] and crosses["y"] == ["b1 · n2"]
     labels = [a["text"] for a in figure["layout"]["annotations"]]
     assert labels == ["NUMA 0", "NUMA 1", "NVLink 0-1"]
     # One rule down the heatmap where NUMA 1 starts, plus a band per group.

@@ -155,7 +155,14 @@ def test_devices_heatmap_marks_shared_and_hides_foreign_jobs(
     assert rows == ["b1 · node-1", "b1 · node-2", "b2 · node-3", "(outside) · node-5"]
     node3 = rows.index("b2 · node-3")
     assert heat["z"][node3][0] == 50 and heat["text"][node3][0] == "S"
-    assert heat["text"][node3][7] == "x"  # unhealthy card
+    crosses = figures(html)["fig-heatmap"]["data"][1]  # unhealthy cards: a cross over the cell
+    assert list(zip(crosses["y"], crosses["x"], strict=True)) == [("b2 · node-3", "#7")]
+    assert re.search(r'data-count="unhealthy">1<', html)
+    # Counts are of the cluster, whatever the filter shows.
+    huawei = as_admin.get(reverse("devices"), {"vendor": "huawei"}).content.decode()
+    assert re.search(r'data-count="cards">(\d+)<', huawei)[1] == re.search(
+        r'data-count="cards">(\d+)<', html
+    )[1]
     assert heat["z"][0] == [100] * 8
     assert "notebook-b" in heat["hovertext"][node3][0]
     kinds = {a["text"].split()[0] for a in figures(html)["fig-heatmap"]["layout"]["annotations"]}
