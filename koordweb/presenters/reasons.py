@@ -323,7 +323,7 @@ def counterfactual_sentence(
         names = shown + ([f"{hidden} job(s) of other tenants"] if hidden else [])
         where = counterfactual.get("fits_in")
         place = f" in {domain_text(where)}" if where else ""
-        verb = "were" if len(names) > 1 or hidden > 1 else "was"
+        verb = "were" if len(shown) + hidden > 1 else "was"
         parts.append(f"It would fit{place} if {', '.join(names)} {verb} preempted.")
     for quota, missing in _as_dict(counterfactual.get("quota_increase")).items():
         if isinstance(missing, Mapping) and missing:

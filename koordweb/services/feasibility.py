@@ -19,7 +19,7 @@ from django.core.exceptions import ValidationError
 
 from koordweb.models import Cluster, Device, Node
 from koordweb.presenters.quantities import shape_text
-from koordweb.presenters.reasons import domain_text, layer_word, pods
+from koordweb.presenters.reasons import layer_word, pods
 from koordweb.selectors.topology import (
     NODE_LAYER,
     cluster_layers,
@@ -121,8 +121,8 @@ class ClusterRoom:
         if room.layer:
             where = layer_word(room.layer)
             return (
-                f"with every node empty, the roomiest {where} "
-                f"({domain_text(room.best_domain)}) has room for {pods(room.best)} of {shape}, "
+                f"with every node empty, the roomiest {where}, "
+                f"{room.best_domain.partition('/')[2]}, has room for {pods(room.best)} of {shape}, "
                 f"and the job needs {pods(pod_count)} together in one {where}"
             )
         return (

@@ -160,9 +160,10 @@ def test_devices_heatmap_marks_shared_and_hides_foreign_jobs(
     assert re.search(r'data-count="unhealthy">1<', html)
     # Counts are of the cluster, whatever the filter shows.
     huawei = as_admin.get(reverse("devices"), {"vendor": "huawei"}).content.decode()
-    assert re.search(r'data-count="cards">(\d+)<', huawei)[1] == re.search(
-        r'data-count="cards">(\d+)<', html
-    )[1]
+    assert (
+        re.search(r'data-count="cards">(\d+)<', huawei)[1]
+        == re.search(r'data-count="cards">(\d+)<', html)[1]
+    )
     assert heat["z"][0] == [100] * 8
     assert "notebook-b" in heat["hovertext"][node3][0]
     kinds = {a["text"].split()[0] for a in figures(html)["fig-heatmap"]["layout"]["annotations"]}
