@@ -193,7 +193,7 @@ def _quota(reason: str, d: dict[str, Any], state: str) -> str:
     quota = d.get("quota") or _quoted(reason, "quotaName: ")
     shortfall = _as_dict(_as_dict(d.get("quota_shortfall")).get(str(quota)))
     if not shortfall:
-        first = next(iter(_as_dict(d.get("quota_shortfall")).values()), {})
+        first: Any = next(iter(_as_dict(d.get("quota_shortfall")).values()), {})
         shortfall = _as_dict(first)
     if shortfall:
         return f"Quota {quota} has too little left: it needs {amounts_text(shortfall)} more."

@@ -43,7 +43,7 @@ def _why_pending(decision: Decision | None) -> dict[str, Any] | None:
         "reason": decision.reason,
         "reason_code": words.code,
         "sentence": words.sentence,
-        "details_text": [{"label": label, "text": text} for label, text in words.details],
+        "details_text": [{"item": item, "text": text} for item, text in words.details],
         "counterfactual": details.get("counterfactual"),
         "details": details,
         "decided_at": decision.created_at,

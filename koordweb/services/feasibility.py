@@ -99,7 +99,7 @@ class ClusterRoom:
             fits = offer_slots(free, shape)
             if layer and depth is None:
                 room[f"{layer}/{name}"] += fits  # gathered on one node
-            elif layer:
+            elif depth is not None:
                 path = node_domains(self.chain, name, labels)
                 if path:  # nodes outside the topology never serve a MustGather job
                     room[path[depth]] += fits

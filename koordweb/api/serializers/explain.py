@@ -6,7 +6,7 @@ from rest_framework import serializers
 
 
 class DetailLineSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    label = serializers.CharField()
+    item = serializers.CharField(help_text="What the line is about, e.g. 'Room per domain'.")
     text = serializers.CharField()
 
 
