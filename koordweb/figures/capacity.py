@@ -98,8 +98,8 @@ def accelerator_bars(rows: Sequence[tuple[str, int, int, float]]) -> dict:
             height=max(170, 40 * len(names) + 90),
             xaxis={"title": {"text": "cards"}, "rangemode": "tozero", "tickformat": ",d"},
             yaxis={"autorange": "reversed", "automargin": True},
-            legend={"orientation": "h", "y": -0.35},
-            margin={"l": 60, "r": 150, "t": 30, "b": 40},
+            legend={"orientation": "h", "y": -0.5},
+            margin={"l": 60, "r": 150, "t": 30, "b": 70},
         ),
     )
     return figure_dict(figure)
