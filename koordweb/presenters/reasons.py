@@ -282,6 +282,28 @@ _SENTENCES = {
 }
 
 
+_STATE_WORDS = {
+    "Preempting": "Being preempted: its pods are terminating and still hold their nodes; it is "
+    "Preempted once they are gone.",
+    "Requeueing": "A node refused one of its pods: its pods are being deleted, then it waits in "
+    "the queue again.",
+    "Preempted": "Preempted.",
+    "Succeeded": "Finished.",
+    "Failed": "Failed.",
+    "Cancelled": "Cancelled.",
+}
+
+
+def state_sentence(state: str, state_reason: str = "") -> Explanation:
+    """A job that no decision explains (being preempted, requeued, or over), in words: the
+    state's meaning, then the recorded reason when there is one."""
+    text = _STATE_WORDS.get(state, f"{state}.")
+    reason = (state_reason or "").strip().rstrip(".")
+    if reason and reason.lower() != state.lower():
+        text = f"{text} {reason[:1].upper()}{reason[1:]}."
+    return Explanation(f"state-{state.lower()}", text)
+
+
 def _preemption_sentence(code: str, details: Mapping[str, Any]) -> str:
     """Why preempting did not help, when the engine tried."""
     if code in (PLACED, PLACED_NOMINATED, PREEMPTING, VICTIMS_TERMINATING, NOT_DECIDED):

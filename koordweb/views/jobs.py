@@ -18,6 +18,7 @@ from koordweb.presenters.reasons import (
     Explanation,
     counterfactual_sentence,
     decision_sentence,
+    state_sentence,
 )
 from koordweb.selectors.devices import natural_key
 from koordweb.services.feasibility import ClusterRoom
@@ -30,18 +31,13 @@ from koordweb.views.common import (
     visible_jobs,
 )
 
-# `Preempting` (victims terminating) is active too once the round pipeline records it.
-ACTIVE = tuple(
-    s
-    for s in (
-        JobState.PENDING,
-        getattr(JobState, "PREEMPTING", None),
-        JobState.SCHEDULED,
-        JobState.RUNNING,
-    )
-    if s
-)
-WAITING = tuple(s for s in (JobState.PENDING, getattr(JobState, "PREEMPTING", None)) if s)
+# `Preempting` (an evicted job whose pods are terminating) and `Requeueing` (refused by a
+# kubelet, queued again once its pods are gone) come with the round pipeline's outbox: both
+# still hold nodes, so they are active; a requeueing job waits, a preempting one does not.
+PREEMPTING = getattr(JobState, "PREEMPTING", "Preempting")
+REQUEUEING = getattr(JobState, "REQUEUEING", "Requeueing")
+ACTIVE = (JobState.PENDING, REQUEUEING, JobState.SCHEDULED, JobState.RUNNING, PREEMPTING)
+WAITING = (JobState.PENDING, REQUEUEING)
 STATE_FILTERS = {"active": ACTIVE, "pending": WAITING, "all": ()}
 LIVE_SECONDS = 5
 
@@ -58,9 +54,8 @@ def job_explanation(
         never = room.never_fits(requests, job.min_available or job.total_number, job.topology_spec)
         if never:
             return decision_sentence("unschedulable", NEVER_FITS_PREFIX + never)
-    if job.state not in ACTIVE:
-        text = job.state_reason or job.state.lower()
-        return Explanation("finished", f"{text[:1].upper()}{text[1:]}.".replace("..", "."))
+    if job.state not in (JobState.PENDING, JobState.SCHEDULED, JobState.RUNNING):
+        return state_sentence(job.state, job.state_reason)
     if decision is None:
         return decision_sentence(None, job.state_reason, state=job.state)
     return decision_sentence(decision.outcome, decision.reason, decision.details, state=job.state)

@@ -29,7 +29,7 @@ from koordweb.selectors.overview import (
 )
 from koordweb.selectors.topology import nodes_outside_topology
 from koordweb.views.common import current_cluster, is_admin, visible_jobs
-from koordweb.views.jobs import WAITING
+from koordweb.views.jobs import PREEMPTING, WAITING
 
 ALERT_WINDOW = timedelta(hours=24)
 LIVE_SECONDS = 10
@@ -61,7 +61,7 @@ def _live_context(request: HttpRequest) -> dict[str, Any]:
         "counts": {
             "pending": sum(counts.get(s, 0) for s in WAITING),
             "running": counts.get(JobState.RUNNING, 0) + counts.get(JobState.SCHEDULED, 0),
-            "preempted": counts.get(JobState.PREEMPTED, 0),
+            "preempted": counts.get(JobState.PREEMPTED, 0) + counts.get(PREEMPTING, 0),
             "finished": counts.get(JobState.SUCCEEDED, 0) + counts.get(JobState.FAILED, 0),
         },
         "demand": [

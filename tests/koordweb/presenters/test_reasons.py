@@ -262,3 +262,26 @@ def test_preemption_cost_and_reason_in_words() -> None:
         "Lower-priority jobs evicted (priority 9000 over at most 5000). It did not fit because: "
         "no topology domain has room for all 4 pods of the job together."
     )
+
+
+@pytest.mark.parametrize(
+    ("state", "reason", "sentence"),
+    [
+        (
+            "Preempting",
+            "",
+            "Being preempted: its pods are terminating and still hold their nodes; it is "
+            "Preempted once they are gone.",
+        ),
+        (
+            "Requeueing",
+            "kubelet refused pod x: OutOfnvidia.com/gpu",
+            "A node refused one of its pods: its pods are being deleted, then it waits in the "
+            "queue again. Kubelet refused pod x: OutOfnvidia.com/gpu.",
+        ),
+        ("Succeeded", "", "Finished."),
+        ("Cancelled", "cancelled by alice", "Cancelled. Cancelled by alice."),
+    ],
+)
+def test_job_states_without_a_decision_in_words(state: str, reason: str, sentence: str) -> None:
+    assert r.state_sentence(state, reason).sentence == sentence
