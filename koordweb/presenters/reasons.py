@@ -256,7 +256,8 @@ def _never_fits(reason: str, d: dict[str, Any], state: str) -> str:
 def _not_decided(reason: str, d: dict[str, Any], state: str) -> str:
     if state == "Pending":
         return "Waiting for the next scheduling round."
-    return reason or state.lower() or "—"
+    text = (reason or state or "—").strip().rstrip(".")
+    return f"{text[:1].upper()}{text[1:]}."
 
 
 def _other(reason: str, d: dict[str, Any], state: str) -> str:
