@@ -1,23 +1,24 @@
-"""Engine decisions in plain sentences, and their details as labelled, formatted lines.
+"""Engine decisions in plain sentences: one reason code and one sentence per case.
 
 The engine answers with a status code, a message in Koordinator's words and structured details
 (`scheduler/result.py`: `desired_offer_slots`, `domain_offer_slots`, `node_reasons`,
 `quota_shortfall`, `counterfactual`, `preemption`, `plugin`, ...; placed jobs: `chosen_domain`,
 `chosen_offer_slots`, `alternatives`). `reason_code` names the case, `decision_sentence` says it,
-`detail_lines` lists the details for the "details" disclosure. Pages, the API's `explain` and
-the what-if page all call these; nothing else turns engine output into words.
+`details.detail_lines` lists the details for the "details" disclosure. Pages, the API's
+`explain` and the what-if page all call these; nothing else turns engine output into words.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from koordweb.presenters.details import detail_lines, preemption_status_sentence
 from koordweb.presenters.quantities import amounts_text, number, resource_name
+from koordweb.presenters.words import as_dict, domain_text, layer_word, node_reason, pods
 from scheduler.placement import NO_CANDIDATE
-from scheduler.plugins.preemption import NO_VICTIMS, NOT_HELPFUL
 from scheduler.plugins.quota import INSUFFICIENT
 
 # Reason codes, one per kind of answer a page can give.
@@ -37,7 +38,6 @@ NOT_DECIDED = "not-decided"
 OTHER = "other"
 
 NEVER_FITS_PREFIX = "can never run: "
-_LAYER_WORDS = {"ClusterTopologyLayer": "cluster", "NodeTopologyLayer": "node"}
 _AVAILABLE = re.compile(r"(\d+)/(\d+) nodes are available")
 
 
@@ -48,47 +48,11 @@ class Explanation:
     details: tuple[tuple[str, str], ...] = ()
 
 
-def layer_word(layer: str) -> str:
-    """'BlockLayer' -> 'block', 'SpineLayer' -> 'spine'."""
-    if layer in _LAYER_WORDS:
-        return _LAYER_WORDS[layer]
-    word = layer.removesuffix("Layer") or layer
-    return re.sub(r"(?<!^)(?=[A-Z])", " ", word).lower()
-
-
-def domain_text(label: Any) -> str:
-    """'BlockLayer/b1' -> 'block b1'; the root ('ClusterTopologyLayer/') -> 'the whole cluster'."""
-    text = str(label or "")
-    if text in ("", "nominated nodes"):
-        return text or "the cluster"
-    layer, _, name = text.partition("/")
-    if layer == "ClusterTopologyLayer" or not name:
-        return "the whole cluster"
-    return f"{layer_word(layer)} {name}"
-
-
-def pods(n: Any) -> str:
-    count = int(n) if isinstance(n, (int, float)) else 0
-    return f"{number(count)} pod{'' if count == 1 else 's'}"
-
-
-def _node_reason(reason: str) -> str:
-    if reason.startswith("Insufficient "):
-        return f"too little free {resource_name(reason.removeprefix('Insufficient '))}"
-    if reason == "Too many pods":
-        return "no pod slots left"
-    return reason[:1].lower() + reason[1:]
-
-
-def _as_dict(value: Any) -> dict[str, Any]:
-    return dict(value) if isinstance(value, Mapping) else {}
-
-
 def reason_code(outcome: str | None, reason: str | None, details: Mapping[str, Any]) -> str:
     """Which case a decision is: one of the module's codes."""
     reason = reason or ""
     plugin = str(details.get("plugin") or "")
-    preemption = _as_dict(details.get("preemption"))
+    preemption = as_dict(details.get("preemption"))
     if reason.startswith(NEVER_FITS_PREFIX) or details.get("never_fits"):
         return NEVER_FITS
     if outcome == "placed":
@@ -124,7 +88,7 @@ def decision_sentence(
     state: str = "",
 ) -> Explanation:
     """The decision in one or two sentences, with its details as formatted lines."""
-    details = _as_dict(details)
+    details = as_dict(details)
     code = reason_code(outcome, reason, details)
     sentence = _SENTENCES[code](reason or "", details, state)
     extra = _preemption_sentence(code, details)
@@ -143,7 +107,7 @@ def _placed(reason: str, d: dict[str, Any], state: str) -> str:
             f", which had room for {pods(d['chosen_offer_slots'])}"
             f" ({pods(d['desired_offer_slots'])} needed)"
         )
-    others = len(_as_dict(d.get("alternatives"))) - 1
+    others = len(as_dict(d.get("alternatives"))) - 1
     if others > 0:
         text += f"; {others} other domain{'' if others == 1 else 's'} could also hold it"
     return text + "."
@@ -158,7 +122,7 @@ def _topology(reason: str, d: dict[str, Any], state: str) -> str:
     if desired is None:
         found = re.search(r"desiredOfferSlot: (\d+)", reason)
         desired = int(found[1]) if found else None
-    slots = {str(k): int(v) for k, v in _as_dict(d.get("domain_offer_slots")).items()}
+    slots = {str(k): int(v) for k, v in as_dict(d.get("domain_offer_slots")).items()}
     if not slots:
         if desired is None:
             return "No topology domain has room for all of the job's pods together."
@@ -172,14 +136,14 @@ def _topology(reason: str, d: dict[str, Any], state: str) -> str:
 
 
 def _node_resources(reason: str, d: dict[str, Any], state: str) -> str:
-    reasons = {str(k): int(v) for k, v in _as_dict(d.get("node_reasons")).items()}
+    reasons = {str(k): int(v) for k, v in as_dict(d.get("node_reasons")).items()}
     found = _AVAILABLE.search(reason)
     text = ""
     if found:
         text = f"{number(int(found[1]))} of {number(int(found[2]))} nodes can take one of its pods"
     listed = sorted(reasons.items(), key=lambda item: (-item[1], item[0]))[:4]
     if listed:
-        why = ", ".join(f"{number(n)} with {_node_reason(r)}" for r, n in listed)
+        why = ", ".join(f"{number(n)} with {node_reason(r)}" for r, n in listed)
         text = f"{text}; the others: {why}" if text else f"Nodes ruled out: {why}"
     if d.get("offer_slots") is not None and d.get("desired_offer_slots") is not None:
         text += (
@@ -191,10 +155,10 @@ def _node_resources(reason: str, d: dict[str, Any], state: str) -> str:
 
 def _quota(reason: str, d: dict[str, Any], state: str) -> str:
     quota = d.get("quota") or _quoted(reason, "quotaName: ")
-    shortfall = _as_dict(_as_dict(d.get("quota_shortfall")).get(str(quota)))
+    shortfall = as_dict(as_dict(d.get("quota_shortfall")).get(str(quota)))
     if not shortfall:
-        first: Any = next(iter(_as_dict(d.get("quota_shortfall")).values()), {})
-        shortfall = _as_dict(first)
+        first: Any = next(iter(as_dict(d.get("quota_shortfall")).values()), {})
+        shortfall = as_dict(first)
     if shortfall:
         return f"Quota {quota} has too little left: it needs {amounts_text(shortfall)} more."
     dims = d.get("exceeded_dimensions") or []
@@ -227,14 +191,14 @@ def _gang_short(reason: str, d: dict[str, Any], state: str) -> str:
 
 
 def _victims_terminating(reason: str, d: dict[str, Any], state: str) -> str:
-    text = str(_as_dict(d.get("preemption")).get("reason") or reason)
+    text = str(as_dict(d.get("preemption")).get("reason") or reason)
     nodes = text.partition(" on ")[2]
     where = f" on {nodes}" if nodes else ""
     return f"Waiting for the pods it preempted to terminate{where}."
 
 
 def _preempting(reason: str, d: dict[str, Any], state: str) -> str:
-    victims = len(_as_dict(d.get("nominations")))
+    victims = len(as_dict(d.get("nominations")))
     text = "Preempting lower-priority jobs to make room"
     return text + (f"; {pods(victims)} will start on the freed nodes." if victims else ".")
 
@@ -309,23 +273,10 @@ def _preemption_sentence(code: str, details: Mapping[str, Any]) -> str:
     """Why preempting did not help, when the engine tried."""
     if code in (PLACED, PLACED_NOMINATED, PREEMPTING, VICTIMS_TERMINATING, NOT_DECIDED):
         return ""
-    reason = str(_as_dict(details.get("preemption")).get("reason") or "")
+    reason = str(as_dict(details.get("preemption")).get("reason") or "")
     if not reason or reason == "preempting":
         return ""
     return preemption_status_sentence(reason)
-
-
-def preemption_status_sentence(reason: str) -> str:
-    """The preemption plugin's answer in words."""
-    if reason.startswith(NO_VICTIMS):
-        return "Preempting would not help: no lower-priority job can be evicted."
-    if reason.startswith(NOT_HELPFUL):
-        return "Preempting would not help: evicting every lower-priority job still leaves no room."
-    if "preemptionPolicy" in reason:
-        return "It may not preempt (its preemption policy is Never)."
-    if "PodDisruptionBudget" in reason:
-        return f"Preempting is blocked by a disruption budget ({reason.rsplit(' ', 1)[-1]})."
-    return f"Preemption: {reason}."
 
 
 def counterfactual_sentence(
@@ -348,20 +299,10 @@ def counterfactual_sentence(
         place = f" in {domain_text(where)}" if where else ""
         verb = "were" if len(shown) + hidden > 1 else "was"
         parts.append(f"It would fit{place} if {', '.join(names)} {verb} preempted.")
-    for quota, missing in _as_dict(counterfactual.get("quota_increase")).items():
+    for quota, missing in as_dict(counterfactual.get("quota_increase")).items():
         if isinstance(missing, Mapping) and missing:
             parts.append(f"It would run with {amounts_text(missing)} more in quota {quota}.")
     return " ".join(parts)
-
-
-def preemption_rule_sentence(cost: Mapping[str, Any] | None, preemptor_priority: int) -> str:
-    """Which rule allowed an eviction: priority, or reclaiming borrowed quota."""
-    highest = _as_dict(cost).get("highest_victim_priority")
-    if isinstance(highest, int) and highest >= preemptor_priority:
-        return "Borrowed quota reclaimed: the preemptor's quota is within its guaranteed minimum."
-    if isinstance(highest, int):
-        return f"Lower-priority jobs evicted: priority {preemptor_priority} over at most {highest}."
-    return "Lower-priority jobs evicted."
 
 
 def preemption_reason_sentence(reason: str) -> str:
@@ -374,132 +315,3 @@ def preemption_reason_sentence(reason: str) -> str:
     if why.code == OTHER:
         return f"{rule_text}: {engine}"
     return f"{rule_text}. It did not fit because: {why.sentence[:1].lower()}{why.sentence[1:]}"
-
-
-def cost_lines(cost: Mapping[str, Any] | None) -> list[tuple[str, str]]:
-    """A preemption's cost as labelled lines: victims, their highest priority, resources freed,
-    disruption budgets it would break."""
-    cost = _as_dict(cost)
-    lines: list[tuple[str, str]] = []
-    if "victim_jobs" in cost or "jobs" in cost:
-        jobs = int(cost.get("victim_jobs", cost.get("jobs", 0)) or 0)
-        text = f"{number(jobs)} job{'' if jobs == 1 else 's'}"
-        if cost.get("victim_pods") is not None:
-            text += f", {pods(cost['victim_pods'])}"
-        lines.append(("Evicted", text))
-    highest = cost.get("highest_victim_priority", cost.get("max_victim_priority"))
-    if highest is not None:
-        lines.append(("Highest victim priority", str(highest)))
-    resources = _as_dict(cost.get("resources"))
-    if resources:
-        lines.append(("Freed", amounts_text({k: int(v) for k, v in resources.items()})))
-    violations = _as_dict(cost.get("pdb_violations"))
-    if violations:
-        listed = ", ".join(f"{name} ({pods(n)})" for name, n in sorted(violations.items()))
-        lines.append(("Disruption budgets broken", listed))
-    elif "pdb_violations" in cost:
-        lines.append(("Disruption budgets broken", "none"))
-    return lines
-
-
-# Labels of the details people may open; anything else is shown under its key in words.
-_DETAIL_LABELS = {
-    "plugin": "Decided by",
-    "desired_offer_slots": "Pods to place together",
-    "chosen_domain": "Chosen domain",
-    "chosen_offer_slots": "Room in the chosen domain",
-    "offer_slots": "Room on all nodes",
-    "domain_offer_slots": "Room per domain",
-    "alternatives": "Other candidate domains",
-    "node_reasons": "Nodes ruled out",
-    "quota": "Quota",
-    "exceeded_dimensions": "Resources over quota",
-    "quota_shortfall": "Quota short by",
-    "runtime": "Quota's runtime share",
-    "used": "Quota in use",
-    "request": "This job asks",
-    "preemption": "Preemption",
-    "nominations": "Pods nominated to nodes",
-    "placements": "Pods placed",
-    "gang": "Gang",
-    "pods": "Gang pods that exist",
-    "min_available": "Gang needs at least",
-    "nominated": "On reserved nodes",
-}
-_DOMAIN_LIMIT = 12
-
-
-def detail_lines(details: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """Every detail as (label, text): domains by name, amounts with units, never a dict."""
-    lines = []
-    for key in sorted(
-        details,
-        key=lambda k: (
-            (list(_DETAIL_LABELS).index(k)) if k in _DETAIL_LABELS else len(_DETAIL_LABELS)
-        ),
-    ):
-        text = _detail_text(key, details[key])
-        if text:
-            lines.append((_DETAIL_LABELS.get(key, key.replace("_", " ").capitalize()), text))
-    return lines
-
-
-def _domains(slots: Mapping[str, Any]) -> str:
-    ranked = sorted(slots.items(), key=lambda item: (-int(item[1] or 0), str(item[0])))
-    shown = ", ".join(f"{domain_text(k)}: {pods(v)}" for k, v in ranked[:_DOMAIN_LIMIT])
-    more = len(ranked) - _DOMAIN_LIMIT
-    return shown + (f", and {more} more" if more > 0 else "")
-
-
-def _detail_text(key: str, value: Any) -> str:
-    if value is None or value == {} or value == []:
-        return ""
-    if key == "plugin":
-        return f"the {value} plugin"
-    if key in ("domain_offer_slots", "alternatives"):
-        return _domains(_as_dict(value))
-    if key == "chosen_domain":
-        return domain_text(value)
-    if key in ("desired_offer_slots", "chosen_offer_slots", "offer_slots"):
-        return pods(value)
-    if key == "node_reasons":
-        ranked = sorted(_as_dict(value).items(), key=lambda item: (-int(item[1]), item[0]))
-        return ", ".join(f"{number(int(n))} with {_node_reason(str(r))}" for r, n in ranked)
-    if key == "exceeded_dimensions" and isinstance(value, Sequence):
-        return ", ".join(resource_name(str(r)) for r in value)
-    if key == "quota_shortfall":
-        return "; ".join(
-            f"{quota}: {amounts_text(_as_dict(missing))}"
-            for quota, missing in sorted(_as_dict(value).items())
-        )
-    if key in ("runtime", "used", "request"):
-        amounts = _as_dict(value)
-        if amounts and all(isinstance(v, Mapping) for v in amounts.values()):
-            amounts = next(iter(amounts.values()))
-        return amounts_text({k: int(v) for k, v in _as_dict(amounts).items()})
-    if key == "preemption":
-        return preemption_status_sentence(str(_as_dict(value).get("reason") or "")) or ""
-    if key == "counterfactual":
-        return ""  # said apart, with other tenants' jobs counted, never named
-    if key in ("nominations", "placements"):
-        chosen = _as_dict(value)
-        nodes = sorted(set(map(str, chosen.values())))
-        listed = ", ".join(nodes[:8]) + (f" and {len(nodes) - 8} more" if len(nodes) > 8 else "")
-        return f"{pods(len(chosen))} on {listed}"
-    if key == "nominated":
-        return "yes" if value else ""
-    if key == "cost":
-        return "; ".join(f"{label}: {text}" for label, text in cost_lines(value))
-    return _plain_value(value)
-
-
-def _plain_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, (int, float)):
-        return number(value)
-    if isinstance(value, Mapping):
-        return "; ".join(f"{k}: {_plain_value(v)}" for k, v in sorted(value.items()))
-    if isinstance(value, (list, tuple)):
-        return ", ".join(_plain_value(v) for v in value)
-    return str(value)

@@ -19,7 +19,7 @@ from django.core.exceptions import ValidationError
 
 from koordweb.models import Cluster, Device, Node
 from koordweb.presenters.quantities import shape_text
-from koordweb.presenters.reasons import layer_word, pods
+from koordweb.presenters.words import layer_word, pods
 from koordweb.selectors.topology import (
     NODE_LAYER,
     cluster_layers,

@@ -16,8 +16,9 @@ from koordweb.figures.timeline import (
     round_latency,
 )
 from koordweb.forms import PreemptionFilterForm, QuotaResourceForm
+from koordweb.presenters.details import cost_lines
 from koordweb.presenters.quantities import quantity_text
-from koordweb.presenters.reasons import cost_lines, preemption_reason_sentence
+from koordweb.presenters.reasons import preemption_reason_sentence
 from koordweb.selectors.overview import latest_runtime_quota, quota_usage
 from koordweb.selectors.preemptions import PreemptionRow, preemption_detail, preemption_list
 from koordweb.selectors.rounds import round_detail, round_history

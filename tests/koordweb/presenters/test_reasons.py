@@ -7,11 +7,10 @@ from typing import Any
 import pytest
 
 from koordweb.presenters import reasons as r
+from koordweb.presenters.details import cost_lines, detail_lines
 from koordweb.presenters.reasons import (
-    cost_lines,
     counterfactual_sentence,
     decision_sentence,
-    detail_lines,
     preemption_reason_sentence,
 )
 
