@@ -130,6 +130,34 @@ class ClusterRoom:
             f"{shape}, and the job needs {pods(pod_count)} at once"
         )
 
+    def what_would_fit(
+        self, requests: Mapping[str, int], pod_count: int, topology_spec: Mapping[str, Any] | None
+    ) -> str:
+        """For a job that can never run: the changes that would let it (fewer pods, a looser
+        rule), each checked on the empty cluster."""
+        options = []
+        same = self.room(requests, topology_spec, empty=True)
+        if same is not None and same.best > 0:
+            options.append(f"as at most {pods(same.best)} with this rule")
+        layer = must_gather_layer(topology_spec)
+        names = [spec.name for spec in self.chain]
+        if layer:
+            looser = [
+                {"gatherStrategy": [{"layer": name, "strategy": "MustGather"}]}
+                for name in reversed(names[: names.index(layer)] if layer in names else names)
+            ]
+            for rule in [*looser, None]:
+                room = self.room(requests, rule, empty=True)
+                if room is not None and room.best >= pod_count:
+                    where = layer_word(must_gather_layer(rule)) if rule else ""
+                    options.append(
+                        f"with MustGather on a {where} (room for {pods(room.best)})"
+                        if rule
+                        else f"without a topology rule (room for {pods(room.best)})"
+                    )
+                    break
+        return f"It could run {' or '.join(options)}." if options else ""
+
 
 def job_feasibility_check(cluster: Cluster, spec: Any) -> None:
     """Refuse a submission (a `services.jobs.JobSpec`) that can never run: a ValidationError on

@@ -70,11 +70,11 @@ def what_would_help(
     topology_spec: Mapping[str, Any] | None,
     visible: set[str] | None,
 ) -> str:
-    """The engine's counterfactual, only where it would work: nothing for a job that can never
-    run (no change but a looser rule or fewer pods helps, and the sentence says so); a quota
-    increase only when the live cluster has room for the job now (a dry run of the room)."""
+    """The engine's counterfactual, only where it would work: for a job that can never run,
+    fewer pods or a looser rule (checked on the empty cluster), never quota; a quota increase
+    only when the free room the job may use holds it now (a dry run of the room)."""
     if explanation.code == "never-fits":
-        return ""
+        return room.what_would_fit(requests, pod_count, topology_spec)
     if not isinstance(counterfactual, Mapping):
         return counterfactual_sentence(counterfactual, visible)
     counterfactual = dict(counterfactual)

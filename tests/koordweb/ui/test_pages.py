@@ -186,9 +186,9 @@ def test_preemptions_scoped_filtered_and_costed(
 ) -> None:
     html = as_admin.get(reverse("preemptions")).content.decode()
     assert "old-b" in html and "8.0 GPUs freed" not in html
-    assert "<strong>8.0</strong> GPUs freed" in html
+    assert "<strong>8</strong> GPUs freed" in html
     # old-b ran 5 hours with 8 GPUs before it was preempted 30 minutes ago: 36 GPU-hours.
-    assert "<strong>36.0</strong> GPU-hours" in html
+    assert "<strong>36</strong> GPU-hours" in html
     timeline = figures(html)["fig-timeline"]["data"]
     assert timeline[0]["y"] == ["default/old-b"]
     only_a = as_admin.get(reverse("preemptions"), {"quota": "team-b"}).content.decode()
