@@ -147,10 +147,14 @@ class JobSubmitForm(forms.Form):
         quotas: list[str],
         priority_classes: list[str],
         layers: list[str],
+        admin: bool = False,
         **kwargs: Any,
     ):
         super().__init__(*args, **kwargs)
-        _choices(self, "quota").choices = [("", "none (admins)")] + [(q, q) for q in quotas]
+        # A tenant must name one of its quotas; only admins may submit without one.
+        none = [("", "none (admins)")] if admin else []
+        _choices(self, "quota").choices = none + [(q, q) for q in quotas]
+        self.fields["quota"].required = not admin
         _choices(self, "priority_class").choices = [("", "cluster default")] + [
             (p, p) for p in priority_classes
         ]

@@ -4,12 +4,13 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from koordweb.security import RateLimitedLoginView
-from koordweb.views import actions, cluster, jobs, overview, records
+from koordweb.views import actions, cluster, jobs, navigation, overview, records
 
 urlpatterns = [
     path("login/", RateLimitedLoginView.as_view(template_name="login.html"), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", overview.overview, name="overview"),
+    path("cluster/", navigation.cluster_switch, name="cluster-switch"),
     path("overview/live/", overview.overview_live, name="overview-live"),
     path("topology/", cluster.topology, name="topology"),
     path("devices/", cluster.devices, name="devices"),

@@ -10,29 +10,18 @@ from collections.abc import Mapping, Sequence
 import plotly.graph_objects as go
 
 from koordweb.figures.base import base_layout, figure_dict, percent
-
-MILLI = 1000
-GIB = 1024**3
-
-
-def display_amount(resource: str, amount: float) -> tuple[float, str]:
-    """Integer units to what people read: cpu in cores, memory-like resources in GiB."""
-    if resource == "cpu":
-        return round(amount / MILLI, 1), "cores"
-    if resource in ("memory", "ephemeral-storage") or resource.endswith("gpu-memory"):
-        return round(amount / GIB, 1), "GiB"
-    return round(amount, 2), ""
+from koordweb.presenters.quantities import amount_in_unit, number, quantity_text, resource_name
 
 
 def capacity_bars(usage: Sequence[tuple[str, float, float]], *, title: str = "") -> dict:
-    """Horizontal bars of percent allocated per (name, capacity, allocated); hover absolute."""
-    names = [name for name, _, _ in usage]
+    """Horizontal bars of percent allocated per (resource, capacity, allocated), each labelled
+    with its absolute figures ('480 of 512 GPUs')."""
+    names = [resource_name(name) for name, _, _ in usage]
     shares = [percent(allocated, capacity) for _, capacity, allocated in usage]
-    hover = []
-    for name, capacity, allocated in usage:
-        used, unit = display_amount(name, allocated)
-        total, _ = display_amount(name, capacity)
-        hover.append(f"{name}: {used} of {total} {unit}".rstrip())
+    labels = [
+        f"{_amount(name, allocated)} of {quantity_text(name, capacity)}"
+        for name, capacity, allocated in usage
+    ]
     figure = go.Figure(
         [
             go.Bar(
@@ -49,9 +38,10 @@ def capacity_bars(usage: Sequence[tuple[str, float, float]], *, title: str = "")
                 orientation="h",
                 name="allocated",
                 marker={"color": "#2f6fb3"},
-                text=[f"{s:g}%" for s in shares],
-                textposition="auto",
-                hovertext=hover,
+                text=[f"{label} ({s:g}%)" for label, s in zip(labels, shares, strict=True)],
+                textposition="outside",
+                cliponaxis=False,
+                hovertext=[f"{n}: {label}" for n, label in zip(names, labels, strict=True)],
                 hoverinfo="text",
             ),
         ],
@@ -62,6 +52,85 @@ def capacity_bars(usage: Sequence[tuple[str, float, float]], *, title: str = "")
             xaxis={"range": [0, 100], "ticksuffix": "%"},
             yaxis={"autorange": "reversed", "automargin": True},
             showlegend=False,
+            margin={"l": 60, "r": 190, "t": 30, "b": 40},
+        ),
+    )
+    return figure_dict(figure)
+
+
+def _amount(resource: str, amount: float) -> str:
+    """The number alone, in the resource's unit ('480' of '512 GPUs', '1,024' of '2,048 GiB')."""
+    value, _ = amount_in_unit(resource, amount)
+    return number(value)
+
+
+def accelerator_bars(rows: Sequence[tuple[str, int, int, float]]) -> dict:
+    """Per accelerator model (name, total cards, healthy cards, cards allocated): stacked cards
+    allocated, free and healthy, and unhealthy, each bar labelled 'allocated / healthy / total'."""
+    names = [name for name, _, _, _ in rows]
+    allocated = [round(used, 2) for _, _, _, used in rows]
+    free = [max(0.0, round(healthy - used, 2)) for _, _, healthy, used in rows]
+    broken = [total - healthy for _, total, healthy, _ in rows]
+    labels = [
+        f"{number(used)} / {number(healthy)} / {number(total)}" for _, total, healthy, used in rows
+    ]
+    figure = go.Figure(
+        [
+            go.Bar(
+                y=names, x=allocated, orientation="h", name="allocated", marker={"color": "#2f6fb3"}
+            ),
+            go.Bar(
+                y=names, x=free, orientation="h", name="free (healthy)", marker={"color": "#cfe0f3"}
+            ),
+            go.Bar(
+                y=names,
+                x=broken,
+                orientation="h",
+                name="unhealthy",
+                marker={"color": "#c0392b"},
+                text=labels,
+                textposition="outside",
+                cliponaxis=False,
+            ),
+        ],
+        layout=base_layout(
+            barmode="stack",
+            height=max(170, 40 * len(names) + 90),
+            xaxis={"title": {"text": "cards"}, "rangemode": "tozero", "tickformat": ",d"},
+            yaxis={"autorange": "reversed", "automargin": True},
+            legend={"orientation": "h", "y": -0.5},
+            margin={"l": 60, "r": 150, "t": 30, "b": 70},
+        ),
+    )
+    return figure_dict(figure)
+
+
+def queue_trend(points: Sequence[tuple[str, int, int]]) -> dict:
+    """Per round (label, jobs waiting, jobs placed), oldest first: is the queue draining?"""
+    x = [label for label, _, _ in points]
+    figure = go.Figure(
+        [
+            go.Scatter(
+                x=x,
+                y=[w for _, w, _ in points],
+                mode="lines",
+                name="jobs waiting",
+                line={"color": "#f2b134"},
+                fill="tozeroy",
+            ),
+            go.Scatter(
+                x=x,
+                y=[p for _, _, p in points],
+                mode="lines",
+                name="jobs placed",
+                line={"color": "#16a085"},
+            ),
+        ],
+        layout=base_layout(
+            height=220,
+            xaxis={"type": "category", "showticklabels": False, "title": {"text": "last rounds"}},
+            yaxis={"rangemode": "tozero", "tickformat": ",d"},
+            legend={"orientation": "h", "y": -0.3},
         ),
     )
     return figure_dict(figure)
@@ -78,12 +147,13 @@ def quota_bars(
     """Per quota (name, min, max, used, runtime|None): used within min and borrowed beyond min
     stacked, with max and runtime as markers, for one resource."""
     names = [q[0] for q in quotas]
-    mins = [display_amount(resource, q[1].get(resource, 0))[0] for q in quotas]
-    maxes = [display_amount(resource, q[2].get(resource, 0))[0] for q in quotas]
-    used = [display_amount(resource, q[3].get(resource, 0))[0] for q in quotas]
+    mins = [amount_in_unit(resource, q[1].get(resource, 0))[0] for q in quotas]
+    maxes = [amount_in_unit(resource, q[2].get(resource, 0))[0] for q in quotas]
+    used = [amount_in_unit(resource, q[3].get(resource, 0))[0] for q in quotas]
     guaranteed = [min(u, m) for u, m in zip(used, mins, strict=True)]
     borrowed = [round(max(u - m, 0), 2) for u, m in zip(used, mins, strict=True)]
-    unit = display_amount(resource, 0)[1]
+    unit = amount_in_unit(resource, 0)[1]
+    title = resource_name(resource) + (f" ({unit})" if unit not in ("", "cards") else "")
     traces: list[go.BaseTraceType] = [
         go.Bar(x=names, y=guaranteed, name="used within min", marker={"color": "#2f6fb3"}),
         go.Bar(x=names, y=borrowed, name="borrowed above min", marker={"color": "#f2b134"}),
@@ -107,7 +177,7 @@ def quota_bars(
         traces.append(
             go.Scatter(
                 x=names,
-                y=[display_amount(resource, r.get(resource, 0))[0] if r else None for r in runtime],
+                y=[amount_in_unit(resource, r.get(resource, 0))[0] if r else None for r in runtime],
                 mode="markers",
                 name="runtime",
                 marker={"symbol": "diamond", "size": 10, "color": "#16a085"},
@@ -118,7 +188,11 @@ def quota_bars(
         layout=base_layout(
             barmode="stack",
             height=360,
-            yaxis={"title": {"text": f"{resource} {unit}".strip()}, "rangemode": "tozero"},
+            yaxis={
+                "title": {"text": title},
+                "rangemode": "tozero",
+                "tickformat": ",~r",
+            },
             legend={"orientation": "h", "y": -0.2},
         ),
     )

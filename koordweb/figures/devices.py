@@ -1,7 +1,8 @@
 """The device heatmap: one row per node (grouped by block), one column per card minor.
 
-Colour is the card's allocated gpu-core percent; shared cards carry an "S", unhealthy ones an
-"x". NUMA, PCIe and NVLink groups are drawn as labelled bands over the columns they span.
+Colour is the card's allocated gpu-core percent; shared cards carry an "S", unhealthy ones a
+large dark cross (a marker trace over the cell). NUMA, PCIe and NVLink groups are drawn as
+labelled bands over the columns they span.
 """
 
 from __future__ import annotations
@@ -73,8 +74,29 @@ def device_heatmap(
         colorbar={"title": {"text": "% used"}, "thickness": 12},
     )
     shapes, annotations = _bands(groups, len(minors))
+    traces: list[go.BaseTraceType] = [heatmap]
+    broken = [(r, c) for (r, c), cell in sorted(cells.items()) if not cell.healthy]
+    if broken:
+        # A large dark cross over the cell, whatever its colour: unhealthy cards stand out.
+        traces.append(
+            go.Scatter(
+                x=[f"#{minors[c]}" for _, c in broken],
+                y=[rows[r] for r, _ in broken],
+                mode="markers",
+                marker={
+                    "symbol": "x-thin-open",
+                    "size": 14,
+                    "color": "#111111",
+                    "line": {"width": 3, "color": "#111111"},
+                },
+                hovertext=[cells[key].hover for key in broken],
+                hoverinfo="text",
+                name="unhealthy",
+                showlegend=False,
+            )
+        )
     figure = go.Figure(
-        heatmap,
+        traces,
         layout=base_layout(
             height=max(260, 20 * len(rows) + 140),
             margin={"l": 10, "r": 10, "t": 90, "b": 30},
@@ -91,7 +113,7 @@ def _mark(cell: CardCell | None) -> str:
     if cell is None:
         return ""
     if not cell.healthy:
-        return "x"
+        return ""  # the cross marker says it
     return "S" if cell.shared else ""
 
 

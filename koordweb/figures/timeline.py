@@ -1,8 +1,10 @@
 """Figures over time: the preemption timeline (preemptor -> victims) and round latency.
 
 In the preemption timeline each victim job is a row whose bar spans the time it had run when
-it was preempted (the work lost); the preemptor is a star on its own row at the moment of the
-preemption, joined to its victims by a dashed line.
+it was preempted (the work lost) and ends exactly at the preemption (a victim with no recorded
+start is a cross at that moment); the preemptor is a star on its own row at the moment of the
+preemption, joined to its victims by a dashed line. Every bar, mark and row name carries its
+job's page (`url`): figures.js opens it on a click, the names are links.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ class VictimSpan:
     started_at: datetime | None
     gpus: float
     gpu_hours: float
+    url: str = ""
 
 
 @dataclass(frozen=True)
@@ -35,45 +38,59 @@ class PreemptionEvent:
     state: str
     reason: str
     victims: Sequence[VictimSpan] = field(default_factory=tuple)
+    url: str = ""
 
 
 def _iso(moment: datetime) -> str:
     return moment.isoformat(timespec="seconds")
 
 
+def _link(name: str, url: str) -> str:
+    return f'<a href="{url}">{name}</a>' if url else name
+
+
 def preemption_timeline(events: Sequence[PreemptionEvent]) -> dict:
-    bars_y: list[str] = []
-    bars_base: list[str] = []
-    bars_len: list[float] = []
-    bars_colour: list[str] = []
-    bars_hover: list[str] = []
+    bars: dict[str, list] = {"y": [], "base": [], "x": [], "colour": [], "hover": [], "url": []}
+    instant: dict[str, list] = {"x": [], "y": [], "hover": [], "url": []}
     link_x: list[str | None] = []
     link_y: list[str | None] = []
+    urls: dict[str, str] = {}
     for event in events:
+        urls[event.preemptor] = event.url
         for victim in event.victims:
-            start = victim.started_at or event.at
-            bars_y.append(victim.job)
-            bars_base.append(_iso(start))
-            # A date axis takes bar lengths in milliseconds.
-            bars_len.append(max((event.at - start).total_seconds() * 1000, 60_000))
-            bars_colour.append(STATE_COLOURS.get(event.state, "#c0392b"))
-            bars_hover.append(
+            urls[victim.job] = victim.url
+            hover = (
                 f"<b>{victim.job}</b> preempted by {event.preemptor}<br>{event.reason}"
                 f"<br>GPUs freed: {victim.gpus:g}, GPU-hours lost: {victim.gpu_hours:g}"
                 f"<br>state: {event.state}"
             )
+            start = victim.started_at
+            if start is None or start >= event.at:
+                instant["x"].append(_iso(event.at))
+                instant["y"].append(victim.job)
+                instant["hover"].append(hover)
+                instant["url"].append(victim.url)
+            else:
+                bars["y"].append(victim.job)
+                bars["base"].append(_iso(start))
+                # A date axis takes bar lengths in milliseconds: the bar ends at the preemption.
+                bars["x"].append(round((event.at - start).total_seconds() * 1000))
+                bars["colour"].append(STATE_COLOURS.get(event.state, "#c0392b"))
+                bars["hover"].append(hover)
+                bars["url"].append(victim.url)
             link_x += [_iso(event.at), _iso(event.at), None]
             link_y += [event.preemptor, victim.job, None]
-    rows = len({*bars_y, *(e.preemptor for e in events)})
+    rows = list(dict.fromkeys([*(e.preemptor for e in events), *bars["y"], *instant["y"]]))
     traces: list[go.BaseTraceType] = [
         go.Bar(
-            y=bars_y,
-            base=bars_base,
-            x=bars_len,
+            y=bars["y"],
+            base=bars["base"],
+            x=bars["x"],
             orientation="h",
-            marker={"color": bars_colour},
-            hovertext=bars_hover,
+            marker={"color": bars["colour"]},
+            hovertext=bars["hover"],
             hoverinfo="text",
+            customdata=bars["url"],
             name="victim run lost",
         ),
         go.Scatter(
@@ -94,15 +111,37 @@ def preemption_timeline(events: Sequence[PreemptionEvent]) -> dict:
                 for e in events
             ],
             hoverinfo="text",
+            customdata=[e.url for e in events],
             name="preemptor",
         ),
     ]
+    if instant["x"]:
+        traces.append(
+            go.Scatter(
+                x=instant["x"],
+                y=instant["y"],
+                mode="markers",
+                marker={"symbol": "x", "size": 10, "color": "#c0392b"},
+                hovertext=instant["hover"],
+                hoverinfo="text",
+                customdata=instant["url"],
+                name="victim (start unknown)",
+            )
+        )
     figure = go.Figure(
         traces,
         layout=base_layout(
-            height=max(240, 26 * rows + 110),
+            height=max(240, 26 * len(rows) + 110),
             xaxis={"type": "date"},
-            yaxis={"type": "category", "automargin": True},
+            yaxis={
+                "type": "category",
+                "automargin": True,
+                "categoryorder": "array",
+                "categoryarray": rows,
+                "tickmode": "array",
+                "tickvals": rows,
+                "ticktext": [_link(name, urls.get(name, "")) for name in rows],
+            },
             legend={"orientation": "h", "y": -0.15},
             bargap=0.35,
         ),
@@ -121,8 +160,10 @@ class RoundPoint:
 
 
 def round_latency(points: Sequence[RoundPoint]) -> dict:
-    """Duration per round (bars coloured by state) and jobs placed (line, right axis)."""
-    x = [_iso(p.started_at) for p in points]
+    """Duration per round (bars coloured by state, one slot per round however many there are,
+    so they never thin to needles) and jobs placed (line, right axis, whole numbers)."""
+    x = [f"#{p.id}" for p in points]
+    step = max(1, len(points) // 12)
     figure = go.Figure(
         [
             go.Bar(
@@ -130,8 +171,9 @@ def round_latency(points: Sequence[RoundPoint]) -> dict:
                 y=[p.duration_ms or 0 for p in points],
                 marker={"color": [ROUND_COLOURS.get(p.state, "#7f8c8d") for p in points]},
                 hovertext=[
-                    f"round {p.id} ({p.state})<br>{p.duration_ms or 0} ms, "
-                    f"{p.jobs_placed} placed, {p.preemptions} preemption(s)"
+                    f"round {p.id} ({p.state}) at {p.started_at:%H:%M:%S}<br>"
+                    f"{p.duration_ms or 0} ms, {p.jobs_placed} placed, "
+                    f"{p.preemptions} preemption(s)"
                     for p in points
                 ],
                 hoverinfo="text",
@@ -148,10 +190,24 @@ def round_latency(points: Sequence[RoundPoint]) -> dict:
         ],
         layout=base_layout(
             height=300,
-            xaxis={"type": "date"},
-            yaxis={"title": {"text": "ms"}, "rangemode": "tozero"},
-            yaxis2={"overlaying": "y", "side": "right", "rangemode": "tozero", "showgrid": False},
-            legend={"orientation": "h", "y": -0.25},
+            bargap=0.15,
+            xaxis={
+                "type": "category",
+                "tickmode": "array",
+                "tickvals": x[::step],
+                "title": {"text": "round"},
+            },
+            yaxis={"title": {"text": "ms"}, "rangemode": "tozero", "tickformat": ",d"},
+            yaxis2={
+                "overlaying": "y",
+                "side": "right",
+                "rangemode": "tozero",
+                "showgrid": False,
+                "tickformat": ",d",
+                "dtick": max(1, -(-max((p.jobs_placed for p in points), default=1) // 5)),
+                "title": {"text": "jobs placed"},
+            },
+            legend={"orientation": "h", "y": -0.35},
         ),
     )
     return figure_dict(figure)

@@ -183,13 +183,26 @@ def _attach_uses(
             )
 
 
-def device_type_usage(cluster: Cluster) -> list[tuple[str, int, float]]:
-    """(vendor model, cards, cards allocated) per accelerator model, for the overview."""
+@dataclass(frozen=True)
+class AcceleratorUse:
+    """Cards of one accelerator model: all, healthy, and allocated (shares summed)."""
+
+    model: str
+    total: int
+    healthy: int
+    allocated: float
+
+
+def device_type_usage(cluster: Cluster) -> list[AcceleratorUse]:
+    """Cards, healthy cards and cards allocated per accelerator model, for the overview."""
     totals: dict[tuple[str, str], int] = defaultdict(int)
+    healthy: dict[tuple[str, str], int] = defaultdict(int)
     model_of: dict[tuple[str, int], tuple[str, str]] = {}
     devices = Device.objects.filter(node__cluster=cluster, device_type=Device.Type.GPU)
-    for node, minor, vendor, model in devices.values_list("node__name", "minor", "vendor", "model"):
+    rows = devices.values_list("node__name", "minor", "vendor", "model", "health")
+    for node, minor, vendor, model, health in rows:
         totals[(vendor, model)] += 1
+        healthy[(vendor, model)] += 1 if health else 0
         model_of[(node, minor)] = (vendor, model)
     used: dict[tuple[str, str], float] = defaultdict(float)
     pods = Pod.objects.filter(
@@ -203,6 +216,17 @@ def device_type_usage(cluster: Cluster) -> list[tuple[str, int, float]]:
             if device_type == "gpu" and key:
                 used[key] += _card_core(resources) / 100
     return [
-        (f"{VENDORS.get(v, v or '?')} {m}".strip(), n, round(used[(v, m)], 2))
+        AcceleratorUse(
+            f"{VENDORS.get(v, v or '?')} {m}".strip(), n, healthy[(v, m)], round(used[(v, m)], 2)
+        )
         for (v, m), n in sorted(totals.items())
     ]
+
+
+def device_counts(cluster: Cluster) -> tuple[int, int, int]:
+    """(cards, unhealthy cards, nodes with cards) over the whole cluster."""
+    devices = Device.objects.filter(node__cluster=cluster, device_type=Device.Type.GPU)
+    cards = devices.count()
+    unhealthy = devices.filter(health=False).count()
+    nodes = devices.values("node_id").distinct().count()
+    return cards, unhealthy, nodes

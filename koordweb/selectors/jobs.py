@@ -10,6 +10,7 @@ from typing import Any
 from django.db.models import Prefetch, QuerySet
 
 from koordweb.models import Decision, Job, Pod, PreemptionVictim
+from koordweb.presenters.reasons import decision_sentence, preemption_reason_sentence
 from koordweb.selectors.redaction import Redactor
 from koordweb.selectors.tenancy import jobs_visible
 
@@ -36,10 +37,14 @@ def _why_pending(decision: Decision | None, redactor: Redactor) -> dict[str, Any
     if decision is None:
         return None
     details = redactor.json(decision.details or {})
+    words = decision_sentence(decision.outcome, decision.reason, details)
     return {
         "round": decision.round_id,
         "outcome": decision.outcome,
         "reason": decision.reason,
+        "reason_code": words.code,
+        "sentence": words.sentence,
+        "details_text": [{"item": item, "text": text} for item, text in words.details],
         "counterfactual": details.get("counterfactual"),
         "details": details,
         "decided_at": decision.created_at,
@@ -59,6 +64,7 @@ def _why_here(job: Job, decision: Decision | None, redactor: Redactor) -> dict[s
         "desired_offer_slots": details.get("desired_offer_slots"),
         "alternatives": details.get("alternatives") or {},
         "reason": decision.reason if decision else "",
+        "sentence": decision_sentence(Decision.Outcome.PLACED, "", details).sentence,
     }
 
 
@@ -76,6 +82,7 @@ def _why_preempted(job: Job, redactor: Redactor) -> list[dict[str, Any]]:
             "preemptor_priority": victim.preemption.preemptor.priority,
             "state": victim.preemption.state,
             "reason": victim.preemption.reason,
+            "sentence": preemption_reason_sentence(victim.preemption.reason),
             "cost": victim.preemption.cost,
             "pods": victim.pods,
             "freed": victim.freed,

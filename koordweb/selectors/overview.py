@@ -15,6 +15,7 @@ from datetime import datetime
 from django.db.models import Count, QuerySet
 
 from koordweb.models import Cluster, ElasticQuota, Job, Node, Pod, Preemption, Round
+from koordweb.presenters.quantities import WHOLE_DEVICES
 from koordweb.selectors.topology import OCCUPYING_PHASES, node_allocations
 
 
@@ -54,6 +55,76 @@ def resource_usage(cluster: Cluster) -> list[ResourceUse]:
         for name, amount in per_node.items():
             allocated[name] += amount
     return [ResourceUse(name, capacity[name], allocated.get(name, 0)) for name in sorted(capacity)]
+
+
+# What the capacity chart shows: what a pod asks for, in the units people plan with. Device
+# shares (gpu-core, gpu-memory-ratio) are in the accelerator chart, counted per card.
+CAPACITY_RESOURCES = ("cpu", "memory", "pods")
+
+
+def capacity_usage(cluster: Cluster) -> list[ResourceUse]:
+    """CPU, memory, pods and whole-card resources: allocatable vs what bound pods hold (pods
+    counted as pods)."""
+    usage = {u.resource: u for u in resource_usage(cluster)}
+    occupying = Pod.objects.filter(
+        cluster=cluster, node__isnull=False, phase__in=OCCUPYING_PHASES
+    ).count()
+    if "pods" in usage:
+        usage["pods"] = ResourceUse("pods", usage["pods"].capacity, occupying)
+    wanted = [r for r in CAPACITY_RESOURCES if r in usage]
+    wanted += sorted(r for r in usage if r in WHOLE_DEVICES)
+    return [usage[r] for r in wanted]
+
+
+@dataclass(frozen=True)
+class TeamDemand:
+    quota: str
+    jobs: int
+    pods: int
+    requests: dict[str, int]
+
+
+def queue_demand(jobs: QuerySet[Job]) -> list[TeamDemand]:
+    """What the waiting jobs ask for, per quota (team): jobs, pods, and their requests summed."""
+    per_quota: dict[str, dict[str, int]] = defaultdict(dict)
+    pods: dict[str, int] = defaultdict(int)
+    job_ids: dict[str, set[int]] = defaultdict(set)
+    rows = Pod.objects.filter(job__in=jobs, node__isnull=True).values_list(
+        "job_id", "job__quota__name", "requests"
+    )
+    for job_id, quota, requests in rows:
+        team = quota or "(no quota)"
+        job_ids[team].add(job_id)
+        pods[team] += 1
+        _sum_into(per_quota[team], requests or {})
+    return sorted(
+        (TeamDemand(team, len(job_ids[team]), pods[team], per_quota[team]) for team in pods),
+        key=lambda d: (-d.pods, d.quota),
+    )
+
+
+@dataclass(frozen=True)
+class RoundsHealth:
+    rounds: int
+    failed: int
+    median_ms: int | None
+    slowest_ms: int | None
+    last: Round | None
+    trend: list[tuple[str, int, int]]  # (round label, jobs considered, jobs placed), oldest first
+
+
+def rounds_health(cluster: Cluster, last: int = 100) -> RoundsHealth:
+    """The last rounds: how many failed, how long they took, and the queue they saw."""
+    rounds = list(Round.objects.filter(cluster=cluster).order_by("-started_at", "-id")[:last])
+    durations = sorted(r.duration_ms for r in rounds if r.duration_ms is not None)
+    return RoundsHealth(
+        rounds=len(rounds),
+        failed=sum(1 for r in rounds if r.state == Round.State.FAILED),
+        median_ms=durations[len(durations) // 2] if durations else None,
+        slowest_ms=durations[-1] if durations else None,
+        last=rounds[0] if rounds else None,
+        trend=[(f"#{r.pk}", r.jobs_considered, r.jobs_placed) for r in reversed(rounds)],
+    )
 
 
 def job_state_counts(jobs: QuerySet[Job]) -> dict[str, int]:

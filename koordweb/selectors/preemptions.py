@@ -134,8 +134,9 @@ def preemption_list(
     since: datetime | None = None,
     until: datetime | None = None,
     limit: int = 200,
-) -> list[PreemptionRow]:
-    """The newest preemptions the user may see, filtered by tenant quota and time."""
+) -> tuple[list[PreemptionRow], int]:
+    """The newest preemptions the user may see, filtered by tenant quota and time, and how
+    many there are in all (the list stops at `limit`)."""
     items = _queryset(cluster, user)
     if quota:
         items = items.filter(Q(preemptor__quota__name=quota) | Q(victims__job__quota__name=quota))
@@ -145,7 +146,8 @@ def preemption_list(
     if until:
         items = items.filter(created_at__lte=until)
     visible = _visible_quotas(user)
-    return [_row(item, visible) for item in items.order_by("-created_at", "-id")[:limit]]
+    rows = [_row(item, visible) for item in items.order_by("-created_at", "-id")[:limit]]
+    return rows, items.count()
 
 
 def preemption_detail(cluster: Cluster, pk: int, *, user: Any) -> PreemptionRow | None:

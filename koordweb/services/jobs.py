@@ -35,6 +35,7 @@ from koordweb.models import (
 )
 from koordweb.models.workload import ACTIVE_JOB_STATES
 from koordweb.selectors.tenancy import quotas_of_member, user_is_admin
+from koordweb.services.feasibility import job_feasibility_check
 from koordweb.services.idempotency import fingerprint, job_replayed
 from koordweb.services.outbox import intents_write
 from koordweb.services.pods import pods_terminating
@@ -235,6 +236,7 @@ def job_spec_resolve(*, user: Any, spec: JobSpec) -> ResolvedJob:
         ("topology", lambda: _check_layers(cluster, spec.gather)),
         ("shape", lambda: _check_shape(cluster, spec.pod.requests)),
         ("devices", lambda: _check_devices(spec.pod.requests)),
+        ("feasible", lambda: job_feasibility_check(cluster, spec)),
     )
     # Run every check so the caller learns about all problems at once.
     for key, check in checks:

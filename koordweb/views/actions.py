@@ -24,10 +24,13 @@ from koordweb.forms import JobSubmitForm, ManifestUploadForm, TokenCreateForm
 from koordweb.manifests.apply import apply_manifests
 from koordweb.manifests.errors import ManifestError
 from koordweb.manifests.parse import parse_manifests
-from koordweb.models import Cluster, PriorityClass, TopologyLayer
-from koordweb.selectors.tenancy import quotas_of_member
+from koordweb.models import Cluster, TopologyLayer
+from koordweb.presenters.reasons import decision_sentence
+from koordweb.selectors.devices import natural_key
+from koordweb.selectors.submission import submit_priority_classes, submit_quotas
 from koordweb.selectors.topology import topology_tree
 from koordweb.selectors.whatif import job_whatif
+from koordweb.services.feasibility import ClusterRoom
 from koordweb.services.jobs import (
     GatherRule,
     JobConflict,
@@ -39,25 +42,23 @@ from koordweb.services.jobs import (
 )
 from koordweb.services.tokens import token_create, token_expired, token_list, token_revoke
 from koordweb.views.cluster import NODE_LEAF_LIMIT, placement_keys, tree_nodes
-from koordweb.views.common import admin_required, current_cluster
-from koordweb.views.jobs import get_visible_job
+from koordweb.views.common import admin_required, current_cluster, is_admin
+from koordweb.views.jobs import get_visible_job, what_would_help
 
 logger = logging.getLogger("koordweb.views")
 
 
 def _submit_form(request: HttpRequest, cluster: Cluster) -> JobSubmitForm:
-    quotas = quotas_of_member(user=request.user).filter(cluster=cluster, is_parent=False)
     return JobSubmitForm(
         request.POST or None,
-        quotas=list(quotas.order_by("name").values_list("name", flat=True)),
-        priority_classes=list(
-            PriorityClass.objects.filter(cluster=cluster).values_list("name", flat=True)
-        ),
+        quotas=submit_quotas(user=request.user, cluster=cluster),
+        priority_classes=submit_priority_classes(user=request.user, cluster=cluster),
         layers=list(
             TopologyLayer.objects.filter(cluster=cluster)
             .exclude(name="NodeTopologyLayer")
             .values_list("name", flat=True)
         ),
+        admin=is_admin(request.user),
     )
 
 
@@ -80,11 +81,16 @@ def _spec(form: JobSubmitForm, cluster: Cluster) -> JobSpec:
     )
 
 
+# The service's field names -> the form's, where they differ.
+_FORM_FIELDS = {"topology": "gather_layer", "pod": "gpus"}
+
+
 def _errors_into(form: Any, error: ValidationError) -> None:
     """Put the service's field errors on the form's fields where they exist, else on top."""
     if hasattr(error, "error_dict"):
         for field_name, errors in error.message_dict.items():
-            target = field_name if field_name in form.fields else None
+            name = _FORM_FIELDS.get(field_name, field_name)
+            target = name if name in form.fields else None
             for message in errors:
                 form.add_error(target, f"{field_name}: {message}" if target is None else message)
     else:
@@ -93,8 +99,10 @@ def _errors_into(form: Any, error: ValidationError) -> None:
 
 
 def _what_if(request: HttpRequest, form: JobSubmitForm, cluster: Cluster) -> dict[str, Any]:
-    """The engine's plan for the form's job on the live state, with its nodes highlighted."""
-    resolved = job_spec_resolve(user=request.user, spec=_spec(form, cluster))
+    """The engine's plan for the form's job on the live state, in words, with its nodes
+    highlighted; a job that can never run is refused before (a form error)."""
+    spec = _spec(form, cluster)
+    resolved = job_spec_resolve(user=request.user, spec=spec)
     try:
         plan = job_whatif(user=request.user, resolved=resolved)
     except Exception:
@@ -104,14 +112,34 @@ def _what_if(request: HttpRequest, form: JobSubmitForm, cluster: Cluster) -> dic
         return {}
     verdict = plan.get("verdict") or {}
     preemption = plan.get("preemption") or {}
+    if plan["outcome"] == "placed":
+        why = decision_sentence("placed", "", plan.get("decision") or {})
+    elif plan["outcome"] == "preempting":
+        why = decision_sentence("preempting", "", {"nominations": preemption.get("nominations")})
+    else:
+        why = decision_sentence("unschedulable", verdict.get("reason"), verdict.get("details"))
     tree = topology_tree(cluster, include_nodes=cluster.nodes.count() <= NODE_LEAF_LIMIT)
     nodes = set(plan["placement"].values()) | set((preemption.get("nominations") or {}).values())
     highlighted = placement_keys(tree, nodes)
+    counterfactual = (verdict.get("details") or {}).get("counterfactual")
+    help_text = what_would_help(
+        counterfactual,
+        why,
+        ClusterRoom(cluster),
+        spec.pod.requests,
+        resolved.min_available,
+        resolved.topology_spec,
+        None if is_admin(request.user) else set(),
+    )
+    victims = list(preemption.get("victim_jobs") or [])
     return {
         "outcome": plan["outcome"],
-        "placement": sorted(plan["placement"].items()),
-        "reason": verdict.get("reason", ""),
-        "preemption": preemption,
+        "why": why,
+        "nodes": sorted(nodes, key=natural_key),
+        "pods": len(plan["placement"]) or len(preemption.get("nominations") or {}),
+        "victims": victims,
+        "hidden_victims": preemption.get("other_tenants_victim_jobs") or 0,
+        "counterfactual": help_text,
         "figure": domain_sunburst(tree_nodes(tree, "nvidia.com/gpu"), highlighted=highlighted)
         if nodes
         else None,

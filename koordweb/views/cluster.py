@@ -15,7 +15,8 @@ from koordweb.figures.devices import CardCell, column_groups, device_heatmap
 from koordweb.figures.topology import TreeNode, domain_sunburst, topology_graph
 from koordweb.forms import DeviceFilterForm, PodShapeForm
 from koordweb.models import Cluster, Job, JobState, Pod
-from koordweb.selectors.devices import VENDORS, Card, device_grid
+from koordweb.presenters.quantities import amount_in_unit, resource_name, shape_text
+from koordweb.selectors.devices import VENDORS, Card, device_counts, device_grid
 from koordweb.selectors.topology import (
     NODE_LAYER,
     ROOT_KEY,
@@ -25,6 +26,7 @@ from koordweb.selectors.topology import (
 )
 from koordweb.views.common import current_cluster, int_param, is_admin, visible_jobs
 
+LIVE_SECONDS = 10
 # Above this many nodes the figures stop at the layer above the nodes (aggregate, stay fast).
 NODE_LEAF_LIMIT = 600
 DEVICE_ROWS_PER_PAGE = 120
@@ -33,7 +35,6 @@ DEVICE_ROWS_PER_PAGE = 120
 def tree_nodes(tree: TopologyTree, resource: str) -> list[TreeNode]:
     """Selector domains -> figure input, parents first; allocation of `resource` (cards) when
     the domain has it, of cpu otherwise."""
-    scale = 100 if resource.endswith("gpu-core") else 1
     depth_of = {ROOT_KEY: 0}
     entries: list[TreeNode] = []
     for key, domain in tree.domains.items():
@@ -52,11 +53,24 @@ def tree_nodes(tree: TopologyTree, resource: str) -> list[TreeNode]:
                 depth=depth,
                 nodes=domain.node_count,
                 allocated_pct=percent(allocated, capacity),
-                free=round(free / scale, 2),
+                free=_free_in_unit(resource, free),
                 slots=domain.slots,
             )
         )
     return entries
+
+
+def free_unit(resource: str) -> str:
+    """The unit the topology page counts free `resource` in: cards for devices, else by kind."""
+    if resource.endswith("gpu-core"):
+        return "cards"
+    return amount_in_unit(resource, 0)[1] or resource_name(resource)
+
+
+def _free_in_unit(resource: str, amount: int) -> float:
+    if resource.endswith("gpu-core"):
+        return round(amount / 100, 2)  # percent of a card -> cards
+    return round(amount_in_unit(resource, amount)[0], 2)
 
 
 def placement_keys(tree: TopologyTree, node_names: set[str]) -> set[str]:
@@ -106,7 +120,9 @@ def topology(request: HttpRequest) -> HttpResponse:
     jobs = visible_jobs(request.user, cluster).filter(
         state__in=[JobState.RUNNING, JobState.SCHEDULED]
     )
-    form = PodShapeForm(request.GET or None, resources=resources, jobs=jobs)
+    # Bound only when the shape was asked for: ?cluster= alone is not an empty shape.
+    asked = "resource" in request.GET or "job" in request.GET
+    form = PodShapeForm(request.GET if asked else None, resources=resources, jobs=jobs)
     shape = form.shape() if form.is_valid() else PodShapeForm.default_shape(resources)
     resource = next(iter(k for k in shape if k not in ("cpu", "memory")), resources[0])
     tree = topology_tree(
@@ -115,7 +131,7 @@ def topology(request: HttpRequest) -> HttpResponse:
     job = form.cleaned_data.get("job") if form.is_valid() else None
     highlighted = placement_keys(tree, job_node_names(job)) if job else set()
     entries = tree_nodes(tree, resource)
-    unit = "cards" if resource != "cpu" else "cpu (milli)"
+    unit = "cards" if resource != "cpu" else "cores"
     context = {
         "cluster": cluster,
         "form": form,
@@ -127,6 +143,9 @@ def topology(request: HttpRequest) -> HttpResponse:
         "layers": tree.layers,
         "domains": [e for e in entries if e.layer not in (NODE_LAYER,) and e.depth > 0][:200],
         "root": entries[0] if entries else None,
+        "resource": resource,
+        "free_unit": free_unit(resource),
+        "shape_words": shape_text(shape),
         "scheduler_args": scheduler_arg_lines(cluster.scheduler_args),
     }
     return render(request, "topology.html", context)
@@ -198,13 +217,21 @@ def devices(request: HttpRequest) -> HttpResponse:
         else None
     )
     pages = max(1, -(-grid.row_count // DEVICE_ROWS_PER_PAGE))
+    cards, unhealthy, nodes = device_counts(cluster)
     context = {
         "cluster": cluster,
         "form": form,
         "figure": figure,
+        "cluster_cards": cards,
+        "cluster_unhealthy": unhealthy,
+        "cluster_nodes": nodes,
         "card_count": len(grid.cards),
         "shared_count": sum(1 for c in grid.cards if c.shared),
+        "unhealthy_count": sum(1 for c in grid.cards if not c.healthy),
+        "unhealthy_cards": [c for c in grid.cards if not c.healthy][:50],
         "node_count": grid.row_count,
+        "page_nodes": len(grid.rows),
+        "live_seconds": LIVE_SECONDS,
         "page": page,
         "pages": pages,
         "query": _query_without_page(request),

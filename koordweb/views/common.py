@@ -38,10 +38,26 @@ def job_scope(user: Any, cluster: Cluster) -> QuerySet[Job] | None:
     return None if is_admin(user) else visible_jobs(user, cluster)
 
 
+CLUSTER_SESSION_KEY = "koordweb.cluster"
+
+
 def current_cluster(request: HttpRequest) -> Cluster | None:
-    """The cluster named by ?cluster=, else the configured one, else the first."""
-    name = request.GET.get("cluster") or settings.KOORDWEB_CLUSTER
+    """The cluster the user works on: ?cluster= (remembered in the session), else the one the
+    session remembers, else the configured one, else the first."""
+    asked = request.GET.get("cluster")
+    if asked:
+        found = Cluster.objects.filter(name=asked).first()
+        if found is not None:
+            select_cluster(request, found)
+            return found
+    name = request.session.get(CLUSTER_SESSION_KEY) or settings.KOORDWEB_CLUSTER
     return Cluster.objects.filter(name=name).first() or Cluster.objects.order_by("name").first()
+
+
+def select_cluster(request: HttpRequest, cluster: Cluster) -> None:
+    """Remember the cluster for the next pages, forms and live fragments of this session."""
+    if request.session.get(CLUSTER_SESSION_KEY) != cluster.name:
+        request.session[CLUSTER_SESSION_KEY] = cluster.name
 
 
 def admin_required(view: ViewFunc) -> ViewFunc:

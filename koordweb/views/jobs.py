@@ -11,119 +11,116 @@ from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from koordweb.figures.capacity import display_amount
 from koordweb.models import Decision, Job, JobState, Pod, Preemption, PreemptionVictim
+from koordweb.presenters.quantities import shape_text
+from koordweb.presenters.reasons import (
+    NEVER_FITS_PREFIX,
+    Explanation,
+    counterfactual_sentence,
+    decision_sentence,
+    state_sentence,
+)
+from koordweb.selectors.devices import natural_key
 from koordweb.selectors.preemptions import OTHER_TEAMS_JOB
 from koordweb.selectors.redaction import Redactor
+from koordweb.services.feasibility import ClusterRoom
 from koordweb.views.cluster import placement_figure
-from koordweb.views.common import current_cluster, is_admin, paginate, visible_jobs
+from koordweb.views.common import (
+    current_cluster,
+    is_admin,
+    paginate,
+    select_cluster,
+    visible_jobs,
+)
 
-ACTIVE = (JobState.PENDING, JobState.SCHEDULED, JobState.RUNNING)
-STATE_FILTERS = {"active": ACTIVE, "pending": (JobState.PENDING,), "all": ()}
-# Display order and short names of the resources people recognise.
-SHORT_NAMES = {
-    "nvidia.com/gpu": "GPU",
-    "koordinator.sh/gpu-core": "% GPU core",
-    "koordinator.sh/gpu-memory-ratio": "% GPU memory",
-    "huawei.com/npu": "NPU",
-    "cpu": "CPU",
-    "memory": "GiB",
-}
-
-
-OUTCOME_WORDS: dict[str, str] = {
-    Decision.Outcome.UNSCHEDULABLE: "does not fit",
-    Decision.Outcome.PREEMPTING: "preempting lower-priority jobs",
-    Decision.Outcome.WAITING: "waiting",
-    Decision.Outcome.PLACED: "placed",
-}
+# `Preempting` (an evicted job whose pods are terminating) and `Requeueing` (refused by a
+# kubelet, queued again once its pods are gone) come with the round pipeline's outbox: both
+# still hold nodes, so they are active; a requeueing job waits, a preempting one does not.
+PREEMPTING = getattr(JobState, "PREEMPTING", "Preempting")
+REQUEUEING = getattr(JobState, "REQUEUEING", "Requeueing")
+ACTIVE = (JobState.PENDING, REQUEUEING, JobState.SCHEDULED, JobState.RUNNING, PREEMPTING)
+WAITING = (JobState.PENDING, REQUEUEING)
+STATE_FILTERS = {"active": ACTIVE, "pending": WAITING, "all": ()}
+LIVE_SECONDS = 5
 
 
-def describe_shape(requests: Mapping[str, int]) -> str:
-    """A pod's requests as people say them: '8 GPU, 32 CPU, 256 GiB'."""
-    order = list(SHORT_NAMES)
-    parts = []
-    for name in sorted(requests, key=lambda n: (order.index(n) if n in order else len(order), n)):
-        amount, unit = display_amount(name, requests[name])
-        parts.append(f"{amount:g} {unit if name == 'memory' else SHORT_NAMES.get(name, name)}")
-    return ", ".join(parts)
+def job_explanation(
+    job: Job,
+    decision: Decision | None,
+    room: ClusterRoom | None,
+    requests: Mapping[str, int] | None,
+) -> Explanation:
+    """The job's state in words: a job that can never run says so, whatever the last round
+    said; otherwise the latest decision (or the job's own state when no round decided yet)."""
+    if job.state in WAITING and room is not None and requests:
+        never = room.never_fits(requests, job.min_available or job.total_number, job.topology_spec)
+        if never:
+            return decision_sentence("unschedulable", NEVER_FITS_PREFIX + never)
+    if job.state not in (JobState.PENDING, JobState.SCHEDULED, JobState.RUNNING):
+        return state_sentence(job.state, job.state_reason)
+    if decision is None:
+        return decision_sentence(None, job.state_reason, state=job.state)
+    return decision_sentence(decision.outcome, decision.reason, decision.details, state=job.state)
 
 
-def plain_reason(outcome: str | None, reason: str | None, job: Job) -> str:
-    """The latest decision in words; the job's own state (reason) when no round decided yet."""
-    if job.state not in ACTIVE:
-        return job.state_reason or job.state.lower()
-    if not outcome:
-        if job.state_reason:
-            return job.state_reason
-        return (
-            "waiting for the next scheduling round" if job.state == JobState.PENDING else "running"
-        )
-    prefix = OUTCOME_WORDS.get(outcome, outcome)
-    return f"{prefix}: {reason}" if reason else prefix
-
-
-def counterfactual_words(counterfactual: Any, visible: set[str] | None = None) -> str:
-    """The engine's counterfactual in words: 'fits in BlockLayer/b2 if team/x is preempted',
-    'needs 8 more nvidia.com/gpu in quota team-a'. Jobs outside `visible` (a tenant's view) are
-    counted, never named."""
-    if not counterfactual:
-        return ""
-    if isinstance(counterfactual, str):
-        return counterfactual
-    if not isinstance(counterfactual, dict):
-        return str(counterfactual)
-    parts = []
-    evict = [str(j) for j in counterfactual.get("evict_jobs") or []]
-    if evict:
-        shown = [j for j in evict if visible is None or j in visible]
-        hidden = len(evict) - len(shown)
-        names = shown + ([f"{hidden} job(s) of other tenants"] if hidden else [])
-        where = counterfactual.get("fits_in")
-        verb = "is" if len(evict) == 1 else "are"
-        parts.append(
-            f"fits{f' in {where}' if where else ''} if {', '.join(names)} {verb} preempted"
-        )
-    for quota, missing in (counterfactual.get("quota_increase") or {}).items():
-        if isinstance(missing, dict):
-            amounts = ", ".join(f"{n} more {r}" for r, n in sorted(missing.items()))
-            parts.append(f"needs {amounts} in quota {quota}")
-    return "; ".join(parts) or str(counterfactual)
-
-
-def offer_slot_words(details: Mapping[str, Any]) -> str:
-    """'desired 4; BlockLayer/b1: 2, BlockLayer/b2: 3' from a decision's offer-slot details."""
-    slots = details.get("domain_offer_slots")
-    if not isinstance(slots, dict) or not slots:
-        return ""
-    listed = ", ".join(f"{domain}: {n}" for domain, n in sorted(slots.items())[:30])
-    desired = details.get("desired_offer_slots")
-    return f"desired {desired}; {listed}" if desired is not None else listed
+def what_would_help(
+    counterfactual: Any,
+    explanation: Explanation,
+    room: ClusterRoom,
+    requests: Mapping[str, int],
+    pod_count: int,
+    topology_spec: Mapping[str, Any] | None,
+    visible: set[str] | None,
+) -> str:
+    """The engine's counterfactual, only where it would work: for a job that can never run,
+    fewer pods or a looser rule (checked on the empty cluster), never quota; a quota increase
+    only when the free room the job may use holds it now (a dry run of the room)."""
+    if explanation.code == "never-fits":
+        return room.what_would_fit(requests, pod_count, topology_spec)
+    if not isinstance(counterfactual, Mapping):
+        return counterfactual_sentence(counterfactual, visible)
+    counterfactual = dict(counterfactual)
+    note = ""
+    if counterfactual.get("quota_increase"):
+        now = room.room(requests, topology_spec, empty=False)
+        if now is not None and now.best < pod_count:
+            counterfactual.pop("quota_increase")
+            note = (
+                "More quota alone would not let it start now: the free room it may use holds "
+                f"{now.best} of the {pod_count} pods it needs."
+            )
+    return " ".join(p for p in (counterfactual_sentence(counterfactual, visible), note) if p)
 
 
 def job_queue(jobs: QuerySet[Job], states: tuple[str, ...]) -> QuerySet[Job]:
-    """Scheduling order (priority desc, then submission) with the latest decision attached."""
+    """Scheduling order (priority desc, then submission) with the latest decision's id."""
     latest = Decision.objects.filter(job=OuterRef("pk")).order_by("-created_at", "-id")
     if states:
         jobs = jobs.filter(state__in=states)
     return (
         jobs.select_related("quota", "priority_class")
-        .annotate(
-            last_outcome=Subquery(latest.values("outcome")[:1]),
-            last_reason=Subquery(latest.values("reason")[:1]),
-        )
+        .annotate(last_decision_id=Subquery(latest.values("id")[:1]))
         .order_by("-priority", "submitted_at", "namespace", "name")
     )
 
 
-def _shapes(job_ids: list[int]) -> dict[int, str]:
+def _first_requests(job_ids: list[int]) -> tuple[dict[int, Mapping[str, int]], dict[int, int]]:
+    """Each job's first pod's requests and its pod count."""
     first: dict[int, Mapping[str, int]] = {}
     counts: dict[int, int] = defaultdict(int)
-    rows = Pod.objects.filter(job_id__in=job_ids).order_by("name").values_list("job_id", "requests")
+    rows = Pod.objects.filter(job_id__in=job_ids).values_list("job_id", "requests")
     for job_id, requests in rows:
         counts[job_id] += 1
         first.setdefault(job_id, requests or {})
-    return {jid: f"{counts[jid]} x {describe_shape(first[jid])}" for jid in first}
+    return first, counts
+
+
+def _waiting_ahead(queue: QuerySet[Job], page_start: int) -> int:
+    """Waiting jobs ahead of the page (only waiting jobs get a place in the queue)."""
+    if page_start <= 1:
+        return 0
+    states = queue.values_list("state", flat=True)[: page_start - 1]
+    return sum(1 for state in states if state in WAITING)
 
 
 @login_required
@@ -133,23 +130,35 @@ def job_list(request: HttpRequest) -> HttpResponse:
         return render(request, "jobs.html", {"cluster": None})
     state = request.GET.get("state", "active")
     states = STATE_FILTERS.get(state, ACTIVE)
-    page = paginate(request, job_queue(visible_jobs(request.user, cluster), states), per_page=50)
-    shapes = _shapes([job.pk for job in page.object_list])
-    rows = [
-        {
-            "job": job,
-            "position": page.start_index() + i,
-            "shape": shapes.get(job.pk) or f"{job.total_number} pod(s)",
-            "reason": plain_reason(job.last_outcome, job.last_reason, job),
-        }
-        for i, job in enumerate(page.object_list)
-    ]
+    queue = job_queue(visible_jobs(request.user, cluster), states)
+    page = paginate(request, queue, per_page=50)
+    jobs = list(page.object_list)
+    first, counts = _first_requests([job.pk for job in jobs])
+    decisions = Decision.objects.in_bulk([j.last_decision_id for j in jobs if j.last_decision_id])
+    room = ClusterRoom(cluster)
+    position = _waiting_ahead(queue, page.start_index())
+    rows = []
+    for job in jobs:
+        requests = first.get(job.pk)
+        if job.state in WAITING:
+            position += 1
+        rows.append(
+            {
+                "job": job,
+                "position": position if job.state in WAITING else None,
+                "shape": f"{counts[job.pk]} x {shape_text(requests)}"
+                if requests
+                else f"{job.total_number} pod(s)",
+                "why": job_explanation(job, decisions.get(job.last_decision_id), room, requests),
+            }
+        )
     context = {
         "cluster": cluster,
         "rows": rows,
         "page": page,
         "state": state,
         "states": list(STATE_FILTERS),
+        "live_seconds": LIVE_SECONDS,
     }
     return render(request, "jobs.html", context)
 
@@ -187,11 +196,22 @@ def _preempted_by(request: HttpRequest, job: Job) -> list[PreemptionVictim]:
     return victims
 
 
+def _placed_on(pods: list[Pod], decisions: list[Decision]) -> dict[str, Any] | None:
+    """'placed on node-a, node-b (round #12)' for a job with bound pods."""
+    nodes = sorted({p.node.name for p in pods if p.node is not None}, key=natural_key)
+    if not nodes:
+        return None
+    placed = next((d for d in decisions if d.outcome == Decision.Outcome.PLACED), None)
+    return {"nodes": nodes[:12], "more": max(0, len(nodes) - 12), "decision": placed}
+
+
 @login_required
 def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
     job = get_visible_job(request, pk)
-    pods = list(
-        Pod.objects.filter(job=job).select_related("node", "nominated_node").order_by("name")[:500]
+    select_cluster(request, job.cluster)  # the header shows the job's cluster from now on
+    pods = sorted(
+        Pod.objects.filter(job=job).select_related("node", "nominated_node")[:500],
+        key=lambda pod: (pod.topology_index, natural_key(pod.name)),
     )
     decisions = list(
         Decision.objects.filter(job=job)
@@ -202,21 +222,32 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
     details: dict[str, Any] = (
         dict(latest.details) if latest and isinstance(latest.details, dict) else {}
     )
+    requests = pods[0].requests if pods else {}
+    room = ClusterRoom(job.cluster)
+    why = job_explanation(job, latest, room, requests)
+    visible = _visible_job_ids(request, job.cluster_id)
     context = {
         "job": job,
-        "pods": [(pod, describe_shape(pod.requests or {})) for pod in pods],
-        "shape": describe_shape(pods[0].requests) if pods else "",
+        "pods": [(pod, shape_text(pod.requests or {})) for pod in pods],
+        "shape": shape_text(requests) if pods else "",
         "decisions": decisions,
-        "reason": plain_reason(
-            latest.outcome if latest else None, latest.reason if latest else None, job
-        ),
-        "counterfactual": counterfactual_words(
-            details.get("counterfactual"), _visible_job_ids(request, job.cluster_id)
-        ),
-        "domain_slots": offer_slot_words(details),
+        "why": why,
+        "counterfactual": what_would_help(
+            details.get("counterfactual"),
+            why,
+            room,
+            requests,
+            job.min_available or job.total_number,
+            job.topology_spec,
+            visible,
+        )
+        if job.state in WAITING
+        else "",
+        "placed_on": _placed_on(pods, decisions),
         "preemptions_made": Preemption.objects.filter(preemptor=job).order_by("-created_at")[:20],
         "preempted_by": _preempted_by(request, job),
         "placement": placement_figure(job.cluster, job) if any(p.node_id for p in pods) else None,
         "active": job.state in ACTIVE,
+        "live_seconds": LIVE_SECONDS,
     }
     return render(request, "job_detail.html", context)

@@ -5,8 +5,9 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.urls import reverse
 
-from koordweb.figures.capacity import display_amount, quota_bars
+from koordweb.figures.capacity import quota_bars
 from koordweb.figures.timeline import (
     PreemptionEvent,
     RoundPoint,
@@ -15,11 +16,19 @@ from koordweb.figures.timeline import (
     round_latency,
 )
 from koordweb.forms import PreemptionFilterForm, QuotaResourceForm
+from koordweb.presenters.details import cost_lines
+from koordweb.presenters.quantities import quantity_text
+from koordweb.presenters.reasons import preemption_reason_sentence
 from koordweb.selectors.overview import latest_runtime_quota, quota_usage
 from koordweb.selectors.preemptions import PreemptionRow, preemption_detail, preemption_list
 from koordweb.selectors.rounds import round_detail, round_history
 from koordweb.selectors.tenancy import quotas_of_member, quotas_visible, user_is_admin
 from koordweb.views.common import current_cluster, job_scope, paginate
+from koordweb.views.jobs import LIVE_SECONDS
+
+
+def _job_url(pk: int) -> str:
+    return reverse("job-detail", args=[pk])
 
 
 def _events(rows: list[PreemptionRow]) -> list[PreemptionEvent]:
@@ -29,10 +38,12 @@ def _events(rows: list[PreemptionRow]) -> list[PreemptionEvent]:
             r.at,
             r.preemptor,
             r.state,
-            r.reason,
+            preemption_reason_sentence(r.reason),
             tuple(
-                VictimSpan(v.job, v.started_at, v.gpus_freed, v.gpu_hours_lost) for v in r.victims
+                VictimSpan(v.job, v.started_at, v.gpus_freed, v.gpu_hours_lost, _job_url(v.job_id))
+                for v in r.victims
             ),
+            _job_url(r.preemptor_id),
         )
         for r in rows
     ]
@@ -47,7 +58,7 @@ def preemptions(request: HttpRequest) -> HttpResponse:
     names = list(quotas.order_by("name").values_list("name", flat=True))
     form = PreemptionFilterForm(request.GET or None, quotas=names)
     filters = form.cleaned_data if form.is_valid() else {}
-    rows = preemption_list(
+    rows, total = preemption_list(
         cluster,
         user=request.user,
         quota=filters.get("quota") or "",
@@ -57,7 +68,9 @@ def preemptions(request: HttpRequest) -> HttpResponse:
     context = {
         "cluster": cluster,
         "form": form,
-        "rows": rows,
+        "rows": [(row, preemption_reason_sentence(row.reason)) for row in rows],
+        "total": total,
+        "live_seconds": LIVE_SECONDS,
         "figure": preemption_timeline(_events(rows[:100])) if rows else None,
         "gpus_freed": round(sum(r.gpus_freed for r in rows), 2),
         "gpu_hours_lost": round(sum(r.gpu_hours_lost for r in rows), 2),
@@ -71,7 +84,12 @@ def preemption_page(request: HttpRequest, pk: int) -> HttpResponse:
     row = preemption_detail(cluster, pk, user=request.user) if cluster else None
     if row is None:
         raise Http404("no such preemption")
-    context = {"row": row, "figure": preemption_timeline(_events([row]))}
+    context = {
+        "row": row,
+        "reason": preemption_reason_sentence(row.reason),
+        "cost": cost_lines(row.cost),
+        "figure": preemption_timeline(_events([row])),
+    }
     return render(request, "preemption_detail.html", context)
 
 
@@ -159,7 +177,4 @@ def quotas(request: HttpRequest) -> HttpResponse:
 
 
 def _shown(resource: str, amount: int | None) -> str:
-    if amount is None:
-        return "—"
-    value, unit = display_amount(resource, amount)
-    return f"{value:g} {unit}".strip()
+    return quantity_text(resource, amount)

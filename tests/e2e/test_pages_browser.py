@@ -82,6 +82,14 @@ def test_every_page_as_admin(page: Page, watch: Watch, screenshots: Path, demo: 
         if name not in ("round-detail", "job-pending"):
             drawn_charts(page, 1)
         page.screenshot(path=str(screenshots / f"{name}.png"), full_page=True)
+    # The submit page with a what-if answer: where a 2 x 8-GPU job would run, in words.
+    page.goto("/jobs/submit/")
+    page.fill("input[name=name]", "what-if-demo")
+    page.fill("input[name=replicas]", "2")
+    page.select_option("select[name=gather_layer]", "BlockLayer")
+    page.click("button[value=what-if]")
+    page.wait_for_selector("[data-outcome]")
+    page.screenshot(path=str(screenshots / "job-submit.png"), full_page=True)
     watch.assert_clean()
 
 

@@ -99,9 +99,10 @@ def test_unchanged_verdicts_write_no_new_decision_rows(demo):
             namespace="team-nlp",
             quota="team-nlp",
             priority_class="koord-free",
-            replicas=40,
+            # 60 x 8 GPUs fit the empty cluster (a job that never could is refused at
+            # submission) but never team-nlp's quota (at most 384 GPUs).
+            replicas=60,
             pod=PodShape(requests={"cpu": 1000, "nvidia.com/gpu": 8}),
-            gather=(GatherRule("SpineLayer", "MustGather"),),
         ),
     )
     _round(demo)

@@ -5,10 +5,18 @@ from __future__ import annotations
 from rest_framework import serializers
 
 
+class DetailLineSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    item = serializers.CharField(help_text="What the line is about, e.g. 'Room per domain'.")
+    text = serializers.CharField()
+
+
 class DecisionExplanationSerializer(serializers.Serializer):  # type: ignore[type-arg]
     round = serializers.IntegerField()
     outcome = serializers.CharField()
-    reason = serializers.CharField(allow_blank=True)
+    reason = serializers.CharField(allow_blank=True, help_text="The engine's own message.")
+    reason_code = serializers.CharField(help_text="The case, e.g. topology, quota, placed.")
+    sentence = serializers.CharField(help_text="The decision in plain words.")
+    details_text = DetailLineSerializer(many=True, help_text="The details, formatted.")
     counterfactual = serializers.JSONField(allow_null=True)
     details = serializers.JSONField()
     decided_at = serializers.DateTimeField()
@@ -23,6 +31,7 @@ class PlacementExplanationSerializer(serializers.Serializer):  # type: ignore[ty
         child=serializers.IntegerField(), help_text="Candidate domain -> its offer slots."
     )
     reason = serializers.CharField(allow_blank=True)
+    sentence = serializers.CharField(help_text="Why here, in plain words.")
 
 
 class PreemptionExplanationSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -31,6 +40,7 @@ class PreemptionExplanationSerializer(serializers.Serializer):  # type: ignore[t
     preemptor_priority = serializers.IntegerField()
     state = serializers.CharField()
     reason = serializers.CharField(allow_blank=True)
+    sentence = serializers.CharField(help_text="The preemption's reason in plain words.")
     cost = serializers.JSONField()
     pods = serializers.JSONField()
     freed = serializers.JSONField()

@@ -43,15 +43,33 @@ def test_fits_on_an_idle_block(alice_api, world):
     assert Job.objects.count() == 0 and Pod.objects.count() == 0
 
 
-def test_does_not_fit_says_why(alice_api, world):
+def test_a_job_that_can_never_fit_is_refused_with_the_field(alice_api, world):
+    # Two 8-GPU nodes per spine, four in all: 3 pods fit the cluster but never one spine.
     body = submission(
-        replicas=5, topology={"gather": [{"layer": "SpineLayer", "strategy": "MustGather"}]}
+        replicas=3, topology={"gather": [{"layer": "SpineLayer", "strategy": "MustGather"}]}
     )
+    body["pod"] = {"requests": {"cpu": "8", "nvidia.com/gpu": "8"}}
+    response = alice_api.post(WHATIF, body, format="json")
+    assert response.status_code == 400, response.content
+    assert response.json()["topology"] == [
+        "can never run: with every node empty, the roomiest spine, s1, has room for 2 pods of "
+        "8 GPUs, 8 cores, and the job needs 3 pods together in one spine"
+    ]
+    body["replicas"] = 5  # no rule would help: the field is the pod count
+    response = alice_api.post("/api/v1/jobs/", body, format="json")
+    assert response.status_code == 400, response.content
+    assert "the whole cluster" not in response.json()["replicas"][0]
+    assert Job.objects.count() == 0
+
+
+def test_does_not_fit_now_says_why(alice_api, world):
+    fill_with_low_priority_jobs(world, quotas=(world.team_a,))
+    body = submission(replicas=1, topology=None)
     body["pod"] = {"requests": {"cpu": "8", "nvidia.com/gpu": "8"}}
     plan = alice_api.post(WHATIF, body, format="json").json()
     assert plan["feasible"] is False and plan["placement"] == {}
     assert plan["verdict"]["reason"]
-    assert Job.objects.count() == 0
+    assert Job.objects.filter(state=JobState.PENDING).count() == 0
 
 
 def test_preemption_names_only_visible_victims(alice_api, world):

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import plotly.graph_objects as go
 import pytest
 
-from koordweb.figures.capacity import capacity_bars, display_amount, quota_bars
+from koordweb.figures.capacity import accelerator_bars, capacity_bars, queue_trend, quota_bars
 from koordweb.figures.devices import CardCell, ColumnGroup, column_groups, device_heatmap
 from koordweb.figures.timeline import (
     PreemptionEvent,
@@ -46,18 +46,25 @@ def tree() -> list[TreeNode]:
     ]
 
 
-def test_display_amount_speaks_cores_and_gib() -> None:
-    assert display_amount("cpu", 64000) == (64.0, "cores")
-    assert display_amount("memory", 512 * GIB) == (512.0, "GiB")
-    assert display_amount("nvidia.com/gpu", 8) == (8, "")
-
-
-def test_capacity_bars_show_percent_and_absolute_hover() -> None:
+def test_capacity_bars_show_percent_and_absolute_figures() -> None:
     figure = valid(capacity_bars([("cpu", 128000, 32000), ("nvidia.com/gpu", 16, 16), ("x", 0, 0)]))
     allocated = figure["data"][1]
     assert allocated["x"] == [25.0, 100.0, 0.0]
-    assert allocated["hovertext"][0] == "cpu: 32.0 of 128.0 cores"
-    assert allocated["hovertext"][1] == "nvidia.com/gpu: 16 of 16"
+    assert allocated["y"] == ["CPU", "GPUs", "x"]
+    assert allocated["hovertext"][0] == "CPU: 32 of 128 cores"
+    assert allocated["text"][1] == "16 of 16 GPUs (100%)"
+
+
+def test_accelerator_bars_stack_allocated_free_and_unhealthy() -> None:
+    figure = valid(accelerator_bars([("NVIDIA H100", 512, 510, 480.5)]))
+    allocated, free, broken = figure["data"]
+    assert allocated["x"] == [480.5] and free["x"] == [29.5] and broken["x"] == [2]
+    assert broken["text"] == ["480.5 / 510 / 512"]
+
+
+def test_queue_trend_draws_waiting_and_placed_per_round() -> None:
+    waiting, placed = valid(queue_trend([("#1", 5, 1), ("#2", 4, 2)]))["data"]
+    assert waiting["y"] == [5, 4] and placed["y"] == [1, 2]
 
 
 def test_quota_bars_split_used_at_min_and_mark_runtime() -> None:
@@ -129,7 +136,9 @@ def test_heatmap_cells_marks_and_bands() -> None:
     figure = valid(device_heatmap(["b1 · n1", "b1 · n2"], [0, 1], cells, groups=groups))
     heat = figure["data"][0]
     assert heat["z"] == [[100, 50], [0, None]]
-    assert heat["text"] == [["", "S"], ["x", ""]]
+    assert heat["text"] == [["", "S"], ["", ""]]
+    crosses = figure["data"][1]  # the unhealthy card: a large cross over its cell
+    assert crosses["x"] == ["#0"] and crosses["y"] == ["b1 · n2"]
     labels = [a["text"] for a in figure["layout"]["annotations"]]
     assert labels == ["NUMA 0", "NUMA 1", "NVLink 0-1"]
     # One rule down the heatmap where NUMA 1 starts, plus a band per group.
@@ -161,13 +170,28 @@ def test_preemption_timeline_spans_lost_work_and_links_preemptor() -> None:
         )
     ]
     figure = valid(preemption_timeline(events))
-    bars, links, stars = figure["data"]
-    assert bars["y"] == ["default/small", "default/new"]
-    assert bars["x"][0] == 2 * 3600 * 1000
-    assert bars["x"][1] == 60_000  # never started: a minimal visible sliver at the moment
+    bars, links, stars, unknown = figure["data"]
+    assert bars["y"] == ["default/small"]
+    assert bars["x"] == [2 * 3600 * 1000]  # ends exactly at the preemption, no minimum length
+    assert unknown["y"] == ["default/new"]  # never started: a cross at the moment, no bar
     assert "GPU-hours lost: 16" in bars["hovertext"][0]
     assert links["y"] == ["default/big", "default/small", None, "default/big", "default/new", None]
     assert stars["y"] == ["default/big"]
+
+
+def test_preemption_timeline_links_bars_and_names_to_jobs() -> None:
+    at = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+    victim = VictimSpan("default/small", at - timedelta(minutes=1), 8, 0.1, "/jobs/2/")
+    event = PreemptionEvent(1, at, "default/big", "enacted", "", (victim,), "/jobs/1/")
+    figure = valid(preemption_timeline([event]))
+    bars, _, stars = figure["data"]
+    assert bars["customdata"] == ["/jobs/2/"] and stars["customdata"] == ["/jobs/1/"]
+    axis = figure["layout"]["yaxis"]
+    ticks = dict(zip(axis["tickvals"], axis["ticktext"], strict=True))
+    assert ticks["default/small"] == '<a href="/jobs/2/">default/small</a>'
+    assert ticks["default/big"] == '<a href="/jobs/1/">default/big</a>'
+    # The bar ends at the preemption even when the victim ran for less than a minute.
+    assert bars["x"] == [60_000]
 
 
 def test_round_latency_colours_failures() -> None:

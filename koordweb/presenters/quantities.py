@@ -1,0 +1,113 @@
+"""Amounts by their resource: memory in GiB, CPU in cores, whole devices in cards, device shares
+in percent of a card, never in e-notation.
+
+`quantity_text(resource, amount)` is the one function (the `quantity` template filter calls it);
+`amount_in_unit` gives the number and unit apart for charts and tables that put the unit in a
+heading.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from koordweb.quantity import Unit, resource_unit
+
+MILLI = 1000
+GIB = 1024**3
+MIB = 1024**2
+# Resources whose amount is a number of whole cards.
+WHOLE_DEVICES = {
+    "nvidia.com/gpu": "GPU",
+    "koordinator.sh/gpu": "GPU",
+    "huawei.com/npu": "NPU",
+    "cambricon.com/mlu": "MLU",
+    "amd.com/gpu": "GPU",
+}
+# Resources whose amount is a percentage of one card (100 = a whole card).
+CARD_SHARES = {
+    "koordinator.sh/gpu-core": "GPU core",
+    "koordinator.sh/gpu-memory-ratio": "GPU memory",
+    "koordinator.sh/gpu.shared": "GPU",
+    "koordinator.sh/rdma": "RDMA NIC",
+    "huawei.com/npu-core": "NPU core",
+    "cambricon.com/mlu.smlu.vcore": "MLU core",
+}
+# Display order in a pod shape: what people look at first.
+LEADING = ("nvidia.com/gpu", "huawei.com/npu", "cambricon.com/mlu", "koordinator.sh/gpu-core")
+
+
+def number(value: float) -> str:
+    """A number as people write it: thousands separated, at most one decimal, no exponent."""
+    if abs(value - round(value)) < 0.05:
+        return f"{round(value):,}"
+    return f"{value:,.1f}"
+
+
+def amount_in_unit(resource: str, amount: float) -> tuple[float, str]:
+    """(value, unit) for a stored integer amount: (64.0, "cores"), (512.0, "GiB"), (8, "cards")."""
+    if resource in WHOLE_DEVICES:
+        return float(amount), "cards"
+    if resource in CARD_SHARES:
+        return float(amount), "% of a card"
+    unit = resource_unit(resource)
+    if unit is Unit.MILLI:
+        return round(amount / MILLI, 2), "cores"
+    if unit is Unit.BYTES:
+        return round(amount / GIB, 2), "GiB"
+    if resource == "pods":
+        return float(amount), "pods"
+    return float(amount), ""
+
+
+def quantity_text(resource: str, amount: float | None) -> str:
+    """'64 cores', '512 GiB', '8 GPUs', '50% of a card (GPU core)', '1.5 cards of GPU core'."""
+    if amount is None:
+        return "—"
+    if resource in WHOLE_DEVICES:
+        kind = WHOLE_DEVICES[resource]
+        return f"{number(amount)} {kind}{'' if amount == 1 else 's'}"
+    if resource in CARD_SHARES:
+        kind = CARD_SHARES[resource]
+        if amount > 100:
+            return f"{number(amount / 100)} cards of {kind}"
+        return f"{number(amount)}% of a card ({kind})"
+    unit = resource_unit(resource)
+    if unit is Unit.MILLI:
+        return f"{number(amount / MILLI)} cores"
+    if unit is Unit.BYTES:
+        if 0 < amount < GIB / 10:
+            return f"{number(amount / MIB)} MiB"
+        return f"{number(amount / GIB)} GiB"
+    if resource == "pods":
+        return f"{number(amount)} pods"
+    return f"{number(amount)} {resource_name(resource)}"
+
+
+def resource_name(resource: str) -> str:
+    """A short name people say: 'GPUs' for nvidia.com/gpu, 'memory', else the last segment."""
+    if resource in WHOLE_DEVICES:
+        return f"{WHOLE_DEVICES[resource]}s"
+    if resource in CARD_SHARES:
+        return CARD_SHARES[resource]
+    if resource == "cpu":
+        return "CPU"
+    return resource.rsplit("/", 1)[-1]
+
+
+def shape_text(requests: Mapping[str, int]) -> str:
+    """A pod's requests as people say them: '8 GPUs, 32 cores, 256 GiB'."""
+
+    def order(name: str) -> tuple[int, str]:
+        if name in LEADING:
+            return (LEADING.index(name), name)
+        return (len(LEADING) + (0 if name in ("cpu", "memory") else 1), name)
+
+    return ", ".join(quantity_text(name, requests[name]) for name in sorted(requests, key=order))
+
+
+def amounts_text(amounts: Mapping[str, int]) -> str:
+    """Several resources' amounts in one phrase ('8 GPUs and 64 cores')."""
+    parts = [quantity_text(name, amount) for name, amount in sorted(amounts.items())]
+    if len(parts) > 1:
+        return ", ".join(parts[:-1]) + " and " + parts[-1]
+    return parts[0] if parts else "nothing"

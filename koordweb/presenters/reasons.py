@@ -1,0 +1,317 @@
+"""Engine decisions in plain sentences: one reason code and one sentence per case.
+
+The engine answers with a status code, a message in Koordinator's words and structured details
+(`scheduler/result.py`: `desired_offer_slots`, `domain_offer_slots`, `node_reasons`,
+`quota_shortfall`, `counterfactual`, `preemption`, `plugin`, ...; placed jobs: `chosen_domain`,
+`chosen_offer_slots`, `alternatives`). `reason_code` names the case, `decision_sentence` says it,
+`details.detail_lines` lists the details for the "details" disclosure. Pages, the API's
+`explain` and the what-if page all call these; nothing else turns engine output into words.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from koordweb.presenters.details import detail_lines, preemption_status_sentence
+from koordweb.presenters.quantities import amounts_text, number, resource_name
+from koordweb.presenters.words import as_dict, domain_text, layer_word, node_reason, pods
+from scheduler.placement import NO_CANDIDATE
+from scheduler.plugins.quota import INSUFFICIENT
+
+# Reason codes, one per kind of answer a page can give.
+PLACED = "placed"
+PLACED_NOMINATED = "placed-nominated"
+TOPOLOGY = "topology"
+NODE_RESOURCES = "node-resources"
+QUOTA = "quota"
+GANG_WAITING = "gang-waiting"
+GANG_SHORT = "gang-short"
+VICTIMS_TERMINATING = "victims-terminating"
+PREEMPTING = "preempting"
+DEVICES = "devices"
+INVALID = "invalid"
+NEVER_FITS = "never-fits"
+NOT_DECIDED = "not-decided"
+OTHER = "other"
+
+NEVER_FITS_PREFIX = "can never run: "
+_AVAILABLE = re.compile(r"(\d+)/(\d+) nodes are available")
+
+
+@dataclass(frozen=True)
+class Explanation:
+    code: str
+    sentence: str
+    details: tuple[tuple[str, str], ...] = ()
+
+
+def reason_code(outcome: str | None, reason: str | None, details: Mapping[str, Any]) -> str:
+    """Which case a decision is: one of the module's codes."""
+    reason = reason or ""
+    plugin = str(details.get("plugin") or "")
+    preemption = as_dict(details.get("preemption"))
+    if reason.startswith(NEVER_FITS_PREFIX) or details.get("never_fits"):
+        return NEVER_FITS
+    if outcome == "placed":
+        return PLACED_NOMINATED if details.get("nominated") else PLACED
+    if not outcome:
+        return NOT_DECIDED
+    if outcome == "preempting":
+        return PREEMPTING
+    if str(preemption.get("reason", "")).startswith("waiting for preemption victims"):
+        return VICTIMS_TERMINATING
+    if reason.startswith("waiting for preemption victims"):
+        return VICTIMS_TERMINATING
+    if plugin == "ElasticQuota" or reason.startswith(INSUFFICIENT):
+        return QUOTA
+    if plugin == "NetworkTopology" or reason.startswith(NO_CANDIDATE):
+        return TOPOLOGY
+    if plugin == "Coscheduling" or reason.startswith("gang "):
+        return GANG_WAITING if "min_available" in details or " has " in reason else GANG_SHORT
+    if plugin == "DeviceShare":
+        return DEVICES
+    if plugin == "NodeResourcesFit" or _AVAILABLE.search(reason):
+        return NODE_RESOURCES
+    if reason.startswith("invalid"):
+        return INVALID
+    return OTHER
+
+
+def decision_sentence(
+    outcome: str | None,
+    reason: str | None,
+    details: Mapping[str, Any] | None = None,
+    *,
+    state: str = "",
+) -> Explanation:
+    """The decision in one or two sentences, with its details as formatted lines."""
+    details = as_dict(details)
+    code = reason_code(outcome, reason, details)
+    sentence = _SENTENCES[code](reason or "", details, state)
+    extra = _preemption_sentence(code, details)
+    if extra:
+        sentence = f"{sentence} {extra}"
+    return Explanation(code, sentence, tuple(detail_lines(details)))
+
+
+def _placed(reason: str, d: dict[str, Any], state: str) -> str:
+    domain = d.get("chosen_domain")
+    if not domain:
+        return "Placed."
+    text = f"Placed in {domain_text(domain)}"
+    if d.get("chosen_offer_slots") is not None and d.get("desired_offer_slots") is not None:
+        text += (
+            f", which had room for {pods(d['chosen_offer_slots'])}"
+            f" ({pods(d['desired_offer_slots'])} needed)"
+        )
+    others = len(as_dict(d.get("alternatives"))) - 1
+    if others > 0:
+        text += f"; {others} other domain{'' if others == 1 else 's'} could also hold it"
+    return text + "."
+
+
+def _placed_nominated(reason: str, d: dict[str, Any], state: str) -> str:
+    return "Placed on the nodes a preemption reserved for it."
+
+
+def _topology(reason: str, d: dict[str, Any], state: str) -> str:
+    desired = d.get("desired_offer_slots")
+    if desired is None:
+        found = re.search(r"desiredOfferSlot: (\d+)", reason)
+        desired = int(found[1]) if found else None
+    slots = {str(k): int(v) for k, v in as_dict(d.get("domain_offer_slots")).items()}
+    if not slots:
+        if desired is None:
+            return "No topology domain has room for all of the job's pods together."
+        return f"No topology domain has room for all {pods(desired)} of the job together."
+    layer = next(iter(slots)).partition("/")[0]
+    best, room = max(slots.items(), key=lambda item: (item[1], item[0]))
+    return (
+        f"No {layer_word(layer)} has room for all {pods(desired)} together: "
+        f"the roomiest, {domain_text(best)}, has room for {pods(room)} now."
+    )
+
+
+def _node_resources(reason: str, d: dict[str, Any], state: str) -> str:
+    reasons = {str(k): int(v) for k, v in as_dict(d.get("node_reasons")).items()}
+    found = _AVAILABLE.search(reason)
+    text = ""
+    if found:
+        text = f"{number(int(found[1]))} of {number(int(found[2]))} nodes can take one of its pods"
+    listed = sorted(reasons.items(), key=lambda item: (-item[1], item[0]))[:4]
+    if listed:
+        why = ", ".join(f"{number(n)} with {node_reason(r)}" for r, n in listed)
+        text = f"{text}; the others: {why}" if text else f"Nodes ruled out: {why}"
+    if d.get("offer_slots") is not None and d.get("desired_offer_slots") is not None:
+        text += (
+            f". Together they have room for {pods(d['offer_slots'])}, "
+            f"the job needs {pods(d['desired_offer_slots'])}"
+        )
+    return (text or "No node has room for the job's pods") + "."
+
+
+def _quota(reason: str, d: dict[str, Any], state: str) -> str:
+    quota = d.get("quota") or _quoted(reason, "quotaName: ")
+    shortfall = as_dict(as_dict(d.get("quota_shortfall")).get(str(quota)))
+    if not shortfall:
+        first: Any = next(iter(as_dict(d.get("quota_shortfall")).values()), {})
+        shortfall = as_dict(first)
+    if shortfall:
+        return f"Quota {quota} has too little left: it needs {amounts_text(shortfall)} more."
+    dims = d.get("exceeded_dimensions") or []
+    names = ", ".join(resource_name(str(r)) for r in dims)
+    return f"Quota {quota} has too little left{f' of {names}' if names else ''}."
+
+
+def _quoted(reason: str, key: str) -> str:
+    found = re.search(re.escape(key) + r"([^,\s]+)", reason)
+    return found[1] if found else "?"
+
+
+def _gang_waiting(reason: str, d: dict[str, Any], state: str) -> str:
+    if "pods" in d and "min_available" in d:
+        return (
+            f"Waiting for its gang: {number(d['pods'])} of the "
+            f"{number(d['min_available'])} pods it needs exist."
+        )
+    return "Waiting for the rest of its gang's pods."
+
+
+def _gang_short(reason: str, d: dict[str, Any], state: str) -> str:
+    found = re.search(r"would have (\d+) of min-available (\d+)", reason)
+    if found:
+        return (
+            f"Only {pods(int(found[1]))} would fit at once; the gang needs "
+            f"{pods(int(found[2]))} together."
+        )
+    return "Not enough of the gang's pods would fit at once."
+
+
+def _victims_terminating(reason: str, d: dict[str, Any], state: str) -> str:
+    text = str(as_dict(d.get("preemption")).get("reason") or reason)
+    nodes = text.partition(" on ")[2]
+    where = f" on {nodes}" if nodes else ""
+    return f"Waiting for the pods it preempted to terminate{where}."
+
+
+def _preempting(reason: str, d: dict[str, Any], state: str) -> str:
+    victims = len(as_dict(d.get("nominations")))
+    text = "Preempting lower-priority jobs to make room"
+    return text + (f"; {pods(victims)} will start on the freed nodes." if victims else ".")
+
+
+def _devices(reason: str, d: dict[str, Any], state: str) -> str:
+    detail = reason.split(": ", 1)[-1] if ": " in reason else reason
+    return f"No free cards fit the request: {detail}." if detail else "No free cards fit."
+
+
+def _invalid(reason: str, d: dict[str, Any], state: str) -> str:
+    return f"The job's request is invalid: {reason.removeprefix('invalid ')}."
+
+
+def _never_fits(reason: str, d: dict[str, Any], state: str) -> str:
+    text = reason.removeprefix(NEVER_FITS_PREFIX) or str(d.get("never_fits") or "")
+    return f"Can never run: {text}."
+
+
+def _not_decided(reason: str, d: dict[str, Any], state: str) -> str:
+    if state == "Pending":
+        return "Waiting for the next scheduling round."
+    text = (reason or state or "—").strip().rstrip(".")
+    return f"{text[:1].upper()}{text[1:]}."
+
+
+def _other(reason: str, d: dict[str, Any], state: str) -> str:
+    text = reason.strip().rstrip(".")
+    return f"{text}." if text else "Not placed this round."
+
+
+_SENTENCES = {
+    PLACED: _placed,
+    PLACED_NOMINATED: _placed_nominated,
+    TOPOLOGY: _topology,
+    NODE_RESOURCES: _node_resources,
+    QUOTA: _quota,
+    GANG_WAITING: _gang_waiting,
+    GANG_SHORT: _gang_short,
+    VICTIMS_TERMINATING: _victims_terminating,
+    PREEMPTING: _preempting,
+    DEVICES: _devices,
+    INVALID: _invalid,
+    NEVER_FITS: _never_fits,
+    NOT_DECIDED: _not_decided,
+    OTHER: _other,
+}
+
+
+_STATE_WORDS = {
+    "Preempting": "Being preempted: its pods are terminating and still hold their nodes; it is "
+    "Preempted once they are gone.",
+    "Requeueing": "A node refused one of its pods: its pods are being deleted, then it waits in "
+    "the queue again.",
+    "Preempted": "Preempted.",
+    "Succeeded": "Finished.",
+    "Failed": "Failed.",
+    "Cancelled": "Cancelled.",
+}
+
+
+def state_sentence(state: str, state_reason: str = "") -> Explanation:
+    """A job that no decision explains (being preempted, requeued, or over), in words: the
+    state's meaning, then the recorded reason when there is one."""
+    text = _STATE_WORDS.get(state, f"{state}.")
+    reason = (state_reason or "").strip().rstrip(".")
+    if reason and reason.lower() != state.lower():
+        text = f"{text} {reason[:1].upper()}{reason[1:]}."
+    return Explanation(f"state-{state.lower()}", text)
+
+
+def _preemption_sentence(code: str, details: Mapping[str, Any]) -> str:
+    """Why preempting did not help, when the engine tried."""
+    if code in (PLACED, PLACED_NOMINATED, PREEMPTING, VICTIMS_TERMINATING, NOT_DECIDED):
+        return ""
+    reason = str(as_dict(details.get("preemption")).get("reason") or "")
+    if not reason or reason == "preempting":
+        return ""
+    return preemption_status_sentence(reason)
+
+
+def counterfactual_sentence(
+    counterfactual: Any, visible: set[str] | None = None, *, hidden: int = 0
+) -> str:
+    """What would let the job run: 'It would fit in block b2 if team/x were preempted',
+    'It would run with 8 more GPUs in quota team-a'. Jobs outside `visible` are counted."""
+    if isinstance(counterfactual, str):
+        return counterfactual  # recorded as words already
+    if not isinstance(counterfactual, Mapping):
+        return ""
+    parts = []
+    evict = [str(j) for j in counterfactual.get("evict_jobs") or []]
+    hidden += int(counterfactual.get("other_tenants_jobs") or 0)
+    if evict or hidden:
+        shown = [j for j in evict if visible is None or j in visible]
+        hidden += len(evict) - len(shown)
+        names = shown + ([f"{hidden} job(s) of other tenants"] if hidden else [])
+        where = counterfactual.get("fits_in")
+        place = f" in {domain_text(where)}" if where else ""
+        verb = "were" if len(shown) + hidden > 1 else "was"
+        parts.append(f"It would fit{place} if {', '.join(names)} {verb} preempted.")
+    for quota, missing in as_dict(counterfactual.get("quota_increase")).items():
+        if isinstance(missing, Mapping) and missing:
+            parts.append(f"It would run with {amounts_text(missing)} more in quota {quota}.")
+    return " ".join(parts)
+
+
+def preemption_reason_sentence(reason: str) -> str:
+    """A recorded preemption reason ('<rule>: <why the preemptor did not fit>') in words."""
+    rule, sep, engine = reason.partition(": ")
+    if not sep:
+        return decision_sentence("unschedulable", reason).sentence
+    why = decision_sentence("unschedulable", engine)
+    rule_text = rule[:1].upper() + rule[1:]
+    if why.code == OTHER:
+        return f"{rule_text}: {engine}"
+    return f"{rule_text}. It did not fit because: {why.sentence[:1].lower()}{why.sentence[1:]}"

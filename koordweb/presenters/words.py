@@ -1,0 +1,51 @@
+"""The vocabulary every sentence shares: layers and domains by name, pod counts, node reasons.
+
+'BlockLayer/b1' reads 'block b1', the root domain 'the whole cluster', kube-scheduler's
+'Insufficient nvidia.com/gpu' reads 'too little free GPUs'.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from koordweb.presenters.quantities import number, resource_name
+
+_LAYER_WORDS = {"ClusterTopologyLayer": "cluster", "NodeTopologyLayer": "node"}
+
+
+def layer_word(layer: str) -> str:
+    """'BlockLayer' -> 'block', 'SpineLayer' -> 'spine'."""
+    if layer in _LAYER_WORDS:
+        return _LAYER_WORDS[layer]
+    word = layer.removesuffix("Layer") or layer
+    return re.sub(r"(?<!^)(?=[A-Z])", " ", word).lower()
+
+
+def domain_text(label: Any) -> str:
+    """'BlockLayer/b1' -> 'block b1'; the root ('ClusterTopologyLayer/') -> 'the whole cluster'."""
+    text = str(label or "")
+    if text in ("", "nominated nodes"):
+        return text or "the cluster"
+    layer, _, name = text.partition("/")
+    if layer == "ClusterTopologyLayer" or not name:
+        return "the whole cluster"
+    return f"{layer_word(layer)} {name}"
+
+
+def pods(n: Any) -> str:
+    count = int(n) if isinstance(n, (int, float)) else 0
+    return f"{number(count)} pod{'' if count == 1 else 's'}"
+
+
+def node_reason(reason: str) -> str:
+    if reason.startswith("Insufficient "):
+        return f"too little free {resource_name(reason.removeprefix('Insufficient '))}"
+    if reason == "Too many pods":
+        return "no pod slots left"
+    return reason[:1].lower() + reason[1:]
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, Mapping) else {}

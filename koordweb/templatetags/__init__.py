@@ -1,0 +1,1 @@
+"""Template tags of the UI pages (see koordweb_ui)."""

@@ -1,0 +1,36 @@
+"""Template filters of the UI pages, each a thin call into `koordweb.presenters`:
+
+- `{{ amount|quantity:"memory" }}`: an amount with its unit ('512 GiB', '64 cores', '8 GPUs');
+- `{{ decision|decision_words }}`: a Decision row's sentence and details (for includes/why.html);
+- `{{ preemption.reason|preemption_words }}`: a recorded preemption reason in words.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+
+from koordweb.presenters.quantities import quantity_text
+from koordweb.presenters.reasons import (
+    Explanation,
+    decision_sentence,
+    preemption_reason_sentence,
+)
+
+register = template.Library()
+
+
+@register.filter
+def quantity(amount: float | None, resource: str) -> str:
+    return quantity_text(resource, amount)
+
+
+@register.filter
+def decision_words(decision: Any) -> Explanation:
+    return decision_sentence(decision.outcome, decision.reason, decision.details)
+
+
+@register.filter
+def preemption_words(reason: str) -> str:
+    return preemption_reason_sentence(reason or "")

@@ -1,0 +1,286 @@
+"""Every reason code -> its sentence, from the engine's own messages and details."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from koordweb.presenters import reasons as r
+from koordweb.presenters.details import cost_lines, detail_lines
+from koordweb.presenters.reasons import (
+    counterfactual_sentence,
+    decision_sentence,
+    preemption_reason_sentence,
+)
+
+ENGINE_WORDS = ("desiredOfferSlot", "exceedDimensions", "None slots", "quotaName", "{'", "e+")
+
+# (outcome, engine reason, details, expected code, expected sentence)
+CASES: list[tuple[str | None, str, dict[str, Any], str, str]] = [
+    (
+        "placed",
+        "placed in BlockLayer/b1 (15 slots for 10 pods; 3 other candidate domains)",
+        {
+            "chosen_domain": "BlockLayer/b1",
+            "chosen_offer_slots": 15,
+            "desired_offer_slots": 10,
+            "alternatives": {"BlockLayer/b1": 15, "BlockLayer/b2": 16, "BlockLayer/b3": 20},
+        },
+        r.PLACED,
+        "Placed in block b1, which had room for 15 pods (10 pods needed); 2 other domains could "
+        "also hold it.",
+    ),
+    (
+        "placed",
+        "placed in ClusterTopologyLayer/ (15 slots for 10 pods)",
+        {
+            "chosen_domain": "ClusterTopologyLayer/",
+            "chosen_offer_slots": 15,
+            "desired_offer_slots": 10,
+        },
+        r.PLACED,
+        "Placed in the whole cluster, which had room for 15 pods (10 pods needed).",
+    ),
+    (
+        "placed",
+        "placed in nominated nodes (None slots for None pods)",
+        {"chosen_domain": "nominated nodes", "nominated": True},
+        r.PLACED_NOMINATED,
+        "Placed on the nodes a preemption reserved for it.",
+    ),
+    (
+        "unschedulable",
+        "no candidate topology nodes can accommodate job, desiredOfferSlot: 24, topology "
+        "topologyNode SpineLayer/s1: 3; SpineLayer/s0: 2",
+        {
+            "plugin": "NetworkTopology",
+            "desired_offer_slots": 24,
+            "domain_offer_slots": {"SpineLayer/s0": 2, "SpineLayer/s1": 3},
+        },
+        r.TOPOLOGY,
+        "No spine has room for all 24 pods together: the roomiest, spine s1, has room for 3 "
+        "pods now.",
+    ),
+    (
+        "unschedulable",
+        "Insufficient quotas, quotaName: team-nlp, exceedDimensions: [nvidia.com/gpu]",
+        {
+            "plugin": "ElasticQuota",
+            "quota": "team-nlp",
+            "exceeded_dimensions": ["nvidia.com/gpu"],
+            "quota_shortfall": {"team-nlp": {"nvidia.com/gpu": 8}},
+        },
+        r.QUOTA,
+        "Quota team-nlp has too little left: it needs 8 GPUs more.",
+    ),
+    (
+        "unschedulable",
+        "12/1024 nodes are available: 1012 Insufficient nvidia.com/gpu. The job needs 40 offer "
+        "slots, the nodes offer 12.",
+        {
+            "plugin": "NodeResourcesFit",
+            "node_reasons": {"Insufficient nvidia.com/gpu": 1012},
+            "desired_offer_slots": 40,
+            "offer_slots": 12,
+        },
+        r.NODE_RESOURCES,
+        "12 of 1,024 nodes can take one of its pods; the others: 1,012 with too little free "
+        "GPUs. Together they have room for 12 pods, the job needs 40 pods.",
+    ),
+    (
+        "waiting",
+        "gang default/g has 3 of min-available 4 pods",
+        {"plugin": "Coscheduling", "gang": "default/g", "pods": 3, "min_available": 4},
+        r.GANG_WAITING,
+        "Waiting for its gang: 3 of the 4 pods it needs exist.",
+    ),
+    (
+        "unschedulable",
+        "gang default/g would have 2 of min-available 4",
+        {"plugin": "Coscheduling", "gang": "default/g"},
+        r.GANG_SHORT,
+        "Only 2 pods would fit at once; the gang needs 4 pods together.",
+    ),
+    (
+        "waiting",
+        "12/16 nodes are available.",
+        {
+            "plugin": "NodeResourcesFit",
+            "preemption": {
+                "status": "Wait",
+                "reason": "waiting for preemption victims to terminate on node-1, node-2",
+            },
+        },
+        r.VICTIMS_TERMINATING,
+        "Waiting for the pods it preempted to terminate on node-1, node-2.",
+    ),
+    (
+        "preempting",
+        "no candidate topology nodes can accommodate job, desiredOfferSlot: 2",
+        {"nominations": {"default/a-0": "node-1", "default/a-1": "node-2"}},
+        r.PREEMPTING,
+        "Preempting lower-priority jobs to make room; 2 pods will start on the freed nodes.",
+    ),
+    (
+        "unschedulable",
+        "pod default/a-0 on node-1: no card combination satisfies the request",
+        {"plugin": "DeviceShare"},
+        r.DEVICES,
+        "No free cards fit the request: no card combination satisfies the request.",
+    ),
+    (
+        "unschedulable",
+        "invalid network topology: layer X is unknown",
+        {"plugin": "NetworkTopology-invalid"},
+        r.INVALID,
+        "The job's request is invalid: network topology: layer X is unknown.",
+    ),
+    (
+        "unschedulable",
+        "can never run: the largest block has room for 8 pods, the job needs 10",
+        {},
+        r.NEVER_FITS,
+        "Can never run: the largest block has room for 8 pods, the job needs 10.",
+    ),
+    (None, "", {}, r.NOT_DECIDED, "Waiting for the next scheduling round."),
+    (
+        "unschedulable",
+        "something new the engine says",
+        {},
+        r.OTHER,
+        "something new the engine says.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("outcome", "reason", "details", "code", "sentence"), CASES)
+def test_every_reason_code_has_its_sentence(
+    outcome: str | None, reason: str, details: dict[str, Any], code: str, sentence: str
+) -> None:
+    words = decision_sentence(outcome, reason, details, state="Pending")
+    assert words.code == code
+    assert words.sentence == sentence
+    shown = " ".join([words.sentence, *(f"{label} {text}" for label, text in words.details)])
+    assert not any(word in shown for word in ENGINE_WORDS), shown
+
+
+def test_the_table_covers_every_code() -> None:
+    codes = {
+        value
+        for name, value in vars(r).items()
+        if name.isupper()
+        and name
+        in {
+            "PLACED",
+            "PLACED_NOMINATED",
+            "TOPOLOGY",
+            "NODE_RESOURCES",
+            "QUOTA",
+            "GANG_WAITING",
+            "GANG_SHORT",
+            "VICTIMS_TERMINATING",
+            "PREEMPTING",
+            "DEVICES",
+            "INVALID",
+            "NEVER_FITS",
+            "NOT_DECIDED",
+            "OTHER",
+        }
+    }
+    assert codes == set(r._SENTENCES) == {case[3] for case in CASES}
+
+
+def test_preemption_not_helping_is_said_after_the_reason() -> None:
+    words = decision_sentence(
+        "unschedulable",
+        "Insufficient quotas, quotaName: team-a, exceedDimensions: [cpu]",
+        {
+            "plugin": "ElasticQuota",
+            "quota": "team-a",
+            "preemption": {
+                "status": "UnschedulableAndUnresolvable",
+                "reason": "no potential victims",
+            },
+        },
+    )
+    assert words.sentence.endswith(
+        "Preempting would not help: no lower-priority job can be evicted."
+    )
+
+
+def test_details_are_formatted_lines_never_dicts() -> None:
+    lines = dict(
+        detail_lines(
+            {
+                "plugin": "ElasticQuota",
+                "quota_shortfall": {"team-nlp": {"nvidia.com/gpu": 8, "memory": 64 * 1024**3}},
+                "runtime": {"cambricon.com/mlu.smlu.vmemory": 8589934592},
+                "domain_offer_slots": {"BlockLayer/b1": 2, "BlockLayer/b2": 3},
+                "counterfactual": {"evict_jobs": ["other/secret"]},
+            }
+        )
+    )
+    assert lines["Decided by"] == "the ElasticQuota plugin"
+    assert lines["Quota short by"] == "team-nlp: 64 GiB and 8 GPUs"
+    assert lines["Quota's runtime share"] == "8 GiB"
+    assert lines["Room per domain"] == "block b2: 3 pods, block b1: 2 pods"
+    assert "secret" not in str(lines)  # said apart, with other tenants' jobs counted
+
+
+def test_counterfactual_names_visible_jobs_and_counts_the_others() -> None:
+    evict = {"evict_jobs": ["a/x", "b/y"], "fits_in": "BlockLayer/b2", "cost": {}}
+    assert counterfactual_sentence(evict) == "It would fit in block b2 if a/x, b/y were preempted."
+    assert counterfactual_sentence(evict, {"a/x"}) == (
+        "It would fit in block b2 if a/x, 1 job(s) of other tenants were preempted."
+    )
+    quota = {"quota_increase": {"team-a": {"nvidia.com/gpu": 8}}}
+    assert counterfactual_sentence(quota) == "It would run with 8 GPUs more in quota team-a."
+    assert counterfactual_sentence(None) == ""
+
+
+def test_preemption_cost_and_reason_in_words() -> None:
+    cost = {
+        "highest_victim_priority": 5000,
+        "victim_jobs": 2,
+        "victim_pods": 16,
+        "resources": {"nvidia.com/gpu": 128, "cpu": 256000},
+        "pdb_violations": {},
+    }
+    assert cost_lines(cost) == [
+        ("Evicted", "2 jobs, 16 pods"),
+        ("Highest victim priority", "5000"),
+        ("Freed", "256 cores and 128 GPUs"),
+        ("Disruption budgets broken", "none"),
+    ]
+    sentence = preemption_reason_sentence(
+        "lower-priority jobs evicted (priority 9000 over at most 5000): no candidate topology "
+        "nodes can accommodate job, desiredOfferSlot: 4, topology topologyNode BlockLayer/b1: 2"
+    )
+    assert sentence == (
+        "Lower-priority jobs evicted (priority 9000 over at most 5000). It did not fit because: "
+        "no topology domain has room for all 4 pods of the job together."
+    )
+
+
+@pytest.mark.parametrize(
+    ("state", "reason", "sentence"),
+    [
+        (
+            "Preempting",
+            "",
+            "Being preempted: its pods are terminating and still hold their nodes; it is "
+            "Preempted once they are gone.",
+        ),
+        (
+            "Requeueing",
+            "kubelet refused pod x: OutOfnvidia.com/gpu",
+            "A node refused one of its pods: its pods are being deleted, then it waits in the "
+            "queue again. Kubelet refused pod x: OutOfnvidia.com/gpu.",
+        ),
+        ("Succeeded", "", "Finished."),
+        ("Cancelled", "cancelled by alice", "Cancelled. Cancelled by alice."),
+    ],
+)
+def test_job_states_without_a_decision_in_words(state: str, reason: str, sentence: str) -> None:
+    assert r.state_sentence(state, reason).sentence == sentence
