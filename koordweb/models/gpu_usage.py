@@ -10,6 +10,8 @@ bucket (`period_start - period_start % 3600`).
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from django.db import models
 
 from koordweb.models.cluster import Node
@@ -17,6 +19,15 @@ from koordweb.models.workload import ElasticQuota, Job
 
 # An amount of 360,000 is one GPU-hour (100 hundredths of a card x 3,600 s).
 CARD_HOUR = 360_000
+
+
+def epoch(moment: datetime) -> int:
+    """A moment as the epoch seconds the samples are keyed by."""
+    return int(moment.timestamp())
+
+
+def from_epoch(seconds: int) -> datetime:
+    return datetime.fromtimestamp(seconds, tz=UTC)
 
 
 class CardSample(models.Model):

@@ -41,6 +41,7 @@ class CardUse:
     pod: str
     core: int
     memory_ratio: int
+    job_id: int | None = None
 
 
 @dataclass
@@ -179,6 +180,7 @@ def _attach_uses(
                     pod=pod if label == job_name else "",
                     core=card_core_percent(resources),
                     memory_ratio=int(resources.get(GPU_MEMORY_RATIO, 0)),
+                    job_id=job_id,
                 )
             )
 

@@ -17,7 +17,7 @@ from django.db import transaction
 from django.db.models import Avg, Max, Min, Sum
 
 from koordweb.models import CardSample, JobUsageHour, NodeMetric
-from koordweb.services.gpu_usage import epoch
+from koordweb.models.gpu_usage import epoch
 
 NODE_METRIC_KEEP = timedelta(hours=1)
 
@@ -60,10 +60,10 @@ def _bucket_compact(bucket: int, rollup: int) -> tuple[int, int]:
     grouped = (
         raw.values("node_id", "minor", "job_id", "quota_id")
         .annotate(
-            allocated=Sum("allocated"),
-            used=Sum("used"),
-            idle_allocated=Sum("idle_allocated"),
-            memory_mib=Avg("memory_mib"),
+            a=Sum("allocated"),
+            u=Sum("used"),
+            i=Sum("idle_allocated"),
+            m=Avg("memory_mib"),
         )
         .order_by()
     )
@@ -75,10 +75,10 @@ def _bucket_compact(bucket: int, rollup: int) -> tuple[int, int]:
             minor=g["minor"],
             job_id=g["job_id"],
             quota_id=g["quota_id"],
-            allocated=g["allocated"] or 0,
-            used=g["used"] or 0,
-            idle_allocated=g["idle_allocated"] or 0,
-            memory_mib=int(g["memory_mib"] or 0),
+            allocated=g["a"] or 0,
+            used=g["u"] or 0,
+            idle_allocated=g["i"] or 0,
+            memory_mib=int(g["m"] or 0),
         )
         for g in grouped
     ]

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 from django.conf import settings
 from django.db import transaction
@@ -30,6 +30,7 @@ from koordweb.models import (
     NodeMetric,
     Pod,
 )
+from koordweb.models.gpu_usage import epoch, from_epoch
 from koordweb.models.workload import HOLDING_JOB_STATES
 from koordweb.selectors.devices import DEVICE_ALLOCATED, card_core_percent, parse_device_allocation
 
@@ -57,14 +58,6 @@ class CardReport:
     busy: int  # percent of the card's cores
     memory_bytes: int
     pod_usage: Mapping[str, Mapping[str, int]]  # pod -> resources on this card
-
-
-def epoch(moment: datetime) -> int:
-    return int(moment.timestamp())
-
-
-def from_epoch(seconds: int) -> datetime:
-    return datetime.fromtimestamp(seconds, tz=UTC)
 
 
 def card_holders(cluster: Cluster, node_ids: Iterable[int]) -> dict[tuple[int, int], list[Holder]]:

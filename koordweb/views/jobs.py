@@ -15,6 +15,7 @@ from koordweb.figures.capacity import display_amount
 from koordweb.models import Decision, Job, JobState, Pod, Preemption, PreemptionVictim
 from koordweb.views.cluster import placement_figure
 from koordweb.views.common import current_cluster, is_admin, paginate, visible_jobs
+from koordweb.views.gpu import job_idle_words, job_usage_context
 
 ACTIVE = (JobState.PENDING, JobState.SCHEDULED, JobState.RUNNING)
 STATE_FILTERS = {"active": ACTIVE, "pending": (JobState.PENDING,), "all": ()}
@@ -133,12 +134,14 @@ def job_list(request: HttpRequest) -> HttpResponse:
     states = STATE_FILTERS.get(state, ACTIVE)
     page = paginate(request, job_queue(visible_jobs(request.user, cluster), states), per_page=50)
     shapes = _shapes([job.pk for job in page.object_list])
+    idle = job_idle_words(list(page.object_list))
     rows = [
         {
             "job": job,
             "position": page.start_index() + i,
             "shape": shapes.get(job.pk) or f"{job.total_number} pod(s)",
             "reason": plain_reason(job.last_outcome, job.last_reason, job),
+            "idle": idle.get(job.pk),
         }
         for i, job in enumerate(page.object_list)
     ]
@@ -206,5 +209,6 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
         )[:20],
         "placement": placement_figure(job.cluster, job) if any(p.node_id for p in pods) else None,
         "active": job.state in ACTIVE,
+        **job_usage_context(job),
     }
     return render(request, "job_detail.html", context)

@@ -21,6 +21,7 @@ from koordweb.selectors.overview import (
 )
 from koordweb.selectors.topology import nodes_outside_topology
 from koordweb.views.common import current_cluster, is_admin, visible_jobs
+from koordweb.views.gpu import gpu_health_context
 
 # Resources people look at first; the rest follow by name.
 LEADING_RESOURCES = ("cpu", "memory", "nvidia.com/gpu", "koordinator.sh/gpu-core")
@@ -52,6 +53,7 @@ def _live_context(request: HttpRequest) -> dict[str, Any]:
         if is_admin(request.user)
         else [],
         "refreshed_at": timezone.now(),
+        **gpu_health_context(cluster, visible_jobs(request.user, cluster)),
     }
 
 
