@@ -32,6 +32,8 @@ from koordweb.models import (
 from koordweb.models.gpu_usage import epoch, from_epoch
 from koordweb.selectors.tenancy import quotas_of_member, user_is_admin
 
+DEFAULT_IDLE_MINUTES = 60
+
 
 @dataclass(frozen=True)
 class CardNow:
@@ -46,17 +48,16 @@ class GpuHours:
     allocated: float
     used: float
     idle_allocated: float
-
-    @property
-    def efficiency_pct(self) -> float:
-        return round(100 * self.used / self.allocated, 1) if self.allocated else 0.0
+    efficiency_pct: float  # used / allocated, from the exact amounts
 
     @classmethod
     def of(cls, allocated: int | None, used: int | None, idle: int | None) -> GpuHours:
+        allocated, used = allocated or 0, used or 0
         return cls(
-            round((allocated or 0) / CARD_HOUR, 2),
-            round((used or 0) / CARD_HOUR, 2),
+            round(allocated / CARD_HOUR, 2),
+            round(used / CARD_HOUR, 2),
             round((idle or 0) / CARD_HOUR, 2),
+            round(100 * used / allocated, 1) if allocated else 0.0,
         )
 
 
@@ -124,17 +125,33 @@ def cards_now(cluster: Cluster, node_names: Iterable[str]) -> dict[tuple[str, in
     }
 
 
+def job_idle_flag(job: Job) -> IdleFlag | None:
+    """The job's idle flag if its cards are idle now (reads `job.gpu_state`: select it)."""
+    if job.state not in (JobState.RUNNING, JobState.SCHEDULED):
+        return None
+    try:
+        state = job.gpu_state
+    except JobGpuState.DoesNotExist:
+        return None
+    if state.idle_since is None:
+        return None
+    threshold = job.quota.gpu_idle_alert_minutes if job.quota else DEFAULT_IDLE_MINUTES
+    return IdleFlag(state.idle_since, round(state.idle_gpu_hours, 2), threshold)
+
+
 def idle_flags(jobs: Iterable[Job]) -> dict[int, IdleFlag]:
     """Jobs whose cards are idle now: since when, what it cost so far, their team's threshold."""
     jobs = list(jobs)
-    threshold = {j.id: j.quota.gpu_idle_alert_minutes if j.quota else 60 for j in jobs}
     holding = [j.id for j in jobs if j.state in (JobState.RUNNING, JobState.SCHEDULED)]
-    states = JobGpuState.objects.filter(job_id__in=holding, idle_since__isnull=False)
-    return {
-        s.job_id: IdleFlag(s.idle_since, round(s.idle_gpu_hours, 2), threshold[s.job_id])
-        for s in states
-        if s.idle_since is not None
-    }
+    states = {s.job_id: s for s in JobGpuState.objects.filter(job_id__in=holding)}
+    flags = {}
+    for job in jobs:
+        if job.id in states:
+            job.gpu_state = states[job.id]
+            flag = job_idle_flag(job)
+            if flag is not None:
+                flags[job.id] = flag
+    return flags
 
 
 def flagged_idle_jobs(jobs: QuerySet[Job], *, now: datetime | None = None) -> list[Job]:
@@ -153,7 +170,7 @@ def job_card_usage(job: Job, *, max_buckets: int = 120) -> JobCardUsage:
     bounds = samples.aggregate(first=Min("period_start"), last=Max("period_start"))
     first, last = bounds["first"], bounds["last"]
     if first is None or last is None:
-        return JobCardUsage([], [], 60, [], GpuHours(0, 0, 0))
+        return JobCardUsage([], [], 60, [], GpuHours(0, 0, 0, 0))
     span = last - first + settings.KOORDWEB_GPU_SAMPLE_SECONDS
     step = settings.KOORDWEB_GPU_SAMPLE_SECONDS
     bucket = max(step, -(-span // max_buckets) // step * step)
@@ -271,3 +288,18 @@ def team_scope(user: Any) -> QuerySet[ElasticQuota] | None:
     if user_is_admin(user):
         return None
     return quotas_of_member(user=user)
+
+
+def card_history(
+    cluster: Cluster, *, node: str, minor: int | None, since: datetime, until: datetime
+) -> QuerySet[CardSample]:
+    """A node's card samples in [since, until), oldest first (card, time index)."""
+    rows = CardSample.objects.filter(
+        node__cluster=cluster,
+        node__name=node,
+        period_start__gte=epoch(since),
+        period_start__lt=epoch(until),
+    )
+    if minor is not None:
+        rows = rows.filter(minor=minor)
+    return rows.select_related("node", "job", "quota").order_by("minor", "period_start", "id")

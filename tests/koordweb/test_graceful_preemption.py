@@ -147,9 +147,7 @@ def test_rounds_asked_for_during_a_round_start_exactly_one_successor_right_after
     demo_seed()
     cluster = Cluster.objects.get(name="default")
     entered, release = threading.Event(), threading.Event()
-    monkeypatch.setattr(
-        "koordweb.tasks.backend_for", lambda c: _SlowEnact(entered, release)
-    )
+    monkeypatch.setattr("koordweb.tasks.backend_for", lambda c: _SlowEnact(entered, release))
     successors: list[dict] = []
     monkeypatch.setattr(
         run_round, "apply_async", lambda args, kwargs: successors.append({"args": args, **kwargs})
