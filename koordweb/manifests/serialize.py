@@ -153,16 +153,29 @@ def node_metric_doc(metric: NodeMetric, node_name: str) -> dict[str, Any]:
     usage: dict[str, Any] = {"resources": format_resource_list(metric.usage)}
     if devices:
         usage["devices"] = devices
+    status: dict[str, Any] = {
+        "updateTime": format_timestamp(metric.reported_at),
+        "nodeMetric": {"nodeUsage": usage},
+    }
+    pods = [_pod_metric(key, cards) for key, cards in sorted((metric.pod_gpu_usage or {}).items())]
+    if pods:
+        status["podsMetric"] = pods
     return {
         "apiVersion": "slo.koordinator.sh/v1alpha1",
         "kind": "NodeMetric",
         "metadata": _meta(node_name),
         "spec": {"metricCollectPolicy": {"reportIntervalSeconds": metric.report_interval_seconds}},
-        "status": {
-            "updateTime": format_timestamp(metric.reported_at),
-            "nodeMetric": {"nodeUsage": usage},
-        },
+        "status": status,
     }
+
+
+def _pod_metric(key: str, cards: dict[str, dict[str, int]]) -> dict[str, Any]:
+    namespace, _, name = key.partition("/")
+    devices = [
+        {"type": "gpu", "minor": int(minor), "resources": format_resource_list(usage)}
+        for minor, usage in sorted(cards.items(), key=lambda item: int(item[0]))
+    ]
+    return {"namespace": namespace, "name": name, "podUsage": {"devices": devices}}
 
 
 def quota_doc(quota: ElasticQuota) -> dict[str, Any]:
