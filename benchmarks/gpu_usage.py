@@ -297,14 +297,18 @@ def markdown(report: dict[str, Any]) -> str:
                 "|---|---:|",
                 f"| cards ({report['nodes']:,} nodes x 8) | {report['nodes'] * 8:,} |",
                 f"| rows per minute of samples | {i['rows_per_minute']:,} |",
-                f"| ingest: CPU s per minute of samples (this process) | {i['ingest_cpu_s_per_minute']} |",
+                f"| ingest: CPU s per minute of samples (this process) |"
+                f" {i['ingest_cpu_s_per_minute']} |",
                 f"| ingest: wall s per minute of samples | {i['ingest_wall_s_per_minute']} |",
-                f"| koordlet reports written: CPU s per minute | {i['report_write_cpu_s_per_minute']} |",
-                f"| card sample rows after {report['minutes'] // 60} h | {s['card_sample_rows']:,} |",
+                f"| koordlet reports written: CPU s per minute |"
+                f" {i['report_write_cpu_s_per_minute']} |",
+                f"| card sample rows after {report['minutes'] // 60} h |"
+                f" {s['card_sample_rows']:,} |",
                 f"| table / indexes (MiB) | {s['table_mib']:,} / {s['indexes_mib']:,} |",
                 f"| bytes per row, indexes included | {s['bytes_per_row']} |",
                 f"| per-job hour rows | {s['job_hour_rows']:,} |",
-                f"| downsampling one hour: rows in / out | {d['rows_merged']:,} / {d['rows_created']:,} |",
+                f"| downsampling one hour: rows in / out |"
+                f" {d['rows_merged']:,} / {d['rows_created']:,} |",
                 f"| downsampling one hour: CPU s / wall s | {d['cpu_s']} / {d['wall_s']} |",
                 f"| efficiency page, 24 h window (server s) | {p['efficiency_page_s']} |",
                 f"| job page, {p['job_cards']} cards over the day (server s) | {p['job_page_s']} |",

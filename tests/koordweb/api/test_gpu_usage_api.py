@@ -80,7 +80,7 @@ def test_tenants_see_only_their_teams_efficiency(
     # Half a card idle for 90 minutes: 0.75 GPU-hours.
     assert jobs == {"team-b/b-notebook": 0.75}
     teams, _, jobs = ranking(admin_api)
-    assert teams == {"team-a", "team-b"} and list(jobs)[0] == "team-b/b-notebook"
+    assert teams == {"team-a", "team-b"} and next(iter(jobs)) == "team-b/b-notebook"
 
 
 @pytest.mark.django_db
