@@ -16,9 +16,9 @@ from datetime import datetime, timedelta
 from django.conf import settings
 
 from koordweb.backends.simulated_usage import PROFILE_ANNOTATION, busy_percent
-from koordweb.models import CardSample, Cluster, ElasticQuota, Job, JobState, Node, Pod, PodPhase
+from koordweb.models import Cluster, ElasticQuota, Job, JobState, Node, Pod, PodPhase
 from koordweb.models.gpu_usage import epoch
-from koordweb.services.gpu_usage import CardReport, Holder, card_rows, samples_record
+from koordweb.services.gpu_usage import CardReport, Holder, SampleRow, card_rows, samples_record
 
 GI = 1024**3
 DEVICE_ALLOCATED = "scheduling.koordinator.sh/device-allocated"
@@ -44,7 +44,7 @@ def demo_gpu_seed(cluster: Cluster, *, now: datetime) -> None:
     notebook_node = next(iter(by_vendor.get("Ascend-910B3", [])), None)
     step = settings.KOORDWEB_GPU_SAMPLE_SECONDS
     end = epoch(now) // step * step
-    periods: dict[int, list[CardSample]] = defaultdict(list)
+    periods: dict[int, list[SampleRow]] = defaultdict(list)
     if notebook_node is not None:
         notebook = _notebook(cluster, quotas["team-vision"], notebook_node, now)
         _history(
@@ -61,7 +61,7 @@ def demo_gpu_seed(cluster: Cluster, *, now: datetime) -> None:
 
 
 def _history(
-    periods: dict[int, list[CardSample]],
+    periods: dict[int, list[SampleRow]],
     job: Job,
     profile: str,
     cards: list[tuple[Node, int]],

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Max, Q
 
 from koordweb.models import (
@@ -47,6 +47,36 @@ class Holder:
     job_id: int
     quota_id: int | None
     share: int  # gpu-core percent of the card
+
+
+@dataclass(frozen=True, slots=True)
+class SampleRow:
+    """One CardSample row before it is written (plain values: written by COPY or executemany)."""
+
+    period_start: int
+    period_seconds: int
+    node_id: int
+    minor: int
+    job_id: int | None
+    quota_id: int | None
+    allocated: int
+    used: int
+    idle_allocated: int
+    memory_mib: int
+
+
+COLUMNS = (
+    "period_start",
+    "period_seconds",
+    "node_id",
+    "minor",
+    "job_id",
+    "quota_id",
+    "allocated",
+    "used",
+    "idle_allocated",
+    "memory_mib",
+)
 
 
 @dataclass(frozen=True)
@@ -82,9 +112,9 @@ def card_holders(cluster: Cluster, node_ids: Iterable[int]) -> dict[tuple[int, i
 
 def card_rows(
     report: CardReport, holders: list[Holder], *, start: int, step: int, idle_percent: int
-) -> list[CardSample]:
+) -> list[SampleRow]:
     """The rows of one card for one period: one per holder, one for the free part if any."""
-    rows: list[CardSample] = []
+    rows: list[SampleRow] = []
     held = min(100, sum(h.share for h in holders))
     own = {h.pod: report.pod_usage.get(h.pod) for h in holders}
     reported = any(usage is not None for usage in own.values())
@@ -100,30 +130,34 @@ def card_rows(
         attributed += busy
         idle = 100 * busy < idle_percent * holder.share
         rows.append(
-            CardSample(
-                period_start=start,
-                period_seconds=step,
-                node_id=report.node_id,
-                minor=report.minor,
-                job_id=holder.job_id,
-                quota_id=holder.quota_id,
-                allocated=holder.share * step,
-                used=busy * step,
-                idle_allocated=holder.share * step if idle else 0,
-                memory_mib=memory // MIB,
+            SampleRow(
+                start,
+                step,
+                report.node_id,
+                report.minor,
+                holder.job_id,
+                holder.quota_id,
+                holder.share * step,
+                busy * step,
+                holder.share * step if idle else 0,
+                memory // MIB,
             )
         )
     if held < 100:
         rest = max(0, report.busy - attributed)
         memory = report.memory_bytes - sum(r.memory_mib for r in rows) * MIB
         rows.append(
-            CardSample(
-                period_start=start,
-                period_seconds=step,
-                node_id=report.node_id,
-                minor=report.minor,
-                used=min(rest, 100 - held) * step,
-                memory_mib=max(0, memory) // MIB,
+            SampleRow(
+                start,
+                step,
+                report.node_id,
+                report.minor,
+                None,
+                None,
+                0,
+                min(rest, 100 - held) * step,
+                0,
+                max(0, memory) // MIB,
             )
         )
     return rows
@@ -182,7 +216,7 @@ def gpu_samples_ingest(
         minors[node_id].append(minor)
     holders = card_holders(cluster, [m.node_id for m in metrics])
     idle_percent = settings.KOORDWEB_GPU_IDLE_PERCENT
-    rows: list[CardSample] = []
+    rows: list[SampleRow] = []
     for metric in metrics:
         for report in metric_reports(metric, minors.get(metric.node_id, [])):
             rows.extend(
@@ -201,7 +235,7 @@ def gpu_samples_ingest(
     return {"samples": len(rows), "nodes": len(metrics)}
 
 
-def samples_record(*, periods: list[tuple[int, list[CardSample]]], step: int) -> None:
+def samples_record(*, periods: list[tuple[int, list[SampleRow]]], step: int) -> None:
     """Write the rows of consecutive periods, the per-job hour sums and the idle streaks."""
     hours: dict[tuple[int, int], list[int]] = {}
     quota_of: dict[int, int | None] = {}
@@ -220,9 +254,27 @@ def samples_record(*, periods: list[tuple[int, list[CardSample]]], step: int) ->
             busy[row.job_id] = busy.get(row.job_id, False) or row.idle_allocated == 0
             held[row.job_id] += row.allocated
         streaks.append((start + step, busy, held))
-    CardSample.objects.bulk_create([row for _, rows in periods for row in rows], batch_size=5000)
+    samples_insert([row for _, rows in periods for row in rows])
     _hours_add(hours, quota_of)
     _streaks_follow(streaks)
+
+
+def samples_insert(rows: list[SampleRow]) -> None:
+    """Bulk insert: COPY on PostgreSQL, executemany elsewhere (no model instance per row)."""
+    if not rows:
+        return
+    table = CardSample._meta.db_table
+    names = ", ".join(COLUMNS)
+    values = [tuple(getattr(row, c) for c in COLUMNS) for row in rows]
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            raw = cursor.cursor  # psycopg 3: COPY FROM STDIN, row by row
+            with raw.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
+                for value in values:
+                    copy.write_row(value)
+            return
+        marks = ", ".join(["%s"] * len(COLUMNS))
+        cursor.executemany(f"INSERT INTO {table} ({names}) VALUES ({marks})", values)
 
 
 def _hours_add(hours: dict[tuple[int, int], list[int]], quota_of: dict[int, int | None]) -> None:
