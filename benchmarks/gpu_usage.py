@@ -11,7 +11,8 @@ pod card usage) written for every node, then `gpu_samples_ingest`; the CPU secon
 per minute of samples are measured for each step (the database server's own CPU is not in them).
 The rest of the day is filled by the database itself (INSERT ... SELECT of the last sampled
 minute, shifted minute by minute; per-job hour sums likewise), so the table reaches a day's size
-without hours of Python. Then it reports the table's rows and size, the cost of downsampling one
+without hours of Python (the card sample indexes are dropped for the load and built again after
+it). Then it reports the table's rows and size, the cost of downsampling one
 hour, and the server time of the efficiency page (24 h window) and of the job page of the largest
 job (in-process Django test client, median of 3). `--pages-only` reuses the rows of an earlier run.
 """
@@ -173,31 +174,39 @@ def ingest(cluster: Any, minutes: int) -> dict[str, Any]:
     }
 
 
-def fill(cluster: Any, first_minute: int, minutes: int) -> float:
-    """Copy the last sampled minute forward, in the database, up to `minutes`; returns seconds."""
+def fill(cluster: Any, template_minute: int, first_minute: int, minutes: int) -> float:
+    """Copy minute `template_minute` forward, in the database, over [first_minute, minutes), and
+    the per-job hour sums of the hours after the ingested ones; returns seconds. The card sample
+    indexes are dropped during the load and built again after it (as a bulk load would)."""
     from django.db import connection, transaction
 
-    template = int((DAY0 + timedelta(minutes=first_minute - 1)).timestamp())
+    from koordweb.models import CardSample
+
+    template = int((DAY0 + timedelta(minutes=template_minute)).timestamp())
     t0 = time.perf_counter()
     columns = "node_id, minor, job_id, quota_id, allocated, used, idle_allocated, memory_mib"
+    indexes = CardSample._meta.indexes
+    with connection.schema_editor() as editor:
+        for index in indexes:
+            editor.remove_index(CardSample, index)
     for chunk in range(first_minute, minutes, 60):
         upto = min(chunk + 60, minutes)
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(
                 f"""WITH RECURSIVE g(n) AS (SELECT %s UNION ALL SELECT n + 1 FROM g WHERE n < %s)
                 INSERT INTO koordweb_cardsample (period_start, period_seconds, {columns})
-                SELECT s.period_start + 60 * (g.n - %s + 1), 60, {columns}
+                SELECT s.period_start + 60 * (g.n - %s), 60, {columns}
                 FROM koordweb_cardsample s CROSS JOIN g WHERE s.period_start = %s""",
-                [chunk, upto - 1, first_minute, template],
+                [chunk, upto - 1, template_minute, template],
             )
         print(f"filled minutes up to {upto}", flush=True)
-    hours = list(
-        range(
-            int(DAY0.timestamp()) + 3600 * (first_minute // 60),
-            int(DAY0.timestamp()) + 60 * minutes,
-            3600,
-        )
-    )
+    t1 = time.perf_counter()
+    with connection.schema_editor() as editor:
+        for index in indexes:
+            editor.add_index(CardSample, index)
+    print(f"indexes built in {time.perf_counter() - t1:.0f} s", flush=True)
+    day0 = int(DAY0.timestamp())
+    hours = range(day0 + 3600 * -(-(template_minute + 1) // 60), day0 + 60 * minutes, 3600)
     with transaction.atomic(), connection.cursor() as cursor:
         for hour in hours:
             cursor.execute(
@@ -245,7 +254,7 @@ def downsample_hour(minutes: int) -> dict[str, Any]:
 
     from koordweb.services.gpu_history import gpu_history_compact
 
-    now = DAY0 + timedelta(minutes=minutes) - timedelta(hours=1)  # raw window of its age - 1 h
+    now = DAY0 + timedelta(minutes=minutes)  # the raw window ends one hour after the first
     hours = max(1, (minutes // 60) - 1)
     t0, w0 = time.process_time(), time.perf_counter()
     with override_settings(KOORDWEB_GPU_RAW_HOURS=hours, KOORDWEB_GPU_HISTORY_DAYS=3650):
@@ -324,6 +333,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ingested", type=int, default=60, help="minutes through the service")
     parser.add_argument("--hours", type=int, default=24)
     parser.add_argument("--pages-only", action="store_true")
+    parser.add_argument(
+        "--resume", help="the ingest figures (JSON) of a run whose fill was interrupted"
+    )
     parser.add_argument("--json", dest="json_path")
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args(argv)
@@ -339,12 +351,24 @@ def main(argv: list[str] | None = None) -> int:
         report["pages"] = page_times()
         print(json.dumps(report, indent=2))
         return 0
-    t0 = time.perf_counter()
-    cluster = build(args.nodes)
-    report["build_s"] = round(time.perf_counter() - t0, 1)
-    report["ingest"] = ingest(cluster, args.ingested)
+    if args.resume:
+        # An interrupted run: its ingest figures, and the minutes it had filled already.
+        from django.db.models import Max
+
+        from koordweb.models import CardSample, Cluster
+
+        cluster = Cluster.objects.get(name=CLUSTER)
+        report["ingest"] = json.loads(args.resume)
+        last = CardSample.objects.aggregate(last=Max("period_start"))["last"]
+        filled = (last - int(DAY0.timestamp())) // 60 + 1
+    else:
+        t0 = time.perf_counter()
+        cluster = build(args.nodes)
+        report["build_s"] = round(time.perf_counter() - t0, 1)
+        report["ingest"] = ingest(cluster, args.ingested)
+        filled = args.ingested
     print(json.dumps(report["ingest"]), flush=True)
-    report["fill_s"] = round(fill(cluster, args.ingested, minutes), 1)
+    report["fill_s"] = round(fill(cluster, args.ingested - 1, filled, minutes), 1)
     report["size"] = table_size()
     print(json.dumps(report["size"]), flush=True)
     report["downsample"] = downsample_hour(minutes)
