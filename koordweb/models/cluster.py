@@ -31,7 +31,7 @@ class Cluster(models.Model):
     # A round was asked for while one of this cluster ran: the running one starts a successor.
     round_pending = models.BooleanField(default=False)
     # GPU monitoring: card samples are taken up to this epoch second (the end of the last period).
-    gpu_sampled_until = models.BigIntegerField(default=0)
+    gpu_sampled_until = models.BigIntegerField(default=0, editable=False)
 
     class Meta:
         ordering = ["name"]
