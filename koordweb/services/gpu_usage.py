@@ -229,6 +229,10 @@ def gpu_samples_ingest(
                 )
             )
     with transaction.atomic():
+        # Two workers sampling the same period: the second finds it taken and writes nothing.
+        locked = Cluster.objects.select_for_update().only("gpu_sampled_until").get(id=cluster.id)
+        if start < locked.gpu_sampled_until:
+            return {"samples": 0}
         samples_record(periods=[(start, rows)], step=step)
         Cluster.objects.filter(id=cluster.id).update(gpu_sampled_until=end)
     cluster.gpu_sampled_until = end

@@ -45,6 +45,8 @@ class CardHistoryView(ApiMixin, ListAPIView):  # type: ignore[type-arg]
         return super().get(request, *args, **kwargs)
 
     def get_queryset(self) -> Any:
+        if getattr(self, "swagger_fake_view", False):  # the schema generator asks without a query
+            return CardSample.objects.none()
         query = CardHistoryQuery(data=self.request.query_params)
         query.is_valid(raise_exception=True)
         params = query.validated_data
@@ -106,6 +108,3 @@ class TeamEfficiencyView(ApiView):
             cluster_or_404(request), since=since, until=until, quotas=team_scope(request.user)
         )
         return Response(EfficiencySerializer(result).data)
-
-
-__all__ = ["CardHistoryView", "CardSample", "JobUsageView", "TeamEfficiencyView"]
