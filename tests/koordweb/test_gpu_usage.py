@@ -209,3 +209,39 @@ def test_history_older_than_its_days_is_pruned(card_node: Any, settings: Any) ->
     assert not CardSample.objects.exists()
     # The node's latest report stays: the load-aware filter reads it.
     assert NodeMetric.objects.filter(node=card_node).count() == 1
+
+
+def test_vnpu_and_smlu_slices_are_charged_by_their_share_of_the_card(card_node: Any) -> None:
+    quota = f.QuotaFactory(cluster=card_node.cluster, name="team")
+    # What the allocator writes for an Ascend vNPU (vir10 of a 20-core card) and an sMLU slice.
+    vnpu = {"koordinator.sh/gpu-core": "50", "huawei.com/npu-core": "10", "huawei.com/npu-cpu": "4"}
+    smlu = {"koordinator.sh/gpu-core": "25", "koordinator.sh/gpu-memory": str(8 * GI)}
+    jobs = {}
+    for name, resources in (("vnpu", vnpu), ("smlu", smlu)):
+        job = f.JobFactory(
+            cluster=card_node.cluster,
+            quota=quota,
+            name=name,
+            namespace="team",
+            state="Running",
+            total_number=1,
+            min_available=1,
+        )
+        annotation = {"gpu": [{"minor": 0, "resources": resources}]}
+        f.PodFactory(
+            job=job,
+            name=f"{name}-0",
+            node=card_node,
+            phase="Running",
+            annotations={"scheduling.koordinator.sh/device-allocated": json.dumps(annotation)},
+        )
+        jobs[name] = job
+    report(card_node, T0 + timedelta(seconds=30), {0: 60, 1: 0}, {})
+
+    ingest_minute(card_node.cluster, 0)
+
+    rows = {r.job_id: r for r in CardSample.objects.filter(minor=0)}
+    assert rows[jobs["vnpu"].id].allocated == 50 * 60 and rows[jobs["smlu"].id].allocated == 25 * 60
+    # 60% busy over 75% held: two thirds to the vNPU, one third to the slice; a quarter is free.
+    assert rows[jobs["vnpu"].id].used == 40 * 60 and rows[jobs["smlu"].id].used == 20 * 60
+    assert rows[None].allocated == 0 and rows[None].used == 0
