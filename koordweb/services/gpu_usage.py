@@ -282,33 +282,42 @@ def samples_insert(rows: list[SampleRow]) -> None:
 
 
 def _hours_add(hours: dict[tuple[int, int], list[int]], quota_of: dict[int, int | None]) -> None:
+    """Add to the per-job hour sums: increments in SQL for existing rows, inserts for new ones
+    (one statement per row through executemany: bulk_update's CASE expressions cost seconds)."""
     if not hours:
         return
     wanted = Q()
     for hour in {hour for _, hour in hours}:
         wanted |= Q(hour=hour, job_id__in=[job for job, h in hours if h == hour])
-    existing = {(r.job_id, r.hour): r for r in JobUsageHour.objects.filter(wanted)}
-    changed, created = [], []
-    for (job_id, hour), (allocated, used, idle) in hours.items():
-        row = existing.get((job_id, hour))
-        if row is None:
-            created.append(
-                JobUsageHour(
-                    job_id=job_id,
-                    quota_id=quota_of.get(job_id),
-                    hour=hour,
-                    allocated=allocated,
-                    used=used,
-                    idle_allocated=idle,
-                )
+    existing = set(JobUsageHour.objects.filter(wanted).values_list("job_id", "hour"))
+    table = JobUsageHour._meta.db_table
+    increments = [
+        (allocated, used, idle, job_id, hour)
+        for (job_id, hour), (allocated, used, idle) in hours.items()
+        if (job_id, hour) in existing
+    ]
+    if increments:
+        with connection.cursor() as cursor:
+            cursor.executemany(
+                f"UPDATE {table} SET allocated = allocated + %s, used = used + %s, "
+                "idle_allocated = idle_allocated + %s WHERE job_id = %s AND hour = %s",
+                increments,
             )
-            continue
-        row.allocated += allocated
-        row.used += used
-        row.idle_allocated += idle
-        changed.append(row)
-    JobUsageHour.objects.bulk_create(created, batch_size=2000)
-    JobUsageHour.objects.bulk_update(changed, ["allocated", "used", "idle_allocated"], 2000)
+    JobUsageHour.objects.bulk_create(
+        [
+            JobUsageHour(
+                job_id=job_id,
+                quota_id=quota_of.get(job_id),
+                hour=hour,
+                allocated=allocated,
+                used=used,
+                idle_allocated=idle,
+            )
+            for (job_id, hour), (allocated, used, idle) in hours.items()
+            if (job_id, hour) not in existing
+        ],
+        batch_size=2000,
+    )
 
 
 def _streaks_follow(streaks: list[tuple[int, dict[int, bool], dict[int, int]]]) -> None:
@@ -332,5 +341,20 @@ def _streaks_follow(streaks: list[tuple[int, dict[int, bool], dict[int, int]]]) 
                 state.idle_allocated += held[job_id]
             state.last_sample_at = moment
     JobGpuState.objects.bulk_create(list(fresh.values()), batch_size=2000)
-    fields = ["idle_since", "idle_allocated", "last_busy_at", "last_sample_at"]
-    JobGpuState.objects.bulk_update(list(states.values()), fields, batch_size=2000)
+    if states:
+        adapt = connection.ops.adapt_datetimefield_value
+        with connection.cursor() as cursor:
+            cursor.executemany(
+                f"UPDATE {JobGpuState._meta.db_table} SET idle_since = %s, idle_allocated = %s, "
+                "last_busy_at = %s, last_sample_at = %s WHERE job_id = %s",
+                [
+                    (
+                        adapt(s.idle_since),
+                        s.idle_allocated,
+                        adapt(s.last_busy_at),
+                        adapt(s.last_sample_at),
+                        s.job_id,
+                    )
+                    for s in states.values()
+                ],
+            )
