@@ -7,6 +7,7 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     initial = True
 
     dependencies = [
@@ -15,953 +16,379 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name="Cluster",
+            name='Cluster',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("name", models.SlugField(max_length=63, unique=True)),
-                ("description", models.CharField(blank=True, max_length=200)),
-                (
-                    "backend",
-                    models.CharField(
-                        choices=[("simulated", "simulated"), ("kubernetes", "kubernetes")],
-                        default="simulated",
-                        max_length=16,
-                    ),
-                ),
-                ("scheduler_name", models.CharField(default="koordweb", max_length=63)),
-                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('name', models.SlugField(max_length=63, unique=True)),
+                ('description', models.CharField(blank=True, max_length=200)),
+                ('backend', models.CharField(choices=[('simulated', 'simulated'), ('kubernetes', 'kubernetes')], default='simulated', max_length=16)),
+                ('scheduler_name', models.CharField(default='koordweb', max_length=63)),
+                ('created_at', models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                "ordering": ["name"],
+                'ordering': ['name'],
             },
         ),
         migrations.CreateModel(
-            name="ElasticQuota",
+            name='ElasticQuota',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("namespace", models.CharField(default="default", max_length=63)),
-                ("name", models.CharField(max_length=253)),
-                (
-                    "min",
-                    models.JSONField(
-                        blank=True,
-                        default=dict,
-                        validators=[koordweb.models.fields.validate_resource_list],
-                    ),
-                ),
-                (
-                    "max",
-                    models.JSONField(
-                        blank=True,
-                        default=dict,
-                        validators=[koordweb.models.fields.validate_resource_list],
-                    ),
-                ),
-                (
-                    "shared_weight",
-                    models.JSONField(
-                        blank=True,
-                        null=True,
-                        validators=[koordweb.models.fields.validate_resource_list],
-                    ),
-                ),
-                ("allow_lent", models.BooleanField(default=True)),
-                ("is_parent", models.BooleanField(default=False)),
-                (
-                    "labels",
-                    models.JSONField(
-                        blank=True,
-                        default=dict,
-                        validators=[koordweb.models.fields.validate_string_map],
-                    ),
-                ),
-                (
-                    "annotations",
-                    models.JSONField(
-                        blank=True,
-                        default=dict,
-                        validators=[koordweb.models.fields.validate_string_map],
-                    ),
-                ),
-                (
-                    "cluster",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="quotas",
-                        to="koordweb.cluster",
-                    ),
-                ),
-                (
-                    "members",
-                    models.ManyToManyField(
-                        blank=True, related_name="quotas", to=settings.AUTH_USER_MODEL
-                    ),
-                ),
-                (
-                    "parent",
-                    models.ForeignKey(
-                        blank=True,
-                        null=True,
-                        on_delete=django.db.models.deletion.PROTECT,
-                        related_name="children",
-                        to="koordweb.elasticquota",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('namespace', models.CharField(default='default', max_length=63)),
+                ('name', models.CharField(max_length=253)),
+                ('min', models.JSONField(blank=True, default=dict, validators=[koordweb.models.fields.validate_resource_list])),
+                ('max', models.JSONField(blank=True, default=dict, validators=[koordweb.models.fields.validate_resource_list])),
+                ('shared_weight', models.JSONField(blank=True, null=True, validators=[koordweb.models.fields.validate_resource_list])),
+                ('allow_lent', models.BooleanField(default=True)),
+                ('is_parent', models.BooleanField(default=False)),
+                ('labels', models.JSONField(blank=True, default=dict, validators=[koordweb.models.fields.validate_string_map])),
+                ('annotations', models.JSONField(blank=True, default=dict, validators=[koordweb.models.fields.validate_string_map])),
+                ('cluster', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='quotas', to='koordweb.cluster')),
+                ('members', models.ManyToManyField(blank=True, related_name='quotas', to=settings.AUTH_USER_MODEL)),
+                ('parent', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='children', to='koordweb.elasticquota')),
             ],
             options={
-                "ordering": ["cluster", "name"],
+                'ordering': ['cluster', 'name'],
             },
         ),
         migrations.CreateModel(
-            name="Job",
+            name='Job',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("namespace", models.CharField(default="default", max_length=63)),
-                ("name", models.CharField(max_length=253)),
-                (
-                    "kind",
-                    models.CharField(
-                        choices=[
-                            ("gang", "annotation gang"),
-                            ("podgroup", "PodGroup"),
-                            ("pod", "single pod"),
-                        ],
-                        default="gang",
-                        max_length=16,
-                    ),
-                ),
-                ("pod_group_api", models.CharField(blank=True, max_length=64)),
-                ("priority", models.IntegerField(default=0)),
-                (
-                    "preemption_policy",
-                    models.CharField(
-                        choices=[
-                            ("PreemptLowerPriority", "PreemptLowerPriority"),
-                            ("Never", "Never"),
-                        ],
-                        default="PreemptLowerPriority",
-                        max_length=24,
-                    ),
-                ),
-                ("min_available", models.PositiveIntegerField(default=1)),
-                ("total_number", models.PositiveIntegerField(default=1)),
-                (
-                    "mode",
-                    models.CharField(
-                        choices=[("Strict", "Strict"), ("NonStrict", "NonStrict")],
-                        default="Strict",
-                        max_length=10,
-                    ),
-                ),
-                ("waiting_time_seconds", models.PositiveIntegerField(default=600)),
-                ("gang_groups", models.JSONField(blank=True, default=list)),
-                ("gang_group", models.CharField(blank=True, max_length=1000)),
-                ("topology_spec", models.JSONField(blank=True, default=dict)),
-                (
-                    "labels",
-                    models.JSONField(
-                        blank=True,
-                        default=dict,
-                        validators=[koordweb.models.fields.validate_string_map],
-                    ),
-                ),
-                (
-                    "annotations",
-                    models.JSONField(
-                        blank=True,
-                        default=dict,
-                        validators=[koordweb.models.fields.validate_string_map],
-                    ),
-                ),
-                (
-                    "state",
-                    models.CharField(
-                        choices=[
-                            ("Pending", "Pending"),
-                            ("Scheduled", "Scheduled"),
-                            ("Running", "Running"),
-                            ("Succeeded", "Succeeded"),
-                            ("Failed", "Failed"),
-                            ("Preempted", "Preempted"),
-                            ("Cancelled", "Cancelled"),
-                        ],
-                        default="Pending",
-                        max_length=10,
-                    ),
-                ),
-                ("state_reason", models.TextField(blank=True)),
-                ("duration_seconds", models.PositiveIntegerField(blank=True, null=True)),
-                ("idempotency_key", models.CharField(blank=True, max_length=128, null=True)),
-                ("submitted_at", models.DateTimeField()),
-                ("scheduled_at", models.DateTimeField(blank=True, null=True)),
-                ("started_at", models.DateTimeField(blank=True, null=True)),
-                ("finished_at", models.DateTimeField(blank=True, null=True)),
-                (
-                    "cluster",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="jobs",
-                        to="koordweb.cluster",
-                    ),
-                ),
-                (
-                    "owner",
-                    models.ForeignKey(
-                        blank=True,
-                        null=True,
-                        on_delete=django.db.models.deletion.SET_NULL,
-                        related_name="jobs",
-                        to=settings.AUTH_USER_MODEL,
-                    ),
-                ),
-                (
-                    "quota",
-                    models.ForeignKey(
-                        blank=True,
-                        null=True,
-                        on_delete=django.db.models.deletion.PROTECT,
-                        related_name="jobs",
-                        to="koordweb.elasticquota",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('namespace', models.CharField(default='default', max_length=63)),
+                ('name', models.CharField(max_length=253)),
+                ('kind', models.CharField(choices=[('gang', 'annotation gang'), ('podgroup', 'PodGroup'), ('pod', 'single pod')], default='gang', max_length=16)),
+                ('pod_group_api', models.CharField(blank=True, max_length=64)),
+                ('priority', models.IntegerField(default=0)),
+                ('preemption_policy', models.CharField(choices=[('PreemptLowerPriority', 'PreemptLowerPriority'), ('Never', 'Never')], default='PreemptLowerPriority', max_length=24)),
+                ('min_available', models.PositiveIntegerField(default=1)),
+                ('total_number', models.PositiveIntegerField(default=1)),
+                ('mode', models.CharField(choices=[('Strict', 'Strict'), ('NonStrict', 'NonStrict')], default='Strict', max_length=10)),
+                ('waiting_time_seconds', models.PositiveIntegerField(default=600)),
+                ('gang_groups', models.JSONField(blank=True, default=list)),
+                ('gang_group', models.CharField(blank=True, max_length=1000)),
+                ('topology_spec', models.JSONField(blank=True, default=dict)),
+                ('labels', models.JSONField(blank=True, default=dict, validators=[koordweb.models.fields.validate_string_map])),
+                ('annotations', models.JSONField(blank=True, default=dict, validators=[koordweb.models.fields.validate_string_map])),
+                ('state', models.CharField(choices=[('Pending', 'Pending'), ('Scheduled', 'Scheduled'), ('Running', 'Running'), ('Succeeded', 'Succeeded'), ('Failed', 'Failed'), ('Preempted', 'Preempted'), ('Cancelled', 'Cancelled')], default='Pending', max_length=10)),
+                ('state_reason', models.TextField(blank=True)),
+                ('duration_seconds', models.PositiveIntegerField(blank=True, null=True)),
+                ('idempotency_key', models.CharField(blank=True, max_length=128, null=True)),
+                ('submitted_at', models.DateTimeField()),
+                ('scheduled_at', models.DateTimeField(blank=True, null=True)),
+                ('started_at', models.DateTimeField(blank=True, null=True)),
+                ('finished_at', models.DateTimeField(blank=True, null=True)),
+                ('cluster', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='jobs', to='koordweb.cluster')),
+                ('owner', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='jobs', to=settings.AUTH_USER_MODEL)),
+                ('quota', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='jobs', to='koordweb.elasticquota')),
             ],
             options={
-                "ordering": ["cluster", "-priority", "submitted_at", "namespace", "name"],
+                'ordering': ['cluster', '-priority', 'submitted_at', 'namespace', 'name'],
             },
         ),
         migrations.CreateModel(
-            name="Node",
+            name='Node',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("name", models.CharField(max_length=253)),
-                (
-                    "labels",
-                    models.JSONField(
-                        blank=True,
-                        default=dict,
-                        validators=[koordweb.models.fields.validate_string_map],
-                    ),
-                ),
-                (
-                    "annotations",
-                    models.JSONField(
-                        blank=True,
-                        default=dict,
-                        validators=[koordweb.models.fields.validate_string_map],
-                    ),
-                ),
-                ("taints", models.JSONField(blank=True, default=list)),
-                (
-                    "allocatable",
-                    models.JSONField(
-                        blank=True,
-                        default=dict,
-                        validators=[koordweb.models.fields.validate_resource_list],
-                    ),
-                ),
-                (
-                    "capacity",
-                    models.JSONField(
-                        blank=True,
-                        default=dict,
-                        validators=[koordweb.models.fields.validate_resource_list],
-                    ),
-                ),
-                ("conditions", models.JSONField(blank=True, default=list)),
-                ("unschedulable", models.BooleanField(default=False)),
-                ("ready", models.BooleanField(default=True)),
-                ("created_at", models.DateTimeField(auto_now_add=True)),
-                (
-                    "cluster",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="nodes",
-                        to="koordweb.cluster",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('name', models.CharField(max_length=253)),
+                ('labels', models.JSONField(blank=True, default=dict, validators=[koordweb.models.fields.validate_string_map])),
+                ('annotations', models.JSONField(blank=True, default=dict, validators=[koordweb.models.fields.validate_string_map])),
+                ('taints', models.JSONField(blank=True, default=list)),
+                ('allocatable', models.JSONField(blank=True, default=dict, validators=[koordweb.models.fields.validate_resource_list])),
+                ('capacity', models.JSONField(blank=True, default=dict, validators=[koordweb.models.fields.validate_resource_list])),
+                ('conditions', models.JSONField(blank=True, default=list)),
+                ('unschedulable', models.BooleanField(default=False)),
+                ('ready', models.BooleanField(default=True)),
+                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ('cluster', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='nodes', to='koordweb.cluster')),
             ],
             options={
-                "ordering": ["cluster", "name"],
+                'ordering': ['cluster', 'name'],
             },
         ),
         migrations.CreateModel(
-            name="Device",
+            name='Device',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                (
-                    "device_type",
-                    models.CharField(
-                        choices=[("gpu", "gpu"), ("rdma", "rdma"), ("fpga", "fpga")], max_length=8
-                    ),
-                ),
-                ("vendor", models.CharField(blank=True, max_length=32)),
-                ("model", models.CharField(blank=True, max_length=64)),
-                ("minor", models.PositiveIntegerField()),
-                ("uuid", models.CharField(blank=True, max_length=128)),
-                ("health", models.BooleanField(default=True)),
-                (
-                    "labels",
-                    models.JSONField(
-                        blank=True,
-                        default=dict,
-                        validators=[koordweb.models.fields.validate_string_map],
-                    ),
-                ),
-                (
-                    "resources",
-                    models.JSONField(
-                        blank=True,
-                        default=dict,
-                        validators=[koordweb.models.fields.validate_resource_list],
-                    ),
-                ),
-                ("socket_id", models.IntegerField(blank=True, null=True)),
-                ("numa_node", models.IntegerField(blank=True, null=True)),
-                ("pcie_id", models.CharField(blank=True, max_length=32)),
-                ("bus_id", models.CharField(blank=True, max_length=32)),
-                ("vfs", models.JSONField(blank=True, default=list)),
-                (
-                    "node",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="devices",
-                        to="koordweb.node",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('device_type', models.CharField(choices=[('gpu', 'gpu'), ('rdma', 'rdma'), ('fpga', 'fpga')], max_length=8)),
+                ('vendor', models.CharField(blank=True, max_length=32)),
+                ('model', models.CharField(blank=True, max_length=64)),
+                ('minor', models.PositiveIntegerField()),
+                ('uuid', models.CharField(blank=True, max_length=128)),
+                ('health', models.BooleanField(default=True)),
+                ('labels', models.JSONField(blank=True, default=dict, validators=[koordweb.models.fields.validate_string_map])),
+                ('resources', models.JSONField(blank=True, default=dict, validators=[koordweb.models.fields.validate_resource_list])),
+                ('socket_id', models.IntegerField(blank=True, null=True)),
+                ('numa_node', models.IntegerField(blank=True, null=True)),
+                ('pcie_id', models.CharField(blank=True, max_length=32)),
+                ('bus_id', models.CharField(blank=True, max_length=32)),
+                ('vfs', models.JSONField(blank=True, default=list)),
+                ('node', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='devices', to='koordweb.node')),
             ],
             options={
-                "ordering": ["node", "device_type", "minor"],
+                'ordering': ['node', 'device_type', 'minor'],
             },
         ),
         migrations.CreateModel(
-            name="NodeMetric",
+            name='NodeMetric',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("reported_at", models.DateTimeField()),
-                ("report_interval_seconds", models.PositiveIntegerField(default=60)),
-                (
-                    "usage",
-                    models.JSONField(
-                        blank=True,
-                        default=dict,
-                        validators=[koordweb.models.fields.validate_resource_list],
-                    ),
-                ),
-                ("gpu_usage", models.JSONField(blank=True, default=dict)),
-                (
-                    "node",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="metrics",
-                        to="koordweb.node",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('reported_at', models.DateTimeField()),
+                ('report_interval_seconds', models.PositiveIntegerField(default=60)),
+                ('usage', models.JSONField(blank=True, default=dict, validators=[koordweb.models.fields.validate_resource_list])),
+                ('gpu_usage', models.JSONField(blank=True, default=dict)),
+                ('node', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='metrics', to='koordweb.node')),
             ],
             options={
-                "ordering": ["node", "-reported_at"],
+                'ordering': ['node', '-reported_at'],
             },
         ),
         migrations.CreateModel(
-            name="Pod",
+            name='Pod',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("namespace", models.CharField(default="default", max_length=63)),
-                ("name", models.CharField(max_length=253)),
-                ("uid", models.CharField(blank=True, max_length=64)),
-                ("scheduler_name", models.CharField(default="koordweb", max_length=63)),
-                (
-                    "requests",
-                    models.JSONField(
-                        blank=True,
-                        default=dict,
-                        validators=[koordweb.models.fields.validate_resource_list],
-                    ),
-                ),
-                (
-                    "limits",
-                    models.JSONField(
-                        blank=True,
-                        default=dict,
-                        validators=[koordweb.models.fields.validate_resource_list],
-                    ),
-                ),
-                (
-                    "node_selector",
-                    models.JSONField(
-                        blank=True,
-                        default=dict,
-                        validators=[koordweb.models.fields.validate_string_map],
-                    ),
-                ),
-                ("affinity", models.JSONField(blank=True, default=dict)),
-                ("tolerations", models.JSONField(blank=True, default=list)),
-                (
-                    "labels",
-                    models.JSONField(
-                        blank=True,
-                        default=dict,
-                        validators=[koordweb.models.fields.validate_string_map],
-                    ),
-                ),
-                (
-                    "annotations",
-                    models.JSONField(
-                        blank=True,
-                        default=dict,
-                        validators=[koordweb.models.fields.validate_string_map],
-                    ),
-                ),
-                ("priority", models.IntegerField(default=0)),
-                ("priority_class_name", models.CharField(blank=True, max_length=253)),
-                (
-                    "preemption_policy",
-                    models.CharField(
-                        choices=[
-                            ("PreemptLowerPriority", "PreemptLowerPriority"),
-                            ("Never", "Never"),
-                        ],
-                        default="PreemptLowerPriority",
-                        max_length=24,
-                    ),
-                ),
-                (
-                    "phase",
-                    models.CharField(
-                        choices=[
-                            ("Pending", "Pending"),
-                            ("Running", "Running"),
-                            ("Succeeded", "Succeeded"),
-                            ("Failed", "Failed"),
-                        ],
-                        default="Pending",
-                        max_length=10,
-                    ),
-                ),
-                ("topology_index", models.IntegerField(blank=True, null=True)),
-                ("created_at", models.DateTimeField()),
-                ("bound_at", models.DateTimeField(blank=True, null=True)),
-                ("started_at", models.DateTimeField(blank=True, null=True)),
-                ("finished_at", models.DateTimeField(blank=True, null=True)),
-                ("terminating", models.BooleanField(default=False)),
-                (
-                    "cluster",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="pods",
-                        to="koordweb.cluster",
-                    ),
-                ),
-                (
-                    "job",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="pods",
-                        to="koordweb.job",
-                    ),
-                ),
-                (
-                    "node",
-                    models.ForeignKey(
-                        blank=True,
-                        null=True,
-                        on_delete=django.db.models.deletion.SET_NULL,
-                        related_name="pods",
-                        to="koordweb.node",
-                    ),
-                ),
-                (
-                    "nominated_node",
-                    models.ForeignKey(
-                        blank=True,
-                        null=True,
-                        on_delete=django.db.models.deletion.SET_NULL,
-                        related_name="nominated_pods",
-                        to="koordweb.node",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('namespace', models.CharField(default='default', max_length=63)),
+                ('name', models.CharField(max_length=253)),
+                ('uid', models.CharField(blank=True, max_length=64)),
+                ('scheduler_name', models.CharField(default='koordweb', max_length=63)),
+                ('requests', models.JSONField(blank=True, default=dict, validators=[koordweb.models.fields.validate_resource_list])),
+                ('limits', models.JSONField(blank=True, default=dict, validators=[koordweb.models.fields.validate_resource_list])),
+                ('node_selector', models.JSONField(blank=True, default=dict, validators=[koordweb.models.fields.validate_string_map])),
+                ('affinity', models.JSONField(blank=True, default=dict)),
+                ('tolerations', models.JSONField(blank=True, default=list)),
+                ('labels', models.JSONField(blank=True, default=dict, validators=[koordweb.models.fields.validate_string_map])),
+                ('annotations', models.JSONField(blank=True, default=dict, validators=[koordweb.models.fields.validate_string_map])),
+                ('priority', models.IntegerField(default=0)),
+                ('priority_class_name', models.CharField(blank=True, max_length=253)),
+                ('preemption_policy', models.CharField(choices=[('PreemptLowerPriority', 'PreemptLowerPriority'), ('Never', 'Never')], default='PreemptLowerPriority', max_length=24)),
+                ('phase', models.CharField(choices=[('Pending', 'Pending'), ('Running', 'Running'), ('Succeeded', 'Succeeded'), ('Failed', 'Failed')], default='Pending', max_length=10)),
+                ('topology_index', models.IntegerField(blank=True, null=True)),
+                ('created_at', models.DateTimeField()),
+                ('bound_at', models.DateTimeField(blank=True, null=True)),
+                ('started_at', models.DateTimeField(blank=True, null=True)),
+                ('finished_at', models.DateTimeField(blank=True, null=True)),
+                ('terminating', models.BooleanField(default=False)),
+                ('cluster', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='pods', to='koordweb.cluster')),
+                ('job', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='pods', to='koordweb.job')),
+                ('node', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='pods', to='koordweb.node')),
+                ('nominated_node', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='nominated_pods', to='koordweb.node')),
             ],
             options={
-                "ordering": ["cluster", "namespace", "name"],
+                'ordering': ['cluster', 'namespace', 'name'],
             },
         ),
         migrations.CreateModel(
-            name="PodDisruptionBudget",
+            name='PodDisruptionBudget',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("namespace", models.CharField(default="default", max_length=63)),
-                ("name", models.CharField(max_length=253)),
-                ("selector", models.JSONField(blank=True, default=dict)),
-                ("min_available", models.CharField(blank=True, max_length=16)),
-                ("max_unavailable", models.CharField(blank=True, max_length=16)),
-                (
-                    "cluster",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="pdbs",
-                        to="koordweb.cluster",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('namespace', models.CharField(default='default', max_length=63)),
+                ('name', models.CharField(max_length=253)),
+                ('selector', models.JSONField(blank=True, default=dict)),
+                ('min_available', models.CharField(blank=True, max_length=16)),
+                ('max_unavailable', models.CharField(blank=True, max_length=16)),
+                ('cluster', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='pdbs', to='koordweb.cluster')),
             ],
             options={
-                "ordering": ["cluster", "namespace", "name"],
+                'ordering': ['cluster', 'namespace', 'name'],
             },
         ),
         migrations.CreateModel(
-            name="Preemption",
+            name='Preemption',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                (
-                    "state",
-                    models.CharField(
-                        choices=[
-                            ("planned", "planned"),
-                            ("enacted", "enacted"),
-                            ("blocked", "blocked by a disruption budget"),
-                        ],
-                        default="planned",
-                        max_length=10,
-                    ),
-                ),
-                ("reason", models.TextField(blank=True)),
-                ("cost", models.JSONField(blank=True, default=dict)),
-                ("nominations", models.JSONField(blank=True, default=dict)),
-                ("created_at", models.DateTimeField()),
-                (
-                    "cluster",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="preemptions",
-                        to="koordweb.cluster",
-                    ),
-                ),
-                (
-                    "preemptor",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="preemptions_made",
-                        to="koordweb.job",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('state', models.CharField(choices=[('planned', 'planned'), ('enacted', 'enacted'), ('blocked', 'blocked by a disruption budget')], default='planned', max_length=10)),
+                ('reason', models.TextField(blank=True)),
+                ('cost', models.JSONField(blank=True, default=dict)),
+                ('nominations', models.JSONField(blank=True, default=dict)),
+                ('created_at', models.DateTimeField()),
+                ('cluster', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='preemptions', to='koordweb.cluster')),
+                ('preemptor', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='preemptions_made', to='koordweb.job')),
             ],
             options={
-                "ordering": ["-created_at", "-id"],
+                'ordering': ['-created_at', '-id'],
             },
         ),
         migrations.CreateModel(
-            name="PreemptionVictim",
+            name='PreemptionVictim',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("pods", models.JSONField(blank=True, default=list)),
-                ("freed", models.JSONField(blank=True, default=dict)),
-                (
-                    "job",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="preempted_by",
-                        to="koordweb.job",
-                    ),
-                ),
-                (
-                    "preemption",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="victims",
-                        to="koordweb.preemption",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('pods', models.JSONField(blank=True, default=list)),
+                ('freed', models.JSONField(blank=True, default=dict)),
+                ('job', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='preempted_by', to='koordweb.job')),
+                ('preemption', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='victims', to='koordweb.preemption')),
             ],
         ),
         migrations.CreateModel(
-            name="PriorityClass",
+            name='PriorityClass',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("name", models.CharField(max_length=253)),
-                ("value", models.IntegerField()),
-                (
-                    "preemption_policy",
-                    models.CharField(
-                        choices=[
-                            ("PreemptLowerPriority", "PreemptLowerPriority"),
-                            ("Never", "Never"),
-                        ],
-                        default="PreemptLowerPriority",
-                        max_length=24,
-                    ),
-                ),
-                ("global_default", models.BooleanField(default=False)),
-                ("description", models.CharField(blank=True, max_length=500)),
-                (
-                    "cluster",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="priority_classes",
-                        to="koordweb.cluster",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('name', models.CharField(max_length=253)),
+                ('value', models.IntegerField()),
+                ('preemption_policy', models.CharField(choices=[('PreemptLowerPriority', 'PreemptLowerPriority'), ('Never', 'Never')], default='PreemptLowerPriority', max_length=24)),
+                ('global_default', models.BooleanField(default=False)),
+                ('description', models.CharField(blank=True, max_length=500)),
+                ('cluster', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='priority_classes', to='koordweb.cluster')),
             ],
             options={
-                "ordering": ["cluster", "-value", "name"],
+                'ordering': ['cluster', '-value', 'name'],
             },
         ),
         migrations.AddField(
-            model_name="job",
-            name="priority_class",
-            field=models.ForeignKey(
-                blank=True,
-                null=True,
-                on_delete=django.db.models.deletion.PROTECT,
-                related_name="jobs",
-                to="koordweb.priorityclass",
-            ),
+            model_name='job',
+            name='priority_class',
+            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='jobs', to='koordweb.priorityclass'),
         ),
         migrations.CreateModel(
-            name="Round",
+            name='Round',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                (
-                    "state",
-                    models.CharField(
-                        choices=[
-                            ("running", "running"),
-                            ("succeeded", "succeeded"),
-                            ("failed", "failed"),
-                        ],
-                        default="running",
-                        max_length=10,
-                    ),
-                ),
-                (
-                    "trigger",
-                    models.CharField(
-                        choices=[
-                            ("timer", "timer"),
-                            ("submit", "submission"),
-                            ("manual", "manual"),
-                        ],
-                        default="timer",
-                        max_length=10,
-                    ),
-                ),
-                ("started_at", models.DateTimeField()),
-                ("finished_at", models.DateTimeField(blank=True, null=True)),
-                ("duration_ms", models.PositiveIntegerField(blank=True, null=True)),
-                ("engine_ms", models.PositiveIntegerField(blank=True, null=True)),
-                ("jobs_considered", models.PositiveIntegerField(default=0)),
-                ("jobs_placed", models.PositiveIntegerField(default=0)),
-                ("pods_bound", models.PositiveIntegerField(default=0)),
-                ("preemption_count", models.PositiveIntegerField(default=0)),
-                ("error", models.TextField(blank=True)),
-                ("metrics", models.JSONField(blank=True, default=dict)),
-                (
-                    "cluster",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="rounds",
-                        to="koordweb.cluster",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('state', models.CharField(choices=[('running', 'running'), ('succeeded', 'succeeded'), ('failed', 'failed')], default='running', max_length=10)),
+                ('trigger', models.CharField(choices=[('timer', 'timer'), ('submit', 'submission'), ('manual', 'manual')], default='timer', max_length=10)),
+                ('started_at', models.DateTimeField()),
+                ('finished_at', models.DateTimeField(blank=True, null=True)),
+                ('duration_ms', models.PositiveIntegerField(blank=True, null=True)),
+                ('engine_ms', models.PositiveIntegerField(blank=True, null=True)),
+                ('jobs_considered', models.PositiveIntegerField(default=0)),
+                ('jobs_placed', models.PositiveIntegerField(default=0)),
+                ('pods_bound', models.PositiveIntegerField(default=0)),
+                ('preemption_count', models.PositiveIntegerField(default=0)),
+                ('error', models.TextField(blank=True)),
+                ('metrics', models.JSONField(blank=True, default=dict)),
+                ('cluster', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='rounds', to='koordweb.cluster')),
             ],
             options={
-                "ordering": ["-started_at", "-id"],
+                'ordering': ['-started_at', '-id'],
             },
         ),
         migrations.AddField(
-            model_name="preemption",
-            name="round",
-            field=models.ForeignKey(
-                blank=True,
-                null=True,
-                on_delete=django.db.models.deletion.SET_NULL,
-                related_name="preemptions",
-                to="koordweb.round",
-            ),
+            model_name='preemption',
+            name='round',
+            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='preemptions', to='koordweb.round'),
         ),
         migrations.CreateModel(
-            name="Decision",
+            name='Decision',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                (
-                    "outcome",
-                    models.CharField(
-                        choices=[
-                            ("placed", "placed"),
-                            ("preempting", "preempting"),
-                            ("unschedulable", "unschedulable"),
-                            ("waiting", "waiting"),
-                        ],
-                        max_length=16,
-                    ),
-                ),
-                ("reason", models.TextField(blank=True)),
-                ("details", models.JSONField(blank=True, default=dict)),
-                ("created_at", models.DateTimeField()),
-                (
-                    "job",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="decisions",
-                        to="koordweb.job",
-                    ),
-                ),
-                (
-                    "round",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="decisions",
-                        to="koordweb.round",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('outcome', models.CharField(choices=[('placed', 'placed'), ('preempting', 'preempting'), ('unschedulable', 'unschedulable'), ('waiting', 'waiting')], max_length=16)),
+                ('reason', models.TextField(blank=True)),
+                ('details', models.JSONField(blank=True, default=dict)),
+                ('created_at', models.DateTimeField()),
+                ('job', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='decisions', to='koordweb.job')),
+                ('round', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='decisions', to='koordweb.round')),
             ],
             options={
-                "ordering": ["-created_at", "-id"],
+                'ordering': ['-created_at', '-id'],
             },
         ),
         migrations.CreateModel(
-            name="TopologyLayer",
+            name='TopologyLayer',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("name", models.CharField(max_length=63)),
-                ("parent_name", models.CharField(blank=True, max_length=63)),
-                ("label_keys", models.JSONField(blank=True, default=list)),
-                ("position", models.PositiveIntegerField(default=0)),
-                (
-                    "cluster",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="topology_layers",
-                        to="koordweb.cluster",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('name', models.CharField(max_length=63)),
+                ('parent_name', models.CharField(blank=True, max_length=63)),
+                ('label_keys', models.JSONField(blank=True, default=list)),
+                ('position', models.PositiveIntegerField(default=0)),
+                ('cluster', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='topology_layers', to='koordweb.cluster')),
             ],
             options={
-                "ordering": ["cluster", "position"],
+                'ordering': ['cluster', 'position'],
             },
         ),
         migrations.CreateModel(
-            name="DeviceTemplateConfig",
+            name='DeviceTemplateConfig',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("namespace", models.CharField(default="kube-system", max_length=63)),
-                ("name", models.CharField(max_length=253)),
-                (
-                    "labels",
-                    models.JSONField(
-                        blank=True,
-                        default=dict,
-                        validators=[koordweb.models.fields.validate_string_map],
-                    ),
-                ),
-                (
-                    "data",
-                    models.JSONField(
-                        blank=True,
-                        default=dict,
-                        validators=[koordweb.models.fields.validate_string_map],
-                    ),
-                ),
-                (
-                    "cluster",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="device_templates",
-                        to="koordweb.cluster",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('namespace', models.CharField(default='kube-system', max_length=63)),
+                ('name', models.CharField(max_length=253)),
+                ('labels', models.JSONField(blank=True, default=dict, validators=[koordweb.models.fields.validate_string_map])),
+                ('data', models.JSONField(blank=True, default=dict, validators=[koordweb.models.fields.validate_string_map])),
+                ('cluster', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='device_templates', to='koordweb.cluster')),
             ],
             options={
-                "constraints": [
-                    models.UniqueConstraint(
-                        fields=("cluster", "namespace", "name"), name="uniq_template_config"
-                    )
-                ],
+                'constraints': [models.UniqueConstraint(fields=('cluster', 'namespace', 'name'), name='uniq_template_config')],
             },
         ),
         migrations.AddConstraint(
-            model_name="elasticquota",
-            constraint=models.UniqueConstraint(fields=("cluster", "name"), name="uniq_quota_name"),
+            model_name='elasticquota',
+            constraint=models.UniqueConstraint(fields=('cluster', 'name'), name='uniq_quota_name'),
         ),
         migrations.AddConstraint(
-            model_name="node",
-            constraint=models.UniqueConstraint(fields=("cluster", "name"), name="uniq_node_name"),
+            model_name='node',
+            constraint=models.UniqueConstraint(fields=('cluster', 'name'), name='uniq_node_name'),
         ),
         migrations.AddIndex(
-            model_name="device",
-            index=models.Index(
-                fields=["device_type", "vendor"], name="koordweb_de_device__0ef775_idx"
-            ),
+            model_name='device',
+            index=models.Index(fields=['device_type', 'vendor'], name='koordweb_de_device__0ef775_idx'),
         ),
         migrations.AddConstraint(
-            model_name="device",
-            constraint=models.UniqueConstraint(
-                fields=("node", "device_type", "minor"), name="uniq_device_minor"
-            ),
+            model_name='device',
+            constraint=models.UniqueConstraint(fields=('node', 'device_type', 'minor'), name='uniq_device_minor'),
         ),
         migrations.AddIndex(
-            model_name="nodemetric",
-            index=models.Index(
-                fields=["node", "-reported_at"], name="koordweb_no_node_id_6aa25e_idx"
-            ),
+            model_name='nodemetric',
+            index=models.Index(fields=['node', '-reported_at'], name='koordweb_no_node_id_6aa25e_idx'),
         ),
         migrations.AddIndex(
-            model_name="pod",
-            index=models.Index(fields=["cluster", "phase"], name="koordweb_po_cluster_b9c9ff_idx"),
+            model_name='pod',
+            index=models.Index(fields=['cluster', 'phase'], name='koordweb_po_cluster_b9c9ff_idx'),
         ),
         migrations.AddIndex(
-            model_name="pod",
-            index=models.Index(fields=["node", "phase"], name="koordweb_po_node_id_479a1f_idx"),
+            model_name='pod',
+            index=models.Index(fields=['node', 'phase'], name='koordweb_po_node_id_479a1f_idx'),
         ),
         migrations.AddConstraint(
-            model_name="pod",
-            constraint=models.UniqueConstraint(
-                fields=("cluster", "namespace", "name"), name="uniq_pod_name"
-            ),
+            model_name='pod',
+            constraint=models.UniqueConstraint(fields=('cluster', 'namespace', 'name'), name='uniq_pod_name'),
         ),
         migrations.AddConstraint(
-            model_name="poddisruptionbudget",
-            constraint=models.UniqueConstraint(
-                fields=("cluster", "namespace", "name"), name="uniq_pdb"
-            ),
+            model_name='poddisruptionbudget',
+            constraint=models.UniqueConstraint(fields=('cluster', 'namespace', 'name'), name='uniq_pdb'),
         ),
         migrations.AddConstraint(
-            model_name="preemptionvictim",
-            constraint=models.UniqueConstraint(fields=("preemption", "job"), name="uniq_victim"),
+            model_name='preemptionvictim',
+            constraint=models.UniqueConstraint(fields=('preemption', 'job'), name='uniq_victim'),
         ),
         migrations.AddConstraint(
-            model_name="priorityclass",
-            constraint=models.UniqueConstraint(
-                fields=("cluster", "name"), name="uniq_priority_class"
-            ),
+            model_name='priorityclass',
+            constraint=models.UniqueConstraint(fields=('cluster', 'name'), name='uniq_priority_class'),
         ),
         migrations.AddIndex(
-            model_name="job",
-            index=models.Index(fields=["cluster", "state"], name="koordweb_jo_cluster_df14db_idx"),
+            model_name='job',
+            index=models.Index(fields=['cluster', 'state'], name='koordweb_jo_cluster_df14db_idx'),
         ),
         migrations.AddIndex(
-            model_name="job",
-            index=models.Index(fields=["quota", "state"], name="koordweb_jo_quota_i_5d1585_idx"),
+            model_name='job',
+            index=models.Index(fields=['quota', 'state'], name='koordweb_jo_quota_i_5d1585_idx'),
         ),
         migrations.AddIndex(
-            model_name="job",
-            index=models.Index(
-                fields=["cluster", "submitted_at"], name="koordweb_jo_cluster_467afe_idx"
-            ),
+            model_name='job',
+            index=models.Index(fields=['cluster', 'submitted_at'], name='koordweb_jo_cluster_467afe_idx'),
         ),
         migrations.AddConstraint(
-            model_name="job",
-            constraint=models.UniqueConstraint(
-                fields=("cluster", "namespace", "name"), name="uniq_job_name"
-            ),
+            model_name='job',
+            constraint=models.UniqueConstraint(fields=('cluster', 'namespace', 'name'), name='uniq_job_name'),
         ),
         migrations.AddConstraint(
-            model_name="job",
-            constraint=models.UniqueConstraint(
-                condition=models.Q(("idempotency_key__isnull", False)),
-                fields=("owner", "idempotency_key"),
-                name="uniq_job_idempotency_key",
-            ),
+            model_name='job',
+            constraint=models.UniqueConstraint(condition=models.Q(('idempotency_key__isnull', False)), fields=('owner', 'idempotency_key'), name='uniq_job_idempotency_key'),
         ),
         migrations.AddConstraint(
-            model_name="job",
-            constraint=models.CheckConstraint(
-                condition=models.Q(
-                    ("min_available__gte", 1), ("min_available__lte", models.F("total_number"))
-                ),
-                name="job_min_available_in_range",
-            ),
+            model_name='job',
+            constraint=models.CheckConstraint(condition=models.Q(('min_available__gte', 1), ('min_available__lte', models.F('total_number'))), name='job_min_available_in_range'),
         ),
         migrations.AddIndex(
-            model_name="round",
-            index=models.Index(
-                fields=["cluster", "-started_at"], name="koordweb_ro_cluster_0ababf_idx"
-            ),
+            model_name='round',
+            index=models.Index(fields=['cluster', '-started_at'], name='koordweb_ro_cluster_0ababf_idx'),
         ),
         migrations.AddIndex(
-            model_name="preemption",
-            index=models.Index(
-                fields=["cluster", "-created_at"], name="koordweb_pr_cluster_c8a9a2_idx"
-            ),
+            model_name='preemption',
+            index=models.Index(fields=['cluster', '-created_at'], name='koordweb_pr_cluster_c8a9a2_idx'),
         ),
         migrations.AddIndex(
-            model_name="decision",
-            index=models.Index(fields=["job", "-created_at"], name="koordweb_de_job_id_e353cf_idx"),
+            model_name='decision',
+            index=models.Index(fields=['job', '-created_at'], name='koordweb_de_job_id_e353cf_idx'),
         ),
         migrations.AddConstraint(
-            model_name="topologylayer",
-            constraint=models.UniqueConstraint(fields=("cluster", "name"), name="uniq_layer_name"),
+            model_name='topologylayer',
+            constraint=models.UniqueConstraint(fields=('cluster', 'name'), name='uniq_layer_name'),
         ),
     ]

@@ -5,42 +5,25 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("koordweb", "0001_initial"),
+        ('koordweb', '0001_initial'),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name="elasticquota",
-            name="parent",
-            field=models.ForeignKey(
-                blank=True,
-                null=True,
-                on_delete=django.db.models.deletion.RESTRICT,
-                related_name="children",
-                to="koordweb.elasticquota",
-            ),
+            model_name='elasticquota',
+            name='parent',
+            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.RESTRICT, related_name='children', to='koordweb.elasticquota'),
         ),
         migrations.AlterField(
-            model_name="job",
-            name="priority_class",
-            field=models.ForeignKey(
-                blank=True,
-                null=True,
-                on_delete=django.db.models.deletion.RESTRICT,
-                related_name="jobs",
-                to="koordweb.priorityclass",
-            ),
+            model_name='job',
+            name='priority_class',
+            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.RESTRICT, related_name='jobs', to='koordweb.priorityclass'),
         ),
         migrations.AlterField(
-            model_name="job",
-            name="quota",
-            field=models.ForeignKey(
-                blank=True,
-                null=True,
-                on_delete=django.db.models.deletion.RESTRICT,
-                related_name="jobs",
-                to="koordweb.elasticquota",
-            ),
+            model_name='job',
+            name='quota',
+            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.RESTRICT, related_name='jobs', to='koordweb.elasticquota'),
         ),
     ]

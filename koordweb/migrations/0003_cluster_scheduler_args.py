@@ -4,18 +4,15 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("koordweb", "0002_restrict_quota_and_class_deletes"),
+        ('koordweb', '0002_restrict_quota_and_class_deletes'),
     ]
 
     operations = [
         migrations.AddField(
-            model_name="cluster",
-            name="scheduler_args",
-            field=models.JSONField(
-                blank=True,
-                default=dict,
-                help_text='Per-plugin arguments of the scheduler profile, e.g. {"NetworkTopology": {"bestFit": true}, "JobPreemption": {"candidateLimit": 4}}; empty: Koordinator\'s reference behaviour.',
-            ),
+            model_name='cluster',
+            name='scheduler_args',
+            field=models.JSONField(blank=True, default=dict, help_text='Per-plugin arguments of the scheduler profile, e.g. {"NetworkTopology": {"bestFit": true}, "JobPreemption": {"candidateLimit": 4}}; empty: Koordinator\'s reference behaviour.'),
         ),
     ]

@@ -5,135 +5,57 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("koordweb", "0003_cluster_scheduler_args"),
+        ('koordweb', '0003_cluster_scheduler_args'),
     ]
 
     operations = [
         migrations.AddField(
-            model_name="cluster",
-            name="round_pending",
+            model_name='cluster',
+            name='round_pending',
             field=models.BooleanField(default=False),
         ),
         migrations.AddField(
-            model_name="job",
-            name="admission_rejections",
+            model_name='job',
+            name='admission_rejections',
             field=models.PositiveIntegerField(default=0),
         ),
         migrations.AddField(
-            model_name="pod",
-            name="terminating_since",
+            model_name='pod',
+            name='terminating_since',
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AlterField(
-            model_name="job",
-            name="state",
-            field=models.CharField(
-                choices=[
-                    ("Pending", "Pending"),
-                    ("Scheduled", "Scheduled"),
-                    ("Running", "Running"),
-                    ("Succeeded", "Succeeded"),
-                    ("Failed", "Failed"),
-                    ("Preempted", "Preempted"),
-                    ("Cancelled", "Cancelled"),
-                    ("Preempting", "Preempting"),
-                    ("Requeueing", "Requeueing"),
-                ],
-                default="Pending",
-                max_length=10,
-            ),
+            model_name='job',
+            name='state',
+            field=models.CharField(choices=[('Pending', 'Pending'), ('Scheduled', 'Scheduled'), ('Running', 'Running'), ('Succeeded', 'Succeeded'), ('Failed', 'Failed'), ('Preempted', 'Preempted'), ('Cancelled', 'Cancelled'), ('Preempting', 'Preempting'), ('Requeueing', 'Requeueing')], default='Pending', max_length=10),
         ),
         migrations.AlterField(
-            model_name="round",
-            name="trigger",
-            field=models.CharField(
-                choices=[
-                    ("timer", "timer"),
-                    ("submit", "submission"),
-                    ("manual", "manual"),
-                    ("deferred", "asked for while another round ran"),
-                ],
-                default="timer",
-                max_length=10,
-            ),
+            model_name='round',
+            name='trigger',
+            field=models.CharField(choices=[('timer', 'timer'), ('submit', 'submission'), ('manual', 'manual'), ('deferred', 'asked for while another round ran')], default='timer', max_length=10),
         ),
         migrations.CreateModel(
-            name="Intent",
+            name='Intent',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                (
-                    "kind",
-                    models.CharField(
-                        choices=[
-                            ("create", "create the pod"),
-                            ("bind", "bind the pod"),
-                            ("evict", "evict the pod"),
-                            ("nominate", "nominate a node for the pod"),
-                            ("delete", "delete the pod"),
-                        ],
-                        max_length=10,
-                    ),
-                ),
-                ("step", models.PositiveSmallIntegerField()),
-                (
-                    "state",
-                    models.CharField(
-                        choices=[
-                            ("pending", "pending"),
-                            ("done", "done"),
-                            ("dropped", "dropped: the cluster refused it or it no longer applies"),
-                        ],
-                        default="pending",
-                        max_length=10,
-                    ),
-                ),
-                ("node", models.CharField(blank=True, max_length=253)),
-                ("uid", models.CharField(blank=True, max_length=64)),
-                ("payload", models.JSONField(blank=True, default=dict)),
-                ("outcome", models.TextField(blank=True)),
-                ("created_at", models.DateTimeField()),
-                ("done_at", models.DateTimeField(blank=True, null=True)),
-                (
-                    "cluster",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="intents",
-                        to="koordweb.cluster",
-                    ),
-                ),
-                (
-                    "pod",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="intents",
-                        to="koordweb.pod",
-                    ),
-                ),
-                (
-                    "round",
-                    models.ForeignKey(
-                        blank=True,
-                        null=True,
-                        on_delete=django.db.models.deletion.SET_NULL,
-                        related_name="intents",
-                        to="koordweb.round",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('kind', models.CharField(choices=[('create', 'create the pod'), ('bind', 'bind the pod'), ('evict', 'evict the pod'), ('nominate', 'nominate a node for the pod'), ('delete', 'delete the pod')], max_length=10)),
+                ('step', models.PositiveSmallIntegerField()),
+                ('state', models.CharField(choices=[('pending', 'pending'), ('done', 'done'), ('dropped', 'dropped: the cluster refused it or it no longer applies')], default='pending', max_length=10)),
+                ('node', models.CharField(blank=True, max_length=253)),
+                ('uid', models.CharField(blank=True, max_length=64)),
+                ('payload', models.JSONField(blank=True, default=dict)),
+                ('outcome', models.TextField(blank=True)),
+                ('created_at', models.DateTimeField()),
+                ('done_at', models.DateTimeField(blank=True, null=True)),
+                ('cluster', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='intents', to='koordweb.cluster')),
+                ('pod', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='intents', to='koordweb.pod')),
+                ('round', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='intents', to='koordweb.round')),
             ],
             options={
-                "ordering": ["id"],
-                "indexes": [
-                    models.Index(
-                        fields=["cluster", "state", "step", "id"],
-                        name="koordweb_in_cluster_4851e9_idx",
-                    )
-                ],
+                'ordering': ['id'],
+                'indexes': [models.Index(fields=['cluster', 'state', 'step', 'id'], name='koordweb_in_cluster_4851e9_idx')],
             },
         ),
     ]
