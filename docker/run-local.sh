@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # `make run`: the web server, a Celery worker and Celery beat on the embedded defaults.
-# Ctrl-C stops all three.
+# Ctrl-C stops all three. KOORDWEB_PORT chooses the port (default 8000).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
+PORT="${KOORDWEB_PORT:-8000}"
 mkdir -p var/broker/out var/broker/processed var/log
 
 pids=()
@@ -17,7 +18,7 @@ stop() {
 }
 trap stop INT TERM EXIT
 
-KOORDWEB_DEMO_ARRIVALS="${KOORDWEB_DEMO_ARRIVALS:-true}" $PY manage.py runserver 127.0.0.1:8000 --noreload >var/log/web.log 2>&1 &
+KOORDWEB_DEMO_ARRIVALS="${KOORDWEB_DEMO_ARRIVALS:-true}" $PY manage.py runserver "127.0.0.1:$PORT" --noreload >var/log/web.log 2>&1 &
 pids+=($!)
 .venv/bin/celery -A koordweb worker --pool=solo --loglevel=INFO >var/log/worker.log 2>&1 &
 pids+=($!)
@@ -26,13 +27,13 @@ KOORDWEB_DEMO_ARRIVALS="${KOORDWEB_DEMO_ARRIVALS:-true}" .venv/bin/celery -A koo
 pids+=($!)
 
 for _ in $(seq 1 60); do
-    if $PY -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/login/')" 2>/dev/null; then
+    if $PY -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$PORT/login/')" 2>/dev/null; then
         break
     fi
     sleep 0.5
 done
 echo
-echo "koordweb is running at http://127.0.0.1:8000/"
+echo "koordweb is running at http://127.0.0.1:$PORT/"
 $PY manage.py demo_credentials
 echo "logs: var/log/web.log, var/log/worker.log, var/log/beat.log. Ctrl-C stops everything."
 wait

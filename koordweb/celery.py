@@ -25,6 +25,17 @@ def _beat_schedule() -> dict[str, dict[str, object]]:
             "options": {"expires": interval},
         }
     }
+    sample = float(settings.KOORDWEB_GPU_SAMPLE_SECONDS)
+    schedule["gpu-ingest"] = {
+        "task": "koordweb.gpu_ingest",
+        "schedule": sample,
+        "options": {"expires": sample},
+    }
+    schedule["gpu-history-compact"] = {
+        "task": "koordweb.gpu_history_compact",
+        "schedule": 600.0,
+        "options": {"expires": 600.0},
+    }
     if settings.KOORDWEB_DEMO_ARRIVALS:
         schedule["demo-arrivals"] = {
             "task": "koordweb.demo_arrivals",

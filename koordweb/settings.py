@@ -301,6 +301,21 @@ KOORDWEB_SIMULATED_GRACE_SECONDS = float(os.environ.get("KOORDWEB_SIMULATED_GRAC
 KOORDWEB_CLUSTER = os.environ.get("KOORDWEB_CLUSTER", "default")
 # /metrics: loopback scrapes need nothing; others send "Authorization: Bearer <token>".
 KOORDWEB_METRICS_TOKEN = os.environ.get("KOORDWEB_METRICS_TOKEN", "")
+
+# GPU monitoring (docs/operations.md): one card sample per period; full resolution for a recent
+# window, then one row per hour, then gone. A holder using less than the idle percent of its
+# share is idle.
+KOORDWEB_GPU_SAMPLE_SECONDS = int(os.environ.get("KOORDWEB_GPU_SAMPLE_SECONDS", "60"))
+KOORDWEB_GPU_RAW_HOURS = int(os.environ.get("KOORDWEB_GPU_RAW_HOURS", "24"))
+KOORDWEB_GPU_ROLLUP_SECONDS = int(os.environ.get("KOORDWEB_GPU_ROLLUP_SECONDS", "3600"))
+KOORDWEB_GPU_HISTORY_DAYS = int(os.environ.get("KOORDWEB_GPU_HISTORY_DAYS", "30"))
+KOORDWEB_GPU_IDLE_PERCENT = int(os.environ.get("KOORDWEB_GPU_IDLE_PERCENT", "5"))
+KOORDWEB_GPU_METRICS_PER_CARD = env_bool("KOORDWEB_GPU_METRICS_PER_CARD", True)
+if KOORDWEB_GPU_ROLLUP_SECONDS % KOORDWEB_GPU_SAMPLE_SECONDS or 3600 % KOORDWEB_GPU_ROLLUP_SECONDS:
+    raise ImproperlyConfigured(
+        "KOORDWEB_GPU_ROLLUP_SECONDS must be a multiple of KOORDWEB_GPU_SAMPLE_SECONDS and divide "
+        "an hour."
+    )
 # The demo: new jobs arrive on a timer (make run turns this on), now and then a koord-prod one.
 KOORDWEB_DEMO_ARRIVALS = env_bool("KOORDWEB_DEMO_ARRIVALS", False)
 KOORDWEB_DEMO_ARRIVAL_SECONDS = float(os.environ.get("KOORDWEB_DEMO_ARRIVAL_SECONDS", "20"))

@@ -88,3 +88,28 @@ def demo_arrivals() -> str | None:
     cluster = Cluster.objects.filter(name=settings.KOORDWEB_CLUSTER).first()
     job = demo_arrival(cluster=cluster) if cluster else None
     return str(job) if job else None
+
+
+@shared_task(name="koordweb.gpu_ingest")
+def gpu_ingest() -> dict[str, int]:
+    """The beat entry of GPU monitoring: sample every cluster's cards for the last period.
+
+    A simulated cluster's koordlet reports first (koordweb.backends.simulated_usage)."""
+    from koordweb.backends.simulated_usage import node_metrics_report
+    from koordweb.services.gpu_usage import gpu_samples_ingest
+
+    now = timezone.now()
+    counts: dict[str, int] = {}
+    for cluster in Cluster.objects.all():
+        if cluster.backend == Cluster.Backend.SIMULATED:
+            node_metrics_report(cluster, now=now, interval=settings.KOORDWEB_GPU_SAMPLE_SECONDS)
+        counts[cluster.name] = gpu_samples_ingest(cluster=cluster, now=now)["samples"]
+    return counts
+
+
+@shared_task(name="koordweb.gpu_history_compact")
+def gpu_history_compact() -> dict[str, int]:
+    """The beat entry that downsamples and prunes GPU usage history."""
+    from koordweb.services.gpu_history import gpu_history_compact as compact
+
+    return compact(now=timezone.now())

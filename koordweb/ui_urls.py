@@ -4,7 +4,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from koordweb.security import RateLimitedLoginView
-from koordweb.views import actions, cluster, jobs, navigation, overview, records
+from koordweb.views import actions, cluster, gpu, jobs, navigation, overview, records
 
 urlpatterns = [
     path("login/", RateLimitedLoginView.as_view(template_name="login.html"), name="login"),
@@ -14,6 +14,7 @@ urlpatterns = [
     path("overview/live/", overview.overview_live, name="overview-live"),
     path("topology/", cluster.topology, name="topology"),
     path("devices/", cluster.devices, name="devices"),
+    path("efficiency/", gpu.efficiency_page, name="efficiency"),
     path("jobs/", jobs.job_list, name="jobs"),
     path("jobs/submit/", actions.job_submit_page, name="job-submit"),
     path("jobs/<int:pk>/", jobs.job_detail, name="job-detail"),

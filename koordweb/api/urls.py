@@ -9,6 +9,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from rest_framework.routers import DefaultRouter
 
 from koordweb.api.views import catalog
+from koordweb.api.views.gpu_usage import CardHistoryView, JobUsageView, TeamEfficiencyView
 from koordweb.api.views.jobs import JobViewSet
 from koordweb.api.views.manifests import ManifestsView
 from koordweb.api.views.not_found import api_not_found
@@ -33,6 +34,9 @@ router.register("preemptions", catalog.PreemptionViewSet, basename="preemption")
 v1 = [
     *router.urls,
     path("topology/", TopologyView.as_view(), name="topology"),
+    path("jobs/<int:pk>/usage/", JobUsageView.as_view(), name="job-usage"),
+    path("gpu/cards/", CardHistoryView.as_view(), name="gpu-card-history"),
+    path("gpu/efficiency/", TeamEfficiencyView.as_view(), name="gpu-efficiency"),
     path("whatif/", WhatIfView.as_view(), name="whatif"),
     path("manifests/", ManifestsView.as_view(), name="manifests"),
     path("scheduler/", SchedulerConfigView.as_view(), name="scheduler-config"),

@@ -17,11 +17,13 @@ from koordweb.figures.base import ALLOCATION_SCALE, base_layout, figure_dict
 # Bands sit above the heatmap at fixed pixel offsets, whatever the number of rows.
 BAND_OFFSETS = {"NUMA": 4, "PCIe": 24, "NVLink": 44}
 BAND_HEIGHT = 16
+# The idle view: busy cards pale, idle ones amber, idle past the team's threshold red.
+IDLE_SCALE = [[0.0, "#e3f1e3"], [0.5, "#f2b134"], [1.0, "#c0392b"]]
 
 
 @dataclass(frozen=True)
 class CardCell:
-    used_pct: int
+    used_pct: int | None
     shared: bool
     healthy: bool
     hover: str
@@ -41,8 +43,11 @@ def device_heatmap(
     cells: Mapping[tuple[int, int], CardCell],
     *,
     groups: Sequence[ColumnGroup] = (),
+    value_title: str = "% allocated",
 ) -> dict:
-    """`cells` is keyed by (row index, column index); missing cards stay blank."""
+    """`cells` is keyed by (row index, column index); missing cards stay blank. `value_title`
+    names what `used_pct` holds: "% allocated", "% busy", or "idle" (0 busy, 50 idle, 100 idle
+    longer than the threshold)."""
     z: list[list[int | None]] = []
     text: list[list[str]] = []
     hover: list[list[str]] = []
@@ -66,12 +71,12 @@ def device_heatmap(
         texttemplate="%{text}",
         hovertext=hover,
         hoverinfo="text",
-        colorscale=ALLOCATION_SCALE,
+        colorscale=IDLE_SCALE if value_title == "idle" else ALLOCATION_SCALE,
         zmin=0,
         zmax=100,
         xgap=2,
         ygap=2,
-        colorbar={"title": {"text": "% used"}, "thickness": 12},
+        colorbar=_colorbar(value_title),
     )
     shapes, annotations = _bands(groups, len(minors))
     traces: list[go.BaseTraceType] = [heatmap]
@@ -101,12 +106,23 @@ def device_heatmap(
             height=max(260, 20 * len(rows) + 140),
             margin={"l": 10, "r": 10, "t": 90, "b": 30},
             yaxis={"autorange": "reversed", "automargin": True, "type": "category"},
-            xaxis={"side": "bottom", "type": "category"},
+            xaxis={"side": "bottom", "type": "category", "title": {"text": "card (minor)"}},
             shapes=shapes,
             annotations=annotations,
         ),
     )
     return figure_dict(figure)
+
+
+def _colorbar(value_title: str) -> dict:
+    if value_title != "idle":
+        return {"title": {"text": value_title}, "thickness": 12}
+    return {
+        "title": {"text": "allocated cards"},
+        "thickness": 12,
+        "tickvals": [0, 50, 100],
+        "ticktext": ["busy", "idle", "idle too long"],
+    }
 
 
 def _mark(cell: CardCell | None) -> str:

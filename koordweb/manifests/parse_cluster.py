@@ -121,12 +121,14 @@ def parse_node_metric(doc: At) -> ParsedObject:
     meta = read_metadata(doc, namespaced=False)
     status = doc.child("status")
     usage = status.child("nodeMetric").child("nodeUsage")
-    gpu_usage: dict[str, dict[str, int]] = {}
-    for device in usage.child("devices").items():
-        if device.child("type").string("gpu") != "gpu":
-            continue
-        minor = device.child("minor").integer(required=True, minimum=0)
-        gpu_usage[str(minor)] = device.child("resources").resources()
+    gpu_usage = _gpu_device_usage(usage.child("devices"))
+    # koordlet's per-pod card usage (status.podsMetric[].podUsage.devices), keyed namespace/name.
+    pod_gpu_usage: dict[str, dict[str, dict[str, int]]] = {}
+    for pod in status.child("podsMetric").items():
+        cards = _gpu_device_usage(pod.child("podUsage").child("devices"))
+        if cards:
+            name = pod.child("name").string(required=True)
+            pod_gpu_usage[f"{pod.child('namespace').string('default')}/{name}"] = cards
     interval = doc.child("spec").child("metricCollectPolicy").child("reportIntervalSeconds")
     pod_usages: dict[str, dict[str, int]] = {}
     for pod in status.child("podsMetric").items():
@@ -156,9 +158,22 @@ def parse_node_metric(doc: At) -> ParsedObject:
             "gpu_usage": gpu_usage,
             "pod_usages": pod_usages,
             "aggregated_usages": aggregated,
+            "pod_gpu_usage": pod_gpu_usage,
         },
         refs={"node": meta.name},
     )
+
+
+def _gpu_device_usage(devices: At) -> dict[str, dict[str, int]]:
+    """NodeMetric `devices[]` (Koordinator's DeviceInfo) of type gpu: minor -> resources used
+    (`koordinator.sh/gpu-core` busy percent, `koordinator.sh/gpu-memory` bytes, memory ratio)."""
+    usage: dict[str, dict[str, int]] = {}
+    for device in devices.items():
+        if device.child("type").string("gpu") != "gpu":
+            continue
+        minor = device.child("minor").integer(required=True, minimum=0)
+        usage[str(minor)] = device.child("resources").resources()
+    return usage
 
 
 def parse_topology(doc: At) -> ParsedObject:

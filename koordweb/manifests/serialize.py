@@ -171,14 +171,14 @@ def node_metric_doc(metric: NodeMetric, node_name: str) -> dict[str, Any]:
         "updateTime": format_timestamp(metric.reported_at),
         "nodeMetric": node_metric,
     }
-    if metric.pod_usages:
+    # One podsMetric entry per pod: its resources (load-aware) and its cards (GPU monitoring).
+    keys_seen = sorted(set(metric.pod_usages or {}) | set(metric.pod_gpu_usage or {}))
+    if keys_seen:
         status["podsMetric"] = [
-            {
-                "namespace": key.split("/", 1)[0],
-                "name": key.split("/", 1)[1],
-                "podUsage": {"resources": format_resource_list(pod_usage)},
-            }
-            for key, pod_usage in sorted(metric.pod_usages.items())
+            _pod_metric(
+                key, (metric.pod_usages or {}).get(key), (metric.pod_gpu_usage or {}).get(key)
+            )
+            for key in keys_seen
         ]
     return {
         "apiVersion": "slo.koordinator.sh/v1alpha1",
@@ -187,6 +187,21 @@ def node_metric_doc(metric: NodeMetric, node_name: str) -> dict[str, Any]:
         "spec": {"metricCollectPolicy": {"reportIntervalSeconds": metric.report_interval_seconds}},
         "status": status,
     }
+
+
+def _pod_metric(
+    key: str, resources: dict[str, int] | None, cards: dict[str, dict[str, int]] | None
+) -> dict[str, Any]:
+    namespace, _, name = key.partition("/")
+    usage: dict[str, Any] = {}
+    if resources is not None:
+        usage["resources"] = format_resource_list(resources)
+    if cards:
+        usage["devices"] = [
+            {"type": "gpu", "minor": int(minor), "resources": format_resource_list(card)}
+            for minor, card in sorted(cards.items(), key=lambda item: int(item[0]))
+        ]
+    return {"namespace": namespace, "name": name, "podUsage": usage}
 
 
 def quota_doc(quota: ElasticQuota) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from koordweb.models.cluster import (
     NodeMetric,
     TopologyLayer,
 )
+from koordweb.models.gpu_usage import CARD_HOUR, CardSample, JobGpuState, JobUsageHour
 from koordweb.models.outbox import Intent
 from koordweb.models.records import Decision, Preemption, PreemptionVictim, Round
 from koordweb.models.workload import (
@@ -21,6 +22,8 @@ from koordweb.models.workload import (
 )
 
 __all__ = [
+    "CARD_HOUR",
+    "CardSample",
     "Cluster",
     "Decision",
     "Device",
@@ -28,7 +31,9 @@ __all__ = [
     "ElasticQuota",
     "Intent",
     "Job",
+    "JobGpuState",
     "JobState",
+    "JobUsageHour",
     "Node",
     "NodeMetric",
     "Pod",

@@ -30,6 +30,8 @@ class Cluster(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     # A round was asked for while one of this cluster ran: the running one starts a successor.
     round_pending = models.BooleanField(default=False)
+    # GPU monitoring: card samples are taken up to this epoch second (the end of the last period).
+    gpu_sampled_until = models.BigIntegerField(default=0, editable=False)
 
     class Meta:
         ordering = ["name"]
@@ -142,6 +144,8 @@ class NodeMetric(models.Model):
     pod_usages = models.JSONField(default=dict, blank=True)
     # status.nodeMetric.aggregatedNodeUsages: {"p95": {"300": usage}} (type -> seconds -> usage).
     aggregated_usages = models.JSONField(default=dict, blank=True)
+    # status.podsMetric[].podUsage.devices: {"namespace/name": {minor: resources}}
+    pod_gpu_usage = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["node", "-reported_at"]

@@ -54,6 +54,10 @@ class ElasticQuota(models.Model):
     labels = models.JSONField(default=dict, blank=True, validators=[validate_string_map])
     annotations = models.JSONField(default=dict, blank=True, validators=[validate_string_map])
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="quotas")
+    # A job of this quota whose cards stay idle longer than this is flagged (GPU monitoring).
+    gpu_idle_alert_minutes = models.PositiveIntegerField(
+        default=60, help_text="Flag a job whose GPUs have been idle for longer than this."
+    )
 
     class Meta:
         ordering = ["cluster", "name"]

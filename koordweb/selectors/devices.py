@@ -41,6 +41,7 @@ class CardUse:
     pod: str
     core: int
     memory_ratio: int
+    job_id: int | None = None
 
 
 @dataclass
@@ -107,7 +108,7 @@ def parse_device_allocation(raw: str | None) -> list[tuple[str, int, dict[str, i
     return entries
 
 
-def _card_core(resources: Mapping[str, Any]) -> int:
+def card_core_percent(resources: Mapping[str, Any]) -> int:
     if GPU_CORE in resources:
         return int(resources[GPU_CORE])
     # A whole-card request may only name the vendor resource: a whole card is 100 percent.
@@ -177,8 +178,9 @@ def _attach_uses(
                 CardUse(
                     job=label,
                     pod=pod if label == job_name else "",
-                    core=_card_core(resources),
+                    core=card_core_percent(resources),
                     memory_ratio=int(resources.get(GPU_MEMORY_RATIO, 0)),
+                    job_id=job_id,
                 )
             )
 
@@ -214,7 +216,7 @@ def device_type_usage(cluster: Cluster) -> list[AcceleratorUse]:
         ):
             key = model_of.get((node, minor))
             if device_type == "gpu" and key:
-                used[key] += _card_core(resources) / 100
+                used[key] += card_core_percent(resources) / 100
     return [
         AcceleratorUse(
             f"{VENDORS.get(v, v or '?')} {m}".strip(), n, healthy[(v, m)], round(used[(v, m)], 2)

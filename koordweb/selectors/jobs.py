@@ -16,7 +16,9 @@ from koordweb.selectors.tenancy import jobs_visible
 
 
 def job_list(*, user: Any) -> QuerySet[Job]:
-    return jobs_visible(user=user).select_related("cluster", "quota", "priority_class", "owner")
+    return jobs_visible(user=user).select_related(
+        "cluster", "quota", "priority_class", "owner", "gpu_state"
+    )
 
 
 def job_detail_queryset(*, user: Any) -> QuerySet[Job]:

@@ -28,6 +28,7 @@ from koordweb.models import (
     PriorityClass,
     TopologyLayer,
 )
+from koordweb.services.demo_gpu import demo_gpu_seed
 
 GI = 1024**3
 SPINE_LABEL = "network.topology.nvidia.com/spine"
@@ -80,6 +81,7 @@ def demo_seed() -> dict[str, int]:
             _seed_priorities(cluster)
             _seed_quotas(cluster)
             _seed_jobs(cluster)
+            demo_gpu_seed(cluster, now=timezone.now())
         _seed_users(cluster)
     return {
         "nodes": cluster.nodes.count(),

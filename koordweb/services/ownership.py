@@ -4,7 +4,7 @@ Nodes, devices, the network topology, elastic quotas and priority classes of suc
 read from the API server on every sync: an edit made in koordweb would be silently undone (or,
 worse, silently differ from what the cluster enforces). So koordweb refuses those edits and says
 where to make them. What koordweb itself owns is still editable there: which users are members of
-a quota (tenancy), and the cluster's scheduler profile arguments.
+a quota (tenancy), its GPU idle alert threshold, and the cluster's scheduler profile arguments.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from django.db.models import Model
 from koordweb.models import Cluster
 
 # Fields of cluster-owned objects that are koordweb's own, even on a Kubernetes cluster.
-KOORDWEB_OWNED_FIELDS = {"ElasticQuota": frozenset({"members"})}
+KOORDWEB_OWNED_FIELDS = {"ElasticQuota": frozenset({"members", "gpu_idle_alert_minutes"})}
 # What each kind is called in the cluster, for the message.
 CLUSTER_KINDS = {
     "Node": "Node",

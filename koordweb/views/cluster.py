@@ -25,6 +25,7 @@ from koordweb.selectors.topology import (
     topology_tree,
 )
 from koordweb.views.common import current_cluster, int_param, is_admin, visible_jobs
+from koordweb.views.gpu import HEATMAP_VIEWS, card_shades, heatmap_view
 
 LIVE_SECONDS = 10
 # Above this many nodes the figures stop at the layer above the nodes (aggregate, stay fast).
@@ -190,9 +191,14 @@ def devices(request: HttpRequest) -> HttpResponse:
     form.fields["block"].widget.choices = [("", "all blocks")] + [(g, g) for g in grid.groups]
     row_of = {node: i for i, (_, node) in enumerate(grid.rows)}
     column_of = {minor: i for i, minor in enumerate(grid.minors)}
+    view = heatmap_view(request)
+    shades = card_shades(cluster, grid.cards, view) if view != "allocation" else {}
     cells = {
         (row_of[c.node], column_of[c.minor]): CardCell(
-            c.core_used, c.shared, c.healthy, _card_hover(c)
+            shades[(c.node, c.minor)].value if shades else c.core_used,
+            c.shared,
+            c.healthy,
+            _card_hover(c) + (f"<br>{shades[(c.node, c.minor)].words}" if shades else ""),
         )
         for c in grid.cards
     }
@@ -211,7 +217,11 @@ def devices(request: HttpRequest) -> HttpResponse:
     ]
     figure = (
         device_heatmap(
-            [f"{group} · {node}" for group, node in grid.rows], grid.minors, cells, groups=groups
+            [f"{group} · {node}" for group, node in grid.rows],
+            grid.minors,
+            cells,
+            groups=groups,
+            value_title={"allocation": "% allocated", "utilisation": "% busy"}.get(view, "idle"),
         )
         if grid.rows
         else None
@@ -235,6 +245,9 @@ def devices(request: HttpRequest) -> HttpResponse:
         "page": page,
         "pages": pages,
         "query": _query_without_page(request),
+        "view": view,
+        "views": HEATMAP_VIEWS,
+        "view_query": _query_without(request, "view"),
     }
     return render(request, "devices.html", context)
 
@@ -247,6 +260,11 @@ def _job_labeller(request: HttpRequest, cluster: Cluster) -> Any:
 
 
 def _query_without_page(request: HttpRequest) -> str:
+    return _query_without(request, "page")
+
+
+def _query_without(request: HttpRequest, *names: str) -> str:
     query = request.GET.copy()
-    query.pop("page", None)
+    for name in names:
+        query.pop(name, None)
     return query.urlencode()

@@ -32,6 +32,7 @@ from koordweb.views.common import (
     select_cluster,
     visible_jobs,
 )
+from koordweb.views.gpu import job_idle_words, job_usage_context
 
 # `Preempting` (an evicted job whose pods are terminating) and `Requeueing` (refused by a
 # kubelet, queued again once its pods are gone) come with the round pipeline's outbox: both
@@ -137,6 +138,7 @@ def job_list(request: HttpRequest) -> HttpResponse:
     decisions = Decision.objects.in_bulk([j.last_decision_id for j in jobs if j.last_decision_id])
     room = ClusterRoom(cluster)
     position = _waiting_ahead(queue, page.start_index())
+    idle = job_idle_words(jobs)
     rows = []
     for job in jobs:
         requests = first.get(job.pk)
@@ -150,6 +152,7 @@ def job_list(request: HttpRequest) -> HttpResponse:
                 if requests
                 else f"{job.total_number} pod(s)",
                 "why": job_explanation(job, decisions.get(job.last_decision_id), room, requests),
+                "idle": idle.get(job.pk),
             }
         )
     context = {
@@ -249,5 +252,6 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "placement": placement_figure(job.cluster, job) if any(p.node_id for p in pods) else None,
         "active": job.state in ACTIVE,
         "live_seconds": LIVE_SECONDS,
+        **job_usage_context(job),
     }
     return render(request, "job_detail.html", context)

@@ -29,6 +29,7 @@ from koordweb.selectors.overview import (
 )
 from koordweb.selectors.topology import nodes_outside_topology
 from koordweb.views.common import current_cluster, is_admin, visible_jobs
+from koordweb.views.gpu import gpu_health_context
 from koordweb.views.jobs import PREEMPTING, WAITING
 
 ALERT_WINDOW = timedelta(hours=24)
@@ -76,6 +77,7 @@ def _live_context(request: HttpRequest) -> dict[str, Any]:
         else [],
         "refreshed_at": timezone.now(),
         "live_seconds": LIVE_SECONDS,
+        **gpu_health_context(cluster, visible_jobs(request.user, cluster)),
     }
 
 

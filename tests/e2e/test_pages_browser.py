@@ -19,6 +19,8 @@ PAGES = [
     ("overview", "/", 2),
     ("topology", "/topology/?resource=nvidia.com/gpu&count=8&cpu=0&memory=0", 2),
     ("devices", "/devices/", 1),
+    ("devices-utilisation", "/devices/?view=utilisation", 1),
+    ("efficiency", "/efficiency/", 3),
     ("jobs", "/jobs/", 0),
     ("preemptions", "/preemptions/", 1),
     ("quotas", "/quotas/", 1),

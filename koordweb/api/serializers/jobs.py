@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
+from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from koordweb.api.fields import RedactedJSONField
 from koordweb.models import Decision, Job, Pod
+from koordweb.selectors.gpu_usage import IdleFlag, job_idle_flag
 
 
 class PodOutputSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
@@ -52,6 +55,15 @@ class JobOutputSerializer(serializers.ModelSerializer):  # type: ignore[type-arg
     )
     owner = serializers.CharField(source="owner.username", default=None, allow_null=True)
     replicas = serializers.IntegerField(source="total_number")
+    idle_since = serializers.SerializerMethodField(
+        help_text="Since when the job's GPUs have been idle (running jobs; null when busy)."
+    )
+    idle_gpu_hours = serializers.SerializerMethodField(
+        help_text="GPU-hours allocated while idle since `idle_since` (lost so far)."
+    )
+    idle_flagged = serializers.SerializerMethodField(
+        help_text="Idle longer than its team's threshold (the quota's gpu_idle_alert_minutes)."
+    )
 
     class Meta:
         model = Job
@@ -77,8 +89,26 @@ class JobOutputSerializer(serializers.ModelSerializer):  # type: ignore[type-arg
             "scheduled_at",
             "started_at",
             "finished_at",
+            "idle_since",
+            "idle_gpu_hours",
+            "idle_flagged",
         ]
         read_only_fields = fields
+
+    def _idle(self, job: Job) -> IdleFlag | None:
+        return job_idle_flag(job)
+
+    def get_idle_since(self, job: Job) -> datetime | None:
+        flag = self._idle(job)
+        return flag.idle_since if flag else None
+
+    def get_idle_gpu_hours(self, job: Job) -> float | None:
+        flag = self._idle(job)
+        return flag.gpu_hours_lost if flag else None
+
+    def get_idle_flagged(self, job: Job) -> bool:
+        flag = self._idle(job)
+        return bool(flag and flag.flagged(timezone.now()))
 
 
 class JobDetailSerializer(JobOutputSerializer):

@@ -35,6 +35,9 @@ def test_the_guide_has_examples_for_every_area():
         "rounds/",
         "preemptions/",
         "tokens/",
+        "usage/",
+        "gpu/efficiency/",
+        "gpu/cards/",
     ]:
         assert endpoint in text, endpoint
 

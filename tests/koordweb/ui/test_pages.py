@@ -16,6 +16,7 @@ PAGES = [
     "overview-live",
     "topology",
     "devices",
+    "efficiency",
     "jobs",
     "job-submit",
     "preemptions",

@@ -1,0 +1,201 @@
+"""GPU monitoring pages: the efficiency ranking, and the usage parts of the devices, jobs and
+job pages (views stay thin: selectors read, figures draw, words come from koordweb.gpu_words)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from koordweb.figures.gpu_usage import efficiency_bars, idle_trend, job_usage_heatmap
+from koordweb.gpu_words import gpu_hours, idle_for, percent
+from koordweb.models import Cluster, Job
+from koordweb.selectors.devices import Card
+from koordweb.selectors.gpu_usage import (
+    IdleFlag,
+    cards_now,
+    efficiency,
+    flagged_idle_jobs,
+    idle_flags,
+    job_card_usage,
+    team_scope,
+    unhealthy_cards,
+)
+from koordweb.views.common import current_cluster
+
+WINDOWS = {"24h": timedelta(hours=24), "7d": timedelta(days=7), "30d": timedelta(days=30)}
+HEATMAP_VIEWS = {
+    "allocation": "allocation",
+    "utilisation": "utilisation",
+    "idle": "allocated but idle",
+}
+
+
+@dataclass(frozen=True)
+class CardShade:
+    """What the devices heatmap colours a card by, in the utilisation or idle view."""
+
+    value: int | None
+    words: str
+
+
+def heatmap_view(request: HttpRequest) -> str:
+    view = request.GET.get("view", "allocation")
+    return view if view in HEATMAP_VIEWS else "allocation"
+
+
+def card_shades(cluster: Cluster, cards: list[Card], view: str) -> dict[tuple[str, int], CardShade]:
+    """Per card: busy percent now (utilisation), or 100 when every holder has been idle longer
+    than its team's threshold, 50 when idle for less, 0 when busy (idle view; free cards blank)."""
+    nodes = {card.node for card in cards}
+    now_by_card = cards_now(cluster, nodes)
+    if view == "utilisation":
+        return {
+            (c.node, c.minor): CardShade(
+                now_by_card[(c.node, c.minor)].busy_pct
+                if (c.node, c.minor) in now_by_card
+                else None,
+                f"busy {now_by_card[(c.node, c.minor)].busy_pct}% in the last minute"
+                if (c.node, c.minor) in now_by_card
+                else "no usage report yet",
+            )
+            for c in cards
+        }
+    job_ids = {use.job_id for c in cards for use in c.uses if use.job_id}
+    flags = idle_flags(Job.objects.filter(id__in=job_ids).select_related("quota"))
+    moment = timezone.now()
+    shades = {}
+    for card in cards:
+        holders = [use.job_id for use in card.uses if use.job_id]
+        if not holders:
+            shades[(card.node, card.minor)] = CardShade(None, "free")
+            continue
+        card_flags = [flags.get(job_id) for job_id in holders]
+        if any(flag is None for flag in card_flags):
+            shades[(card.node, card.minor)] = CardShade(0, "allocated and busy")
+            continue
+        idle = [flag for flag in card_flags if flag is not None]
+        minutes = min(flag.idle_minutes(moment) for flag in idle)
+        over = all(flag.flagged(moment) for flag in idle)
+        shades[(card.node, card.minor)] = CardShade(
+            100 if over else 50,
+            f"allocated, idle for {idle_for(minutes)}"
+            + (" (over its team's threshold)" if over else ""),
+        )
+    return shades
+
+
+def idle_words(flag: IdleFlag | None, now: datetime) -> dict[str, Any] | None:
+    """A job's idle flag for a template: since when, for how long, GPU-hours lost, flagged."""
+    if flag is None:
+        return None
+    return {
+        "since": flag.idle_since,
+        "for": idle_for(flag.idle_minutes(now)),
+        "lost": gpu_hours(flag.gpu_hours_lost),
+        "flagged": flag.flagged(now),
+        "threshold": idle_for(flag.threshold_minutes),
+    }
+
+
+def job_usage_context(job: Job) -> dict[str, Any]:
+    """The job page's GPU usage: its cards over its life, its GPU-hours, its idle flag."""
+    usage = job_card_usage(job)
+    flag = idle_flags([job]).get(job.id)
+    return {
+        "gpu_figure": job_usage_heatmap(usage.cards, usage.bucket_starts, usage.busy)
+        if usage.cards
+        else None,
+        "gpu_bucket": idle_for(usage.bucket_seconds // 60),
+        "gpu_allocated": gpu_hours(usage.total.allocated),
+        "gpu_used": gpu_hours(usage.total.used),
+        "gpu_idle": gpu_hours(usage.total.idle_allocated),
+        "gpu_efficiency": percent(usage.total.efficiency_pct),
+        "gpu_idle_flag": idle_words(flag, timezone.now()),
+    }
+
+
+def job_idle_words(jobs: list[Job]) -> dict[int, dict[str, Any]]:
+    """job id -> idle words, for the jobs list (only jobs idle now)."""
+    moment = timezone.now()
+    return {
+        job_id: words
+        for job_id, flag in idle_flags(jobs).items()
+        if (words := idle_words(flag, moment)) is not None
+    }
+
+
+def gpu_health_context(cluster: Cluster, jobs: QuerySet[Job]) -> dict[str, Any]:
+    """The overview's GPU line: unhealthy cards (cluster-wide) and the user's idle-flagged jobs."""
+    count, cards = unhealthy_cards(cluster)
+    return {
+        "unhealthy_count": count,
+        "unhealthy_cards": cards,
+        "idle_jobs": flagged_idle_jobs(jobs),
+    }
+
+
+def _window(request: HttpRequest) -> tuple[str, datetime, datetime]:
+    name = request.GET.get("window", "24h")
+    name = name if name in WINDOWS else "24h"
+    until = parse_datetime(request.GET.get("until", "") or "") or timezone.now()
+    if timezone.is_naive(until):
+        until = timezone.make_aware(until)
+    return name, until - WINDOWS[name], until
+
+
+@login_required
+def efficiency_page(request: HttpRequest) -> HttpResponse:
+    """Jobs and teams ranked by idle-allocated GPU-hours over a window, with the trend."""
+    cluster = current_cluster(request)
+    if cluster is None:
+        return render(request, "efficiency.html", {"cluster": None})
+    window, since, until = _window(request)
+    quotas = team_scope(request.user)
+    result = efficiency(cluster, since=since, until=until, quotas=quotas)
+    per = "hour" if result.trend_seconds == 3600 else "day"
+    context = {
+        "cluster": cluster,
+        "window": window,
+        "windows": list(WINDOWS),
+        "since": since,
+        "until": until,
+        "jobs": [_row(r) for r in result.jobs],
+        "teams": [_row(r) for r in result.teams],
+        "jobs_figure": efficiency_bars(
+            [(r.name, r.hours.used, r.hours.idle_allocated) for r in result.jobs[:15]],
+            title="Jobs with the most idle GPU-hours",
+        )
+        if result.jobs
+        else None,
+        "teams_figure": efficiency_bars(
+            [(r.name, r.hours.used, r.hours.idle_allocated) for r in result.teams],
+            title="Teams",
+        )
+        if result.teams
+        else None,
+        "trend_figure": idle_trend(result.trend_starts, result.trend, per=per)
+        if result.teams
+        else None,
+        "per": per,
+    }
+    return render(request, "efficiency.html", context)
+
+
+def _row(ranked: Any) -> dict[str, Any]:
+    return {
+        "id": ranked.key,
+        "name": ranked.name,
+        "team": ranked.team,
+        "allocated": gpu_hours(ranked.hours.allocated),
+        "used": gpu_hours(ranked.hours.used),
+        "idle": gpu_hours(ranked.hours.idle_allocated),
+        "efficiency": percent(ranked.hours.efficiency_pct),
+    }
