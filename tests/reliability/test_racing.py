@@ -127,7 +127,7 @@ def race(kube: FakeKube, workers: Workers, cluster: Cluster, seconds: float) -> 
         "rounds_enqueued": enqueued,
         "rounds_succeeded": sum(r.state == Round.State.SUCCEEDED for r in rounds),
         "rounds_failed": sum(r.state == Round.State.FAILED for r in rounds),
-        "rounds_skipped_locked": len(re.findall(r"round skipped: another round", logs)),
+        "rounds_skipped_locked": len(re.findall(r"round deferred: another round", logs)),
         "pods": len(our_pods(kube)),
         "binding_requests": len(kube.faults.requests_to(r"/binding$", "POST")),
         "pods_bound_twice": sum(n > 1 for n in successful_bindings(kube).values()),
