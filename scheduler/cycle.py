@@ -1,8 +1,9 @@
 """The job cycle: one pending job through PreFilter, Filter, Score, Placement, Permit and Reserve.
 
-`Framework` holds the profile's plugin instances sorted by extension point and runs them; the
-preemption plugin calls back into `Framework.try_place` for its dry runs, so a preemption plan is
-checked with exactly the filters (devices, topology) a normal placement uses.
+`Framework` builds the profile's plugins, giving each itself as the `Handle`, sorts them by the
+extension points they declare (the profile builder has checked they implement them) and runs
+them. The preemption plugin calls back into `Handle.try_place` for its dry runs, so a preemption
+plan is checked with exactly the filters (devices, topology) a normal placement uses.
 """
 
 from __future__ import annotations
@@ -14,17 +15,34 @@ from typing import Any
 import numpy as np
 
 from scheduler.framework import (
+    BoolArray,
     Code,
     Failure,
+    FallbackPlugin,
     FloatArray,
     IntArray,
     NodeCheck,
+    NodeMask,
+    NodeMaskPlugin,
+    PermitPlugin,
+    PlacementPlugin,
     Plan,
+    Plugin,
     PodAllocation,
+    PostFilterPlugin,
+    PreFilterPlugin,
+    QueueSortPlugin,
+    QuotaLedger,
+    ReservePlugin,
+    RuntimeQuotaPlugin,
+    ScorePlugin,
+    SetupPlugin,
+    SlotLimitPlugin,
     Status,
 )
 from scheduler.model import JobInfo, PodInfo
 from scheduler.placement import NodeScores, PlacementOutcome
+from scheduler.profile import Profile, ProfileError
 from scheduler.state import CycleState
 
 
@@ -39,32 +57,67 @@ class JobOutcome:
 
 
 class Framework:
-    def __init__(self, plugins: Sequence[Any]) -> None:
-        self.plugins = list(plugins)
+    """The profile's plugins by extension point, and the `Handle` they are built with."""
 
-        def having(method: str) -> list[Any]:
-            return [p for p in self.plugins if callable(getattr(p, method, None))]
+    def __init__(self, profile: Profile | None = None) -> None:
+        self.plugins: list[Plugin] = (profile or Profile.default()).build(self)
+        self.queue_sort: list[QueueSortPlugin] = self._at("QueueSort", QueueSortPlugin)
+        self.setups: list[SetupPlugin] = self._at("Setup", SetupPlugin)
+        self.pre_filters: list[PreFilterPlugin] = self._at("PreFilter", PreFilterPlugin)
+        self.node_masks: list[NodeMaskPlugin] = self._at("Filter", NodeMaskPlugin)
+        self.slot_limits: list[SlotLimitPlugin] = self._at("Filter", SlotLimitPlugin)
+        self.scores: list[ScorePlugin] = self._at("Score", ScorePlugin)
+        self.placers: list[PlacementPlugin] = self._at("Placement", PlacementPlugin)
+        self.permits: list[PermitPlugin] = self._at("Permit", PermitPlugin)
+        self.reserves: list[ReservePlugin] = self._at("Reserve", ReservePlugin)
+        self.post_filters: list[PostFilterPlugin] = self._at("PostFilter", PostFilterPlugin)
+        self.fallbacks: list[FallbackPlugin] = self._at("Fallback", FallbackPlugin)
+        self.quotas: list[RuntimeQuotaPlugin] = self._at("RuntimeQuota", RuntimeQuotaPlugin)
+        if len(self.placers) != 1:
+            raise ProfileError({"": "a profile needs exactly one Placement plugin"})
+        if len(self.queue_sort) > 1 or len(self.quotas) > 1:
+            raise ProfileError({"": "a profile takes at most one QueueSort and one RuntimeQuota"})
 
-        self.queue_sort = having("sort_key")
-        self.pre_filters = having("pre_filter")
-        self.node_masks = having("node_mask")
-        self.slot_limits = having("slot_limits")
-        self.scores = having("score_nodes")
-        self.placers = having("place")
-        self.permits = having("permit")
-        self.reserves = having("reserve")
-        self.post_filters = having("post_filter")
-        self.setups = having("setup")
-        self.fallbacks = having("fallback_pods")
-        self.partials = having("places_partially")
-        if not self.placers:
-            raise ValueError("a profile needs a Placement plugin (NetworkTopology)")
+    def _at(self, point: str, kind: type) -> list[Any]:
+        """The plugins declaring `point` that implement its Protocol `kind` (for Filter: that
+        flavour); the profile builder has checked the methods are there."""
+        return [p for p in self.plugins if point in p.extension_points and isinstance(p, kind)]
+
+    def plugin(self, name: str) -> Plugin:
+        """The profile's plugin of this name (KeyError when it has none)."""
+        for plugin in self.plugins:
+            if plugin.name == name:
+                return plugin
+        raise KeyError(name)
 
     def start(self, state: CycleState) -> None:
-        state.mask_plugins = self.node_masks
-        state.plugin_data["framework"] = self
         for plugin in self.setups:
             plugin.setup(state)
+
+    # --- the Handle: what plugins may ask of the framework and of each other -------------------
+    def runtime_quota(self, state: CycleState) -> QuotaLedger | None:
+        return self.quotas[0].runtime_quota(state) if self.quotas else None
+
+    def pod_mask(self, state: CycleState, pod: PodInfo) -> NodeMask:
+        key = state.template(pod)
+        cached = state.masks.get(key)
+        if cached is not None:
+            return cached
+        verdicts = self.mask_verdicts(state, pod)
+        allowed: BoolArray = np.ones(len(state.nodes), dtype=np.bool_)
+        for verdict in verdicts:
+            allowed &= verdict.allowed
+        mask = NodeMask(allowed=allowed, reason="; ".join(v.reason for v in verdicts))
+        state.masks[key] = mask
+        return mask
+
+    def mask_verdicts(self, state: CycleState, pod: PodInfo) -> list[NodeMask]:
+        key = state.template(pod)
+        verdicts = state.verdicts.get(key)
+        if verdicts is None:
+            verdicts = [v for p in self.node_masks if (v := p.node_mask(state, pod)) is not None]
+            state.verdicts[key] = verdicts
+        return verdicts
 
     def sort(self, state: CycleState, jobs: Sequence[JobInfo]) -> list[JobInfo]:
         if not self.queue_sort:
@@ -84,14 +137,14 @@ class Framework:
         nominated = self._nominated_plan(state, job, pods) if held else None
         result = nominated if nominated is not None else self.try_place(state, job, pods)
         if isinstance(result, Failure):
-            for plugin in self.fallbacks:
-                fewer = plugin.fallback_pods(state, job, pods)
+            for fallback in self.fallbacks:
+                fewer = fallback.fallback_pods(state, job, pods)
                 if fewer:
                     retry = self.try_place(state, job, fewer)
                     if isinstance(retry, Plan):
                         result = retry
                         break
-        if isinstance(result, Failure) and any(p.places_partially(job) for p in self.partials):
+        if isinstance(result, Failure) and any(p.places_partially(job) for p in self.fallbacks):
             result = self._fitting_members(state, job, pods) or result
         if isinstance(result, Failure):
             state.restore_reservations(job.id, held)
@@ -140,15 +193,15 @@ class Framework:
                 state.restore_reservations(job.id, held)
                 return JobOutcome(job, failure=Failure(status))
         allocations: dict[str, PodAllocation] = {}
-        done: list[Any] = []
-        for plugin in self.reserves:
-            reserved = plugin.reserve(state, job, plan)
+        done: list[ReservePlugin] = []
+        for reserver in self.reserves:
+            reserved = reserver.reserve(state, job, plan)
             if not reserved.status.ok:
                 for earlier in reversed(done):
                     earlier.unreserve(state, job, plan)
                 state.restore_reservations(job.id, held)
                 return JobOutcome(job, failure=Failure(reserved.status))
-            done.append(plugin)
+            done.append(reserver)
             for key, alloc in reserved.allocations.items():
                 allocations[key] = alloc
         state.assume(plan.assignment)
@@ -223,7 +276,9 @@ class Framework:
         if not self.scores:
             return None
         everywhere = np.arange(len(state.nodes), dtype=np.int64)
-        total: FloatArray = sum(p.score_nodes(state, job, everywhere) for p in self.scores)
+        total: FloatArray = np.zeros(len(state.nodes), dtype=np.float64)
+        for plugin in self.scores:
+            total = total + plugin.score_nodes(state, job, everywhere)
         return NodeScores(state.topology, total)
 
     def _nominated_plan(
@@ -256,7 +311,7 @@ class Framework:
         need: dict[int, IntArray] = {}
         for pod in pods:
             idx = assignment[pod.key]
-            if not state.pod_mask(pod).allowed[idx]:
+            if not self.pod_mask(state, pod).allowed[idx]:
                 return False
             need[idx] = need.get(idx, 0) + state.vector(pod)
         rows = np.array(sorted(need), dtype=np.int64)

@@ -39,13 +39,21 @@ for a whole job at once:
 - PostFilter  `post_filter(state, job, failure) -> PostFilterResult`: preemption for a job that did
               not fit.
 
-Plugins are classes built from a `Profile` entry with their arguments (`__init__(self, args)`); each
-implements only the points it needs and declares them in `extension_points`, and declares the
-arguments it takes in `arguments` (name -> `Arg`). Two optional hooks:
-`setup(state)` runs once when the round starts (precompute per-round data into
-`state.plugin_data[name]`), and `fallback_pods(state, job, pods)` (the gang plugin) offers a smaller
-pod set to try when the whole job does not fit. Plugins read node capacity through
-`state.free(...)` (read-only) and never write `state.used`; the framework assumes placed pods.
+- Setup       `setup(state)`: once when the round starts, precompute per-round data into
+              `state.plugin_data[name]`.
+- Fallback    `fallback_pods(state, job, pods)` offers a smaller pod set to try when the whole job
+              does not fit, `places_partially(job)` whether members that fit may go alone (gang).
+- RuntimeQuota `runtime_quota(state) -> QuotaLedger | None`: the quota plugin's accounting, which
+              other plugins read through `Handle.runtime_quota` (a service, not a cycle step).
+
+Plugins are classes built from a `Profile` entry with their arguments and the framework's `Handle`
+(`__init__(self, args, handle)`); each implements only the points it needs and declares them in
+`extension_points`, and declares the arguments it takes in `arguments` (name -> `Arg`). The
+profile builder holds a plugin to what it declares (`scheduler.profile.conformance_problems`):
+every declared point's methods are there, no undeclared point's method is, and no method name
+looks like a misspelt one. Plugins read node capacity through `state.free(...)` (read-only) and
+never write `state.used`; the framework assumes placed pods. What a plugin needs of the framework
+or of another plugin it asks the `Handle`, never `CycleState`.
 """
 
 from __future__ import annotations
@@ -61,6 +69,7 @@ import numpy.typing as npt
 from scheduler.model import JobInfo, PodInfo
 
 if TYPE_CHECKING:
+    from scheduler.placement import NodeScores, PlacementOutcome
     from scheduler.state import CycleState
 
 IntArray = npt.NDArray[np.int64]
@@ -82,6 +91,9 @@ class Status:
     reason: str = ""
     details: Mapping[str, Any] = field(default_factory=dict)
     plugin: str = ""
+    # Why, as a stable code the web formats from (`scheduler.result.Cause`): "" leaves the round
+    # to name it after the plugin.
+    cause: str = ""
 
     @property
     def ok(self) -> bool:
@@ -144,6 +156,7 @@ class PostFilterResult:
     victim_pod_keys: tuple[str, ...] = ()
     nominations: Mapping[str, str] = field(default_factory=dict)
     cost: Mapping[str, Any] = field(default_factory=dict)
+    rule: str = ""  # which victim-selection rule applied (the plugin's own words)
 
 
 class Plugin(Protocol):
@@ -236,8 +249,100 @@ class PostFilterPlugin(Protocol):
     ) -> PostFilterResult: ...
 
 
+@runtime_checkable
+class PlacementPlugin(Protocol):
+    def place(
+        self,
+        state: CycleState,
+        job: JobInfo,
+        desired: int,
+        slots: IntArray,
+        scores: NodeScores | None,
+        among: IntArray | None = None,
+    ) -> PlacementOutcome: ...
+
+
+@runtime_checkable
+class SetupPlugin(Protocol):
+    def setup(self, state: CycleState) -> None: ...
+
+
+@runtime_checkable
+class FallbackPlugin(Protocol):
+    def fallback_pods(
+        self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo]
+    ) -> list[PodInfo] | None: ...
+
+    def places_partially(self, job: JobInfo) -> bool: ...
+
+
+class QuotaLedger(Protocol):
+    """A quota plugin's accounting this round, read-only to everyone else: per quota its
+    runtime quota (what it may use now, lent and borrowed quota included), what it uses (bound
+    pods and those placed so far this round) and its min."""
+
+    @property
+    def runtime(self) -> Mapping[str, Mapping[str, int]]: ...
+
+    @property
+    def used(self) -> Mapping[str, Mapping[str, int]]: ...
+
+    def min_of(self, quota: str) -> Mapping[str, int]: ...
+
+
+@runtime_checkable
+class RuntimeQuotaPlugin(Protocol):
+    def runtime_quota(self, state: CycleState) -> QuotaLedger | None: ...
+
+
+class Handle(Protocol):
+    """What a plugin may ask of the framework and, through it, of other plugins (kube-scheduler's
+    framework.Handle): given to every plugin at construction. The pipeline methods run the
+    profile's own Filter and Score plugins, so a preemption dry run is checked exactly as a
+    normal placement is."""
+
+    def pod_mask(self, state: CycleState, pod: PodInfo) -> NodeMask:
+        """Every node-mask Filter's verdict for the pod's template, combined (cached a round)."""
+        ...
+
+    def mask_verdicts(self, state: CycleState, pod: PodInfo) -> list[NodeMask]:
+        """Each node-mask Filter's own verdict for the pod's template (for explanations)."""
+        ...
+
+    def offer_slots(self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo]) -> IntArray:
+        """Per node, how many of `pods` fit in order, by every slot-limit Filter."""
+        ...
+
+    def node_scores(self, state: CycleState, job: JobInfo) -> NodeScores | None:
+        """Every Score plugin's per-node score for the job, summed."""
+        ...
+
+    def try_place(
+        self,
+        state: CycleState,
+        job: JobInfo,
+        pods: Sequence[PodInfo],
+        within: IntArray | None = None,
+        slots: IntArray | None = None,
+        scores: NodeScores | None = None,
+    ) -> Plan | Failure:
+        """Offer slots -> placement -> pod assignment, changing nothing."""
+        ...
+
+    def node_checks(
+        self, state: CycleState, on_node: Mapping[int, Sequence[PodInfo]]
+    ) -> dict[int, list[NodeCheck]]:
+        """Every slot-limit Filter's `node_checks`, per node."""
+        ...
+
+    def runtime_quota(self, state: CycleState) -> QuotaLedger | None:
+        """The RuntimeQuota plugin's ledger (None without quotas or without such a plugin)."""
+        ...
+
+
 EXTENSION_POINTS = (
     "QueueSort",
+    "Setup",
     "PreFilter",
     "Filter",
     "Score",
@@ -245,4 +350,36 @@ EXTENSION_POINTS = (
     "Permit",
     "Reserve",
     "PostFilter",
+    "Fallback",
+    "RuntimeQuota",
 )
+
+# The methods each point's Protocol asks for; Filter takes either flavour or both, and a
+# slot-limit Filter all three of its methods.
+POINT_METHODS: Mapping[str, tuple[tuple[str, ...], ...]] = {
+    "QueueSort": (("sort_key",),),
+    "Setup": (("setup",),),
+    "PreFilter": (("pre_filter",),),
+    "Filter": (("node_mask",), ("slot_limits", "node_checks", "explain")),
+    "Score": (("score_nodes",),),
+    "Placement": (("place",),),
+    "Permit": (("permit",),),
+    "Reserve": (("reserve", "unreserve"),),
+    "PostFilter": (("post_filter",),),
+    "Fallback": (("fallback_pods", "places_partially"),),
+    "RuntimeQuota": (("runtime_quota",),),
+}
+
+POINT_PROTOCOLS: Mapping[str, tuple[type, ...]] = {
+    "QueueSort": (QueueSortPlugin,),
+    "Setup": (SetupPlugin,),
+    "PreFilter": (PreFilterPlugin,),
+    "Filter": (NodeMaskPlugin, SlotLimitPlugin),
+    "Score": (ScorePlugin,),
+    "Placement": (PlacementPlugin,),
+    "Permit": (PermitPlugin,),
+    "Reserve": (ReservePlugin,),
+    "PostFilter": (PostFilterPlugin,),
+    "Fallback": (FallbackPlugin,),
+    "RuntimeQuota": (RuntimeQuotaPlugin,),
+}

@@ -1,22 +1,38 @@
 """Scheduler profiles: which plugins a round runs, in what order, with which arguments.
 
-A `Profile` names plugins (`PluginSpec(name, args)`); `REGISTRY` maps a plugin name to
-"module:Class". Plugins owned by other modules (devices, load-aware) are imported lazily, and the
-default profile includes them only when their module is importable, so the core runs without them.
-Arguments are plain JSON-like values, e.g. NetworkTopology `{"parentFragmentation": true}` or
-DeviceShare `{"scoring": "MostAllocated"}`; each plugin declares the ones it takes (`arguments`),
-and `Profile.configured` / `check_args` hold a configuration to them.
+A `Profile` names plugins (`PluginSpec(name, args)`). A plugin name stands for a "module:Class"
+found, in this order, in `REGISTRY` (in-tree), in the entry-point group `koordweb.scheduler_plugins`
+of installed packages, or in the caller's own mapping (`registry=`, koordweb passes its setting
+`KOORDWEB_SCHEDULER_PLUGINS`); a name registered twice is refused. Every plugin, in-tree or not, is
+held to the same checks when built: its arguments against what it declares (`arguments`), its
+methods against the extension points it declares (`conformance_problems`).
+
+A cluster's configuration (`Profile.configured`) is `{plugin: {argument: value}}` for plugins of the
+default profile, plus `"enabledPlugins": [name, ...]` adding registered plugins to it (each serves
+the points it declares), configured under their own names in the same way:
+`{"enabledPlugins": ["PreferLabel"], "PreferLabel": {"label": "fast-disk"}}`. `check_args` names
+every bad entry by its path (`enabledPlugins[0]`, `PreferLabel.label`).
 """
 
 from __future__ import annotations
 
+import difflib
 import importlib
+import importlib.metadata
+import inspect
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
-from scheduler.framework import Arg
+from scheduler.framework import EXTENSION_POINTS, POINT_METHODS, Arg, Plugin
+
+if TYPE_CHECKING:
+    from scheduler.framework import Handle
+
+ENTRY_POINT_GROUP = "koordweb.scheduler_plugins"
+ENABLED = "enabledPlugins"  # the configuration key that adds registered plugins to the profile
 
 REGISTRY: dict[str, str] = {
     "PrioritySort": "scheduler.plugins.priority:PrioritySort",
@@ -32,19 +48,21 @@ REGISTRY: dict[str, str] = {
     "LoadAware": "scheduler.plugins.loadaware:LoadAware",
 }
 
-# Order matters where it shows: PreFilter runs gang, topology validation, then quota admission.
-CORE_PLUGINS = (
+# Order matters where it shows: PreFilter runs devices, gang, topology validation, then quota
+# admission.
+DEFAULT_PLUGINS = (
     "PrioritySort",
     "NodeUnschedulable",
     "NodeAffinity",
     "TaintToleration",
     "NodeResourcesFit",
+    "DeviceShare",
+    "LoadAware",
     "Coscheduling",
     "NetworkTopology",
     "ElasticQuota",
     "JobPreemption",
 )
-OPTIONAL_PLUGINS = ("DeviceShare", "LoadAware")
 
 
 @dataclass(frozen=True)
@@ -57,24 +75,29 @@ class PluginSpec:
 class Profile:
     name: str = "default"
     plugins: tuple[PluginSpec, ...] = ()
+    # Plugins registered by the caller, name -> "module:Class" (see the module docstring).
+    registry: tuple[tuple[str, str], ...] = ()
 
     @staticmethod
     def default(**args: Mapping[str, Any]) -> Profile:
         """Koordinator's reference behaviour; keyword arguments give per-plugin args by name."""
-        names = list(CORE_PLUGINS)
-        for optional in OPTIONAL_PLUGINS:
-            if _importable(optional):
-                names.insert(names.index("Coscheduling"), optional)
+        names = DEFAULT_PLUGINS
         return Profile("default", tuple(PluginSpec(n, dict(args.get(n, {}))) for n in names))
 
     @staticmethod
-    def configured(config: Mapping[str, Any]) -> Profile:
-        """The default profile with per-plugin arguments `{plugin: {argument: value}}` (a
-        cluster's scheduler configuration); raises `ProfileError` naming every bad entry."""
-        problems = check_args(config)
+    def configured(config: Mapping[str, Any], registry: Mapping[str, str] | None = None) -> Profile:
+        """The default profile with per-plugin arguments `{plugin: {argument: value}}` and the
+        `enabledPlugins` added (a cluster's scheduler configuration); raises `ProfileError`
+        naming every bad entry."""
+        problems = check_args(config, registry)
         if problems:
             raise ProfileError(problems)
-        return Profile.default(**config)
+        args = {k: v for k, v in config.items() if k != ENABLED}
+        default = Profile.default(**args)
+        extra = tuple(PluginSpec(n, dict(args.get(n, {}))) for n in config.get(ENABLED, ()))
+        return Profile(
+            default.name, default.plugins + extra, tuple(sorted((registry or {}).items()))
+        )
 
     def with_args(self, name: str, **args: Any) -> Profile:
         """A copy with `name`'s arguments updated (the plugin is added if missing)."""
@@ -85,13 +108,17 @@ class Profile:
                 break
         else:
             specs.append(PluginSpec(name, args))
-        return Profile(self.name, tuple(specs))
+        return Profile(self.name, tuple(specs), self.registry)
 
     def without(self, *names: str) -> Profile:
-        return Profile(self.name, tuple(s for s in self.plugins if s.name not in names))
+        kept = tuple(s for s in self.plugins if s.name not in names)
+        return Profile(self.name, kept, self.registry)
 
-    def build(self) -> list[Any]:
-        return [load_plugin(spec) for spec in self.plugins]
+    def build(self, handle: Handle) -> list[Plugin]:
+        """The plugins, each constructed with its arguments and `handle` and checked
+        (`ProfileError` naming the plugin and what is wrong)."""
+        registry = dict(self.registry)
+        return [load_plugin(spec, handle, registry) for spec in self.plugins]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -113,27 +140,77 @@ def problem_lines(problems: Mapping[str, str]) -> list[str]:
     return [f"{where}: {what}" if where else what for where, what in sorted(problems.items())]
 
 
-def configurable_arguments() -> dict[str, Mapping[str, Arg]]:
-    """Every plugin of the default profile and the arguments it declares (maybe none)."""
-    return {
-        spec.name: getattr(plugin_class(spec.name), "arguments", {})
-        for spec in Profile.default().plugins
-    }
+def configurable_arguments(
+    registry: Mapping[str, str] | None = None, enabled: Sequence[str] = ()
+) -> dict[str, Mapping[str, Arg]]:
+    """Every plugin of the default profile, and those `enabled`, with the arguments it declares
+    (maybe none)."""
+    names = [*DEFAULT_PLUGINS, *enabled]
+    return {name: declared_arguments(plugin_class(name, registry)) for name in names}
 
 
-def check_args(config: Any) -> dict[str, str]:
-    """What is wrong with per-plugin arguments `{plugin: {argument: value}}`, checked against
-    the plugins of the default profile and the `arguments` each declares (empty: all valid)."""
+def declared_arguments(cls: type) -> Mapping[str, Arg]:
+    declared: Mapping[str, Arg] = getattr(cls, "arguments", {})
+    return declared
+
+
+def check_args(config: Any, registry: Mapping[str, str] | None = None) -> dict[str, str]:
+    """What is wrong with a configuration `{plugin: {argument: value}, "enabledPlugins": [...]}`,
+    checked against the plugins of the default profile, those enabled (which must be registered
+    and conform to the points they declare) and the `arguments` each declares (empty: valid)."""
     if not isinstance(config, Mapping):
         return {"": "expected an object of plugin name -> arguments"}
-    configurable = configurable_arguments()
     problems: dict[str, str] = {}
+    enabled = _enabled_problems(config.get(ENABLED, []), registry, problems)
+    configurable = configurable_arguments(registry, enabled)
     for plugin, args in config.items():
+        if plugin == ENABLED:
+            continue
         if plugin not in configurable:
-            problems[str(plugin)] = f"unknown plugin; known: {', '.join(sorted(configurable))}"
+            known = ", ".join(sorted(configurable))
+            hint = f" (a registered plugin must be listed in {ENABLED} first)"
+            registered = plugin in plugin_registry(registry)
+            problems[str(plugin)] = f"unknown plugin{hint if registered else ''}; known: {known}"
             continue
         problems.update(_plugin_problems(plugin, configurable[plugin], args))
     return problems
+
+
+def _enabled_problems(
+    enabled: Any, registry: Mapping[str, str] | None, problems: dict[str, str]
+) -> list[str]:
+    """The valid names of `enabledPlugins`; what is wrong with the others goes to `problems`."""
+    if not isinstance(enabled, list) or not all(isinstance(n, str) for n in enabled):
+        problems[ENABLED] = "expected a list of plugin names"
+        return []
+    try:
+        known = plugin_registry(registry)
+    except ProfileError as error:
+        problems.update({f"{ENABLED}.{k}": v for k, v in error.problems.items()})
+        return []
+    valid: list[str] = []
+    for i, name in enumerate(enabled):
+        where = f"{ENABLED}[{i}]"
+        if name in DEFAULT_PLUGINS or name in valid:
+            problems[where] = f"{name} is already in the profile"
+        elif name not in known:
+            extra = sorted(set(known) - set(DEFAULT_PLUGINS))
+            problems[where] = (
+                f"unknown plugin {name!r}; registered besides the default ones: "
+                f"{', '.join(extra) or 'none'}"
+            )
+        else:
+            try:
+                cls = plugin_class(name, registry)
+            except ProfileError as error:
+                problems[where] = "; ".join(error.problems.values())
+                continue
+            wrong = conformance_problems(cls)
+            if wrong:
+                problems[where] = "; ".join(wrong)
+            else:
+                valid.append(name)
+    return valid
 
 
 def _plugin_problems(plugin: str, declared: Mapping[str, Arg], args: Any) -> dict[str, str]:
@@ -209,27 +286,164 @@ def _int_problem(arg: Arg, value: Any) -> str:
     return ""
 
 
-def plugin_class(name: str) -> Any:
-    """The class a plugin name stands for (see `REGISTRY`)."""
-    target = REGISTRY.get(name)
-    if target is None:
-        raise ValueError(f"unknown plugin {name!r}; known: {', '.join(sorted(REGISTRY))}")
-    module_name, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module_name), attr)
+@lru_cache(maxsize=1)
+def _entry_points() -> tuple[tuple[str, str], ...]:
+    """The `koordweb.scheduler_plugins` entry points of installed packages (read once)."""
+    found = importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
+    return tuple(sorted((ep.name, ep.value) for ep in found))
 
 
-def load_plugin(spec: PluginSpec) -> Any:
-    """The plugin built with its arguments, checked against what it declares (`ProfileError`)."""
-    cls = plugin_class(spec.name)
-    problems = _plugin_problems(spec.name, getattr(cls, "arguments", {}), spec.args)
+def plugin_registry(registry: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Every known plugin name -> "module:Class": in-tree, entry points, then `registry`.
+    A name registered twice (to different targets) is a `ProfileError`."""
+    known = dict(REGISTRY)
+    problems: dict[str, str] = {}
+    sources = [("entry point", n, t) for n, t in _entry_points()]
+    sources += [("setting", n, t) for n, t in (registry or {}).items()]
+    for source, name, target in sources:
+        if known.get(name, target) != target:
+            problems[name] = f"registered twice: {known[name]} and {target} ({source})"
+        elif not re.fullmatch(r"[\w.]+:[\w.]+", str(target)):
+            problems[name] = f'{source} target {target!r} is not "module:Class"'
+        else:
+            known[name] = target
     if problems:
         raise ProfileError(problems)
-    return cls(spec.args)
+    return known
 
 
-def _importable(name: str) -> bool:
-    module_name, _, attr = REGISTRY[name].partition(":")
+def plugin_class(name: str, registry: Mapping[str, str] | None = None) -> type:
+    """The class a plugin name stands for (`ProfileError` when unknown or not importable from an
+    out-of-tree package; an in-tree plugin that does not import is a bug and raises as such)."""
+    known = plugin_registry(registry)
+    target = known.get(name)
+    if target is None:
+        raise ProfileError({name: f"unknown plugin; known: {', '.join(sorted(known))}"})
+    module_name, _, attr = target.partition(":")
+    if name in REGISTRY:
+        cls: type = getattr(importlib.import_module(module_name), attr)
+        return cls
     try:
-        return hasattr(importlib.import_module(module_name), attr)
-    except ImportError:
-        return False
+        found = importlib.import_module(module_name)
+        for part in attr.split("."):
+            found = getattr(found, part)
+    except (ImportError, AttributeError) as error:
+        raise ProfileError({name: f"cannot load {target}: {error}"}) from None
+    if not isinstance(found, type):
+        raise ProfileError({name: f"{target} is not a class"})
+    return found
+
+
+def load_plugin(
+    spec: PluginSpec, handle: Handle, registry: Mapping[str, str] | None = None
+) -> Plugin:
+    """The plugin built with its arguments and the handle, checked against what it declares:
+    its arguments, and its methods against its extension points (`ProfileError`)."""
+    cls = plugin_class(spec.name, registry)
+    wrong = conformance_problems(cls)
+    if wrong:
+        raise ProfileError({spec.name: "; ".join(wrong)})
+    problems = _plugin_problems(spec.name, declared_arguments(cls), spec.args)
+    if problems:
+        raise ProfileError(problems)
+    plugin: Plugin = cls(spec.args, handle)
+    return plugin
+
+
+# --- contracts ------------------------------------------------------------------------------
+_POINT_OF = {m: point for point, flavours in POINT_METHODS.items() for f in flavours for m in f}
+_MISSPELT_CUTOFF = 0.8  # `score_node`, `prefilter`, `post_filters`; not `estimate` or `search`
+
+
+def conformance_problems(cls: type) -> list[str]:
+    """What keeps the plugin class `cls` from its declared contracts (empty: none): a declared
+    extension point whose methods are missing or take other arguments than its Protocol, an
+    extension method of a point it does not declare, a method named like a misspelt extension
+    method (`score_node` for `score_nodes`), an unknown point, a missing `name`."""
+    label = getattr(cls, "__name__", str(cls))
+    name = getattr(cls, "name", None)
+    points = getattr(cls, "extension_points", None)
+    if not isinstance(name, str) or not name:
+        return [f"{label} has no `name`"]
+    if not isinstance(points, (set, frozenset)) or not all(isinstance(p, str) for p in points):
+        return [f"{name}: `extension_points` must be a frozenset of point names"]
+    problems = [
+        f"{name} declares unknown extension point {p!r}; known: {', '.join(EXTENSION_POINTS)}"
+        for p in sorted(points)
+        if p not in POINT_METHODS
+    ]
+    for point in sorted(set(points) & set(POINT_METHODS)):
+        problems += _point_problems(cls, name, point)
+    methods = [m for m, v in inspect.getmembers(cls) if callable(v) and not m.startswith("_")]
+    for method in methods:
+        point = _POINT_OF.get(method)
+        if point is not None:
+            if point not in points:
+                problems.append(
+                    f"{name}.{method} implements extension point {point}, which {name} does"
+                    f" not declare in extension_points"
+                )
+            continue
+        close = _misspelt(method)
+        if close:
+            problems.append(
+                f"{name}.{method} looks like a misspelt {close} (extension point"
+                f" {_POINT_OF[close]}); rename it, or it would never be called"
+            )
+    return problems
+
+
+def _point_problems(cls: type, name: str, point: str) -> list[str]:
+    flavours = POINT_METHODS[point]
+    present = [f for f in flavours if any(callable(getattr(cls, m, None)) for m in f)]
+    if not present:
+        wanted = " or ".join(", ".join(f) for f in flavours)
+        return [f"{name} declares {point} but has no {wanted} method"]
+    problems: list[str] = []
+    for flavour in present:
+        for method in flavour:
+            if not callable(getattr(cls, method, None)):
+                problems.append(f"{name} declares {point} but has no {method} method")
+            else:
+                problems += _signature_problems(cls, name, method, point)
+    return problems
+
+
+def _signature_problems(cls: type, name: str, method: str, point: str) -> list[str]:
+    """A method whose positional parameters differ in number from its Protocol's."""
+    from scheduler import framework
+
+    protocols = framework.POINT_PROTOCOLS[point]
+    expected = next(getattr(p, method) for p in protocols if hasattr(p, method))
+    want = _positional(expected)
+    have = _positional(getattr(cls, method))
+    if have is None or want is None or (have[0] <= want[0] and have[1] >= want[1]):
+        return []
+    wanted = f"{want[0]}" if want[0] == want[1] else f"{want[0]} to {want[1]}"
+    return [
+        f"{name}.{method} takes {have[1]} positional argument(s) besides self; extension point"
+        f" {point} passes {wanted}"
+    ]
+
+
+def _positional(function: Any) -> tuple[int, int] | None:
+    """(required, total) positional parameters besides self; None when *args takes any."""
+    try:
+        params = list(inspect.signature(function).parameters.values())[1:]
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return None
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = [p for p in positional if p.default is p.empty]
+    return len(required), len(positional)
+
+
+def _misspelt(method: str) -> str:
+    """The extension method `method` is probably a misspelling of ("" when none)."""
+    squashed = method.replace("_", "").lower()
+    for known in _POINT_OF:
+        if known.replace("_", "").lower() == squashed:
+            return known
+    close = difflib.get_close_matches(method, list(_POINT_OF), n=1, cutoff=_MISSPELT_CUTOFF)
+    return close[0] if close else ""

@@ -19,7 +19,7 @@ from scheduler.state import CycleState
 
 
 def run_round(snapshot: ClusterSnapshot, profile: Profile | None = None) -> RoundResult:
-    framework = Framework((profile or Profile.default()).build())
+    framework = Framework(profile or Profile.default())
     state = CycleState(snapshot)
     framework.start(state)
     pending_counts = {job.id: len(state.pending_pods(job)) for job in state.jobs.values()}

@@ -155,12 +155,12 @@ class CycleState:
         self.released: IntArray | None = None
         self.released_mask: BoolArray | None = None  # over bound pods, during a dry run
         self.plugin_data: dict[str, Any] = {}
-        self._masks: dict[tuple[Any, ...], NodeMask] = {}
-        self._verdicts: dict[tuple[Any, ...], list[NodeMask]] = {}
+        # Node-mask verdicts per pod template, cached for the round by the framework's `pod_mask`.
+        self.masks: dict[tuple[Any, ...], NodeMask] = {}
+        self.verdicts: dict[tuple[Any, ...], list[NodeMask]] = {}
         self._pending: dict[str, list[PodInfo]] = {}
         self._templates: dict[str, tuple[Any, ...]] = {}
         self._totals: IntArray | None = None
-        self.mask_plugins: list[Any] = []
 
     # --- resource vectors -------------------------------------------------------------------
     def vector(self, pod: PodInfo) -> IntArray:
@@ -222,31 +222,6 @@ class CycleState:
             key = template_key(pod)
             self._templates[pod.key] = key
         return key
-
-    # --- node masks (static filters, cached per pod template) ----------------------------------
-    def pod_mask(self, pod: PodInfo) -> NodeMask:
-        """The combined static verdict of every node-mask Filter for this pod's template."""
-        key = self.template(pod)
-        cached = self._masks.get(key)
-        if cached is not None:
-            return cached
-        allowed: BoolArray = np.ones(len(self.nodes), dtype=np.bool_)
-        for verdict in self.mask_verdicts(pod):
-            allowed &= verdict.allowed
-        mask = NodeMask(
-            allowed=allowed, reason="; ".join(v.reason for v in self.mask_verdicts(pod))
-        )
-        self._masks[key] = mask
-        return mask
-
-    def mask_verdicts(self, pod: PodInfo) -> list[NodeMask]:
-        """Each node-mask Filter's own verdict for the pod's template (for explanations)."""
-        key = self.template(pod)
-        verdicts = self._verdicts.get(key)
-        if verdicts is None:
-            verdicts = [v for p in self.mask_plugins if (v := p.node_mask(self, pod)) is not None]
-            self._verdicts[key] = verdicts
-        return verdicts
 
     # --- assume / forget ----------------------------------------------------------------------
     def assume(self, assignment: Mapping[str, int]) -> None:

@@ -4,7 +4,8 @@ A victim is a whole job (evicting one pod of a gang evicts the gang). `VictimPoo
 job with pods bound to nodes once per round, with its pods' node indices and request rows as arrays,
 so a preemptor's possible victims and the resources they would release per node are array ops.
 `BudgetBook` answers how many pods each PodDisruptionBudget still allows to be disrupted;
-`overused_quotas` names the quotas a quota within its min may reclaim from.
+`overused_quotas` names the quotas a quota within its min may reclaim from (from the quota
+plugin's ledger, `Handle.runtime_quota`).
 """
 
 from __future__ import annotations
@@ -15,9 +16,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from scheduler.framework import BoolArray, IntArray
+from scheduler.framework import BoolArray, IntArray, QuotaLedger
 from scheduler.model import PDBInfo, PodInfo
-from scheduler.plugins.quota import quota_book
 from scheduler.state import CycleState
 
 SCATTER_ROWS = 2_000  # below this many victim pods a scatter-add beats a bincount per column
@@ -216,24 +216,23 @@ class BudgetBook:
 
 
 def overused_quotas(
-    state: CycleState, quota: str | None, pods: Sequence[PodInfo]
+    ledger: QuotaLedger | None, quota: str | None, pods: Sequence[PodInfo]
 ) -> frozenset[str | None]:
     """Quotas using more than their runtime, when `quota` is within its min (it may reclaim)."""
-    book = quota_book(state)
-    if book is None or quota is None or quota not in book.tree.quotas:
+    if ledger is None or quota is None or quota not in ledger.runtime:
         return frozenset()
-    info = book.tree.quotas[quota]
+    minimum = ledger.min_of(quota)
     request: dict[str, int] = {}
     for pod in pods:
         for r, v in pod.requests.items():
             request[r] = request.get(r, 0) + int(v)
-    used = book.used[quota]
-    if not info.min or any(
-        used.get(r, 0) + v > info.min[r] for r, v in request.items() if r in info.min
+    used = ledger.used[quota]
+    if not minimum or any(
+        used.get(r, 0) + v > minimum[r] for r, v in request.items() if r in minimum
     ):
         return frozenset()
     return frozenset(
         name
-        for name, runtime in book.runtime.items()
-        if name != quota and any(book.used[name].get(r, 0) > v for r, v in runtime.items())
+        for name, runtime in ledger.runtime.items()
+        if name != quota and any(ledger.used[name].get(r, 0) > v for r, v in runtime.items())
     )

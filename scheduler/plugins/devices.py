@@ -47,6 +47,7 @@ from scheduler.framework import (
     Arg,
     Code,
     FloatArray,
+    Handle,
     IntArray,
     Plan,
     PodAllocation,
@@ -84,12 +85,12 @@ class DeviceState:
 
 class DeviceShare:
     name = "DeviceShare"
-    extension_points = frozenset({"PreFilter", "Filter", "Score", "Reserve"})
+    extension_points = frozenset({"Setup", "PreFilter", "Filter", "Score", "Reserve"})
     arguments: ClassVar[Mapping[str, Arg]] = {
         "scoring": Arg("choice", choices=("LeastAllocated", "MostAllocated")),
     }
 
-    def __init__(self, args: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
         self.args = dict(args or {})
         # checked against `arguments` when the profile builds the plugin
         self.scoring: Scoring = self.args.get("scoring", "LeastAllocated")

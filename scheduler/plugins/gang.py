@@ -1,4 +1,4 @@
-"""Coscheduling (gang) plugin. Extension points: PreFilter, Permit.
+"""Coscheduling (gang) plugin. Extension points: PreFilter, Permit, Fallback.
 
 A job is a gang group: all of its pending pods are placed together or none are. PreFilter waits
 until every member gang has at least min-available pods created; Permit admits a plan only when
@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from scheduler.framework import Code, Plan, Status
+from scheduler.framework import Code, Handle, Plan, Status
 from scheduler.model import JobInfo, PodInfo
 from scheduler.state import CycleState
 
@@ -36,9 +36,9 @@ def _gang_counts(state: CycleState, job: JobInfo) -> dict[str, tuple[int, int]]:
 
 class Coscheduling:
     name = "Coscheduling"
-    extension_points = frozenset({"PreFilter", "Permit"})
+    extension_points = frozenset({"PreFilter", "Permit", "Fallback"})
 
-    def __init__(self, args: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
         self.args = dict(args or {})
 
     def pre_filter(self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo]) -> Status:

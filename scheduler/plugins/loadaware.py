@@ -30,6 +30,7 @@ from scheduler.framework import (
     Arg,
     BoolArray,
     FloatArray,
+    Handle,
     IntArray,
     NodeCheck,
     Plan,
@@ -84,7 +85,7 @@ class LoadState:
 
 class LoadAware:
     name = "LoadAware"
-    extension_points = frozenset({"Filter", "Score", "Reserve"})
+    extension_points = frozenset({"Setup", "Filter", "Score", "Reserve"})
     arguments: ClassVar[Mapping[str, Arg]] = {
         "usageThresholds": Arg("per_resource", minimum=0, maximum=100),
         "estimatedScalingFactors": Arg("per_resource", minimum=1, maximum=100),
@@ -111,7 +112,7 @@ class LoadAware:
         "estimatedSecondsAfterInitialized": Arg("int", minimum=0),
     }
 
-    def __init__(self, args: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
         self.args = dict(args or {})
         # SetDefaults_LoadAwareSchedulingArgs: given thresholds and weights replace the defaults
         # (weights also when a dominant weight is set); scaling factors are merged.

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from scheduler.framework import NodeMask
+from scheduler.framework import Handle, NodeMask
 from scheduler.model import NodeInfo, NodeSelectorRequirement, PodInfo, Taint, Toleration
 from scheduler.state import CycleState
 
@@ -75,7 +75,7 @@ class NodeUnschedulable:
     name = "NodeUnschedulable"
     extension_points = frozenset({"Filter"})
 
-    def __init__(self, args: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
         self.args = dict(args or {})
 
     def node_mask(self, state: CycleState, pod: PodInfo) -> NodeMask | None:
@@ -87,7 +87,7 @@ class NodeAffinity:
     name = "NodeAffinity"
     extension_points = frozenset({"Filter"})
 
-    def __init__(self, args: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
         self.args = dict(args or {})
 
     def node_mask(self, state: CycleState, pod: PodInfo) -> NodeMask | None:
@@ -101,7 +101,7 @@ class TaintToleration:
     name = "TaintToleration"
     extension_points = frozenset({"Filter"})
 
-    def __init__(self, args: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
         self.args = dict(args or {})
 
     def node_mask(self, state: CycleState, pod: PodInfo) -> NodeMask | None:

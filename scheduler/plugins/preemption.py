@@ -17,6 +17,11 @@ For a job that did not fit (koordinator.md, "Job-level preemption", with our dif
 When preemption is not allowed (`preemptionPolicy: Never`) the same search yields the counterfactual
 ("would fit if these jobs were evicted"). Arguments: `candidateLimit` (default 6), `counterfactuals`
 (default true).
+
+A decision names its rule (`PostFilterResult.rule`): `InQuota` (the job's quota was short: jobs of
+the same quota at lower priority), `QuotaReclaim` (some victim is not of lower priority: it is
+borrowing beyond its runtime quota while the job's quota is within its min) or `LowerPriority`.
+The dry runs go through the framework's `Handle`, the quota ledger too.
 """
 
 from __future__ import annotations
@@ -27,12 +32,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from scheduler.cycle import Framework
 from scheduler.framework import (
     Arg,
     BoolArray,
     Code,
     Failure,
+    Handle,
     IntArray,
     Plan,
     PostFilterResult,
@@ -45,6 +50,9 @@ from scheduler.victims import BudgetBook, VictimJob, VictimPool, overused_quotas
 
 NO_VICTIMS = "no potential victims"
 NOT_HELPFUL = "preemption not helpful"
+RULE_LOWER_PRIORITY = "LowerPriority"
+RULE_IN_QUOTA = "InQuota"
+RULE_QUOTA_RECLAIM = "QuotaReclaim"
 
 
 @dataclass
@@ -77,8 +85,9 @@ class JobPreemption:
         "counterfactuals": Arg("bool"),
     }
 
-    def __init__(self, args: Mapping[str, Any] | None = None) -> None:
-        args = dict(args or {})
+    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+        args = dict(args)
+        self.handle = handle
         self.candidate_limit = int(args.get("candidateLimit", 6))
         self.counterfactuals = bool(args.get("counterfactuals", True))
 
@@ -134,9 +143,11 @@ class JobPreemption:
                 self.name,
             )
             return PostFilterResult(status)
-        return self._commit(state, found)
+        return self._commit(state, job, found, bool(quota_need))
 
-    def _commit(self, state: CycleState, found: VictimPlan) -> PostFilterResult:
+    def _commit(
+        self, state: CycleState, job: JobInfo, found: VictimPlan, in_quota: bool
+    ) -> PostFilterResult:
         book = self.book(state)
         victim_pods = [p for v in found.victims for p in v.pods]
         for v in found.victims:
@@ -150,6 +161,7 @@ class JobPreemption:
             victim_pod_keys=tuple(sorted(p.key for p in victim_pods)),
             nominations=nominations,
             cost=found.cost,
+            rule=_rule(job, found.victims, in_quota),
         )
 
     # --- the search ---------------------------------------------------------------------------
@@ -163,7 +175,7 @@ class JobPreemption:
         if in_quota:
             same = np.array([v.quotas == frozenset({quota}) for v in pool.jobs], dtype=np.bool_)
             return mask & same
-        overused = overused_quotas(state, quota, pods)
+        overused = overused_quotas(self.handle.runtime_quota(state), quota, pods)
         if overused:
             borrowers = np.array(
                 [bool(v.quotas) and v.quotas <= overused for v in pool.jobs], dtype=np.bool_
@@ -178,14 +190,12 @@ class JobPreemption:
         pods: Sequence[PodInfo],
         quota_need: Mapping[str, int],
     ) -> VictimPlan | Status:
-        framework = state.plugin_data["framework"]
-        assert isinstance(framework, Framework)
         book = self.book(state)
         shape = _shape_key(state, job, pods, bool(quota_need))
         for priority, count, status in book.hopeless.get(shape, []) if shape else []:
             if job.priority <= priority and len(pods) >= count:
                 return status
-        found = self._search(state, framework, book, job, pods, quota_need)
+        found = self._search(state, book, job, pods, quota_need)
         if isinstance(found, Status) and shape is not None:
             book.hopeless.setdefault(shape, []).append((job.priority, len(pods), found))
         return found
@@ -193,7 +203,6 @@ class JobPreemption:
     def _search(
         self,
         state: CycleState,
-        framework: Framework,
         book: PreemptionBook,
         job: JobInfo,
         pods: Sequence[PodInfo],
@@ -202,7 +211,7 @@ class JobPreemption:
         eligible = self.eligible(state, job, pods, bool(quota_need))
         if not eligible.any():
             return Status(Code.UNRESOLVABLE, NO_VICTIMS, {}, self.name)
-        pool = book.pool
+        pool, framework = book.pool, self.handle
         with state.releasing(*pool.release(state, np.flatnonzero(eligible))):
             slots = framework.offer_slots(state, job, pods)
             scores = framework.node_scores(state, job)
@@ -240,7 +249,7 @@ class JobPreemption:
                 # Without budgets a plan that is sure to lose to `best` stops early (see below).
                 beat = best.key if best is not None and not book.budgets.pdbs else None
                 candidate = self._victims_for(
-                    state, framework, job, pods, plan, eligible, quota_need, rank, beat
+                    state, job, pods, plan, eligible, quota_need, rank, beat
                 )
                 if candidate is not None and (best is None or candidate.key < best.key):
                     best = candidate
@@ -251,7 +260,6 @@ class JobPreemption:
     def _victims_for(
         self,
         state: CycleState,
-        framework: Framework,
         job: JobInfo,
         pods: Sequence[PodInfo],
         plan: Plan,
@@ -279,7 +287,7 @@ class JobPreemption:
         # The dry run released exactly `consider`'s pods on these nodes. A node with none of
         # them never changes: the dry run that made the plan holds there.
         standing = np.unique(pool.pair_node[pairs]).tolist()
-        checks = framework.node_checks(state, {n: on_node[n] for n in standing})
+        checks = self.handle.node_checks(state, {n: on_node[n] for n in standing})
         if not all(c.holds_keeping(()) for node_checks in checks.values() for c in node_checks):
             return None
         quota_room = {r: sum(_amount(v, r) for v in consider) for r in quota_need}
@@ -301,6 +309,15 @@ class JobPreemption:
                 if beat is not None and _loses(victims, beat):
                     return None
         return _costed(state, plan, victims, book, rank)
+
+
+def _rule(job: JobInfo, victims: Sequence[VictimJob], in_quota: bool) -> str:
+    """Which rule let these victims go (see the module docstring)."""
+    if in_quota:
+        return RULE_IN_QUOTA
+    if any(v.priority >= job.priority for v in victims):
+        return RULE_QUOTA_RECLAIM
+    return RULE_LOWER_PRIORITY
 
 
 def _loses(victims: Sequence[VictimJob], beat: tuple[Any, ...]) -> bool:

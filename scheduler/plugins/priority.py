@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from scheduler.framework import Arg
+from scheduler.framework import Arg, Handle
 from scheduler.model import PODS, JobInfo
 from scheduler.state import CycleState
 
@@ -23,7 +23,7 @@ class PrioritySort:
     extension_points = frozenset({"QueueSort"})
     arguments: ClassVar[Mapping[str, Arg]] = {"largestFirst": Arg("bool")}
 
-    def __init__(self, args: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
         self.args = dict(args or {})
         self.largest_first = bool(self.args.get("largestFirst", False))
 

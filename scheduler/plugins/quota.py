@@ -1,4 +1,5 @@
-"""ElasticQuota plugin. Extension points: PreFilter (admission), Reserve (quota usage).
+"""ElasticQuota plugin. Extension points: Setup, PreFilter (admission), Reserve (quota usage),
+RuntimeQuota (its ledger, which preemption reads through the Handle).
 
 At the start of a round it computes every quota's runtime quota from the requests of bound and
 pending pods (`scheduler.quota_tree`). Admission requires used + request <= runtime for the job's
@@ -14,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.framework import Code, Plan, ReserveResult, Status
+from scheduler.framework import Code, Handle, Plan, ReserveResult, Status
 from scheduler.model import JobInfo, PodInfo
 from scheduler.quota_tree import QuotaTree, add_into, quota_sums, runtime_quota
 from scheduler.state import CycleState
@@ -29,6 +30,9 @@ class QuotaBook:
     tree: QuotaTree
     runtime: dict[str, dict[str, int]]
     used: dict[str, dict[str, int]]
+
+    def min_of(self, quota: str) -> Mapping[str, int]:
+        return self.tree.quotas[quota].min
 
 
 def quota_book(state: CycleState) -> QuotaBook | None:
@@ -62,10 +66,14 @@ def shortfall(
 
 class ElasticQuota:
     name = "ElasticQuota"
-    extension_points = frozenset({"PreFilter", "Reserve"})
+    extension_points = frozenset({"Setup", "PreFilter", "Reserve", "RuntimeQuota"})
 
-    def __init__(self, args: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
         self.args = dict(args or {})
+
+    def runtime_quota(self, state: CycleState) -> QuotaBook | None:
+        """This round's ledger (None without quotas), read by others through the Handle."""
+        return quota_book(state)
 
     def setup(self, state: CycleState) -> None:
         if not state.snapshot.quotas:

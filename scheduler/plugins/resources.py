@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from scheduler.framework import BoolArray, IntArray
+from scheduler.framework import BoolArray, Handle, IntArray
 from scheduler.model import PODS, JobInfo, PodInfo
 from scheduler.state import CycleState
 
@@ -34,17 +34,17 @@ class PodRun:
     first: PodInfo
 
 
-def pod_runs(state: CycleState, pods: Sequence[PodInfo]) -> list[PodRun]:
+def pod_runs(handle: Handle, state: CycleState, pods: Sequence[PodInfo]) -> list[PodRun]:
     """The pods as runs of one template; remembered per pod list, as dry runs ask again."""
     cache: dict[tuple[str, ...], list[PodRun]] = state.plugin_data.setdefault(RUNS, {})
     keys = tuple(p.key for p in pods)
     cached = cache.get(keys)
     if cached is None:
-        cached = cache[keys] = _pod_runs(state, pods)
+        cached = cache[keys] = _pod_runs(handle, state, pods)
     return cached
 
 
-def _pod_runs(state: CycleState, pods: Sequence[PodInfo]) -> list[PodRun]:
+def _pod_runs(handle: Handle, state: CycleState, pods: Sequence[PodInfo]) -> list[PodRun]:
     runs: list[PodRun] = []
     last_key: tuple[Any, ...] | None = None
     count = 0
@@ -55,15 +55,15 @@ def _pod_runs(state: CycleState, pods: Sequence[PodInfo]) -> list[PodRun]:
             count += 1
             continue
         if first is not None:
-            runs.append(_run(state, first, count))
+            runs.append(_run(handle, state, first, count))
         last_key, first, count = key, pod, 1
     if first is not None:
-        runs.append(_run(state, first, count))
+        runs.append(_run(handle, state, first, count))
     return runs
 
 
-def _run(state: CycleState, pod: PodInfo, count: int) -> PodRun:
-    return PodRun(state.vector(pod), count, state.pod_mask(pod).allowed, pod)
+def _run(handle: Handle, state: CycleState, pod: PodInfo, count: int) -> PodRun:
+    return PodRun(state.vector(pod), count, handle.pod_mask(state, pod).allowed, pod)
 
 
 def fit_counts(free: IntArray, runs: Sequence[PodRun], node_indices: IntArray) -> IntArray:
@@ -141,15 +141,16 @@ class NodeResourcesFit:
     name = "NodeResourcesFit"
     extension_points = frozenset({"Filter"})
 
-    def __init__(self, args: Mapping[str, Any] | None = None) -> None:
-        self.args = dict(args or {})
+    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+        self.args = dict(args)
+        self.handle = handle
 
     def slot_limits(
         self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo], node_indices: IntArray
     ) -> IntArray | None:
         everywhere = len(node_indices) == len(state.nodes)
         free = state.free(None if everywhere else node_indices)
-        return fit_counts(free, pod_runs(state, pods), node_indices)
+        return fit_counts(free, pod_runs(self.handle, state, pods), node_indices)
 
     def node_checks(
         self, state: CycleState, on_node: Mapping[int, Sequence[PodInfo]]
@@ -177,7 +178,7 @@ class NodeResourcesFit:
             pod = firsts[key]
             many = np.array(column, dtype=np.int64)
             room -= many[:, None] * state.vector(pod)[None, :]
-            allowed &= (many == 0) | state.pod_mask(pod).allowed[rows]
+            allowed &= (many == 0) | self.handle.pod_mask(state, pod).allowed[rows]
         amounts = bound_amounts(state)
         spare, fits = room.tolist(), allowed.tolist()
         return {node: RoomCheck(amounts, spare[i], fits[i]) for i, node in enumerate(nodes)}
@@ -196,7 +197,7 @@ class NodeResourcesFit:
         counts: dict[str, int] = {}
         asked = np.zeros(len(state.nodes), dtype=np.bool_)
         asked[node_indices] = True
-        for verdict in state.mask_verdicts(first):
+        for verdict in self.handle.mask_verdicts(state, first):
             hit = asked & ~verdict.allowed
             if hit.any():
                 counts[verdict.reason] = counts.get(verdict.reason, 0) + int(hit.sum())

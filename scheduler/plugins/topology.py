@@ -15,9 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-import numpy as np
-
-from scheduler.framework import Arg, Code, IntArray, Status
+from scheduler.framework import Arg, Code, Handle, IntArray, Status
 from scheduler.model import JobInfo, PodInfo
 from scheduler.placement import NodeScores, PlacementOptions, PlacementOutcome, place
 from scheduler.state import CycleState
@@ -33,7 +31,7 @@ class NetworkTopology:
         "bestFit": Arg("bool"),
     }
 
-    def __init__(self, args: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
         args = dict(args or {})
         self.pod_count_multiple = bool(args.get("podCountMultiple", True))
         self.options = PlacementOptions(
@@ -87,7 +85,3 @@ class NetworkTopology:
         if multiple > 1:
             slots = slots - slots % multiple  # every node (hence domain) holds a multiple of N
         return place(state.topology, slots, desired, job.topology, scores, self.options, among)
-
-
-def empty_slots(state: CycleState) -> IntArray:
-    return np.zeros(len(state.nodes), dtype=np.int64)

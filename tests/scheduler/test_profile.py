@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from scheduler import run_round
+from scheduler.cycle import Framework
 from scheduler.plugins.preemption import JobPreemption
 from scheduler.plugins.topology import NetworkTopology
 from scheduler.profile import Profile, ProfileError, check_args
@@ -58,7 +59,7 @@ def test_valid_arguments_reach_the_plugins() -> None:
         "DeviceShare": {"scoring": "MostAllocated"},
     }
     assert check_args(config) == {}
-    plugins = {type(p).__name__: p for p in Profile.configured(config).build()}
+    plugins = {type(p).__name__: p for p in Framework(Profile.configured(config)).plugins}
     topology = plugins["NetworkTopology"]
     assert isinstance(topology, NetworkTopology)
     assert topology.options.best_fit and topology.options.parent_fragmentation
@@ -78,5 +79,5 @@ def test_a_configured_profile_changes_the_round() -> None:
 
 def test_a_profile_built_in_code_is_checked_the_same_way() -> None:
     with pytest.raises(ProfileError) as caught:
-        Profile.default().with_args("DeviceShare", scoring="Spread").build()
+        Framework(Profile.default().with_args("DeviceShare", scoring="Spread"))
     assert "DeviceShare.scoring: expected one of LeastAllocated, MostAllocated" in str(caught.value)

@@ -227,7 +227,7 @@ def test_node_checks_answer_as_victims_come_back() -> None:
         [gpu_node("gpu-1")], gang("default/train", pods=4).gpu(2), running=running
     )
     state = CycleState(snapshot)
-    framework = Framework(Profile.default().build())
+    framework = Framework(Profile.default())
     framework.start(state)
     pods = state.pending_pods(state.jobs["default/train"])[:3]
     low, high = state.bound_id["default/low"], state.bound_id["default/high"]
