@@ -45,6 +45,11 @@ from scheduler.placement import NodeScores, PlacementOutcome
 from scheduler.profile import Profile, ProfileError
 from scheduler.state import CycleState
 
+# Cause codes of the failures the cycle itself words (`Status.cause`, docs/plugins.md "Reasons").
+TOPOLOGY_NO_DOMAIN = "TopologyNoDomain"  # no domain of the gather layer has room for the job
+NODES_UNAVAILABLE = "NodesUnavailable"  # the nodes together do not offer enough slots
+SHAPES_DO_NOT_FIT = "PodShapesDoNotFit"  # pods of several shapes do not fit the planned nodes
+
 
 @dataclass
 class JobOutcome:
@@ -267,6 +272,7 @@ class Framework:
                 "pods of different shapes do not fit the nodes planned for them",
                 {},
                 "NodeResourcesFit",
+                SHAPES_DO_NOT_FIT,
             )
             return Failure(status)
         return Plan(assignment, outcome.decision, outcome.candidates)
@@ -329,16 +335,30 @@ class Framework:
         """The unschedulable status: the topology message, or kube-scheduler's node summary."""
         zero = np.flatnonzero(slots == 0).astype(np.int64)
         reasons: dict[str, int] = {}
+        explained: dict[str, dict[str, int]] = {}
         for plugin in self.slot_limits:
-            for reason, count in plugin.explain(state, job, pods, zero).items():
+            told = plugin.explain(state, job, pods, zero)
+            if told:
+                explained[plugin.name] = told
+            for reason, count in told.items():
                 reasons[reason] = reasons.get(reason, 0) + count
         details: dict[str, Any] = dict(outcome.details)
         details["node_reasons"] = reasons
+        values: dict[str, Any] = {"pods": len(pods), "offer_slots": int(slots.sum())}
         if outcome.topology_decided:
-            status = Status(Code.UNSCHEDULABLE, outcome.message, details, "NetworkTopology")
-            return Failure(status, reasons)
+            domains: Mapping[str, int] = details.get("domain_offer_slots", {})
+            values["layer"] = details.get("gather_layer", "")
+            values["domains"] = len(domains)
+            if domains:
+                best, room = max(domains.items(), key=lambda item: (item[1], item[0]))
+                values.update(best_domain=best, best_offer_slots=int(room))
+            status = Status(
+                Code.UNSCHEDULABLE, outcome.message, details, "NetworkTopology", TOPOLOGY_NO_DOMAIN
+            )
+            return Failure(status, reasons, explained, values)
         total = len(state.nodes)
         available = total - len(zero)
+        values.update(available_nodes=available, total_nodes=total)
         summary = ", ".join(
             f"{count} {reason}" for reason, count in sorted(reasons.items(), key=_reason_order)
         )
@@ -348,7 +368,8 @@ class Framework:
             message += (
                 f" The job needs {len(pods)} offer slots, the nodes offer {int(slots.sum())}."
             )
-        return Failure(Status(Code.UNSCHEDULABLE, message, details, "NodeResourcesFit"), reasons)
+        status = Status(Code.UNSCHEDULABLE, message, details, "NodeResourcesFit", NODES_UNAVAILABLE)
+        return Failure(status, reasons, explained, values)
 
 
 def _reason_order(item: tuple[str, int]) -> tuple[int, str]:

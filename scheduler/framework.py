@@ -145,6 +145,10 @@ class Failure:
 
     status: Status
     node_reasons: Mapping[str, int] = field(default_factory=dict)
+    # The same counts by the Filter plugin that gave them (plugin -> reason -> nodes).
+    explained: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    # The numbers behind the status, for its `Cause` (e.g. available_nodes, best_offer_slots).
+    values: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -209,6 +213,8 @@ class NodeCheck(Protocol):
 @runtime_checkable
 class SlotLimitPlugin(Protocol):
     """The slot-limit protocol (see module docstring); the devices plugin implements it."""
+
+    name: str
 
     def slot_limits(
         self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo], node_indices: IntArray

@@ -236,6 +236,7 @@ def _failure(
         return PlacementOutcome(None, None, "", details)
     domain_slots = dict(zip(tree.domain_labels(level), sums.tolist(), strict=True))
     details["domain_offer_slots"] = domain_slots
+    details["gather_layer"] = tree.levels[level]  # the layer whose one domain must hold the job
     shown = "; ".join(f"{k}: {v}" for k, v in list(domain_slots.items())[:MESSAGE_DOMAIN_LIMIT])
     if len(domain_slots) > MESSAGE_DOMAIN_LIMIT:
         shown += f"; ... ({len(domain_slots) - MESSAGE_DOMAIN_LIMIT} more)"

@@ -1,10 +1,15 @@
 """`RoundResult`: what one round decided, as frozen plain data with a JSON-friendly `to_dict()`.
 
 - `placements`: pod key -> `Placement(node, devices, annotations)` for every pod bound this round;
-- `preemptions`: one `PreemptionRecord` per preempting job (victims, nominations, reason, cost);
+- `preemptions`: one `PreemptionRecord` per preempting job (victims, nominations, reason, cost, and
+  the `rule` that chose the victims: `LowerPriority`, `InQuota`, `QuotaReclaim`);
 - `unschedulable`: job id -> `JobVerdict(code, reason, details)` for every pending job not placed
   (details may hold `node_reasons`, `desired_offer_slots`, `domain_offer_slots`,
-  `quota_shortfall`, `counterfactual`, `preemption`);
+  `quota_shortfall`, `counterfactual`, `preemption`, and always `cause`: the reason as a `Cause`,
+  a stable code with its numbers and plugin, and per-node reasons as `NodeReason` counts; the
+  text stays in `reason`);
+- `runtime_quota`: quota -> resource -> runtime quota at the start of the round (the quota
+  plugin's own numbers);
 - `decisions`: job id -> "why here" for placed jobs (chosen domain, its offer slots, the
   alternatives' offer slots);
 - `outside_topology`: nodes left out of the topology tree; `topology_status`: `detailStatus[]`;
@@ -40,6 +45,7 @@ class PreemptionRecord:
     nominations: Mapping[str, str]
     reason: str
     cost: Mapping[str, Any]
+    rule: str = ""  # which victim-selection rule applied (LowerPriority, InQuota, QuotaReclaim)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -49,6 +55,50 @@ class PreemptionRecord:
             "nominations": dict(self.nominations),
             "reason": self.reason,
             "cost": dict(self.cost),
+            "rule": self.rule,
+        }
+
+
+@dataclass(frozen=True)
+class NodeReason:
+    """How many nodes one reason rules out (kube-scheduler's "3 Insufficient cpu"), as a code:
+    `Insufficient` (with its `resource`), `TooManyPods`, or `NodeRejected` (another Filter's
+    verdict; its words in `text`)."""
+
+    code: str
+    nodes: int
+    plugin: str
+    text: str
+    resource: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "nodes": self.nodes,
+            "plugin": self.plugin,
+            "text": self.text,
+            "resource": self.resource,
+        }
+
+
+@dataclass(frozen=True)
+class Cause:
+    """Why a job was not placed, for a reader that formats rather than parses: a stable `code`
+    (see docs/plugins.md, "Reasons"), the `plugin` that said so, the numbers behind it
+    (`values`: e.g. TopologyNoDomain -> job_pods, pods, layer, best_domain, best_offer_slots)
+    and the per-node reasons."""
+
+    code: str
+    plugin: str
+    values: Mapping[str, Any] = field(default_factory=dict)
+    node_reasons: tuple[NodeReason, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "plugin": self.plugin,
+            "values": _plain(self.values),
+            "node_reasons": [r.to_dict() for r in self.node_reasons],
         }
 
 
@@ -57,6 +107,11 @@ class JobVerdict:
     code: str
     reason: str
     details: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def cause(self) -> Cause | None:
+        cause = self.details.get("cause")
+        return cause if isinstance(cause, Cause) else None
 
     def to_dict(self) -> dict[str, Any]:
         return {"code": self.code, "reason": self.reason, "details": _plain(self.details)}
@@ -72,6 +127,7 @@ class RoundResult:
     topology_status: tuple[Mapping[str, Any], ...] = ()
     metrics: Mapping[str, int] = field(default_factory=dict)
     timeouts: Mapping[str, str] = field(default_factory=dict)
+    runtime_quota: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -83,11 +139,14 @@ class RoundResult:
             "topology_status": [_plain(s) for s in self.topology_status],
             "metrics": dict(self.metrics),
             "timeouts": dict(sorted(self.timeouts.items())),
+            "runtime_quota": _plain(dict(sorted(self.runtime_quota.items()))),
         }
 
 
 def _plain(value: Any) -> Any:
     """Mappings to dicts, tuples to lists, numpy scalars to Python numbers."""
+    if isinstance(value, (Cause, NodeReason)):
+        return value.to_dict()
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

@@ -3,7 +3,9 @@
 Pending jobs go in queue order; each is placed whole (later jobs see it) or not at all. A job that
 does not fit goes to PostFilter (job-level preemption); every job not placed gets a structured
 verdict and, when the preemption plugin can find one, a counterfactual ("fits if these jobs were
-evicted" or "needs this much more quota").
+evicted" or "needs this much more quota"). A verdict carries its `Cause` (code, plugin, numbers,
+per-node reasons) beside the text; a preemption its rule; the result the runtime quota the quota
+plugin computed for the round.
 """
 
 from __future__ import annotations
@@ -11,10 +13,17 @@ from __future__ import annotations
 from typing import Any
 
 from scheduler.cycle import Framework, JobOutcome
-from scheduler.framework import Code
+from scheduler.framework import Code, Failure
 from scheduler.model import ClusterSnapshot
 from scheduler.profile import Profile
-from scheduler.result import JobVerdict, Placement, PreemptionRecord, RoundResult
+from scheduler.result import (
+    Cause,
+    JobVerdict,
+    NodeReason,
+    Placement,
+    PreemptionRecord,
+    RoundResult,
+)
 from scheduler.state import CycleState
 
 
@@ -22,6 +31,8 @@ def run_round(snapshot: ClusterSnapshot, profile: Profile | None = None) -> Roun
     framework = Framework(profile or Profile.default())
     state = CycleState(snapshot)
     framework.start(state)
+    ledger = framework.runtime_quota(state)
+    runtime = {q: dict(r) for q, r in sorted(ledger.runtime.items())} if ledger else {}
     pending_counts = {job.id: len(state.pending_pods(job)) for job in state.jobs.values()}
     pending = [job for job in state.jobs.values() if pending_counts[job.id]]
     placements: dict[str, Placement] = {}
@@ -72,6 +83,7 @@ def run_round(snapshot: ClusterSnapshot, profile: Profile | None = None) -> Roun
             "preemptions": len(preemptions),
         },
         timeouts=dict(state.nomination_timeouts),
+        runtime_quota=runtime,
     )
 
 
@@ -83,6 +95,7 @@ def _not_placed(
     details: dict[str, Any] = dict(status.details)
     if status.plugin:
         details["plugin"] = status.plugin
+    details["cause"] = _cause(outcome.failure, len(state.pending_pods(outcome.job)))
     record: PreemptionRecord | None = None
     code = status.code
     if status.code is Code.UNSCHEDULABLE:
@@ -96,6 +109,7 @@ def _not_placed(
             details["preemption"] = {
                 "status": result.status.code.value,
                 "reason": result.status.reason,
+                "cause": result.status.cause or result.status.code.value,
             }
             details.update(
                 {k: v for k, v in result.status.details.items() if k == "counterfactual"}
@@ -109,9 +123,39 @@ def _not_placed(
                     nominations=dict(result.nominations),
                     reason=status.reason,
                     cost=dict(result.cost),
+                    rule=result.rule,
                 )
                 details["nominations"] = dict(result.nominations)
                 break
             if result.status.code is Code.WAIT:
                 code = Code.WAIT
     return JobVerdict(code.value, status.reason, details), record
+
+
+def _cause(failure: Failure, job_pods: int) -> Cause:
+    """The failure as a `Cause`: the status's code (its plugin's, else the status code), the
+    numbers behind it (the status's plain values and the cycle's), the per-node reasons."""
+    status = failure.status
+    values: dict[str, Any] = {
+        k: v for k, v in status.details.items() if isinstance(v, (int, float, str, bool))
+    }
+    values.update(failure.values)
+    values["job_pods"] = job_pods
+    node_reasons = tuple(
+        _node_reason(plugin, text, nodes)
+        for plugin, told in failure.explained.items()
+        for text, nodes in sorted(told.items(), key=lambda item: (-item[1], item[0]))
+    )
+    return Cause(status.cause or status.code.value, status.plugin, values, node_reasons)
+
+
+def _node_reason(plugin: str, text: str, nodes: int) -> NodeReason:
+    if text.startswith(INSUFFICIENT):
+        return NodeReason("Insufficient", nodes, plugin, text, text.removeprefix(INSUFFICIENT))
+    if text == TOO_MANY_PODS:
+        return NodeReason("TooManyPods", nodes, plugin, text, "pods")
+    return NodeReason("NodeRejected", nodes, plugin, text)
+
+
+INSUFFICIENT = "Insufficient "  # kube-scheduler's words for a resource a node lacks
+TOO_MANY_PODS = "Too many pods"

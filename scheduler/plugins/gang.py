@@ -50,6 +50,7 @@ class Coscheduling:
                     f"gang {gang.id} has {exist} of min-available {gang.min_available} pods",
                     {"gang": gang.id, "pods": exist, "min_available": gang.min_available},
                     self.name,
+                    "GangIncomplete",
                 )
         return Status.success()
 
@@ -65,8 +66,9 @@ class Coscheduling:
                 return Status(
                     Code.UNSCHEDULABLE,
                     f"gang {gang.id} would have {reached} of min-available {gang.min_available}",
-                    {"gang": gang.id},
+                    {"gang": gang.id, "reached": reached, "min_available": gang.min_available},
                     self.name,
+                    "GangShort",
                 )
         return Status.success()
 

@@ -50,6 +50,8 @@ from scheduler.victims import BudgetBook, VictimJob, VictimPool, overused_quotas
 
 NO_VICTIMS = "no potential victims"
 NOT_HELPFUL = "preemption not helpful"
+NO_HELP = "PreemptionNotHelpful"  # cause codes of the answers (`Status.cause`)
+NEVER = "PreemptionNever"
 RULE_LOWER_PRIORITY = "LowerPriority"
 RULE_IN_QUOTA = "InQuota"
 RULE_QUOTA_RECLAIM = "QuotaReclaim"
@@ -108,23 +110,25 @@ class JobPreemption:
         waiting = _terminating_on_nominated(state, pods)
         if waiting:
             reason = f"waiting for preemption victims to terminate on {', '.join(waiting)}"
-            return PostFilterResult(Status(Code.WAIT, reason, {}, self.name))
+            return PostFilterResult(Status(Code.WAIT, reason, {}, self.name, "VictimsTerminating"))
         allowed = job.preemption_policy != "Never" and all(
             p.preemption_policy != "Never" for p in pods
         )
         if not allowed and not self.counterfactuals:
-            return PostFilterResult(Status(Code.UNRESOLVABLE, "preemptionPolicy is Never"))
+            status = Status(Code.UNRESOLVABLE, "preemptionPolicy is Never", {}, self.name, NEVER)
+            return PostFilterResult(status)
         quota_need = _quota_need(failure)
         found = self.search(state, job, pods, quota_need)
         if isinstance(found, Status):
             if quota_need:
                 shortfall = failure.status.details.get("quota_shortfall", {})
                 details = {"counterfactual": {"quota_increase": shortfall}}
-                return PostFilterResult(Status(found.code, found.reason, details, self.name))
+                status = Status(found.code, found.reason, details, self.name, found.cause)
+                return PostFilterResult(status)
             return PostFilterResult(found)
         if not found.victims:
             reason = f"{NOT_HELPFUL}: it would not make room for what blocks the job"
-            return PostFilterResult(Status(Code.UNRESOLVABLE, reason, {}, self.name))
+            return PostFilterResult(Status(Code.UNRESOLVABLE, reason, {}, self.name, NO_HELP))
         counterfactual = {
             "evict_jobs": [v.id for v in found.victims],
             "fits_in": found.plan.decision.get("chosen_domain", ""),
@@ -132,7 +136,8 @@ class JobPreemption:
         }
         if not allowed:
             reason = "preemption not allowed (preemptionPolicy: Never)"
-            status = Status(Code.UNRESOLVABLE, reason, {"counterfactual": counterfactual})
+            details = {"counterfactual": counterfactual}
+            status = Status(Code.UNRESOLVABLE, reason, details, self.name, NEVER)
             return PostFilterResult(status)
         if found.violations:
             names = ", ".join(sorted(found.violations))
@@ -141,6 +146,7 @@ class JobPreemption:
                 f"preemption blocked by PodDisruptionBudget {names}",
                 {"counterfactual": counterfactual},
                 self.name,
+                "BlockedByDisruptionBudget",
             )
             return PostFilterResult(status)
         return self._commit(state, job, found, bool(quota_need))
@@ -156,7 +162,7 @@ class JobPreemption:
         state.evicting.update(p.key for p in victim_pods)
         nominations = {k: state.node_names[i] for k, i in sorted(found.plan.assignment.items())}
         return PostFilterResult(
-            Status(Code.SUCCESS, "preempting", {}, self.name),
+            Status(Code.SUCCESS, "preempting", {}, self.name, "Preempting"),
             victim_job_ids=tuple(v.id for v in found.victims),
             victim_pod_keys=tuple(sorted(p.key for p in victim_pods)),
             nominations=nominations,
@@ -210,7 +216,7 @@ class JobPreemption:
     ) -> VictimPlan | Status:
         eligible = self.eligible(state, job, pods, bool(quota_need))
         if not eligible.any():
-            return Status(Code.UNRESOLVABLE, NO_VICTIMS, {}, self.name)
+            return Status(Code.UNRESOLVABLE, NO_VICTIMS, {}, self.name, "NoVictims")
         pool, framework = book.pool, self.handle
         with state.releasing(*pool.release(state, np.flatnonzero(eligible))):
             slots = framework.offer_slots(state, job, pods)
@@ -218,7 +224,8 @@ class JobPreemption:
             dry = framework.try_place(state, job, pods, slots=slots, scores=scores)
             if isinstance(dry, Failure):
                 reason = f"{NOT_HELPFUL}: {dry.status.reason}"
-                return Status(Code.UNRESOLVABLE, reason, dict(dry.status.details), self.name)
+                details = dict(dry.status.details)
+                return Status(Code.UNRESOLVABLE, reason, details, self.name, NO_HELP)
             # Different node sets often give the same plan: each distinct plan is costed once.
             plans: dict[tuple[int, ...], Plan] = {tuple(dry.assignment.values()): dry}
             tried: set[bytes] = set()
@@ -254,7 +261,7 @@ class JobPreemption:
                 if candidate is not None and (best is None or candidate.key < best.key):
                     best = candidate
         if best is None:
-            return Status(Code.UNRESOLVABLE, NOT_HELPFUL, {}, self.name)
+            return Status(Code.UNRESOLVABLE, NOT_HELPFUL, {}, self.name, NO_HELP)
         return best
 
     def _victims_for(

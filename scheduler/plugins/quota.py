@@ -107,6 +107,7 @@ class ElasticQuota:
                         "request": request,
                     },
                     self.name,
+                    "QuotaInsufficient",
                 )
         return Status.success()
 

@@ -46,7 +46,8 @@ class NetworkTopology:
             return Status.success()
         tree = state.topology
         if tree.error:
-            return Status(Code.INVALID, f"invalid network topology: {tree.error}", {}, self.name)
+            reason = f"invalid network topology: {tree.error}"
+            return Status(Code.INVALID, reason, {}, self.name, "TopologyInvalid")
         unknown = sorted({g.layer for g in rule.gather if tree.layer_position(g.layer) is None})
         if unknown:
             return Status(
@@ -55,6 +56,7 @@ class NetworkTopology:
                 f"the cluster defines {', '.join(tree.levels[1:])}",
                 {"unknown_layers": unknown},
                 self.name,
+                "TopologyUnknownLayer",
             )
         multiple = self.multiple(job)
         if multiple > 1 and len(pods) % multiple:
@@ -63,6 +65,7 @@ class NetworkTopology:
                 f"{len(pods)} pending pods is not a multiple of podCountMultiple {multiple}",
                 {"pod_count_multiple": multiple},
                 self.name,
+                "PodCountNotMultiple",
             )
         return Status.success()
 
