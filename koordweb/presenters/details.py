@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from koordweb.presenters.quantities import amounts_text, number, resource_name
-from koordweb.presenters.words import as_dict, domain_text, node_reason, pods
+from koordweb.presenters.words import as_dict, domain_text, layer_word, node_reason, pods
 from scheduler.plugins.preemption import NO_VICTIMS, NOT_HELPFUL
 
 
@@ -76,6 +76,8 @@ _DETAIL_LABELS = {
     "pods": "Gang pods that exist",
     "min_available": "Gang needs at least",
     "nominated": "On reserved nodes",
+    "gather_layer": "Must fit in one",
+    "reached": "Gang pods that would fit",
 }
 _DOMAIN_LIMIT = 12
 
@@ -130,8 +132,11 @@ def _detail_text(key: str, value: Any) -> str:
         return amounts_text({k: int(v) for k, v in as_dict(amounts).items()})
     if key == "preemption":
         return preemption_status_sentence(str(as_dict(value).get("reason") or "")) or ""
-    if key == "counterfactual":
-        return ""  # said apart, with other tenants' jobs counted, never named
+    if key in ("counterfactual", "cause"):
+        return ""  # said apart: the counterfactual with other tenants' jobs counted, never
+        # named; the cause is what the sentence itself is made of
+    if key == "gather_layer":
+        return layer_word(str(value))
     if key in ("nominations", "placements"):
         chosen = as_dict(value)
         nodes = sorted(set(map(str, chosen.values())))

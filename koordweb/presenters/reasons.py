@@ -6,6 +6,11 @@ The engine answers with a status code, a message in Koordinator's words and stru
 `chosen_offer_slots`, `alternatives`). `reason_code` names the case, `decision_sentence` says it,
 `details.detail_lines` lists the details for the "details" disclosure. Pages, the API's
 `explain` and the what-if page all call these; nothing else turns engine output into words.
+
+The engine names each case itself (`details["cause"]`: a code, its plugin and the numbers behind
+it, `scheduler.result.Cause`), and the sentences are formatted from those numbers. Decisions
+recorded before the engine said so carry no cause; for them the case is still recognised from
+the plugin and the Koordinator message, as before.
 """
 
 from __future__ import annotations
@@ -37,6 +42,19 @@ NEVER_FITS = "never-fits"
 NOT_DECIDED = "not-decided"
 OTHER = "other"
 
+# The engine's cause codes (`scheduler.result.Cause.code`) -> the case they are.
+_CAUSES = {
+    "TopologyNoDomain": TOPOLOGY,
+    "NodesUnavailable": NODE_RESOURCES,
+    "PodShapesDoNotFit": NODE_RESOURCES,
+    "QuotaInsufficient": QUOTA,
+    "GangIncomplete": GANG_WAITING,
+    "GangShort": GANG_SHORT,
+    "TopologyInvalid": INVALID,
+    "TopologyUnknownLayer": INVALID,
+    "PodCountNotMultiple": INVALID,
+}
+
 NEVER_FITS_PREFIX = "can never run: "
 _AVAILABLE = re.compile(r"(\d+)/(\d+) nodes are available")
 
@@ -61,6 +79,13 @@ def reason_code(outcome: str | None, reason: str | None, details: Mapping[str, A
         return NOT_DECIDED
     if outcome == "preempting":
         return PREEMPTING
+    cause = as_dict(details.get("cause"))
+    if cause:
+        if preemption.get("cause") == "VictimsTerminating":
+            return VICTIMS_TERMINATING
+        if cause.get("plugin") == "DeviceShare":
+            return DEVICES
+        return _CAUSES.get(str(cause.get("code")), OTHER)
     if str(preemption.get("reason", "")).startswith("waiting for preemption victims"):
         return VICTIMS_TERMINATING
     if reason.startswith("waiting for preemption victims"):
@@ -117,7 +142,15 @@ def _placed_nominated(reason: str, d: dict[str, Any], state: str) -> str:
     return "Placed on the nodes a preemption reserved for it."
 
 
+def _values(d: Mapping[str, Any]) -> dict[str, Any]:
+    """The numbers behind the engine's cause ({} for a decision recorded without one)."""
+    return as_dict(as_dict(d.get("cause")).get("values"))
+
+
 def _topology(reason: str, d: dict[str, Any], state: str) -> str:
+    v = _values(d)
+    if v:
+        return _topology_from_cause(v)
     desired = d.get("desired_offer_slots")
     if desired is None:
         found = re.search(r"desiredOfferSlot: (\d+)", reason)
@@ -135,21 +168,44 @@ def _topology(reason: str, d: dict[str, Any], state: str) -> str:
     )
 
 
+def _topology_from_cause(v: Mapping[str, Any]) -> str:
+    """The job's own size and the layer whose one domain must hold it, from the engine."""
+    size, tried = int(v.get("job_pods") or 0), int(v.get("pods") or 0)
+    layer = str(v.get("layer") or "")
+    where = f"No {layer_word(layer)}" if layer else "No topology domain"
+    what = f"all {pods(size)} of the job"
+    if tried and tried != size:
+        what = f"{pods(tried)} of the job's {pods(size)}"
+    text = f"{where} has room for {what} together"
+    best = v.get("best_domain")
+    if best is None:
+        return text + "."
+    return (
+        f"{text}: the roomiest, {domain_text(best)}, has room for "
+        f"{pods(v.get('best_offer_slots') or 0)} now."
+    )
+
+
 def _node_resources(reason: str, d: dict[str, Any], state: str) -> str:
     reasons = {str(k): int(v) for k, v in as_dict(d.get("node_reasons")).items()}
     found = _AVAILABLE.search(reason)
+    v = _values(d)
     text = ""
-    if found:
+    if "available_nodes" in v and "total_nodes" in v:
+        text = (
+            f"{number(int(v['available_nodes']))} of {number(int(v['total_nodes']))} nodes"
+            " can take one of its pods"
+        )
+    elif found:
         text = f"{number(int(found[1]))} of {number(int(found[2]))} nodes can take one of its pods"
     listed = sorted(reasons.items(), key=lambda item: (-item[1], item[0]))[:4]
     if listed:
         why = ", ".join(f"{number(n)} with {node_reason(r)}" for r, n in listed)
         text = f"{text}; the others: {why}" if text else f"Nodes ruled out: {why}"
-    if d.get("offer_slots") is not None and d.get("desired_offer_slots") is not None:
-        text += (
-            f". Together they have room for {pods(d['offer_slots'])}, "
-            f"the job needs {pods(d['desired_offer_slots'])}"
-        )
+    room = v.get("offer_slots", d.get("offer_slots"))
+    needed = v.get("job_pods", d.get("desired_offer_slots"))
+    if room is not None and needed is not None:
+        text += f". Together they have room for {pods(room)}, the job needs {pods(needed)}"
     return (text or "No node has room for the job's pods") + "."
 
 
@@ -181,6 +237,12 @@ def _gang_waiting(reason: str, d: dict[str, Any], state: str) -> str:
 
 
 def _gang_short(reason: str, d: dict[str, Any], state: str) -> str:
+    v = _values(d)
+    if "reached" in v and "min_available" in v:
+        return (
+            f"Only {pods(int(v['reached']))} would fit at once; the gang needs "
+            f"{pods(int(v['min_available']))} together."
+        )
     found = re.search(r"would have (\d+) of min-available (\d+)", reason)
     if found:
         return (

@@ -34,9 +34,8 @@ from koordweb.observability import round_context, round_id_set
 from koordweb.services.engine import engine_profile
 from koordweb.services.gang_timeouts import gang_timeouts_record
 from koordweb.services.outbox import intents_enact, intents_write
-from scheduler.model import ClusterSnapshot
-from scheduler.quota_tree import QuotaTree, add_into, quota_sums, runtime_quota
-from scheduler.result import RoundResult
+from scheduler.plugins.preemption import RULE_IN_QUOTA, RULE_QUOTA_RECLAIM
+from scheduler.result import PreemptionRecord, RoundResult
 from scheduler.round import run_round as engine_run_round
 
 
@@ -117,7 +116,7 @@ def _round_execute(
         "kubelet_rejections": int(synced.get("kubelet_rejections", 0)),
         "nodes": len(snapshot.nodes),
         "outside_topology": list(result.outside_topology),
-        "runtime_quota": quota_runtime(snapshot),
+        "runtime_quota": quota_runtime(result),
         **{k: int(v) for k, v in result.metrics.items()},
     }
     if report.dropped:
@@ -133,16 +132,9 @@ def _round_execute(
     return RoundOutcome(rnd, result, summary)
 
 
-def quota_runtime(snapshot: ClusterSnapshot) -> dict[str, dict[str, int]]:
-    """Runtime quota per quota at the start of the round (the engine's own arithmetic)."""
-    if not snapshot.quotas:
-        return {}
-    tree = QuotaTree.build(snapshot.quotas)
-    total: dict[str, int] = {}
-    for node in snapshot.nodes:
-        add_into(total, node.allocatable)
-    requests = quota_sums(tree, snapshot.pods, include_pending=True)
-    return runtime_quota(tree, requests, total)
+def quota_runtime(result: RoundResult) -> dict[str, dict[str, int]]:
+    """Runtime quota per quota at the start of the round, as the engine admitted by it."""
+    return {quota: dict(amounts) for quota, amounts in result.runtime_quota.items()}
 
 
 def round_record_failure(
@@ -246,7 +238,7 @@ def _record(
             cluster=cluster,
             round=rnd,
             preemptor=preemptor_jobs[0],
-            reason=_preemption_rule(record_plain, preemptor_jobs[0].priority) + record.reason,
+            reason=_preemption_rule(record, preemptor_jobs[0].priority) + record.reason,
             cost=record_plain["cost"],
             nominations=dict(record.nominations),
             created_at=now,
@@ -316,11 +308,17 @@ def _nominations_given_up(
     ]
 
 
-def _preemption_rule(record: Mapping[str, Any], priority: int) -> str:
-    """Which rule allowed the eviction, in front of why the preemptor did not fit."""
-    highest = (record.get("cost") or {}).get("highest_victim_priority")
-    if isinstance(highest, int) and highest >= priority:
+def _preemption_rule(record: PreemptionRecord, priority: int) -> str:
+    """The rule the engine applied (`record.rule`) in words, in front of why the preemptor did
+    not fit."""
+    highest = record.cost.get("highest_victim_priority")
+    if record.rule == RULE_QUOTA_RECLAIM:
         return "borrowed quota reclaimed (the preemptor's quota is within its min): "
+    if record.rule == RULE_IN_QUOTA:
+        return (
+            f"lower-priority jobs of the same quota evicted to free quota (priority {priority}"
+            f" over at most {highest}): "
+        )
     return f"lower-priority jobs evicted (priority {priority} over at most {highest}): "
 
 

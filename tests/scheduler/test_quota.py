@@ -63,6 +63,9 @@ def test_admission_names_the_exceeded_dimension_and_the_shortfall() -> None:
     c.submit(gang("team/new", pods=1).cpu(4).quota("team").priority(10))
     verdict = run_round(c.snapshot(), CORE).unschedulable["team/new"]
     assert verdict.reason == "Insufficient quotas, quotaName: team, exceedDimensions: [cpu]"
+    assert verdict.cause is not None
+    assert (verdict.cause.code, verdict.cause.plugin) == ("QuotaInsufficient", "ElasticQuota")
+    assert verdict.cause.values["quota"] == "team"
     assert verdict.details["quota_shortfall"] == {"team": {"cpu": 2000}}
     assert verdict.details["counterfactual"] == {"quota_increase": {"team": {"cpu": 2000}}}
 
@@ -76,6 +79,7 @@ def test_in_quota_preemption_takes_a_lower_priority_pod_of_the_same_quota() -> N
     c.submit(gang("team/new", pods=1).cpu(4).quota("team").priority(10))
     [record] = run_round(c.snapshot(), CORE).preemptions
     assert record.victim_pods == ("default/mine-low",)
+    assert record.rule == "InQuota"
 
 
 def test_later_jobs_see_quota_used_by_earlier_ones() -> None:
@@ -98,8 +102,22 @@ def test_a_quota_within_its_min_reclaims_from_a_borrowing_quota() -> None:
     c.quota(QuotaInfo("team-b", {"cpu": 0}, {"cpu": 16000}))
     c.running(pod("borrower").cpu(16).quota("team-b").priority(10).on("a"))
     c.submit(gang("team/a-job", pods=1).cpu(8).quota("team-a").priority(5))
-    [record] = run_round(c.snapshot(), CORE).preemptions
+    result = run_round(c.snapshot(), CORE)
+    [record] = result.preemptions
     assert record.victim_pods == ("default/borrower",)
+    assert record.rule == "QuotaReclaim"  # the victim's priority is higher: only reclaim allows it
+    # the runtime quota the round admitted by, as the result reports it
+    assert result.runtime_quota == {"team-a": {"cpu": 8000}, "team-b": {"cpu": 8000}}
+
+
+def test_a_lower_priority_victim_is_named_by_the_lower_priority_rule() -> None:
+    c = cluster().node(node("a").cpu(16))
+    c.running(pod("low").cpu(16).priority(1).on("a"))
+    c.submit(gang("team/high", pods=1).cpu(8).priority(50))
+    result = run_round(c.snapshot(), CORE)
+    [record] = result.preemptions
+    assert record.rule == "LowerPriority"
+    assert result.runtime_quota == {}  # no quotas, no runtime quota
 
 
 def test_a_borrowing_quota_cannot_reclaim_from_higher_priorities() -> None:
