@@ -295,6 +295,14 @@ if KOORDWEB_BACKEND not in {"simulated", "kubernetes"}:
     raise ImproperlyConfigured("KOORDWEB_BACKEND must be 'simulated' or 'kubernetes'.")
 KUBECONFIG = os.environ.get("KUBECONFIG", "")
 KOORDWEB_SCHEDULER_NAME = os.environ.get("KOORDWEB_SCHEDULER_NAME", "koordweb")
+# Out-of-tree scheduler plugins besides those installed with a `koordweb.scheduler_plugins` entry
+# point: "Name=module:Class,..." (docs/plugins.md). A cluster enables one in its scheduler_args.
+KOORDWEB_SCHEDULER_PLUGINS: dict[str, str] = {
+    name.strip(): target.strip()
+    for name, _, target in (
+        entry.partition("=") for entry in env_list("KOORDWEB_SCHEDULER_PLUGINS", "")
+    )
+}
 KOORDWEB_ROUND_INTERVAL = float(os.environ.get("KOORDWEB_ROUND_INTERVAL", "10"))
 # The simulated kubelet keeps an evicted pod on its node this long (a real one: the pod's grace).
 KOORDWEB_SIMULATED_GRACE_SECONDS = float(os.environ.get("KOORDWEB_SIMULATED_GRACE_SECONDS", "0"))

@@ -143,10 +143,15 @@ def problem_lines(problems: Mapping[str, str]) -> list[str]:
 def configurable_arguments(
     registry: Mapping[str, str] | None = None, enabled: Sequence[str] = ()
 ) -> dict[str, Mapping[str, Arg]]:
-    """Every plugin of the default profile, and those `enabled`, with the arguments it declares
-    (maybe none)."""
-    names = [*DEFAULT_PLUGINS, *enabled]
-    return {name: declared_arguments(plugin_class(name, registry)) for name in names}
+    """Every plugin of the default profile, and those `enabled` that load, with the arguments it
+    declares (maybe none)."""
+    found = {name: declared_arguments(plugin_class(name)) for name in DEFAULT_PLUGINS}
+    for name in enabled:
+        try:
+            found.setdefault(name, declared_arguments(plugin_class(name, registry)))
+        except ProfileError:
+            continue  # `check_args` says why
+    return found
 
 
 def declared_arguments(cls: type) -> Mapping[str, Arg]:
@@ -160,6 +165,10 @@ def check_args(config: Any, registry: Mapping[str, str] | None = None) -> dict[s
     and conform to the points they declare) and the `arguments` each declares (empty: valid)."""
     if not isinstance(config, Mapping):
         return {"": "expected an object of plugin name -> arguments"}
+    try:
+        registered = set(plugin_registry(registry))
+    except ProfileError as error:  # the deployment's registry itself is wrong
+        return {f"registry.{k}": v for k, v in error.problems.items()}
     problems: dict[str, str] = {}
     enabled = _enabled_problems(config.get(ENABLED, []), registry, problems)
     configurable = configurable_arguments(registry, enabled)
@@ -169,8 +178,8 @@ def check_args(config: Any, registry: Mapping[str, str] | None = None) -> dict[s
         if plugin not in configurable:
             known = ", ".join(sorted(configurable))
             hint = f" (a registered plugin must be listed in {ENABLED} first)"
-            registered = plugin in plugin_registry(registry)
-            problems[str(plugin)] = f"unknown plugin{hint if registered else ''}; known: {known}"
+            listed = hint if plugin in registered else ""
+            problems[str(plugin)] = f"unknown plugin{listed}; known: {known}"
             continue
         problems.update(_plugin_problems(plugin, configurable[plugin], args))
     return problems
@@ -183,11 +192,7 @@ def _enabled_problems(
     if not isinstance(enabled, list) or not all(isinstance(n, str) for n in enabled):
         problems[ENABLED] = "expected a list of plugin names"
         return []
-    try:
-        known = plugin_registry(registry)
-    except ProfileError as error:
-        problems.update({f"{ENABLED}.{k}": v for k, v in error.problems.items()})
-        return []
+    known = plugin_registry(registry)  # `check_args` has made sure it is sound
     valid: list[str] = []
     for i, name in enumerate(enabled):
         where = f"{ENABLED}[{i}]"

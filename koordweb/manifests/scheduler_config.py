@@ -9,7 +9,8 @@ the args of the first profile that koordweb has an equivalent for become `schedu
 named in one warning, never dropped silently. Arguments of koordweb's own plugins (topology
 placement, job preemption, queue order), which koord-scheduler does not have, travel in a second
 data key, `koordweb-scheduler-args` (JSON), so the Koordinator configuration stays one that
-koord-scheduler itself accepts. Writing does the reverse, so an exported dump re-imports with
+koord-scheduler itself accepts; so do out-of-tree plugins a cluster enables (`enabledPlugins`)
+and their args. Writing does the reverse, so an exported dump re-imports with
 the same `scheduler_args`.
 """
 
@@ -20,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import yaml
+from django.conf import settings
 
 from scheduler.profile import check_args, configurable_arguments, problem_lines
 
@@ -67,7 +69,7 @@ def read_scheduler_config(data: Mapping[str, str]) -> tuple[dict[str, Any], list
                 args.setdefault(str(plugin), {}).update(plugin_args)
             else:
                 args[str(plugin)] = plugin_args
-    problems = check_args(args)
+    problems = check_args(args, settings.KOORDWEB_SCHEDULER_PLUGINS)
     if problems:
         raise SchedulerConfigError("; ".join(problem_lines(problems)))
     return args, unsupported
@@ -89,10 +91,10 @@ def scheduler_config_doc(scheduler_args: Mapping[str, Any], scheduler_name: str)
     own: dict[str, Any] = {}
     koordinator = {ours: theirs for theirs, ours in _KOORDINATOR_NAMES.items()}
     for plugin in sorted(scheduler_args):
-        plugin_args = dict(scheduler_args[plugin])
         if plugin not in koordinator:
-            own[plugin] = plugin_args
+            own[plugin] = scheduler_args[plugin]  # koordweb's plugins, and `enabledPlugins`
             continue
+        plugin_args = dict(scheduler_args[plugin])
         theirs = koordinator[plugin]
         if theirs == "DeviceShare" and "scoring" in plugin_args:
             plugin_args["scoringStrategy"] = {"type": plugin_args.pop("scoring")}

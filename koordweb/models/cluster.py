@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 
@@ -40,7 +41,7 @@ class Cluster(models.Model):
         return self.name
 
     def clean(self) -> None:
-        problems = check_args(self.scheduler_args)
+        problems = check_args(self.scheduler_args, settings.KOORDWEB_SCHEDULER_PLUGINS)
         if problems:
             raise ValidationError({"scheduler_args": problem_lines(problems)})
 

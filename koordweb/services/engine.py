@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from django.conf import settings
+
 from koordweb.manifests import ManifestError, load_documents
 from koordweb.models import Cluster, DeviceTemplateConfig, Node
 from koordweb.models import Device as DeviceRow
@@ -20,10 +22,11 @@ RDMA = "koordinator.sh/rdma"
 
 
 def engine_profile(cluster: Cluster) -> Profile:
-    """The default profile (Koordinator's reference behaviour plus the optional plugins present)
-    with the cluster's plugin arguments; a stored configuration that no longer validates raises
+    """The default profile (Koordinator's reference behaviour) with the cluster's plugin
+    arguments and the plugins it enables (registered by entry point or by the setting
+    KOORDWEB_SCHEDULER_PLUGINS); a stored configuration that no longer validates raises
     `ProfileError`, naming what is wrong, and the round fails with it."""
-    return Profile.configured(cluster.scheduler_args or {})
+    return Profile.configured(cluster.scheduler_args or {}, settings.KOORDWEB_SCHEDULER_PLUGINS)
 
 
 def device_from_row(row: DeviceRow) -> Device:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from django.conf import settings
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -19,17 +20,18 @@ from koordweb.api.base import ApiView
 from koordweb.api.permissions import IsAdmin
 from koordweb.api.views.clusters import CLUSTER_PARAM, cluster_or_404
 from koordweb.models import Cluster
-from scheduler.profile import check_args, configurable_arguments, problem_lines
+from scheduler.profile import ENABLED, check_args, configurable_arguments, problem_lines
 
 
 class SchedulerConfigUpdateSerializer(serializers.Serializer):  # type: ignore[type-arg]
     scheduler_args = serializers.JSONField(
         help_text='Plugin -> arguments, e.g. {"NetworkTopology": {"bestFit": true}}; {} is '
-        "Koordinator's reference behaviour."
+        'Koordinator\'s reference behaviour. "enabledPlugins": [name, ...] adds registered '
+        "out-of-tree plugins (docs/plugins.md), configured under their names the same way."
     )
 
     def validate_scheduler_args(self, value: Any) -> Any:
-        problems = check_args(value)
+        problems = check_args(value, settings.KOORDWEB_SCHEDULER_PLUGINS)
         if problems:
             raise serializers.ValidationError(problem_lines(problems))
         return value
@@ -43,13 +45,20 @@ class SchedulerConfigSerializer(SchedulerConfigUpdateSerializer):
     )
 
 
+def _enabled(cluster: Cluster) -> list[str]:
+    enabled = (cluster.scheduler_args or {}).get(ENABLED, [])
+    return [str(name) for name in enabled] if isinstance(enabled, list) else []
+
+
 def _body(cluster: Cluster) -> dict[str, Any]:
     return {
         "cluster": cluster.name,
         "scheduler_args": cluster.scheduler_args or {},
         "arguments": {
             plugin: {name: asdict(arg) for name, arg in args.items()}
-            for plugin, args in configurable_arguments().items()
+            for plugin, args in configurable_arguments(
+                settings.KOORDWEB_SCHEDULER_PLUGINS, _enabled(cluster)
+            ).items()
         },
     }
 

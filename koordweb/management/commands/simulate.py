@@ -16,6 +16,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError
 from django.utils import timezone
@@ -64,7 +65,7 @@ def _scheduler_args(text: str) -> dict[str, Any]:
         config = json.loads(text)
     except json.JSONDecodeError as exc:
         raise CommandError(f"--scheduler-args: not JSON: {exc.msg}", returncode=2) from exc
-    problems = check_args(config)
+    problems = check_args(config, settings.KOORDWEB_SCHEDULER_PLUGINS)
     if problems:
         listed = "; ".join(problem_lines(problems))
         raise CommandError(f"--scheduler-args: {listed}", returncode=2)
