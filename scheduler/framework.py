@@ -174,9 +174,10 @@ class Arg:
     (`scheduler.profile.check_args` validates a profile's arguments against it): `bool`; `int`
     within [minimum, maximum]; `choice` among `choices`; `per_resource`, an object of resource
     name -> int within [minimum, maximum]; `duration`, a Kubernetes duration string ("5m",
-    "300s", "1h30m"); `object`, an object whose keys are `fields` (name, Arg)."""
+    "300s", "1h30m"); `object`, an object whose keys are `fields` (name, Arg); `string`, a
+    non-empty string of at most `maximum` characters (253, a label key's length, when unset)."""
 
-    kind: Literal["bool", "int", "choice", "per_resource", "duration", "object"]
+    kind: Literal["bool", "int", "choice", "per_resource", "duration", "object", "string"]
     minimum: int = 0
     maximum: int | None = None
     choices: tuple[str, ...] = ()

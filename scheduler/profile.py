@@ -248,6 +248,10 @@ def _arg_problem(arg: Arg, value: Any) -> str:
         return "" if ok else 'expected a duration such as "5m" or "300s"'
     if arg.kind == "object":
         return _object_problem(arg, value)
+    if arg.kind == "string":
+        longest = arg.maximum or 253
+        ok = isinstance(value, str) and 0 < len(value) <= longest
+        return "" if ok else f"expected a non-empty string of at most {longest} characters"
     if not isinstance(value, Mapping):
         return "expected an object of resource name -> integer"
     for resource, amount in value.items():

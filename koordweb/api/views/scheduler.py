@@ -41,7 +41,7 @@ class SchedulerConfigSerializer(SchedulerConfigUpdateSerializer):
     cluster = serializers.CharField()
     arguments = serializers.JSONField(
         help_text="Every plugin and the arguments it takes: kind (bool, int, choice, "
-        "per_resource), minimum, maximum, choices."
+        "per_resource, duration, object, string), minimum, maximum, choices, fields."
     )
 
 

@@ -61,3 +61,47 @@ def test_tenants_and_anonymous_callers_get_no_access(
 
 def test_an_unknown_cluster_is_404(admin_api: APIClient) -> None:
     assert admin_api.get(URL, {"cluster": "nope"}).status_code == 404
+
+
+EXAMPLE = "prefer_label_plugin.prefer_label:PreferLabel"
+
+
+def test_an_unknown_or_invalid_plugin_is_refused_by_name_with_400(
+    admin_api: APIClient, world: World, settings: Any, monkeypatch: Any
+) -> None:
+    from tests.scheduler.test_plugin_contracts import EXAMPLE_DIR
+
+    monkeypatch.syspath_prepend(str(EXAMPLE_DIR))
+    settings.KOORDWEB_SCHEDULER_PLUGINS = {
+        "PreferLabel": EXAMPLE,
+        "Broken": "no_such_module.anywhere:Plugin",
+    }
+    cases = {
+        "enabledPlugins[0]": {"enabledPlugins": ["Nope"]},
+        "enabledPlugins": {"enabledPlugins": "PreferLabel"},
+        "PreferLabel.weight": {"enabledPlugins": ["PreferLabel"], "PreferLabel": {"weight": 0}},
+        "PreferLabel": {"PreferLabel": {"weight": 5}},  # configured but not enabled
+    }
+    for where, bad in cases.items():
+        response = admin_api.put(URL, {"scheduler_args": bad}, format="json")
+        assert response.status_code == 400, (where, response.content)
+        [message] = response.json()["scheduler_args"]
+        assert message.startswith(f"{where}: "), message
+    broken = admin_api.put(URL, {"scheduler_args": {"enabledPlugins": ["Broken"]}}, format="json")
+    assert broken.status_code == 400
+    assert "cannot load no_such_module.anywhere:Plugin" in broken.json()["scheduler_args"][0]
+    world.cluster.refresh_from_db()
+    assert world.cluster.scheduler_args == {}
+
+
+def test_a_registered_plugin_is_enabled_with_its_args_and_listed(
+    admin_api: APIClient, world: World, settings: Any, monkeypatch: Any
+) -> None:
+    from tests.scheduler.test_plugin_contracts import EXAMPLE_DIR
+
+    monkeypatch.syspath_prepend(str(EXAMPLE_DIR))
+    settings.KOORDWEB_SCHEDULER_PLUGINS = {"PreferLabel": EXAMPLE}
+    wanted = {"enabledPlugins": ["PreferLabel"], "PreferLabel": {"label": "disk", "weight": 5}}
+    response = admin_api.put(URL, {"scheduler_args": wanted}, format="json")
+    assert response.status_code == 200, response.content
+    assert response.json()["arguments"]["PreferLabel"]["weight"]["maximum"] == 100

@@ -1,0 +1,1 @@
+"""Two example koordweb scheduler plugins, registered by entry point (see pyproject.toml)."""
