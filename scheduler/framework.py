@@ -49,7 +49,7 @@ for a whole job at once:
 Plugins are classes built from a `Profile` entry with their arguments and the framework's `Handle`
 (`__init__(self, args, handle)`); each implements only the points it needs and declares them in
 `extension_points`, and declares the arguments it takes in `arguments` (name -> `Arg`). The
-profile builder holds a plugin to what it declares (`scheduler.profile.conformance_problems`):
+profile builder holds a plugin to what it declares (`scheduler.contracts.conformance_problems`):
 every declared point's methods are there, no undeclared point's method is, and no method name
 looks like a misspelt one. Plugins read node capacity through `state.free(...)` (read-only) and
 never write `state.used`; the framework assumes placed pods. What a plugin needs of the framework

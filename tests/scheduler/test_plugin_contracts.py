@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from scheduler import run_round
+from scheduler.contracts import conformance_problems
 from scheduler.cycle import Framework
 from scheduler.framework import FloatArray, Handle, IntArray, Status
 from scheduler.model import JobInfo, PodInfo
@@ -21,7 +22,6 @@ from scheduler.profile import (
     Profile,
     ProfileError,
     check_args,
-    conformance_problems,
     plugin_class,
 )
 from scheduler.state import CycleState
