@@ -2,8 +2,9 @@
 
 Entry points: `run_round(snapshot, profile=None) -> RoundResult` for one round,
 `apply_round` / `run_rounds` to simulate a cluster that obeys, `Profile.default()` for the
-reference plugin set. Input types live in `scheduler.model`; the plugin contracts in
-`scheduler.framework`.
+reference plugin set (`Profile.configured(config, registry)` for a cluster's configuration,
+out-of-tree plugins included). Input types live in `scheduler.model`; the extension points, their
+Protocols and the `Handle` in `scheduler.framework`; the guide is docs/plugins.md.
 """
 
 from scheduler.apply import apply_round, run_rounds
@@ -26,16 +27,25 @@ from scheduler.model import (
     gang_group_id,
 )
 from scheduler.profile import PluginSpec, Profile
-from scheduler.result import JobVerdict, Placement, PreemptionRecord, RoundResult
+from scheduler.result import (
+    Cause,
+    JobVerdict,
+    NodeReason,
+    Placement,
+    PreemptionRecord,
+    RoundResult,
+)
 from scheduler.round import run_round
 
 __all__ = [
+    "Cause",
     "ClusterSnapshot",
     "GangInfo",
     "JobInfo",
     "JobVerdict",
     "LayerGather",
     "NodeInfo",
+    "NodeReason",
     "NodeSelectorRequirement",
     "NodeSelectorTerm",
     "PDBInfo",
