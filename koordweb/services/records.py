@@ -316,8 +316,8 @@ def _preemption_rule(record: PreemptionRecord, priority: int) -> str:
         return "borrowed quota reclaimed (the preemptor's quota is within its min): "
     if record.rule == RULE_IN_QUOTA:
         return (
-            f"lower-priority jobs of the same quota evicted to free quota (priority {priority}"
-            f" over at most {highest}): "
+            f"lower-priority jobs evicted (priority {priority} over at most {highest}, of the"
+            " same quota, to free quota): "
         )
     return f"lower-priority jobs evicted (priority {priority} over at most {highest}): "
 

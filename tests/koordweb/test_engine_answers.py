@@ -23,7 +23,11 @@ def _record(rule: str, highest: int) -> PreemptionRecord:
     ("rule", "highest", "words"),
     [
         ("LowerPriority", 5, "lower-priority jobs evicted (priority 10 over at most 5): "),
-        ("InQuota", 5, "lower-priority jobs of the same quota evicted to free quota"),
+        (
+            "InQuota",
+            5,
+            "lower-priority jobs evicted (priority 10 over at most 5, of the same quota",
+        ),
         # the engine's rule decides, not the victim's priority: 50 > 10 and still the rule says
         ("QuotaReclaim", 50, "borrowed quota reclaimed (the preemptor's quota is within its min)"),
         ("LowerPriority", 50, "lower-priority jobs evicted (priority 10 over at most 50): "),
