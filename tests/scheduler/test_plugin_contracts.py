@@ -60,6 +60,19 @@ class UndeclaredPreFilter:
         return Status.success()
 
 
+class SquashedPreFilter:
+    """Declares PreFilter, spelt `prefilter`."""
+
+    name = "SquashedPreFilter"
+    extension_points = frozenset({"PreFilter"})
+
+    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+        pass
+
+    def prefilter(self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo]) -> Status:
+        return Status.success()
+
+
 class HalfReserve:
     """Declares Reserve without `unreserve`, and a PreFilter that takes too few arguments."""
 
@@ -108,6 +121,7 @@ def test_a_misspelt_extension_method_is_refused_at_profile_build() -> None:
             "UndeclaredPreFilter does not declare",
         ),
         (HalfReserve, "HalfReserve declares Reserve but has no unreserve method"),
+        (SquashedPreFilter, "SquashedPreFilter.prefilter looks like a misspelt pre_filter"),
         (HalfReserve, "HalfReserve.pre_filter takes 2 positional argument(s) besides self"),
     ],
 )
