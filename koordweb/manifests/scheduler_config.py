@@ -10,7 +10,9 @@ named in one warning, never dropped silently. Arguments of koordweb's own plugin
 placement, job preemption, queue order), which koord-scheduler does not have, travel in a second
 data key, `koordweb-scheduler-args` (JSON), so the Koordinator configuration stays one that
 koord-scheduler itself accepts; so do out-of-tree plugins a cluster enables (`enabledPlugins`)
-and their args. Writing does the reverse, so an exported dump re-imports with
+and their args. Reading also takes a registered out-of-tree plugin that the first profile enables
+in KubeSchedulerConfiguration's own shape (`plugins.<point>.enabled[].name`, its args in
+`pluginConfig`). Writing does the reverse, so an exported dump re-imports with
 the same `scheduler_args`.
 """
 
@@ -23,7 +25,14 @@ from typing import Any
 import yaml
 from django.conf import settings
 
-from scheduler.profile import check_args, configurable_arguments, problem_lines
+from scheduler.profile import (
+    DEFAULT_PLUGINS,
+    ProfileError,
+    check_args,
+    configurable_arguments,
+    plugin_registry,
+    problem_lines,
+)
 
 NAME = "koord-scheduler-config"
 NAMESPACE = "koordinator-system"
@@ -137,6 +146,9 @@ def _read_profiles(config: Mapping[str, Any], args: dict[str, dict[str, Any]]) -
     ]
     if not profiles or not isinstance(profiles[0], Mapping):
         return unsupported
+    extra = _enabled_out_of_tree(profiles[0].get("plugins"))
+    if extra:
+        args["enabledPlugins"] = extra  # type: ignore[assignment]  # a list, as check_args reads it
     declared = configurable_arguments()
     for entry in profiles[0].get("pluginConfig") or []:
         if not isinstance(entry, Mapping):
@@ -146,6 +158,9 @@ def _read_profiles(config: Mapping[str, Any], args: dict[str, dict[str, Any]]) -
         if not isinstance(plugin_args, Mapping):
             raise SchedulerConfigError(f"pluginConfig {name}: args must be an object")
         ours = _KOORDINATOR_NAMES.get(name)
+        if name in extra:
+            args[name] = {k: v for k, v in plugin_args.items() if k not in _TYPE_META}
+            continue
         for key, value in plugin_args.items():
             if key in _TYPE_META:
                 continue
@@ -157,3 +172,24 @@ def _read_profiles(config: Mapping[str, Any], args: dict[str, dict[str, Any]]) -
             else:
                 unsupported.append(f"{name}.{key}")
     return unsupported
+
+
+def _enabled_out_of_tree(plugins: Any) -> list[str]:
+    """The registered out-of-tree plugins a profile's `plugins.<point>.enabled[]` names, in
+    order: koordweb enables them (`enabledPlugins`); its own and Koordinator's names are not
+    enabled this way (koordweb's profile has them already)."""
+    if not isinstance(plugins, Mapping):
+        return []
+    try:
+        registry = plugin_registry(settings.KOORDWEB_SCHEDULER_PLUGINS)
+    except ProfileError as error:
+        raise SchedulerConfigError(f"KOORDWEB_SCHEDULER_PLUGINS: {error}") from None
+    registered = set(registry) - set(DEFAULT_PLUGINS)
+    found: list[str] = []
+    for point in plugins.values():
+        enabled = point.get("enabled") if isinstance(point, Mapping) else None
+        for entry in enabled if isinstance(enabled, list) else []:
+            name = entry.get("name") if isinstance(entry, Mapping) else None
+            if name in registered and name not in found:
+                found.append(str(name))
+    return found

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import yaml
 
 from koordweb.manifests.scheduler_config import read_scheduler_config, scheduler_config_doc
 from koordweb.services.records import _preemption_rule, quota_runtime
@@ -59,3 +60,28 @@ def test_an_enabled_plugin_and_its_args_travel_through_the_configmap(
     }
     doc = scheduler_config_doc(args, "koordweb")
     assert read_scheduler_config(doc["data"]) == (args, [])
+
+
+def test_a_kube_scheduler_configuration_enables_a_registered_plugin(
+    settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(EXAMPLE_DIR))
+    settings.KOORDWEB_SCHEDULER_PLUGINS = {
+        "PreferLabel": "prefer_label_plugin.prefer_label:PreferLabel"
+    }
+    config = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [
+            {
+                "schedulerName": "koordweb",
+                "plugins": {"score": {"enabled": [{"name": "PreferLabel", "weight": 1}]}},
+                "pluginConfig": [
+                    {"name": "PreferLabel", "args": {"kind": "PreferLabelArgs", "label": "disk"}}
+                ],
+            }
+        ],
+    }
+    args, unsupported = read_scheduler_config({"koord-scheduler-config": yaml.safe_dump(config)})
+    assert args == {"enabledPlugins": ["PreferLabel"], "PreferLabel": {"label": "disk"}}
+    assert unsupported == []
