@@ -350,7 +350,8 @@ class Framework:
             values["layer"] = details.get("gather_layer", "")
             values["domains"] = len(domains)
             if domains:
-                best, room = max(domains.items(), key=lambda item: (item[1], item[0]))
+                room = max(domains.values())
+                best = max(label for label, slots in domains.items() if slots == room)
                 values.update(best_domain=best, best_offer_slots=int(room))
             status = Status(
                 Code.UNSCHEDULABLE, outcome.message, details, "NetworkTopology", TOPOLOGY_NO_DOMAIN
