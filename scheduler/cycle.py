@@ -344,31 +344,26 @@ class Framework:
                 reasons[reason] = reasons.get(reason, 0) + count
         details: dict[str, Any] = dict(outcome.details)
         details["node_reasons"] = reasons
-        values: dict[str, Any] = {"pods": len(pods), "offer_slots": int(slots.sum())}
+        # what the cause reports beyond the details (the roomiest domain is found by the round,
+        # only for the failures it reports: preemption dry runs fail often and need none of it)
+        values: dict[str, Any] = {"pods": len(pods)}
         if outcome.topology_decided:
-            domains: Mapping[str, int] = details.get("domain_offer_slots", {})
             values["layer"] = details.get("gather_layer", "")
-            values["domains"] = len(domains)
-            if domains:
-                room = max(domains.values())
-                best = max(label for label, slots in domains.items() if slots == room)
-                values.update(best_domain=best, best_offer_slots=int(room))
             status = Status(
                 Code.UNSCHEDULABLE, outcome.message, details, "NetworkTopology", TOPOLOGY_NO_DOMAIN
             )
             return Failure(status, reasons, explained, values)
         total = len(state.nodes)
         available = total - len(zero)
-        values.update(available_nodes=available, total_nodes=total)
+        offered = int(slots.sum())
+        values.update(available_nodes=available, total_nodes=total, offer_slots=offered)
         summary = ", ".join(
             f"{count} {reason}" for reason, count in sorted(reasons.items(), key=_reason_order)
         )
         message = f"{available}/{total} nodes are available"
         message += f": {summary}." if summary else "."
         if available:
-            message += (
-                f" The job needs {len(pods)} offer slots, the nodes offer {int(slots.sum())}."
-            )
+            message += f" The job needs {len(pods)} offer slots, the nodes offer {offered}."
         status = Status(Code.UNSCHEDULABLE, message, details, "NodeResourcesFit", NODES_UNAVAILABLE)
         return Failure(status, reasons, explained, values)
 

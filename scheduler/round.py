@@ -10,6 +10,7 @@ plugin computed for the round.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from scheduler.cycle import Framework, JobOutcome
@@ -141,6 +142,11 @@ def _cause(failure: Failure, job_pods: int) -> Cause:
     }
     values.update(failure.values)
     values["job_pods"] = job_pods
+    domains: Mapping[str, int] = status.details.get("domain_offer_slots") or {}
+    if domains:
+        room = max(domains.values())
+        best = max(label for label, slots in domains.items() if slots == room)
+        values.update(domains=len(domains), best_domain=best, best_offer_slots=int(room))
     node_reasons = tuple(
         _node_reason(plugin, text, nodes)
         for plugin, told in failure.explained.items()
