@@ -99,6 +99,35 @@ class _Memo:
         self.last[idx] = way
 
 
+class _GroupCounts:
+    """For one pod shape: per group, the (fits, limit) counted (fits -1: not yet); grows with
+    the groups, so a question over thousands of nodes is a few array operations."""
+
+    def __init__(self) -> None:
+        self.fits: IntArray = np.full(0, -1, dtype=np.int64)
+        self.limit: IntArray = np.zeros(0, dtype=np.int64)
+
+    def grown(self, groups: int) -> tuple[IntArray, IntArray]:
+        if len(self.fits) < groups:
+            extra = max(groups - len(self.fits), len(self.fits))
+            self.fits = np.append(self.fits, np.full(extra, -1, dtype=np.int64))
+            self.limit = np.append(self.limit, np.zeros(extra, dtype=np.int64))
+        return self.fits, self.limit
+
+
+class _GroupScores:
+    """For one device request: per group, the node score (NaN: not yet)."""
+
+    def __init__(self) -> None:
+        self.scores: FloatArray = np.full(0, np.nan, dtype=np.float64)
+
+    def grown(self, groups: int) -> FloatArray:
+        if len(self.scores) < groups:
+            extra = max(groups - len(self.scores), len(self.scores))
+            self.scores = np.append(self.scores, np.full(extra, np.nan, dtype=np.float64))
+        return self.scores
+
+
 class DeviceFleet:
     """Device nodes of one round, by node index; the only mutable part is their usage."""
 
@@ -119,14 +148,18 @@ class DeviceFleet:
         self._layout_of = {idx: self._layout_id(node) for idx, node in self.nodes.items()}
         self._groups: dict[tuple[Any, ...], int] = {}
         self._members: list[tuple[NodeDevices, DeviceUsage]] = []
-        self._counts: dict[tuple[Any, ...], tuple[int, int]] = {}
-        self._released_counts: dict[tuple[Any, ...], tuple[int, int]] = {}
-        self._scores: dict[tuple[Any, ...], float] = {}
+        self._counts: dict[Runs, _GroupCounts] = {}  # shape -> per group (fits, limit)
+        self._scores: dict[DeviceRequest, _GroupScores] = {}  # request -> per group score
+        # Usage states (layout + usage fingerprint) as small ints, so the dry runs' memos hash
+        # an int instead of the fingerprint's nested tuples.
+        self._state_ids: dict[tuple[Any, ...], int] = {}
+        self._released_counts: dict[tuple[int, Runs], tuple[int, int]] = {}
         self._plans: dict[tuple[Any, ...], DeviceAllocation | None] = {}
         self._memos: dict[Runs, _Memo] = {}
         # For preemption drafts (`CardCheck`): usage with some pods gone, and the answers.
-        self._freed_usage: dict[tuple[Any, ...], tuple[DeviceUsage, tuple[Any, ...]]] = {}
+        self._freed_usage: dict[tuple[Any, ...], tuple[DeviceUsage, int]] = {}
         self._answers: dict[tuple[Any, ...], bool] = {}
+        self._shape_ids: dict[Runs, int] = {}
         self.track_holders({})
         for idx in self.nodes:
             self._regroup(idx)
@@ -186,16 +219,19 @@ class DeviceFleet:
         """
         shape, asked = _shape(runs)
         groups = self.group[node_indices]
-        table = np.zeros(len(self._members) + 1, dtype=np.int64)  # last slot: non-device nodes
-        for g in self._present(groups):
-            key = (int(g), shape)
-            counted = self._counts.get(key)
-            if counted is None or not _answers(counted, asked):
-                node, usage = self._members[int(g)]
-                counted = self._count(node, usage, shape, asked)
-                self._counts[key] = counted
-            table[g] = min(asked, counted[0])
-        result: IntArray = table[groups]
+        table = self._counts.get(shape)
+        if table is None:
+            table = self._counts[shape] = _GroupCounts()
+        fits, limit = table.grown(len(self._members))
+        # A group's count answers when it filled up before its limit or reached `asked`; the
+        # appended slot (index -1) stands for the nodes without devices.
+        answered = np.append((fits >= 0) & ((fits < limit) | (fits >= asked)), True)
+        missing = groups[~answered[groups]]
+        if len(missing):
+            for g in np.unique(missing).tolist():
+                node, usage = self._members[g]
+                fits[g], limit[g] = self._count(node, usage, shape, asked)
+        result: IntArray = np.append(np.minimum(fits, asked), 0)[groups]
         if released is not None and len(self._holder_id):
             self._released_slots(node_indices, shape, asked, released, result)
         return result
@@ -255,19 +291,19 @@ class DeviceFleet:
         usage: DeviceUsage,
         shape: Runs,
         asked: int,
-        key: tuple[Any, ...] | None = None,
+        key: int | None = None,
     ) -> tuple[int, int]:
-        """(fits, limit) on node `idx` as if its usage were `usage` (`key`: its `_key`, when
+        """(fits, limit) on node `idx` as if its usage were `usage` (`key`: its `_state_id`, when
         known). A dry run frees many nodes into the same few states (often: idle); equal layout
         and usage give equal counts, so each state is counted once a round."""
-        state = (key if key is not None else self._key(idx, usage), shape)
+        state = (key if key is not None else self._state_id(idx, usage), shape)
         counted = self._released_counts.get(state)
         if counted is None or not _answers(counted, asked):
             counted = self._count(self.nodes[idx], usage, shape, asked)
             self._released_counts[state] = counted
         return counted
 
-    def _freed(self, idx: int, released: BoolArray) -> tuple[DeviceUsage, tuple[Any, ...]]:
+    def _freed(self, idx: int, released: BoolArray) -> tuple[DeviceUsage, int]:
         """Node `idx`'s usage with the `released` pods' cards given back, and its group key;
         shared (never to be changed) while the node keeps its usage."""
         held_by = self._holders.get(idx, {})
@@ -278,7 +314,13 @@ class DeviceFleet:
             usage = self.usage[idx].copy()
             for pod_id in gone:
                 usage.release(held_by[pod_id])
-            found = self._freed_usage[question] = (usage, self._key(idx, usage))
+            found = self._freed_usage[question] = (usage, self._state_id(idx, usage))
+        return found
+
+    def _shape_id(self, shape: Runs) -> int:
+        found = self._shape_ids.get(shape)
+        if found is None:
+            found = self._shape_ids[shape] = len(self._shape_ids)
         return found
 
     def card_check(self, idx: int, runs: Runs, released: BoolArray) -> CardCheck:
@@ -289,17 +331,18 @@ class DeviceFleet:
     def scores(self, node_indices: IntArray, request: DeviceRequest) -> FloatArray:
         """Per position, the node score for one pod of `request` (0 where it does not fit)."""
         groups = self.group[node_indices]
-        table = np.zeros(len(self._members) + 1, dtype=np.float64)
-        for g in self._present(groups):
-            key = (int(g), request)
-            score = self._scores.get(key)
-            if score is None:
-                node, usage = self._members[int(g)]
+        table = self._scores.get(request)
+        if table is None:
+            table = self._scores[request] = _GroupScores()
+        scores = table.grown(len(self._members))
+        known = np.append(~np.isnan(scores), True)  # index -1: nodes without devices
+        missing = groups[~known[groups]]
+        if len(missing):
+            for g in np.unique(missing).tolist():
+                node, usage = self._members[g]
                 found = score_request(node, usage, request, self.scoring)
-                score = float(found) if found is not None else 0.0
-                self._scores[key] = score
-            table[g] = score
-        result: FloatArray = table[groups]
+                scores[g] = float(found) if found is not None else 0.0
+        result: FloatArray = np.append(scores, 0.0)[groups]
         return result
 
     def reasons(self, node_indices: IntArray, request: DeviceRequest) -> dict[str, int]:
@@ -318,17 +361,6 @@ class DeviceFleet:
         return reasons
 
     # --- internals ------------------------------------------------------------------------------
-    def _present(self, groups: IntArray) -> list[int]:
-        """The distinct groups among `groups` (-1: no devices): a few nodes' by sorting them,
-        many nodes' by counting over every group (cheaper than sorting thousands)."""
-        groups = groups[groups >= 0]
-        if 8 * len(groups) < len(self._members):
-            few: list[int] = np.unique(groups).tolist()
-            return few
-        counts = np.bincount(groups, minlength=len(self._members))
-        present: list[int] = np.flatnonzero(counts).tolist()
-        return present
-
     def _count(
         self, node: NodeDevices, usage: DeviceUsage, shape: Runs, asked: int
     ) -> tuple[int, int]:
@@ -382,6 +414,14 @@ class DeviceFleet:
             tuple(frozenset(v) for v in usage.vfs),
         )
 
+    def _state_id(self, idx: int, usage: DeviceUsage) -> int:
+        """A small int naming (layout, usage) for the memos of dry runs."""
+        key = self._key(idx, usage)
+        found = self._state_ids.get(key)
+        if found is None:
+            found = self._state_ids[key] = len(self._state_ids)
+        return found
+
     def _regroup(self, idx: int) -> None:
         usage = self.usage[idx]
         key = self._key(idx, usage)
@@ -403,17 +443,18 @@ class CardCheck:
     def __init__(self, fleet: DeviceFleet, idx: int, runs: Runs, released: BoolArray) -> None:
         self.fleet, self.idx = fleet, idx
         self.shape, self.asked = _shape(runs)
+        self.shape_id = fleet._shape_id(self.shape)
         self.held = fleet._holders.get(idx, {})
         self.usage, self.key = fleet._freed(idx, released)
         self.owned = False  # the freed usage is shared until this check keeps a pod back
 
     def holds_keeping(self, kept: Sequence[int]) -> bool:
         back = tuple(held for pod_id in kept if (held := self.held.get(pod_id)))
-        question = (self.key, back, self.shape, self.asked)
+        question = (self.key, back, self.shape_id, self.asked)
         answer = self.fleet._answers.get(question)
         if answer is None:
             usage: DeviceUsage = self.usage
-            key: tuple[Any, ...] | None = self.key
+            key: int | None = self.key
             if back:
                 usage, key = usage.copy(), None
                 for held in back:
@@ -430,4 +471,4 @@ class CardCheck:
             self.usage, self.owned = self.usage.copy(), True
         for held in back:
             self.usage.apply(held)
-        self.key = self.fleet._key(self.idx, self.usage)
+        self.key = self.fleet._state_id(self.idx, self.usage)
