@@ -26,6 +26,7 @@ from scheduler.devices.allocator import (
     allocate,
     count_fits,
     explain,
+    plan_devices,
     score_request,
 )
 from scheduler.devices.model import AllocatedDevice, DeviceUsage, NodeDevices
@@ -145,6 +146,7 @@ class DeviceFleet:
         self.device_nodes: IntArray = np.array(sorted(nodes), dtype=np.int64)
         self.group: IntArray = np.full(node_count, -1, dtype=np.int64)
         self._layouts: dict[tuple[Any, ...], int] = {}
+        self._layout_seen: dict[tuple[Any, ...], int] = {}
         self._layout_of = {idx: self._layout_id(node) for idx, node in self.nodes.items()}
         self._groups: dict[tuple[Any, ...], int] = {}
         self._members: list[tuple[NodeDevices, DeviceUsage]] = []
@@ -155,6 +157,7 @@ class DeviceFleet:
         self._state_ids: dict[tuple[Any, ...], int] = {}
         self._released_counts: dict[tuple[int, Runs], tuple[int, int]] = {}
         self._plans: dict[tuple[Any, ...], DeviceAllocation | None] = {}
+        self._held_plans: dict[tuple[int, DeviceRequest], Held | None] = {}
         self._memos: dict[Runs, _Memo] = {}
         # For preemption drafts (`CardCheck`): usage with some pods gone, and the answers.
         self._freed_usage: dict[tuple[Any, ...], tuple[DeviceUsage, int]] = {}
@@ -208,6 +211,14 @@ class DeviceFleet:
         if shared is None:
             return None
         return DeviceAllocation(self.nodes[idx].node, shared.devices, dict(shared.annotations))
+
+    def plan(self, idx: int, request: DeviceRequest) -> Held | None:
+        """The devices `allocate` would give on node `idx` now, without its annotations."""
+        key = (int(self.group[idx]), request)
+        if key not in self._held_plans:
+            node, usage = self._members[key[0]]
+            self._held_plans[key] = plan_devices(node, usage, request, self.scoring)
+        return self._held_plans[key]
 
     # --- questions over many nodes --------------------------------------------------------------
     def slots(
@@ -380,6 +391,23 @@ class DeviceFleet:
         return total, asked
 
     def _layout_id(self, node: NodeDevices) -> int:
+        # Nodes built from one template share their device tuples: known by identity (the
+        # fleet holds every node, so an id is not reused while it lives).
+        same = (
+            id(node.gpus),
+            id(node.rdmas),
+            node.vendor,
+            node.model,
+            id(node.partitions),
+            node.partition_policy,
+            id(node.ascend),
+        )
+        known = self._layout_seen.get(same)
+        if known is None:
+            known = self._layout_seen[same] = self._layout_content_id(node)
+        return known
+
+    def _layout_content_id(self, node: NodeDevices) -> int:
         # Flat tuples hash far faster than nested frozen dataclasses, at 5,000 nodes it shows.
         devices = tuple(
             (

@@ -18,7 +18,7 @@ shape. Args: `{"scoring": "LeastAllocated" | "MostAllocated"}`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -41,6 +41,9 @@ from scheduler.devices.names import (
     ANNOTATION_DEVICE_ALLOCATED,
     ANNOTATION_JOINT_ALLOCATE,
     DEVICE_RESOURCES,
+    LABEL_GPU_MODEL,
+    LABEL_GPU_VENDOR,
+    LABEL_PARTITION_POLICY,
     Scoring,
 )
 from scheduler.framework import (
@@ -97,8 +100,9 @@ class DeviceShare:
     # --- setup ----------------------------------------------------------------------------------
     def setup(self, state: CycleState) -> None:
         nodes: dict[int, NodeDevices] = {}
+        templates: _Templates = {}
         for idx, info in enumerate(state.nodes):
-            devices = _node_devices(info)
+            devices = _node_devices(info, templates)
             if devices is not None and devices.has_devices:
                 nodes[idx] = devices
         requests: dict[tuple[Any, ...], DeviceRequest | list[str] | None] = {}
@@ -236,12 +240,25 @@ class DeviceShare:
 RequestCache = dict[tuple[Any, ...], DeviceRequest | list[str] | None]
 
 
-def _node_devices(info: NodeInfo) -> NodeDevices | None:
+_Templates = dict[tuple[Any, ...], tuple[Sequence[Device], NodeDevices]]
+"""Nodes sharing one sequence of `Device` (by identity) and the labels `build_node_devices`
+reads: the first one's `NodeDevices`, renamed for the others."""
+
+_LAYOUT_LABELS = (LABEL_GPU_VENDOR, LABEL_GPU_MODEL, LABEL_PARTITION_POLICY)
+
+
+def _node_devices(info: NodeInfo, templates: _Templates) -> NodeDevices | None:
     devices = info.devices
     if devices is None or isinstance(devices, NodeDevices):
         return devices
     if isinstance(devices, Sequence) and all(isinstance(d, Device) for d in devices):
-        return build_node_devices(info.name, devices, info.labels)
+        key = (id(devices), *(info.labels.get(label) for label in _LAYOUT_LABELS))
+        known = templates.get(key)
+        if known is not None and known[0] is devices:
+            return replace(known[1], node=info.name)
+        built = build_node_devices(info.name, devices, info.labels)
+        templates[key] = (devices, built)
+        return built
     raise TypeError(f"node {info.name}: devices must be NodeDevices or a sequence of Device")
 
 
@@ -290,8 +307,8 @@ def _held_by(pod: PodInfo, fleet: DeviceFleet, idx: int, cache: RequestCache) ->
         return ()
     # Bound by someone who wrote no annotation: account it on the cards we would have chosen
     # (nodes in the same state choose alike, so the fleet plans once per group).
-    allocation = fleet.allocate(idx, request)
-    if allocation is None:
+    devices = fleet.plan(idx, request)
+    if devices is None:
         return ()
-    fleet.apply(idx, allocation.devices)
-    return allocation.devices
+    fleet.apply(idx, devices)
+    return devices
