@@ -413,6 +413,10 @@ class LoadAware:
         ls = self._state(state)
         added: list[tuple[int, IntArray, bool]] = []
         for key, idx in plan.assignment.items():
+            if not ls.fresh[idx]:
+                # Only nodes with a usable report read what is placed on them (`fresh`, fixed
+                # for the round): elsewhere the filter and the score never look.
+                continue
             pod = state.pods[key]
             estimate = self.estimate(ls, pod)
             prod = is_prod(pod)
