@@ -163,6 +163,7 @@ class DeviceFleet:
         self._freed_usage: dict[tuple[Any, ...], tuple[DeviceUsage, int]] = {}
         self._answers: dict[tuple[Any, ...], bool] = {}
         self._shape_ids: dict[Runs, int] = {}
+        self._reasons: dict[DeviceRequest, dict[int, str]] = {}  # request -> group -> reason
         self.track_holders({})
         for idx in self.nodes:
             self._regroup(idx)
@@ -172,6 +173,15 @@ class DeviceFleet:
         being positions in the mask `slots` is given (set once their cards are known)."""
         # Per node, bound pod id -> its devices, in the order given (a holder's bit position).
         self._holders: dict[int, dict[int, Held]] = {idx: dict(holders[idx]) for idx in holders}
+        # Equal holdings as one int (bound pod id -> holding id), so a check's question hashes
+        # ints, not tuples of devices.
+        interned: dict[Held, int] = {}
+        self._holding: dict[int, int] = {
+            pod_id: interned.setdefault(held, len(interned))
+            for entries in self._holders.values()
+            for pod_id, held in entries.items()
+        }
+        self._holdings: list[Held] = list(interned)
         ids: list[int] = []
         where: list[int] = []
         bits: list[int] = []
@@ -361,12 +371,16 @@ class DeviceFleet:
         groups = self.group[node_indices]
         counts = np.bincount(groups[groups >= 0], minlength=len(self._members))
         reasons: dict[str, int] = {}
+        known = self._reasons.get(request)
+        if known is None:
+            known = self._reasons[request] = {}
         for g in np.flatnonzero(counts).tolist():
             count = int(counts[g])
-            node, usage = self._members[g]
-            why = explain(node, usage, request)
-            # "Insufficient gpu: 4 needed, ..." -> "Insufficient gpu", so nodes group by reason.
-            reason = why.split(":")[0]
+            reason = known.get(g)
+            if reason is None:
+                node, usage = self._members[g]
+                # "Insufficient gpu: 4 needed, ..." -> "Insufficient gpu": nodes group by reason.
+                reason = known[g] = explain(node, usage, request).split(":")[0]
             if reason:
                 reasons[reason] = reasons.get(reason, 0) + count
         return reasons
@@ -477,7 +491,8 @@ class CardCheck:
         self.owned = False  # the freed usage is shared until this check keeps a pod back
 
     def holds_keeping(self, kept: Sequence[int]) -> bool:
-        back = tuple(held for pod_id in kept if (held := self.held.get(pod_id)))
+        holding, held = self.fleet._holding, self.held
+        back = tuple(holding[pod_id] for pod_id in kept if pod_id in held)
         question = (self.key, back, self.shape_id, self.asked)
         answer = self.fleet._answers.get(question)
         if answer is None:
@@ -485,8 +500,8 @@ class CardCheck:
             key: int | None = self.key
             if back:
                 usage, key = usage.copy(), None
-                for held in back:
-                    usage.apply(held)
+                for holding_id in back:
+                    usage.apply(self.fleet._holdings[holding_id])
             fits, _ = self.fleet._usage_count(self.idx, usage, self.shape, self.asked, key)
             answer = self.fleet._answers[question] = fits >= self.asked
         return answer

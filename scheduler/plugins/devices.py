@@ -17,7 +17,7 @@ shape. Args: `{"scoring": "LeastAllocated" | "MostAllocated"}`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
@@ -72,6 +72,15 @@ class DeviceState:
     runs: dict[tuple[str, ...], tuple[Runs, int]] = field(
         default_factory=dict
     )  # pod keys -> `device_runs`, asked for again by every dry run of a job
+    by_pod: dict[str, DeviceRequest | list[str] | None] = field(default_factory=dict)
+
+    def request(self, pod: PodInfo) -> DeviceRequest | list[str] | None:
+        """`_request`, remembered per pod key (a pod's requests are fixed for the round)."""
+        try:
+            return self.by_pod[pod.key]
+        except KeyError:
+            found = self.by_pod[pod.key] = _request(self.requests, pod)
+            return found
 
     def device_runs(self, pods: Sequence[PodInfo]) -> tuple[Runs, int]:
         """`pods` as runs of one device request, and how many ask for no device (remembered
@@ -79,7 +88,7 @@ class DeviceState:
         keys = tuple(p.key for p in pods)
         found = self.runs.get(keys)
         if found is None:
-            runs = _runs(self.requests, pods)
+            runs = _runs(self.request, pods)
             device_runs = tuple((r, c) for r, c in runs if r is not None)
             found = self.runs[keys] = (device_runs, sum(c for r, c in runs if r is None))
         return found
@@ -129,7 +138,7 @@ class DeviceShare:
     def pre_filter(self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo]) -> Status:
         ds = self._state(state)
         for pod in pods:
-            parsed = _request(ds.requests, pod)
+            parsed = ds.request(pod)
             if isinstance(parsed, list):
                 return Status(Code.INVALID, f"pod {pod.key}: " + "; ".join(parsed), {}, self.name)
         return Status.success()
@@ -169,7 +178,7 @@ class DeviceShare:
         self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo], node_indices: IntArray
     ) -> dict[str, int]:
         ds = self._state(state)
-        request = next((r for r, _ in _runs(ds.requests, pods) if r is not None), None)
+        request = next((r for r, _ in _runs(ds.request, pods) if r is not None), None)
         if request is None:
             return {}
         return ds.fleet.reasons(node_indices, request)
@@ -179,7 +188,7 @@ class DeviceShare:
         """0..100 per node by the scoring strategy for the job's first device pod; 0 elsewhere."""
         ds = self._state(state)
         pods = state.pending_pods(job)
-        request = _request(ds.requests, pods[0]) if pods else None
+        request = ds.request(pods[0]) if pods else None
         if request is None or isinstance(request, list):
             zeros: FloatArray = np.zeros(len(node_indices), dtype=np.float64)
             return zeros
@@ -194,7 +203,7 @@ class DeviceShare:
         allocations: dict[str, PodAllocation] = {}
         done: list[str] = []
         for pod in pods:
-            request = _request(ds.requests, pod)
+            request = ds.request(pod)
             if request is None or isinstance(request, list):
                 continue
             idx = plan.assignment[pod.key]
@@ -276,11 +285,13 @@ def _request(cache: RequestCache, pod: PodInfo) -> DeviceRequest | list[str] | N
     return cache[key]
 
 
-def _runs(cache: RequestCache, pods: Sequence[PodInfo]) -> list[tuple[DeviceRequest | None, int]]:
+def _runs(
+    request_of: Callable[[PodInfo], DeviceRequest | list[str] | None], pods: Sequence[PodInfo]
+) -> list[tuple[DeviceRequest | None, int]]:
     """Consecutive pods with one device request, as (request, count); invalid counts as unfit."""
     runs: list[tuple[DeviceRequest | None, int]] = []
     for pod in pods:
-        parsed = _request(cache, pod)
+        parsed = request_of(pod)
         request = _NEVER if isinstance(parsed, list) else parsed
         if runs and runs[-1][0] == request:
             runs[-1] = (request, runs[-1][1] + 1)
