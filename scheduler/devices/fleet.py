@@ -163,6 +163,7 @@ class DeviceFleet:
         self._freed_usage: dict[tuple[Any, ...], tuple[DeviceUsage, int]] = {}
         self._answers: dict[tuple[Any, ...], bool] = {}
         self._shape_ids: dict[Runs, int] = {}
+        self._runs_shape: dict[int, tuple[Runs, Runs, int, int]] = {}
         self._reasons: dict[DeviceRequest, dict[int, str]] = {}  # request -> group -> reason
         self.track_holders({})
         for idx in self.nodes:
@@ -176,11 +177,14 @@ class DeviceFleet:
         # Equal holdings as one int (bound pod id -> holding id), so a check's question hashes
         # ints, not tuples of devices.
         interned: dict[Held, int] = {}
-        self._holding: dict[int, int] = {
-            pod_id: interned.setdefault(held, len(interned))
-            for entries in self._holders.values()
-            for pod_id, held in entries.items()
-        }
+        by_identity: dict[int, int] = {}  # many holders share one planned tuple
+        self._holding: dict[int, int] = {}
+        for entries in self._holders.values():
+            for pod_id, held in entries.items():
+                found = by_identity.get(id(held))
+                if found is None:
+                    found = by_identity[id(held)] = interned.setdefault(held, len(interned))
+                self._holding[pod_id] = found
         self._holdings: list[Held] = list(interned)
         ids: list[int] = []
         where: list[int] = []
@@ -340,6 +344,15 @@ class DeviceFleet:
             found = self._freed_usage[question] = (usage, self._state_id(idx, usage))
         return found
 
+    def _shape_of(self, runs: Runs) -> tuple[Runs, int, int]:
+        """`_shape(runs)` and the shape's id, remembered per runs object (the plugin keeps
+        one per pod list for the round, so its id is not reused meanwhile)."""
+        found = self._runs_shape.get(id(runs))
+        if found is None or found[0] is not runs:
+            shape, asked = _shape(runs)
+            found = self._runs_shape[id(runs)] = (runs, shape, asked, self._shape_id(shape))
+        return found[1], found[2], found[3]
+
     def _shape_id(self, shape: Runs) -> int:
         found = self._shape_ids.get(shape)
         if found is None:
@@ -484,8 +497,7 @@ class CardCheck:
 
     def __init__(self, fleet: DeviceFleet, idx: int, runs: Runs, released: BoolArray) -> None:
         self.fleet, self.idx = fleet, idx
-        self.shape, self.asked = _shape(runs)
-        self.shape_id = fleet._shape_id(self.shape)
+        self.shape, self.asked, self.shape_id = fleet._shape_of(runs)
         self.held = fleet._holders.get(idx, {})
         self.usage, self.key = fleet._freed(idx, released)
         self.owned = False  # the freed usage is shared until this check keeps a pod back
