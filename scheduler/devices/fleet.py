@@ -29,6 +29,15 @@ from scheduler.devices.allocator import (
     plan_devices,
     score_request,
 )
+from scheduler.devices.memory import (
+    SATURATE,
+    FleetMemory,
+    GroupCounts,
+    GroupScores,
+    Memo,
+    Runs,
+    shape_key,
+)
 from scheduler.devices.model import AllocatedDevice, DeviceUsage, NodeDevices
 from scheduler.devices.names import Scoring
 from scheduler.devices.request import DeviceRequest
@@ -38,95 +47,8 @@ FloatArray = npt.NDArray[np.float64]
 Held = tuple[AllocatedDevice, ...]
 UIntArray = npt.NDArray[np.uint64]
 BoolArray = npt.NDArray[np.bool_]
-Runs = tuple[tuple[DeviceRequest, int], ...]
-"""Consecutive pods sharing a device request: (request, how many), in placement order."""
 
 BITS = 64  # holders a node can name in one released-bits word; more go the exact, slower way
-
-
-SATURATE = 16
-"""A one-request shape is counted to at least this many pods, so jobs of every size share it."""
-
-
-def _shape(runs: Runs) -> tuple[Runs, int]:
-    """The cache key of `runs` and the pods asked. One request is keyed by itself alone (count 0)
-    and counted past the job's size; a mix of requests is keyed exactly."""
-    asked = sum(count for _, count in runs)
-    if len(runs) == 1:
-        return ((runs[0][0], 0),), asked
-    return runs, asked
-
-
-def _answers(counted: tuple[int, int], asked: int) -> bool:
-    """Whether (fits, limit) answers a job of `asked` pods: the node filled up before the limit,
-    or at least `asked` pods fit."""
-    fits, limit = counted
-    return fits < limit or asked <= fits
-
-
-class _Memo:
-    """For one pod shape: per node, the last two (group, released bits) counted, with their
-    (fits, limit). Two ways, because a preemption search asks alternately with every candidate
-    victim gone and with one plan's victims gone; a miss replaces the way not used last."""
-
-    WAYS = 2
-
-    def __init__(self, node_count: int) -> None:
-        self.group: IntArray = np.full((self.WAYS, node_count), -2, dtype=np.int64)
-        self.bits: UIntArray = np.zeros((self.WAYS, node_count), dtype=np.uint64)
-        self.fits: IntArray = np.zeros((self.WAYS, node_count), dtype=np.int64)
-        self.limit: IntArray = np.zeros((self.WAYS, node_count), dtype=np.int64)
-        self.last: IntArray = np.zeros(node_count, dtype=np.int64)
-
-    def recall(
-        self, nodes: IntArray, groups: IntArray, bits: UIntArray, asked: int
-    ) -> tuple[IntArray, BoolArray]:
-        """Per node, the remembered fits for (group, bits) and whether they answer `asked`."""
-        fits: IntArray = np.zeros(len(nodes), dtype=np.int64)
-        known: BoolArray = np.zeros(len(nodes), dtype=np.bool_)
-        for way in range(self.WAYS):
-            stored = self.fits[way, nodes]
-            hit = (self.group[way, nodes] == groups) & (self.bits[way, nodes] == bits)
-            hit &= (stored < self.limit[way, nodes]) | (stored >= asked)
-            fits[hit] = stored[hit]
-            known |= hit
-            self.last[nodes[hit]] = way
-        return fits, known
-
-    def remember(self, idx: int, group: int, bits: np.uint64, counted: tuple[int, int]) -> None:
-        way = (int(self.last[idx]) + 1) % self.WAYS
-        self.group[way, idx], self.bits[way, idx] = group, bits
-        self.fits[way, idx], self.limit[way, idx] = counted
-        self.last[idx] = way
-
-
-class _GroupCounts:
-    """For one pod shape: per group, the (fits, limit) counted (fits -1: not yet); grows with
-    the groups, so a question over thousands of nodes is a few array operations."""
-
-    def __init__(self) -> None:
-        self.fits: IntArray = np.full(0, -1, dtype=np.int64)
-        self.limit: IntArray = np.zeros(0, dtype=np.int64)
-
-    def grown(self, groups: int) -> tuple[IntArray, IntArray]:
-        if len(self.fits) < groups:
-            extra = max(groups - len(self.fits), len(self.fits))
-            self.fits = np.append(self.fits, np.full(extra, -1, dtype=np.int64))
-            self.limit = np.append(self.limit, np.zeros(extra, dtype=np.int64))
-        return self.fits, self.limit
-
-
-class _GroupScores:
-    """For one device request: per group, the node score (NaN: not yet)."""
-
-    def __init__(self) -> None:
-        self.scores: FloatArray = np.full(0, np.nan, dtype=np.float64)
-
-    def grown(self, groups: int) -> FloatArray:
-        if len(self.scores) < groups:
-            extra = max(groups - len(self.scores), len(self.scores))
-            self.scores = np.append(self.scores, np.full(extra, np.nan, dtype=np.float64))
-        return self.scores
 
 
 class DeviceFleet:
@@ -138,27 +60,30 @@ class DeviceFleet:
         nodes: Mapping[int, NodeDevices],
         usage: Mapping[int, DeviceUsage],
         scoring: Scoring = "LeastAllocated",
+        memory: FleetMemory | None = None,
     ) -> None:
         self.node_count = node_count
+        # Counts and scores by content, possibly kept from earlier rounds (see `FleetMemory`).
+        self.memory = memory if memory is not None else FleetMemory()
         self.nodes = dict(nodes)
         self.usage = {idx: usage.get(idx) or DeviceUsage(node) for idx, node in nodes.items()}
         self.scoring = scoring
         self.device_nodes: IntArray = np.array(sorted(nodes), dtype=np.int64)
         self.group: IntArray = np.full(node_count, -1, dtype=np.int64)
-        self._layouts: dict[tuple[Any, ...], int] = {}
         self._layout_seen: dict[tuple[Any, ...], int] = {}
         self._layout_of = {idx: self._layout_id(node) for idx, node in self.nodes.items()}
         self._groups: dict[tuple[Any, ...], int] = {}
         self._members: list[tuple[NodeDevices, DeviceUsage]] = []
-        self._counts: dict[Runs, _GroupCounts] = {}  # shape -> per group (fits, limit)
-        self._scores: dict[DeviceRequest, _GroupScores] = {}  # request -> per group score
+        self._group_keys: list[tuple[Any, ...]] = []  # group -> its `_key`, the memory's key
+        self._counts: dict[Runs, GroupCounts] = {}  # shape -> per group (fits, limit)
+        self._scores: dict[DeviceRequest, GroupScores] = {}  # request -> per group score
         # Usage states (layout + usage fingerprint) as small ints, so the dry runs' memos hash
         # an int instead of the fingerprint's nested tuples.
         self._state_ids: dict[tuple[Any, ...], int] = {}
-        self._released_counts: dict[tuple[int, Runs], tuple[int, int]] = {}
+        self._state_keys: list[tuple[Any, ...]] = []  # state id -> its `_key`
         self._plans: dict[tuple[Any, ...], DeviceAllocation | None] = {}
         self._held_plans: dict[tuple[int, DeviceRequest], Held | None] = {}
-        self._memos: dict[Runs, _Memo] = {}
+        self._memos: dict[Runs, Memo] = {}
         # For preemption drafts (`CardCheck`): usage with some pods gone, and the answers.
         self._freed_usage: dict[tuple[Any, ...], tuple[DeviceUsage, int]] = {}
         self._answers: dict[tuple[Any, ...], bool] = {}
@@ -242,11 +167,11 @@ class DeviceFleet:
 
         `released` marks the bound pods (by the ids given as `holders`) a dry run treats as gone.
         """
-        shape, asked = _shape(runs)
+        shape, asked = shape_key(runs)
         groups = self.group[node_indices]
         table = self._counts.get(shape)
         if table is None:
-            table = self._counts[shape] = _GroupCounts()
+            table = self._counts[shape] = GroupCounts()
         fits, limit = table.grown(len(self._members))
         # A group's count answers when it filled up before its limit or reached `asked`; the
         # appended slot (index -1) stands for the nodes without devices.
@@ -255,7 +180,13 @@ class DeviceFleet:
         if len(missing):
             for g in np.unique(missing).tolist():
                 node, usage = self._members[g]
-                fits[g], limit[g] = self._count(node, usage, shape, asked)
+                fits[g], limit[g] = self.memory.count(
+                    self._group_keys[g],
+                    shape,
+                    self.scoring,
+                    asked,
+                    lambda: self._count(node, usage, shape, asked),  # noqa: B023 (called here)
+                )
         result: IntArray = np.append(np.minimum(fits, asked), 0)[groups]
         if released is not None and len(self._holder_id):
             self._released_slots(node_indices, shape, asked, released, result)
@@ -293,7 +224,7 @@ class DeviceFleet:
         nodes_bits = node_bits[nodes]
         memo = self._memos.get(shape)
         if memo is None:
-            memo = self._memos[shape] = _Memo(self.node_count)
+            memo = self._memos[shape] = Memo(self.node_count)
         fits, known = memo.recall(nodes, self.group[nodes], nodes_bits, asked)
         result[positions[known]] = np.minimum(fits[known], asked)
         for pos in np.flatnonzero(~known).tolist():
@@ -320,13 +251,15 @@ class DeviceFleet:
     ) -> tuple[int, int]:
         """(fits, limit) on node `idx` as if its usage were `usage` (`key`: its `_state_id`, when
         known). A dry run frees many nodes into the same few states (often: idle); equal layout
-        and usage give equal counts, so each state is counted once a round."""
-        state = (key if key is not None else self._state_id(idx, usage), shape)
-        counted = self._released_counts.get(state)
-        if counted is None or not _answers(counted, asked):
-            counted = self._count(self.nodes[idx], usage, shape, asked)
-            self._released_counts[state] = counted
-        return counted
+        and usage give equal counts, so each state is counted once (see `FleetMemory`)."""
+        state = self._state_keys[key if key is not None else self._state_id(idx, usage)]
+        return self.memory.count(
+            state,
+            shape,
+            self.scoring,
+            asked,
+            lambda: self._count(self.nodes[idx], usage, shape, asked),
+        )
 
     def _freed(self, idx: int, released: BoolArray) -> tuple[DeviceUsage, int]:
         """Node `idx`'s usage with the `released` pods' cards given back, and its state id;
@@ -345,11 +278,11 @@ class DeviceFleet:
         return found
 
     def _shape_of(self, runs: Runs) -> tuple[Runs, int, int]:
-        """`_shape(runs)` and the shape's id, remembered per runs object (the plugin keeps
+        """`shape_key(runs)` and the shape's id, remembered per runs object (the plugin keeps
         one per pod list for the round, so its id is not reused meanwhile)."""
         found = self._runs_shape.get(id(runs))
         if found is None or found[0] is not runs:
-            shape, asked = _shape(runs)
+            shape, asked = shape_key(runs)
             found = self._runs_shape[id(runs)] = (runs, shape, asked, self._shape_id(shape))
         return found[1], found[2], found[3]
 
@@ -369,15 +302,19 @@ class DeviceFleet:
         groups = self.group[node_indices]
         table = self._scores.get(request)
         if table is None:
-            table = self._scores[request] = _GroupScores()
+            table = self._scores[request] = GroupScores()
         scores = table.grown(len(self._members))
         known = np.append(~np.isnan(scores), True)  # index -1: nodes without devices
         missing = groups[~known[groups]]
         if len(missing):
             for g in np.unique(missing).tolist():
                 node, usage = self._members[g]
-                found = score_request(node, usage, request, self.scoring)
-                scores[g] = float(found) if found is not None else 0.0
+                scores[g] = self.memory.score(
+                    self._group_keys[g],
+                    request,
+                    self.scoring,
+                    lambda: _score(node, usage, request, self.scoring),  # noqa: B023
+                )
         result: FloatArray = np.append(scores, 0.0)[groups]
         return result
 
@@ -404,7 +341,7 @@ class DeviceFleet:
     def _count(
         self, node: NodeDevices, usage: DeviceUsage, shape: Runs, asked: int
     ) -> tuple[int, int]:
-        """(pods of `shape` that fit, the limit counted to); see `_shape` and `_answers`."""
+        """(pods of `shape` that fit, the limit counted to); see `shape_key` and `answers`."""
         if len(shape) == 1 and shape[0][1] == 0:
             limit = max(asked, SATURATE)
             return count_fits(node, usage, shape[0][0], limit, self.scoring), limit
@@ -433,29 +370,8 @@ class DeviceFleet:
         )
         known = self._layout_seen.get(same)
         if known is None:
-            known = self._layout_seen[same] = self._layout_content_id(node)
+            known = self._layout_seen[same] = self.memory.layout_id(node)
         return known
-
-    def _layout_content_id(self, node: NodeDevices) -> int:
-        # Flat tuples hash far faster than nested frozen dataclasses, at 5,000 nodes it shows.
-        devices = tuple(
-            (
-                d.type,
-                d.minor,
-                d.health,
-                d.core,
-                d.memory,
-                d.memory_ratio,
-                d.rdma,
-                d.topology.numa_node,
-                d.topology.pcie_id,
-                tuple(vf.minor for vf in d.vfs),
-            )
-            for d in (*node.gpus, *node.rdmas)
-        )
-        partitions = id(node.partitions) if node.partitions else None
-        key = (devices, node.vendor, node.model, partitions, node.partition_policy, node.ascend)
-        return self._layouts.setdefault(key, len(self._layouts))
 
     def _key(self, idx: int, usage: DeviceUsage) -> tuple[Any, ...]:
         """A node's group key: its layout and a fingerprint of its usage. One flat tuple (the
@@ -475,6 +391,7 @@ class DeviceFleet:
         found = self._state_ids.get(key)
         if found is None:
             found = self._state_ids[key] = len(self._state_ids)
+            self._state_keys.append(key)
         return found
 
     def _regroup(self, idx: int) -> None:
@@ -486,7 +403,15 @@ class DeviceFleet:
             self._groups[key] = group
             # A frozen copy: the member node's usage keeps changing, the group's must not.
             self._members.append((self.nodes[idx], usage.copy()))
+            self._group_keys.append(key)
         self.group[idx] = group
+
+
+def _score(
+    node: NodeDevices, usage: DeviceUsage, request: DeviceRequest, scoring: Scoring
+) -> float:
+    found = score_request(node, usage, request, scoring)
+    return float(found) if found is not None else 0.0
 
 
 class CardCheck:

@@ -36,7 +36,8 @@ from scheduler.devices import (
     usage_from_pods,
 )
 from scheduler.devices.annotations import device_allocated_data
-from scheduler.devices.fleet import CardCheck, DeviceFleet, Held, Runs
+from scheduler.devices.fleet import CardCheck, DeviceFleet, Held
+from scheduler.devices.memory import FleetMemory, Runs
 from scheduler.devices.names import (
     ANNOTATION_DEVICE_ALLOCATED,
     ANNOTATION_JOINT_ALLOCATE,
@@ -122,7 +123,7 @@ class DeviceShare:
             usage, unreadable = usage_from_pods(devices, [p.annotations for p in bound])
             problems.extend(f"{devices.node}: {p}" for p in unreadable)
             usages[idx] = usage
-        fleet = DeviceFleet(len(state.nodes), nodes, usages, self.scoring)
+        fleet = DeviceFleet(len(state.nodes), nodes, usages, self.scoring, self._memory(state))
         held: dict[str, tuple[int, Held]] = {}
         holders: dict[int, list[tuple[int, Held]]] = {}
         for idx in nodes:
@@ -133,6 +134,17 @@ class DeviceShare:
                     holders.setdefault(idx, []).append((state.bound_id[pod.key], devices_held))
         fleet.track_holders(holders)
         state.plugin_data[self.name] = DeviceState(fleet, held, {}, requests, problems)
+
+    def _memory(self, state: CycleState) -> FleetMemory | None:
+        """The fleet's counts from earlier rounds, when the caller keeps a warm snapshot's
+        `engine_cache` (a new one is left there for the next round)."""
+        cache = state.snapshot.engine_cache
+        if cache is None:
+            return None
+        memory = cache.get(self.name)
+        if not isinstance(memory, FleetMemory):
+            memory = cache[self.name] = FleetMemory()
+        return memory
 
     # --- PreFilter ------------------------------------------------------------------------------
     def pre_filter(self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo]) -> Status:
