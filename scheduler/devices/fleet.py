@@ -70,6 +70,7 @@ class DeviceFleet:
         self.scoring = scoring
         self.device_nodes: IntArray = np.array(sorted(nodes), dtype=np.int64)
         self.group: IntArray = np.full(node_count, -1, dtype=np.int64)
+        self._every: IntArray = np.arange(node_count, dtype=np.int64)
         self._layout_seen: dict[tuple[Any, ...], int] = {}
         self._layout_of = {idx: self._layout_id(node) for idx, node in self.nodes.items()}
         self._groups: dict[tuple[Any, ...], int] = {}
@@ -213,15 +214,21 @@ class DeviceFleet:
             return
         where, bits = self._holder_node[on], self._holder_bit[on]
         starts = np.flatnonzero(np.concatenate(([True], where[1:] != where[:-1])))
-        node_bits: UIntArray = np.zeros(self.node_count, dtype=np.uint64)
-        node_freed: BoolArray = np.zeros(self.node_count, dtype=np.bool_)
-        node_bits[where[starts]] = np.bitwise_or.reduceat(bits, starts)
-        node_freed[where[starts]] = True
-        positions = np.flatnonzero(node_freed[node_indices])
-        if not len(positions):
-            return
-        nodes = node_indices[positions]
-        nodes_bits = node_bits[nodes]
+        freed = where[starts]  # the nodes where the dry run frees cards, sorted
+        freed_bits: UIntArray = np.bitwise_or.reduceat(bits, starts)
+        if len(node_indices) == self.node_count and np.array_equal(node_indices, self._every):
+            # Every node asked, in order (offer slots): positions are node indices.
+            positions, nodes, nodes_bits = freed, freed, freed_bits
+        else:
+            node_bits: UIntArray = np.zeros(self.node_count, dtype=np.uint64)
+            node_freed: BoolArray = np.zeros(self.node_count, dtype=np.bool_)
+            node_bits[freed] = freed_bits
+            node_freed[freed] = True
+            positions = np.flatnonzero(node_freed[node_indices])
+            if not len(positions):
+                return
+            nodes = node_indices[positions]
+            nodes_bits = node_bits[nodes]
         memo = self._memos.get(shape)
         if memo is None:
             memo = self._memos[shape] = Memo(self.node_count)

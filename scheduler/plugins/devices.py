@@ -149,6 +149,9 @@ class DeviceShare:
     # --- PreFilter ------------------------------------------------------------------------------
     def pre_filter(self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo]) -> Status:
         ds = self._state(state)
+        device_runs, _ = ds.device_runs(pods)  # remembered: Filter asks for the same list
+        if all(request is not _NEVER for request, _ in device_runs):
+            return Status.success()
         for pod in pods:
             parsed = ds.request(pod)
             if isinstance(parsed, list):
