@@ -251,6 +251,10 @@ class ClusterSnapshot:
     pdbs: tuple[PDBInfo, ...] = ()
     topology: TopologySpec | None = None
     now: float = 0.0
+    # Plugins' memory across rounds, for a caller that keeps a warm snapshot between rounds
+    # (None: every round starts cold). A plugin keeps here, under its name, only answers keyed
+    # by the content they depend on, so a result never depends on what the cache holds.
+    engine_cache: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
 
 def gang_group_id(gang_ids: list[str] | tuple[str, ...]) -> str:

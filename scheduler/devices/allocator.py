@@ -57,6 +57,17 @@ def allocate(
     return DeviceAllocation(node.node, plan, render_annotations(node, plan))
 
 
+def plan_devices(
+    node: NodeDevices,
+    usage: DeviceUsage,
+    request: DeviceRequest,
+    scoring: n.Scoring = "LeastAllocated",
+) -> tuple[AllocatedDevice, ...] | None:
+    """The devices `allocate` would give, without rendering annotations (None: no fit)."""
+    plan = _plan(node, usage, request, scoring)
+    return None if isinstance(plan, str) else plan
+
+
 def explain(node: NodeDevices, usage: DeviceUsage, request: DeviceRequest) -> str:
     """Why `request` does not fit `node` ("" when it does)."""
     plan = _plan(node, usage, request, "LeastAllocated")

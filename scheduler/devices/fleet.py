@@ -26,7 +26,17 @@ from scheduler.devices.allocator import (
     allocate,
     count_fits,
     explain,
+    plan_devices,
     score_request,
+)
+from scheduler.devices.memory import (
+    SATURATE,
+    FleetMemory,
+    GroupCounts,
+    GroupScores,
+    Memo,
+    Runs,
+    shape_key,
 )
 from scheduler.devices.model import AllocatedDevice, DeviceUsage, NodeDevices
 from scheduler.devices.names import Scoring
@@ -37,66 +47,8 @@ FloatArray = npt.NDArray[np.float64]
 Held = tuple[AllocatedDevice, ...]
 UIntArray = npt.NDArray[np.uint64]
 BoolArray = npt.NDArray[np.bool_]
-Runs = tuple[tuple[DeviceRequest, int], ...]
-"""Consecutive pods sharing a device request: (request, how many), in placement order."""
 
 BITS = 64  # holders a node can name in one released-bits word; more go the exact, slower way
-
-
-SATURATE = 16
-"""A one-request shape is counted to at least this many pods, so jobs of every size share it."""
-
-
-def _shape(runs: Runs) -> tuple[Runs, int]:
-    """The cache key of `runs` and the pods asked. One request is keyed by itself alone (count 0)
-    and counted past the job's size; a mix of requests is keyed exactly."""
-    asked = sum(count for _, count in runs)
-    if len(runs) == 1:
-        return ((runs[0][0], 0),), asked
-    return runs, asked
-
-
-def _answers(counted: tuple[int, int], asked: int) -> bool:
-    """Whether (fits, limit) answers a job of `asked` pods: the node filled up before the limit,
-    or at least `asked` pods fit."""
-    fits, limit = counted
-    return fits < limit or asked <= fits
-
-
-class _Memo:
-    """For one pod shape: per node, the last two (group, released bits) counted, with their
-    (fits, limit). Two ways, because a preemption search asks alternately with every candidate
-    victim gone and with one plan's victims gone; a miss replaces the way not used last."""
-
-    WAYS = 2
-
-    def __init__(self, node_count: int) -> None:
-        self.group: IntArray = np.full((self.WAYS, node_count), -2, dtype=np.int64)
-        self.bits: UIntArray = np.zeros((self.WAYS, node_count), dtype=np.uint64)
-        self.fits: IntArray = np.zeros((self.WAYS, node_count), dtype=np.int64)
-        self.limit: IntArray = np.zeros((self.WAYS, node_count), dtype=np.int64)
-        self.last: IntArray = np.zeros(node_count, dtype=np.int64)
-
-    def recall(
-        self, nodes: IntArray, groups: IntArray, bits: UIntArray, asked: int
-    ) -> tuple[IntArray, BoolArray]:
-        """Per node, the remembered fits for (group, bits) and whether they answer `asked`."""
-        fits: IntArray = np.zeros(len(nodes), dtype=np.int64)
-        known: BoolArray = np.zeros(len(nodes), dtype=np.bool_)
-        for way in range(self.WAYS):
-            stored = self.fits[way, nodes]
-            hit = (self.group[way, nodes] == groups) & (self.bits[way, nodes] == bits)
-            hit &= (stored < self.limit[way, nodes]) | (stored >= asked)
-            fits[hit] = stored[hit]
-            known |= hit
-            self.last[nodes[hit]] = way
-        return fits, known
-
-    def remember(self, idx: int, group: int, bits: np.uint64, counted: tuple[int, int]) -> None:
-        way = (int(self.last[idx]) + 1) % self.WAYS
-        self.group[way, idx], self.bits[way, idx] = group, bits
-        self.fits[way, idx], self.limit[way, idx] = counted
-        self.last[idx] = way
 
 
 class DeviceFleet:
@@ -108,25 +60,37 @@ class DeviceFleet:
         nodes: Mapping[int, NodeDevices],
         usage: Mapping[int, DeviceUsage],
         scoring: Scoring = "LeastAllocated",
+        memory: FleetMemory | None = None,
     ) -> None:
         self.node_count = node_count
+        # Counts and scores by content, possibly kept from earlier rounds (see `FleetMemory`).
+        self.memory = memory if memory is not None else FleetMemory()
         self.nodes = dict(nodes)
         self.usage = {idx: usage.get(idx) or DeviceUsage(node) for idx, node in nodes.items()}
         self.scoring = scoring
         self.device_nodes: IntArray = np.array(sorted(nodes), dtype=np.int64)
         self.group: IntArray = np.full(node_count, -1, dtype=np.int64)
-        self._layouts: dict[tuple[Any, ...], int] = {}
+        self._every: IntArray = np.arange(node_count, dtype=np.int64)
+        self._layout_seen: dict[tuple[Any, ...], int] = {}
         self._layout_of = {idx: self._layout_id(node) for idx, node in self.nodes.items()}
         self._groups: dict[tuple[Any, ...], int] = {}
         self._members: list[tuple[NodeDevices, DeviceUsage]] = []
-        self._counts: dict[tuple[Any, ...], tuple[int, int]] = {}
-        self._released_counts: dict[tuple[Any, ...], tuple[int, int]] = {}
-        self._scores: dict[tuple[Any, ...], float] = {}
+        self._group_keys: list[tuple[Any, ...]] = []  # group -> its `_key`, the memory's key
+        self._counts: dict[Runs, GroupCounts] = {}  # shape -> per group (fits, limit)
+        self._scores: dict[DeviceRequest, GroupScores] = {}  # request -> per group score
+        # Usage states (layout + usage fingerprint) as small ints, so the dry runs' memos hash
+        # an int instead of the fingerprint's nested tuples.
+        self._state_ids: dict[tuple[Any, ...], int] = {}
+        self._state_keys: list[tuple[Any, ...]] = []  # state id -> its `_key`
         self._plans: dict[tuple[Any, ...], DeviceAllocation | None] = {}
-        self._memos: dict[Runs, _Memo] = {}
+        self._held_plans: dict[tuple[int, DeviceRequest], Held | None] = {}
+        self._memos: dict[Runs, Memo] = {}
         # For preemption drafts (`CardCheck`): usage with some pods gone, and the answers.
-        self._freed_usage: dict[tuple[Any, ...], tuple[DeviceUsage, tuple[Any, ...]]] = {}
+        self._freed_usage: dict[tuple[Any, ...], tuple[DeviceUsage, int]] = {}
         self._answers: dict[tuple[Any, ...], bool] = {}
+        self._shape_ids: dict[Runs, int] = {}
+        self._runs_shape: dict[int, tuple[Runs, Runs, int, int]] = {}
+        self._reasons: dict[DeviceRequest, dict[int, str]] = {}  # request -> group -> reason
         self.track_holders({})
         for idx in self.nodes:
             self._regroup(idx)
@@ -136,6 +100,18 @@ class DeviceFleet:
         being positions in the mask `slots` is given (set once their cards are known)."""
         # Per node, bound pod id -> its devices, in the order given (a holder's bit position).
         self._holders: dict[int, dict[int, Held]] = {idx: dict(holders[idx]) for idx in holders}
+        # Equal holdings as one int (bound pod id -> holding id), so a check's question hashes
+        # ints, not tuples of devices.
+        interned: dict[Held, int] = {}
+        by_identity: dict[int, int] = {}  # many holders share one planned tuple
+        self._holding: dict[int, int] = {}
+        for entries in self._holders.values():
+            for pod_id, held in entries.items():
+                found = by_identity.get(id(held))
+                if found is None:
+                    found = by_identity[id(held)] = interned.setdefault(held, len(interned))
+                self._holding[pod_id] = found
+        self._holdings: list[Held] = list(interned)
         ids: list[int] = []
         where: list[int] = []
         bits: list[int] = []
@@ -176,6 +152,14 @@ class DeviceFleet:
             return None
         return DeviceAllocation(self.nodes[idx].node, shared.devices, dict(shared.annotations))
 
+    def plan(self, idx: int, request: DeviceRequest) -> Held | None:
+        """The devices `allocate` would give on node `idx` now, without its annotations."""
+        key = (int(self.group[idx]), request)
+        if key not in self._held_plans:
+            node, usage = self._members[key[0]]
+            self._held_plans[key] = plan_devices(node, usage, request, self.scoring)
+        return self._held_plans[key]
+
     # --- questions over many nodes --------------------------------------------------------------
     def slots(
         self, node_indices: IntArray, runs: Runs, released: BoolArray | None = None
@@ -184,18 +168,27 @@ class DeviceFleet:
 
         `released` marks the bound pods (by the ids given as `holders`) a dry run treats as gone.
         """
-        shape, asked = _shape(runs)
+        shape, asked = shape_key(runs)
         groups = self.group[node_indices]
-        table = np.zeros(len(self._members) + 1, dtype=np.int64)  # last slot: non-device nodes
-        for g in self._present(groups):
-            key = (int(g), shape)
-            counted = self._counts.get(key)
-            if counted is None or not _answers(counted, asked):
-                node, usage = self._members[int(g)]
-                counted = self._count(node, usage, shape, asked)
-                self._counts[key] = counted
-            table[g] = min(asked, counted[0])
-        result: IntArray = table[groups]
+        table = self._counts.get(shape)
+        if table is None:
+            table = self._counts[shape] = GroupCounts()
+        fits, limit = table.grown(len(self._members))
+        # A group's count answers when it filled up before its limit or reached `asked`; the
+        # appended slot (index -1) stands for the nodes without devices.
+        answered = np.append((fits >= 0) & ((fits < limit) | (fits >= asked)), True)
+        missing = groups[~answered[groups]]
+        if len(missing):
+            for g in np.unique(missing).tolist():
+                node, usage = self._members[g]
+                fits[g], limit[g] = self.memory.count(
+                    self._group_keys[g],
+                    shape,
+                    self.scoring,
+                    asked,
+                    lambda: self._count(node, usage, shape, asked),  # noqa: B023 (called here)
+                )
+        result: IntArray = np.append(np.minimum(fits, asked), 0)[groups]
         if released is not None and len(self._holder_id):
             self._released_slots(node_indices, shape, asked, released, result)
         return result
@@ -221,18 +214,24 @@ class DeviceFleet:
             return
         where, bits = self._holder_node[on], self._holder_bit[on]
         starts = np.flatnonzero(np.concatenate(([True], where[1:] != where[:-1])))
-        node_bits: UIntArray = np.zeros(self.node_count, dtype=np.uint64)
-        node_freed: BoolArray = np.zeros(self.node_count, dtype=np.bool_)
-        node_bits[where[starts]] = np.bitwise_or.reduceat(bits, starts)
-        node_freed[where[starts]] = True
-        positions = np.flatnonzero(node_freed[node_indices])
-        if not len(positions):
-            return
-        nodes = node_indices[positions]
-        nodes_bits = node_bits[nodes]
+        freed = where[starts]  # the nodes where the dry run frees cards, sorted
+        freed_bits: UIntArray = np.bitwise_or.reduceat(bits, starts)
+        if len(node_indices) == self.node_count and np.array_equal(node_indices, self._every):
+            # Every node asked, in order (offer slots): positions are node indices.
+            positions, nodes, nodes_bits = freed, freed, freed_bits
+        else:
+            node_bits: UIntArray = np.zeros(self.node_count, dtype=np.uint64)
+            node_freed: BoolArray = np.zeros(self.node_count, dtype=np.bool_)
+            node_bits[freed] = freed_bits
+            node_freed[freed] = True
+            positions = np.flatnonzero(node_freed[node_indices])
+            if not len(positions):
+                return
+            nodes = node_indices[positions]
+            nodes_bits = node_bits[nodes]
         memo = self._memos.get(shape)
         if memo is None:
-            memo = self._memos[shape] = _Memo(self.node_count)
+            memo = self._memos[shape] = Memo(self.node_count)
         fits, known = memo.recall(nodes, self.group[nodes], nodes_bits, asked)
         result[positions[known]] = np.minimum(fits[known], asked)
         for pos in np.flatnonzero(~known).tolist():
@@ -255,30 +254,49 @@ class DeviceFleet:
         usage: DeviceUsage,
         shape: Runs,
         asked: int,
-        key: tuple[Any, ...] | None = None,
+        key: int | None = None,
     ) -> tuple[int, int]:
-        """(fits, limit) on node `idx` as if its usage were `usage` (`key`: its `_key`, when
+        """(fits, limit) on node `idx` as if its usage were `usage` (`key`: its `_state_id`, when
         known). A dry run frees many nodes into the same few states (often: idle); equal layout
-        and usage give equal counts, so each state is counted once a round."""
-        state = (key if key is not None else self._key(idx, usage), shape)
-        counted = self._released_counts.get(state)
-        if counted is None or not _answers(counted, asked):
-            counted = self._count(self.nodes[idx], usage, shape, asked)
-            self._released_counts[state] = counted
-        return counted
+        and usage give equal counts, so each state is counted once (see `FleetMemory`)."""
+        state = self._state_keys[key if key is not None else self._state_id(idx, usage)]
+        return self.memory.count(
+            state,
+            shape,
+            self.scoring,
+            asked,
+            lambda: self._count(self.nodes[idx], usage, shape, asked),
+        )
 
-    def _freed(self, idx: int, released: BoolArray) -> tuple[DeviceUsage, tuple[Any, ...]]:
-        """Node `idx`'s usage with the `released` pods' cards given back, and its group key;
-        shared (never to be changed) while the node keeps its usage."""
+    def _freed(self, idx: int, released: BoolArray) -> tuple[DeviceUsage, int]:
+        """Node `idx`'s usage with the `released` pods' cards given back, and its state id;
+        never to be changed, and shared by the nodes of one group that give back equal
+        holdings (same layout, so the usage reads the same on either node)."""
         held_by = self._holders.get(idx, {})
-        gone = tuple(pod_id for pod_id in held_by if released[pod_id])
-        question = (idx, int(self.group[idx]), gone)
+        holding = self._holding
+        gone = sorted(holding[pod_id] for pod_id in held_by if released[pod_id])
+        question = (int(self.group[idx]), *gone)
         found = self._freed_usage.get(question)
         if found is None:
             usage = self.usage[idx].copy()
-            for pod_id in gone:
-                usage.release(held_by[pod_id])
-            found = self._freed_usage[question] = (usage, self._key(idx, usage))
+            for holding_id in gone:
+                usage.release(self._holdings[holding_id])
+            found = self._freed_usage[question] = (usage, self._state_id(idx, usage))
+        return found
+
+    def _shape_of(self, runs: Runs) -> tuple[Runs, int, int]:
+        """`shape_key(runs)` and the shape's id, remembered per runs object (the plugin keeps
+        one per pod list for the round, so its id is not reused meanwhile)."""
+        found = self._runs_shape.get(id(runs))
+        if found is None or found[0] is not runs:
+            shape, asked = shape_key(runs)
+            found = self._runs_shape[id(runs)] = (runs, shape, asked, self._shape_id(shape))
+        return found[1], found[2], found[3]
+
+    def _shape_id(self, shape: Runs) -> int:
+        found = self._shape_ids.get(shape)
+        if found is None:
+            found = self._shape_ids[shape] = len(self._shape_ids)
         return found
 
     def card_check(self, idx: int, runs: Runs, released: BoolArray) -> CardCheck:
@@ -289,17 +307,22 @@ class DeviceFleet:
     def scores(self, node_indices: IntArray, request: DeviceRequest) -> FloatArray:
         """Per position, the node score for one pod of `request` (0 where it does not fit)."""
         groups = self.group[node_indices]
-        table = np.zeros(len(self._members) + 1, dtype=np.float64)
-        for g in self._present(groups):
-            key = (int(g), request)
-            score = self._scores.get(key)
-            if score is None:
-                node, usage = self._members[int(g)]
-                found = score_request(node, usage, request, self.scoring)
-                score = float(found) if found is not None else 0.0
-                self._scores[key] = score
-            table[g] = score
-        result: FloatArray = table[groups]
+        table = self._scores.get(request)
+        if table is None:
+            table = self._scores[request] = GroupScores()
+        scores = table.grown(len(self._members))
+        known = np.append(~np.isnan(scores), True)  # index -1: nodes without devices
+        missing = groups[~known[groups]]
+        if len(missing):
+            for g in np.unique(missing).tolist():
+                node, usage = self._members[g]
+                scores[g] = self.memory.score(
+                    self._group_keys[g],
+                    request,
+                    self.scoring,
+                    lambda: _score(node, usage, request, self.scoring),  # noqa: B023
+                )
+        result: FloatArray = np.append(scores, 0.0)[groups]
         return result
 
     def reasons(self, node_indices: IntArray, request: DeviceRequest) -> dict[str, int]:
@@ -307,32 +330,25 @@ class DeviceFleet:
         groups = self.group[node_indices]
         counts = np.bincount(groups[groups >= 0], minlength=len(self._members))
         reasons: dict[str, int] = {}
+        known = self._reasons.get(request)
+        if known is None:
+            known = self._reasons[request] = {}
         for g in np.flatnonzero(counts).tolist():
             count = int(counts[g])
-            node, usage = self._members[g]
-            why = explain(node, usage, request)
-            # "Insufficient gpu: 4 needed, ..." -> "Insufficient gpu", so nodes group by reason.
-            reason = why.split(":")[0]
+            reason = known.get(g)
+            if reason is None:
+                node, usage = self._members[g]
+                # "Insufficient gpu: 4 needed, ..." -> "Insufficient gpu": nodes group by reason.
+                reason = known[g] = explain(node, usage, request).split(":")[0]
             if reason:
                 reasons[reason] = reasons.get(reason, 0) + count
         return reasons
 
     # --- internals ------------------------------------------------------------------------------
-    def _present(self, groups: IntArray) -> list[int]:
-        """The distinct groups among `groups` (-1: no devices): a few nodes' by sorting them,
-        many nodes' by counting over every group (cheaper than sorting thousands)."""
-        groups = groups[groups >= 0]
-        if 8 * len(groups) < len(self._members):
-            few: list[int] = np.unique(groups).tolist()
-            return few
-        counts = np.bincount(groups, minlength=len(self._members))
-        present: list[int] = np.flatnonzero(counts).tolist()
-        return present
-
     def _count(
         self, node: NodeDevices, usage: DeviceUsage, shape: Runs, asked: int
     ) -> tuple[int, int]:
-        """(pods of `shape` that fit, the limit counted to); see `_shape` and `_answers`."""
+        """(pods of `shape` that fit, the limit counted to); see `shape_key` and `answers`."""
         if len(shape) == 1 and shape[0][1] == 0:
             limit = max(asked, SATURATE)
             return count_fits(node, usage, shape[0][0], limit, self.scoring), limit
@@ -348,39 +364,42 @@ class DeviceFleet:
         return total, asked
 
     def _layout_id(self, node: NodeDevices) -> int:
-        # Flat tuples hash far faster than nested frozen dataclasses, at 5,000 nodes it shows.
-        devices = tuple(
-            (
-                d.type,
-                d.minor,
-                d.health,
-                d.core,
-                d.memory,
-                d.memory_ratio,
-                d.rdma,
-                d.topology.numa_node,
-                d.topology.pcie_id,
-                tuple(vf.minor for vf in d.vfs),
-            )
-            for d in (*node.gpus, *node.rdmas)
+        # Nodes built from one template share their device tuples: known by identity (the
+        # fleet holds every node, so an id is not reused while it lives).
+        same = (
+            id(node.gpus),
+            id(node.rdmas),
+            node.vendor,
+            node.model,
+            id(node.partitions),
+            node.partition_policy,
+            id(node.ascend),
         )
-        partitions = id(node.partitions) if node.partitions else None
-        key = (devices, node.vendor, node.model, partitions, node.partition_policy, node.ascend)
-        return self._layouts.setdefault(key, len(self._layouts))
+        known = self._layout_seen.get(same)
+        if known is None:
+            known = self._layout_seen[same] = self.memory.layout_id(node)
+        return known
 
     def _key(self, idx: int, usage: DeviceUsage) -> tuple[Any, ...]:
-        """A node's group key: its layout and a fingerprint of its usage."""
-        return (
-            self._layout_of[idx],
-            tuple(usage.core),
-            tuple(usage.memory),
-            tuple(usage.ratio),
-            tuple(usage.npu_core),
-            tuple(usage.npu_cpu),
-            tuple(usage.dvpp),
-            tuple(usage.rdma),
-            tuple(frozenset(v) for v in usage.vfs),
+        """A node's group key: its layout and a fingerprint of its usage. One flat tuple (the
+        layout fixes every list's length, so the concatenation is unambiguous) hashes faster
+        than a tuple of tuples."""
+        counts = (
+            usage.core + usage.memory + usage.ratio + usage.npu_core + usage.npu_cpu + usage.dvpp
         )
+        if not usage.rdma:
+            return (self._layout_of[idx], *counts)
+        vfs = tuple(frozenset(v) for v in usage.vfs)
+        return (self._layout_of[idx], *counts, *usage.rdma, vfs)
+
+    def _state_id(self, idx: int, usage: DeviceUsage) -> int:
+        """A small int naming (layout, usage) for the memos of dry runs."""
+        key = self._key(idx, usage)
+        found = self._state_ids.get(key)
+        if found is None:
+            found = self._state_ids[key] = len(self._state_ids)
+            self._state_keys.append(key)
+        return found
 
     def _regroup(self, idx: int) -> None:
         usage = self.usage[idx]
@@ -391,7 +410,15 @@ class DeviceFleet:
             self._groups[key] = group
             # A frozen copy: the member node's usage keeps changing, the group's must not.
             self._members.append((self.nodes[idx], usage.copy()))
+            self._group_keys.append(key)
         self.group[idx] = group
+
+
+def _score(
+    node: NodeDevices, usage: DeviceUsage, request: DeviceRequest, scoring: Scoring
+) -> float:
+    found = score_request(node, usage, request, scoring)
+    return float(found) if found is not None else 0.0
 
 
 class CardCheck:
@@ -402,22 +429,23 @@ class CardCheck:
 
     def __init__(self, fleet: DeviceFleet, idx: int, runs: Runs, released: BoolArray) -> None:
         self.fleet, self.idx = fleet, idx
-        self.shape, self.asked = _shape(runs)
+        self.shape, self.asked, self.shape_id = fleet._shape_of(runs)
         self.held = fleet._holders.get(idx, {})
         self.usage, self.key = fleet._freed(idx, released)
         self.owned = False  # the freed usage is shared until this check keeps a pod back
 
     def holds_keeping(self, kept: Sequence[int]) -> bool:
-        back = tuple(held for pod_id in kept if (held := self.held.get(pod_id)))
-        question = (self.key, back, self.shape, self.asked)
+        holding, held = self.fleet._holding, self.held
+        back = tuple(holding[pod_id] for pod_id in kept if pod_id in held)
+        question = (self.key, back, self.shape_id, self.asked)
         answer = self.fleet._answers.get(question)
         if answer is None:
             usage: DeviceUsage = self.usage
-            key: tuple[Any, ...] | None = self.key
+            key: int | None = self.key
             if back:
                 usage, key = usage.copy(), None
-                for held in back:
-                    usage.apply(held)
+                for holding_id in back:
+                    usage.apply(self.fleet._holdings[holding_id])
             fits, _ = self.fleet._usage_count(self.idx, usage, self.shape, self.asked, key)
             answer = self.fleet._answers[question] = fits >= self.asked
         return answer
@@ -430,4 +458,4 @@ class CardCheck:
             self.usage, self.owned = self.usage.copy(), True
         for held in back:
             self.usage.apply(held)
-        self.key = self.fleet._key(self.idx, self.usage)
+        self.key = self.fleet._state_id(self.idx, self.usage)

@@ -17,8 +17,8 @@ shape. Args: `{"scoring": "LeastAllocated" | "MostAllocated"}`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -36,11 +36,15 @@ from scheduler.devices import (
     usage_from_pods,
 )
 from scheduler.devices.annotations import device_allocated_data
-from scheduler.devices.fleet import CardCheck, DeviceFleet, Held, Runs
+from scheduler.devices.fleet import CardCheck, DeviceFleet, Held
+from scheduler.devices.memory import FleetMemory, Runs
 from scheduler.devices.names import (
     ANNOTATION_DEVICE_ALLOCATED,
     ANNOTATION_JOINT_ALLOCATE,
     DEVICE_RESOURCES,
+    LABEL_GPU_MODEL,
+    LABEL_GPU_VENDOR,
+    LABEL_PARTITION_POLICY,
     Scoring,
 )
 from scheduler.framework import (
@@ -70,6 +74,15 @@ class DeviceState:
     runs: dict[tuple[str, ...], tuple[Runs, int]] = field(
         default_factory=dict
     )  # pod keys -> `device_runs`, asked for again by every dry run of a job
+    by_pod: dict[str, DeviceRequest | list[str] | None] = field(default_factory=dict)
+
+    def request(self, pod: PodInfo) -> DeviceRequest | list[str] | None:
+        """`_request`, remembered per pod key (a pod's requests are fixed for the round)."""
+        try:
+            return self.by_pod[pod.key]
+        except KeyError:
+            found = self.by_pod[pod.key] = _request(self.requests, pod)
+            return found
 
     def device_runs(self, pods: Sequence[PodInfo]) -> tuple[Runs, int]:
         """`pods` as runs of one device request, and how many ask for no device (remembered
@@ -77,7 +90,7 @@ class DeviceState:
         keys = tuple(p.key for p in pods)
         found = self.runs.get(keys)
         if found is None:
-            runs = _runs(self.requests, pods)
+            runs = _runs(self.request, pods)
             device_runs = tuple((r, c) for r, c in runs if r is not None)
             found = self.runs[keys] = (device_runs, sum(c for r, c in runs if r is None))
         return found
@@ -98,8 +111,9 @@ class DeviceShare:
     # --- setup ----------------------------------------------------------------------------------
     def setup(self, state: CycleState) -> None:
         nodes: dict[int, NodeDevices] = {}
+        templates: _Templates = {}
         for idx, info in enumerate(state.nodes):
-            devices = _node_devices(info)
+            devices = _node_devices(info, templates)
             if devices is not None and devices.has_devices:
                 nodes[idx] = devices
         requests: dict[tuple[Any, ...], DeviceRequest | list[str] | None] = {}
@@ -110,7 +124,7 @@ class DeviceShare:
             usage, unreadable = usage_from_pods(devices, [p.annotations for p in bound])
             problems.extend(f"{devices.node}: {p}" for p in unreadable)
             usages[idx] = usage
-        fleet = DeviceFleet(len(state.nodes), nodes, usages, self.scoring)
+        fleet = DeviceFleet(len(state.nodes), nodes, usages, self.scoring, self._memory(state))
         held: dict[str, tuple[int, Held]] = {}
         holders: dict[int, list[tuple[int, Held]]] = {}
         for idx in nodes:
@@ -122,11 +136,25 @@ class DeviceShare:
         fleet.track_holders(holders)
         state.plugin_data[self.name] = DeviceState(fleet, held, {}, requests, problems)
 
+    def _memory(self, state: CycleState) -> FleetMemory | None:
+        """The fleet's counts from earlier rounds, when the caller keeps a warm snapshot's
+        `engine_cache` (a new one is left there for the next round)."""
+        cache = state.snapshot.engine_cache
+        if cache is None:
+            return None
+        memory = cache.get(self.name)
+        if not isinstance(memory, FleetMemory):
+            memory = cache[self.name] = FleetMemory()
+        return memory
+
     # --- PreFilter ------------------------------------------------------------------------------
     def pre_filter(self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo]) -> Status:
         ds = self._state(state)
+        device_runs, _ = ds.device_runs(pods)  # remembered: Filter asks for the same list
+        if all(request is not _NEVER for request, _ in device_runs):
+            return Status.success()
         for pod in pods:
-            parsed = _request(ds.requests, pod)
+            parsed = ds.request(pod)
             if isinstance(parsed, list):
                 return Status(Code.INVALID, f"pod {pod.key}: " + "; ".join(parsed), {}, self.name)
         return Status.success()
@@ -166,7 +194,7 @@ class DeviceShare:
         self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo], node_indices: IntArray
     ) -> dict[str, int]:
         ds = self._state(state)
-        request = next((r for r, _ in _runs(ds.requests, pods) if r is not None), None)
+        request = next((r for r, _ in _runs(ds.request, pods) if r is not None), None)
         if request is None:
             return {}
         return ds.fleet.reasons(node_indices, request)
@@ -176,7 +204,7 @@ class DeviceShare:
         """0..100 per node by the scoring strategy for the job's first device pod; 0 elsewhere."""
         ds = self._state(state)
         pods = state.pending_pods(job)
-        request = _request(ds.requests, pods[0]) if pods else None
+        request = ds.request(pods[0]) if pods else None
         if request is None or isinstance(request, list):
             zeros: FloatArray = np.zeros(len(node_indices), dtype=np.float64)
             return zeros
@@ -191,7 +219,7 @@ class DeviceShare:
         allocations: dict[str, PodAllocation] = {}
         done: list[str] = []
         for pod in pods:
-            request = _request(ds.requests, pod)
+            request = ds.request(pod)
             if request is None or isinstance(request, list):
                 continue
             idx = plan.assignment[pod.key]
@@ -237,12 +265,25 @@ class DeviceShare:
 RequestCache = dict[tuple[Any, ...], DeviceRequest | list[str] | None]
 
 
-def _node_devices(info: NodeInfo) -> NodeDevices | None:
+_Templates = dict[tuple[Any, ...], tuple[Sequence[Device], NodeDevices]]
+"""Nodes sharing one sequence of `Device` (by identity) and the labels `build_node_devices`
+reads: the first one's `NodeDevices`, renamed for the others."""
+
+_LAYOUT_LABELS = (LABEL_GPU_VENDOR, LABEL_GPU_MODEL, LABEL_PARTITION_POLICY)
+
+
+def _node_devices(info: NodeInfo, templates: _Templates) -> NodeDevices | None:
     devices = info.devices
     if devices is None or isinstance(devices, NodeDevices):
         return devices
     if isinstance(devices, Sequence) and all(isinstance(d, Device) for d in devices):
-        return build_node_devices(info.name, devices, info.labels)
+        key = (id(devices), *(info.labels.get(label) for label in _LAYOUT_LABELS))
+        known = templates.get(key)
+        if known is not None and known[0] is devices:
+            return replace(known[1], node=info.name)
+        built = build_node_devices(info.name, devices, info.labels)
+        templates[key] = (devices, built)
+        return built
     raise TypeError(f"node {info.name}: devices must be NodeDevices or a sequence of Device")
 
 
@@ -260,11 +301,13 @@ def _request(cache: RequestCache, pod: PodInfo) -> DeviceRequest | list[str] | N
     return cache[key]
 
 
-def _runs(cache: RequestCache, pods: Sequence[PodInfo]) -> list[tuple[DeviceRequest | None, int]]:
+def _runs(
+    request_of: Callable[[PodInfo], DeviceRequest | list[str] | None], pods: Sequence[PodInfo]
+) -> list[tuple[DeviceRequest | None, int]]:
     """Consecutive pods with one device request, as (request, count); invalid counts as unfit."""
     runs: list[tuple[DeviceRequest | None, int]] = []
     for pod in pods:
-        parsed = _request(cache, pod)
+        parsed = request_of(pod)
         request = _NEVER if isinstance(parsed, list) else parsed
         if runs and runs[-1][0] == request:
             runs[-1] = (request, runs[-1][1] + 1)
@@ -291,8 +334,8 @@ def _held_by(pod: PodInfo, fleet: DeviceFleet, idx: int, cache: RequestCache) ->
         return ()
     # Bound by someone who wrote no annotation: account it on the cards we would have chosen
     # (nodes in the same state choose alike, so the fleet plans once per group).
-    allocation = fleet.allocate(idx, request)
-    if allocation is None:
+    devices = fleet.plan(idx, request)
+    if devices is None:
         return ()
-    fleet.apply(idx, allocation.devices)
-    return allocation.devices
+    fleet.apply(idx, devices)
+    return devices

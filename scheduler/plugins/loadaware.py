@@ -79,6 +79,10 @@ class LoadState:
     agg_thresholds: IntArray
     score_reported: IntArray
     reserved: dict[str, list[tuple[int, IntArray, bool]]] = field(default_factory=dict)
+    # Whether any node has a usable report / a refused expired one (set by setup): without
+    # either, the filter and the score have nothing to say about any node.
+    any_fresh: bool = False
+    any_expired: bool = False
     # Estimates by pod key: each pod is estimated once a round.
     estimates: dict[str, IntArray] = field(default_factory=dict)
 
@@ -171,11 +175,12 @@ class LoadAware:
             agg_thresholds=np.zeros((n_nodes, n_res), dtype=np.int64),
             score_reported=np.zeros((n_nodes, n_res), dtype=np.int64),
         )
-        bound = self._bound_pods(state)
+        reported = [i for i, info in enumerate(state.nodes) if info.usage is not None]
+        bound = self._bound_pods(state) if reported else {}
         now = state.snapshot.now
-        for i, info in enumerate(state.nodes):
-            if info.usage is None:
-                continue
+        for i in reported:
+            info = state.nodes[i]
+            assert info.usage is not None
             expired = self._is_expired(info, now)
             # An expired report is used as it is when the filter is told not to look at age.
             ls.fresh[i] = not expired or not self.filter_expired
@@ -202,6 +207,8 @@ class LoadAware:
                 ls.agg_reported[i, j] = agg.get(r, 0) if agg else ls.reported[i, j]
                 ls.agg_thresholds[i, j] = self.agg_thresholds.get(r, 0)
                 ls.score_reported[i, j] = scored.get(r, 0) if scored else ls.reported[i, j]
+        ls.any_fresh = bool(ls.fresh.any())
+        ls.any_expired = bool(ls.expired.any())
         state.plugin_data[self.name] = ls
 
     @staticmethod
@@ -290,6 +297,8 @@ class LoadAware:
         self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo], node_indices: IntArray
     ) -> IntArray | None:
         ls = self._state(state)
+        if not ls.any_fresh and not ls.any_expired:
+            return None
         if not ls.fresh[node_indices].any() and not ls.expired[node_indices].any():
             return None
         view = self._view(pods)
@@ -350,7 +359,7 @@ class LoadAware:
         self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo], node_indices: IntArray
     ) -> dict[str, int]:
         ls = self._state(state)
-        if not pods or len(node_indices) == 0:
+        if not pods or len(node_indices) == 0 or not (ls.any_fresh or ls.any_expired):
             return {}
         expired = int(ls.expired[node_indices].sum())
         reasons = {REASON_EXPIRED: expired} if expired else {}
@@ -377,6 +386,8 @@ class LoadAware:
     def score_nodes(self, state: CycleState, job: JobInfo, node_indices: IntArray) -> FloatArray:
         ls = self._state(state)
         scores: FloatArray = np.zeros(len(node_indices), dtype=np.float64)
+        if not ls.any_fresh:
+            return scores
         fresh = np.flatnonzero(ls.fresh[node_indices] & ~ls.aged[node_indices])
         pods = state.pending_pods(job)
         if not pods or len(fresh) == 0:
@@ -414,6 +425,10 @@ class LoadAware:
         ls = self._state(state)
         added: list[tuple[int, IntArray, bool]] = []
         for key, idx in plan.assignment.items():
+            if not ls.fresh[idx]:
+                # Only nodes with a usable report read what is placed on them (`fresh`, fixed
+                # for the round): elsewhere the filter and the score never look.
+                continue
             pod = state.pods[key]
             estimate = self.estimate(ls, pod)
             prod = is_prod(pod)

@@ -9,7 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.round_scale import build_snapshot, main, rewrite_section, target_verdict
+from benchmarks.round_scale import (
+    build_snapshot,
+    main,
+    normalise,
+    rewrite_section,
+    summary,
+    target_verdict,
+)
 
 
 def test_small_run_writes_json_and_the_docs_section(tmp_path: Path) -> None:
@@ -89,6 +96,23 @@ def test_the_speed_target_is_judged_on_the_5000_node_rows_by_wall_time() -> None
     assert "default / mixed 9,999 (not met)" in verdict
     assert "30,000" not in verdict
     assert target_verdict(runs[:1]) == ""
+
+
+def test_the_speed_target_is_judged_normalised_when_the_reference_loop_was_measured() -> None:
+    runs = [
+        {"profile": "core", "gpus": "mixed", "nodes": 5000, "pods_per_s": 6_000.0},
+        {"profile": "default", "gpus": "mixed", "nodes": 5000, "pods_per_s": 4_000.0},
+    ]
+    for run in runs:
+        run["pods_per_cpu_s"] = run["pods_per_s"] + 100
+    normalise(runs, reference=0.1)  # a machine twice as slow as the reference one
+    assert runs[0]["pods_per_s_normalised"] == 12_000.0
+    assert runs[1]["pods_per_cpu_s_normalised"] == 8_200.0
+    verdict = target_verdict(runs)
+    assert "core / mixed 12,200 (met)" in verdict and "default / mixed 8,200 (not met)" in verdict
+    assert "normalised" in verdict
+    line = summary(runs, 0.1).splitlines()[1]
+    assert "6,000 pods/s raw" in line and "12,000 normalised" in line
 
 
 def test_runs_as_the_script_the_docs_name() -> None:

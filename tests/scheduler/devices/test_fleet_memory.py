@@ -1,0 +1,74 @@
+"""The device fleet's memory across rounds: a warm round decides exactly as a cold one, and
+counts only the node states it has not seen before."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from benchmarks.round_scale import build_snapshot
+from scheduler.devices import build_node_devices
+from scheduler.devices.memory import FleetMemory
+from scheduler.model import ClusterSnapshot
+from scheduler.result import RoundResult
+from scheduler.round import run_round
+
+
+def bound_after(snapshot: ClusterSnapshot, result: RoundResult) -> ClusterSnapshot:
+    """The next round's snapshot: the pods placed are running where they were placed, holding
+    the cards their device-allocated annotation names."""
+    pods = []
+    for pod in snapshot.pods:
+        placed = result.placements.get(pod.key)
+        if placed is not None:
+            annotations = {**pod.annotations, **placed.annotations}
+            pod = replace(pod, node=placed.node, phase="Running", annotations=annotations)
+        pods.append(pod)
+    return replace(snapshot, pods=tuple(pods))
+
+
+def test_a_warm_round_decides_as_a_cold_one_and_counts_only_new_states() -> None:
+    first = build_snapshot(96, 600, 60)
+    cache: dict[str, object] = {}
+    warm_first = run_round(replace(first, engine_cache=cache))
+    assert warm_first.to_dict() == run_round(first).to_dict()
+    memory = cache["DeviceShare"]
+    assert isinstance(memory, FleetMemory)
+    counted_first = memory.counted
+    assert counted_first > 0 and warm_first.placements
+
+    # The same cluster again: every count is recalled.
+    again = run_round(replace(first, engine_cache=cache))
+    assert again.to_dict() == warm_first.to_dict()
+    assert memory.counted == counted_first
+
+    # The placed pods now hold their cards: usage moved, so those nodes ask under new keys,
+    # and the decisions still equal a cold round's on the same snapshot.
+    second = bound_after(first, warm_first)
+    cold_cache: dict[str, object] = {}
+    cold = run_round(replace(second, engine_cache=cold_cache))
+    warm = run_round(replace(second, engine_cache=cache))
+    assert warm.to_dict() == cold.to_dict()
+    cold_memory = cold_cache["DeviceShare"]
+    assert isinstance(cold_memory, FleetMemory)
+    assert memory.counted - counted_first < cold_memory.counted
+
+
+def test_a_full_memory_starts_over_and_still_answers() -> None:
+    snapshot = build_snapshot(48, 300, 30)
+    expected = run_round(snapshot).to_dict()
+    cache: dict[str, object] = {"DeviceShare": FleetMemory(limit=2)}
+    assert run_round(replace(snapshot, engine_cache=cache)).to_dict() == expected
+    memory = cache["DeviceShare"]
+    assert isinstance(memory, FleetMemory)
+    assert memory.counted > 2  # it filled up and was emptied on the way
+    assert run_round(replace(snapshot, engine_cache=cache)).to_dict() == expected
+
+
+def test_equal_layouts_share_an_id_across_fleets() -> None:
+    snapshot = build_snapshot(4, 10, 2)
+    memory = FleetMemory()
+    cards = snapshot.nodes[0].devices
+    one = build_node_devices("a", cards)
+    other = build_node_devices("b", tuple(cards))  # another tuple, the same cards
+    assert memory.layout_id(one) == memory.layout_id(other)
+    assert memory.layout_id(build_node_devices("c", cards[:4])) != memory.layout_id(one)
