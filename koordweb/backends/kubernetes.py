@@ -21,8 +21,7 @@ from koordweb.backends.base import Creation, EnactPlan, EnactReport
 from koordweb.backends.kube import ApiException, KubeClusterClient
 from koordweb.backends.reconcile import cluster_reconcile
 from koordweb.manifests import serialize
-from koordweb.models import Cluster, Intent, Job, Pod, PodPhase
-from koordweb.models.workload import FINAL_JOB_STATES
+from koordweb.models import Cluster, Intent, Job, JobState, Pod, PodPhase
 from koordweb.services.outbox import intents_write
 
 _clients: dict[str, KubeClusterClient] = {}
@@ -76,7 +75,7 @@ class KubernetesBackend:
         ).values("pod_id")
         pods = list(
             cluster.pods.filter(uid="", node__isnull=True, phase=PodPhase.PENDING)
-            .exclude(job__state__in=FINAL_JOB_STATES)
+            .exclude(job__state__in=JobState.FINAL)
             .exclude(id__in=asked)
             .values_list("id", "job_id", "namespace", "name")
         )

@@ -46,6 +46,7 @@ from koordweb.models import (
     Device,
     ElasticQuota,
     Job,
+    JobState,
     Node,
     NodeMetric,
     Pod,
@@ -325,7 +326,7 @@ class _PodStory:
             return
         deletions: list[Deletion] = []
         for job in Job.objects.filter(id__in=list(self.refused)):
-            if job.state in pod_services.FINAL_JOB_STATES:
+            if job.state in JobState.FINAL:
                 continue
             for pod in pod_services.job_requeue_refused(
                 job=job, reason=self.refused[job.id], now=self.now

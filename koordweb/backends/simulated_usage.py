@@ -16,8 +16,7 @@ import hashlib
 from collections import defaultdict
 from datetime import datetime
 
-from koordweb.models import Cluster, Device, Job, NodeMetric, Pod
-from koordweb.models.workload import HOLDING_JOB_STATES
+from koordweb.models import Cluster, Device, Job, JobState, NodeMetric, Pod
 from koordweb.selectors.devices import DEVICE_ALLOCATED, card_core_percent, parse_device_allocation
 
 PROFILE_ANNOTATION = "sim.koordweb.io/gpu-profile"
@@ -85,7 +84,7 @@ def node_metrics_report(cluster: Cluster, *, now: datetime, interval: int = 60) 
     pod_cards: dict[int, dict[str, dict[str, dict[str, int]]]] = defaultdict(dict)
     node_usage: dict[int, dict[str, int]] = defaultdict(lambda: {"cpu": 0, "memory": 0})
     pods = Pod.objects.filter(
-        cluster=cluster, node_id__in=list(cards), job__state__in=HOLDING_JOB_STATES
+        cluster=cluster, node_id__in=list(cards), job__state__in=JobState.HOLDING
     ).select_related("job")
     for pod in pods:
         running = (now - (pod.job.started_at or pod.started_at or now)).total_seconds()

@@ -26,12 +26,12 @@ from koordweb.models import (
     Cluster,
     Device,
     JobGpuState,
+    JobState,
     JobUsageHour,
     NodeMetric,
     Pod,
 )
 from koordweb.models.gpu_usage import epoch, from_epoch
-from koordweb.models.workload import HOLDING_JOB_STATES
 from koordweb.selectors.devices import DEVICE_ALLOCATED, card_core_percent, parse_device_allocation
 
 GPU_CORE = "koordinator.sh/gpu-core"
@@ -96,7 +96,7 @@ def card_holders(cluster: Cluster, node_ids: Iterable[int]) -> dict[tuple[int, i
     pods = Pod.objects.filter(
         cluster=cluster,
         node_id__in=list(node_ids),
-        job__state__in=HOLDING_JOB_STATES,
+        job__state__in=JobState.HOLDING,
         phase__in=("Pending", "Running"),
     ).values_list("node_id", "namespace", "name", "job_id", "job__quota_id", "annotations")
     for node_id, namespace, name, job_id, quota_id, pod_annotations in pods:

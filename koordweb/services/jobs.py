@@ -33,12 +33,12 @@ from koordweb.models import (
     PriorityClass,
     TopologyLayer,
 )
-from koordweb.models.workload import ACTIVE_JOB_STATES
 from koordweb.selectors.tenancy import quotas_of_member, user_is_admin
 from koordweb.services.feasibility import job_feasibility_check
 from koordweb.services.idempotency import fingerprint, job_replayed
 from koordweb.services.outbox import intents_write
 from koordweb.services.pods import pods_terminating
+from koordweb.services.rounds import round_request
 from koordweb.services.tenant_checks import (
     labels_check,
     manifests_submitted,
@@ -305,14 +305,6 @@ def job_pod_rows(job: Job, resolved: ResolvedJob, now: Any) -> list[Pod]:
     ]
 
 
-def _request_round(cluster_id: int) -> None:
-    try:
-        from koordweb.services.rounds import round_request
-    except ImportError:
-        return
-    round_request(cluster_id=cluster_id, trigger="submit")
-
-
 def job_submit(*, user: Any, spec: JobSpec, idempotency_key: str | None = None) -> tuple[Job, bool]:
     """Create the job and its pods; returns (job, created).
 
@@ -375,7 +367,7 @@ def _create_job(
         submitted_at=now,
     )
     Pod.objects.bulk_create(job_pod_rows(job, resolved, now))
-    _request_round(resolved.cluster.pk)
+    round_request(cluster_id=resolved.cluster.pk, trigger="submit")
     return job
 
 
@@ -435,7 +427,7 @@ def job_submit_manifest(
             job.idempotency_key = idempotency_key or None
             job.idempotency_fingerprint = digest if idempotency_key else ""
             job.save(update_fields=["owner", "idempotency_key", "idempotency_fingerprint"])
-            _request_round(target.pk)
+            round_request(cluster_id=target.pk, trigger="submit")
     except (IntegrityError, ManifestError) as exc:
         existing = job_replayed(owner=owner, key=idempotency_key, digest=digest)
         if existing is not None:
@@ -448,7 +440,7 @@ def job_submit_manifest(
 def job_cancel(*, job: Job, user: Any, reason: str = "") -> Job:
     """Cancel an active job: its pods stop (bound ones are marked terminating), a round follows."""
     locked = Job.objects.select_for_update().get(pk=job.pk)
-    if locked.state not in ACTIVE_JOB_STATES:
+    if locked.state not in JobState.ACTIVE:
         raise JobConflict(f"job {locked.gang_id} is already {locked.state}; nothing to cancel")
     now = timezone.now()
     who = getattr(user, "get_username", lambda: "")()
@@ -467,5 +459,5 @@ def job_cancel(*, job: Job, user: Any, reason: str = "") -> Job:
         intents_write(
             cluster=locked.cluster, round_id=None, plan=EnactPlan(deletions=deletions), now=now
         )
-    _request_round(locked.cluster_id)
+    round_request(cluster_id=locked.cluster_id, trigger="submit")
     return locked

@@ -27,9 +27,8 @@ from koordweb.backends.base import (
     Eviction,
     Nomination,
 )
-from koordweb.models import Cluster, Intent, Node, PodPhase, Preemption
+from koordweb.models import Cluster, Intent, JobState, Node, PodPhase, Preemption
 from koordweb.models.outbox import STEPS
-from koordweb.models.workload import FINAL_JOB_STATES
 from koordweb.services import pods as pod_services
 from koordweb.services.bulk import rows_insert
 
@@ -165,7 +164,7 @@ def _plan_of(
     settled: dict[int, tuple[str, str]] = {}
     for it in intents:
         finished = it.phase in (PodPhase.SUCCEEDED, PodPhase.FAILED)
-        job_over = it.job_state in FINAL_JOB_STATES
+        job_over = it.job_state in JobState.FINAL
         kind = it.kind
         if kind == Intent.Kind.CREATE:
             if it.pod_uid:

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 from django.db.models import Count
 
 from koordweb.models import Job, JobState, Node, Pod, PodPhase
-from koordweb.models.workload import FINAL_JOB_STATES
 from koordweb.services.bulk import rows_update
 from scheduler.devices import names
 
@@ -47,7 +46,7 @@ ADMISSION_REQUEUE_LIMIT = 3  # a job refused this many times by kubelets fails i
 
 
 def _job_end(*, job: Job, state: str, reason: str, now: datetime) -> None:
-    if job.state in FINAL_JOB_STATES:
+    if job.state in JobState.FINAL:
         return
     job.state = state
     job.state_reason = reason
@@ -74,7 +73,7 @@ def pods_terminating(*, pods: Iterable[Pod], now: datetime) -> None:
 
 def job_mark_preempting(*, job: Job, preemptor: str) -> None:
     """Evicted whole: Preempting while its pods terminate, Preempted once they are all gone."""
-    if job.state in FINAL_JOB_STATES or job.state == JobState.PREEMPTING:
+    if job.state in JobState.FINAL or job.state == JobState.PREEMPTING:
         return
     job.state = JobState.PREEMPTING
     job.state_reason = f"preempted by {preemptor}; waiting for its pods to stop"
@@ -111,7 +110,7 @@ def jobs_settle_terminations(*, jobs: Iterable[Job], now: datetime) -> None:
 
     Preempting -> Preempted. Requeueing -> Pending, its pods fresh (no node, no uid: they are
     created again, under the same names, by the next round)."""
-    waiting = {j.id: j for j in jobs if j.state in (JobState.PREEMPTING, JobState.REQUEUEING)}
+    waiting = {j.id: j for j in jobs if j.state in JobState.TERMINATING}
     if not waiting:
         return
     holding = set(
@@ -171,8 +170,7 @@ def job_refresh_states(*, jobs: Iterable[Job], now: datetime) -> None:
     active = {
         job.id: job
         for job in jobs
-        if job.state not in FINAL_JOB_STATES
-        and job.state not in (JobState.PREEMPTING, JobState.REQUEUEING)
+        if job.state not in JobState.FINAL and job.state not in JobState.TERMINATING
     }
     if not active:
         return
@@ -199,7 +197,7 @@ def job_refresh_states(*, jobs: Iterable[Job], now: datetime) -> None:
         if state == JobState.RUNNING:
             job.scheduled_at = job.scheduled_at or now
             job.started_at = job.started_at or now
-        if state in FINAL_JOB_STATES:
+        if state in JobState.FINAL:
             job.finished_at = now
         changed.append(job)
     rows_update(Job, changed, ["state", "scheduled_at", "started_at", "finished_at"])

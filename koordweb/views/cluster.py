@@ -118,9 +118,7 @@ def topology(request: HttpRequest) -> HttpResponse:
     if cluster is None:
         return render(request, "topology.html", {"cluster": None})
     resources = accelerator_resources(cluster) or ["cpu"]
-    jobs = visible_jobs(request.user, cluster).filter(
-        state__in=[JobState.RUNNING, JobState.SCHEDULED]
-    )
+    jobs = visible_jobs(request.user, cluster).filter(state__in=JobState.PLACED)
     # Bound only when the shape was asked for: ?cluster= alone is not an empty shape.
     asked = "resource" in request.GET or "job" in request.GET
     form = PodShapeForm(request.GET if asked else None, resources=resources, jobs=jobs)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -34,14 +34,9 @@ from koordweb.views.common import (
 )
 from koordweb.views.gpu import job_idle_words, job_usage_context
 
-# `Preempting` (an evicted job whose pods are terminating) and `Requeueing` (refused by a
-# kubelet, queued again once its pods are gone) come with the round pipeline's outbox: both
-# still hold nodes, so they are active; a requeueing job waits, a preempting one does not.
-PREEMPTING = getattr(JobState, "PREEMPTING", "Preempting")
-REQUEUEING = getattr(JobState, "REQUEUEING", "Requeueing")
-ACTIVE = (JobState.PENDING, REQUEUEING, JobState.SCHEDULED, JobState.RUNNING, PREEMPTING)
-WAITING = (JobState.PENDING, REQUEUEING)
-STATE_FILTERS = {"active": ACTIVE, "pending": WAITING, "all": ()}
+# The "active" list shows every job still holding nodes (a preempting job's pods are terminating,
+# a requeueing job's are being deleted); "pending" the jobs waiting for a placement.
+STATE_FILTERS = {"active": JobState.HOLDING, "pending": JobState.WAITING, "all": frozenset()}
 LIVE_SECONDS = 5
 
 
@@ -53,11 +48,11 @@ def job_explanation(
 ) -> Explanation:
     """The job's state in words: a job that can never run says so, whatever the last round
     said; otherwise the latest decision (or the job's own state when no round decided yet)."""
-    if job.state in WAITING and room is not None and requests:
+    if job.state in JobState.WAITING and room is not None and requests:
         never = room.never_fits(requests, job.min_available or job.total_number, job.topology_spec)
         if never:
             return decision_sentence("unschedulable", NEVER_FITS_PREFIX + never)
-    if job.state not in (JobState.PENDING, JobState.SCHEDULED, JobState.RUNNING):
+    if job.state not in JobState.ACTIVE:
         return state_sentence(job.state, job.state_reason)
     if decision is None:
         return decision_sentence(None, job.state_reason, state=job.state)
@@ -93,7 +88,7 @@ def what_would_help(
     return " ".join(p for p in (counterfactual_sentence(counterfactual, visible), note) if p)
 
 
-def job_queue(jobs: QuerySet[Job], states: tuple[str, ...]) -> QuerySet[Job]:
+def job_queue(jobs: QuerySet[Job], states: Collection[str]) -> QuerySet[Job]:
     """Scheduling order (priority desc, then submission) with the latest decision's id."""
     latest = Decision.objects.filter(job=OuterRef("pk")).order_by("-created_at", "-id")
     if states:
@@ -121,7 +116,7 @@ def _waiting_ahead(queue: QuerySet[Job], page_start: int) -> int:
     if page_start <= 1:
         return 0
     states = queue.values_list("state", flat=True)[: page_start - 1]
-    return sum(1 for state in states if state in WAITING)
+    return sum(1 for state in states if state in JobState.WAITING)
 
 
 @login_required
@@ -130,7 +125,7 @@ def job_list(request: HttpRequest) -> HttpResponse:
     if cluster is None:
         return render(request, "jobs.html", {"cluster": None})
     state = request.GET.get("state", "active")
-    states = STATE_FILTERS.get(state, ACTIVE)
+    states = STATE_FILTERS.get(state, JobState.HOLDING)
     queue = job_queue(visible_jobs(request.user, cluster), states)
     page = paginate(request, queue, per_page=50)
     jobs = list(page.object_list)
@@ -142,12 +137,12 @@ def job_list(request: HttpRequest) -> HttpResponse:
     rows = []
     for job in jobs:
         requests = first.get(job.pk)
-        if job.state in WAITING:
+        if job.state in JobState.WAITING:
             position += 1
         rows.append(
             {
                 "job": job,
-                "position": position if job.state in WAITING else None,
+                "position": position if job.state in JobState.WAITING else None,
                 "shape": f"{counts[job.pk]} x {shape_text(requests)}"
                 if requests
                 else f"{job.total_number} pod(s)",
@@ -244,13 +239,13 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             job.topology_spec,
             visible,
         )
-        if job.state in WAITING
+        if job.state in JobState.WAITING
         else "",
         "placed_on": _placed_on(pods, decisions),
         "preemptions_made": Preemption.objects.filter(preemptor=job).order_by("-created_at")[:20],
         "preempted_by": _preempted_by(request, job),
         "placement": placement_figure(job.cluster, job) if any(p.node_id for p in pods) else None,
-        "active": job.state in ACTIVE,
+        "active": job.state in JobState.HOLDING,
         "live_seconds": LIVE_SECONDS,
         **job_usage_context(job),
     }
