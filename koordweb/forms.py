@@ -9,6 +9,7 @@ from django.db.models import QuerySet
 
 from koordweb.models import Job
 from koordweb.selectors.devices import VENDORS
+from scheduler.vocabulary import NVIDIA_GPU
 
 MILLI = 1000
 GIB = 1024**3
@@ -63,7 +64,7 @@ class PodShapeForm(forms.Form):
 
 
 def _default_resource(resources: list[str]) -> str:
-    return "nvidia.com/gpu" if "nvidia.com/gpu" in resources else resources[0]
+    return NVIDIA_GPU if NVIDIA_GPU in resources else resources[0]
 
 
 class DeviceFilterForm(forms.Form):
@@ -171,7 +172,7 @@ class JobSubmitForm(forms.Form):
         data = self.cleaned_data
         requests = {"cpu": int(data["cpu"] * MILLI), "memory": int(data["memory"] * GIB)}
         if data["gpus"]:
-            requests["nvidia.com/gpu"] = int(data["gpus"])
+            requests[NVIDIA_GPU] = int(data["gpus"])
         return {name: amount for name, amount in requests.items() if amount}
 
 

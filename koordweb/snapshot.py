@@ -44,8 +44,9 @@ from scheduler.model import (
     TopologyRule,
     TopologySpec,
 )
+from scheduler.vocabulary import QUOTA_NAME
 
-QUOTA_LABEL = "quota.scheduling.koordinator.sh/name"
+QUOTA_LABEL = QUOTA_NAME
 
 
 @dataclass

@@ -11,29 +11,42 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from koordweb.quantity import Unit, resource_unit
+from scheduler.vocabulary import (
+    AMD_GPU,
+    CAMBRICON_MLU,
+    CAMBRICON_MLU_VCORE,
+    GPU_CORE,
+    GPU_MEMORY_RATIO,
+    GPU_SHARED,
+    HUAWEI_NPU,
+    KOORD_GPU,
+    NPU_CORE,
+    NVIDIA_GPU,
+    RDMA,
+)
 
 MILLI = 1000
 GIB = 1024**3
 MIB = 1024**2
 # Resources whose amount is a number of whole cards.
 WHOLE_DEVICES = {
-    "nvidia.com/gpu": "GPU",
-    "koordinator.sh/gpu": "GPU",
-    "huawei.com/npu": "NPU",
-    "cambricon.com/mlu": "MLU",
-    "amd.com/gpu": "GPU",
+    NVIDIA_GPU: "GPU",
+    KOORD_GPU: "GPU",
+    HUAWEI_NPU: "NPU",
+    CAMBRICON_MLU: "MLU",
+    AMD_GPU: "GPU",
 }
 # Resources whose amount is a percentage of one card (100 = a whole card).
 CARD_SHARES = {
-    "koordinator.sh/gpu-core": "GPU core",
-    "koordinator.sh/gpu-memory-ratio": "GPU memory",
-    "koordinator.sh/gpu.shared": "GPU",
-    "koordinator.sh/rdma": "RDMA NIC",
-    "huawei.com/npu-core": "NPU core",
-    "cambricon.com/mlu.smlu.vcore": "MLU core",
+    GPU_CORE: "GPU core",
+    GPU_MEMORY_RATIO: "GPU memory",
+    GPU_SHARED: "GPU",
+    RDMA: "RDMA NIC",
+    NPU_CORE: "NPU core",
+    CAMBRICON_MLU_VCORE: "MLU core",
 }
 # Display order in a pod shape: what people look at first.
-LEADING = ("nvidia.com/gpu", "huawei.com/npu", "cambricon.com/mlu", "koordinator.sh/gpu-core")
+LEADING = (NVIDIA_GPU, HUAWEI_NPU, CAMBRICON_MLU, GPU_CORE)
 
 
 def number(value: float) -> str:

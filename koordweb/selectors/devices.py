@@ -21,10 +21,8 @@ from koordweb.selectors.topology import (
     layer_chain,
     node_domains,
 )
+from scheduler.vocabulary import ANNOTATION_DEVICE_ALLOCATED, GPU_CORE, GPU_MEMORY_RATIO
 
-DEVICE_ALLOCATED = "scheduling.koordinator.sh/device-allocated"
-GPU_CORE = "koordinator.sh/gpu-core"
-GPU_MEMORY_RATIO = "koordinator.sh/gpu-memory-ratio"
 # The filter's labels, keyed by the vendor value Koordinator puts on nodes and devices.
 VENDORS = {"nvidia": "NVIDIA", "huawei": "Ascend", "cambricon": "Cambricon"}
 # NVLink partition tables Koordinator builds in for these 8-card models: pairs and quads.
@@ -168,7 +166,7 @@ def _attach_uses(
     ).values_list("node__name", "name", "job_id", "job__name", "annotations")
     for node, pod, job_id, job_name, pod_annotations in pods:
         for device_type, minor, resources in parse_device_allocation(
-            (pod_annotations or {}).get(DEVICE_ALLOCATED)
+            (pod_annotations or {}).get(ANNOTATION_DEVICE_ALLOCATED)
         ):
             card = index.get((node, minor))
             if device_type != "gpu" or card is None:
@@ -212,7 +210,7 @@ def device_type_usage(cluster: Cluster) -> list[AcceleratorUse]:
     ).values_list("node__name", "annotations")
     for node, pod_annotations in pods:
         for device_type, minor, resources in parse_device_allocation(
-            (pod_annotations or {}).get(DEVICE_ALLOCATED)
+            (pod_annotations or {}).get(ANNOTATION_DEVICE_ALLOCATED)
         ):
             key = model_of.get((node, minor))
             if device_type == "gpu" and key:

@@ -47,11 +47,19 @@ from koordweb.services.tenant_checks import (
     pod_fields_check,
 )
 from scheduler.devices.request import validate_device_request
+from scheduler.vocabulary import (
+    DEVICE_RESOURCE_DOMAINS,
+    GANG_MIN_AVAILABLE,
+    GANG_MODE,
+    GANG_NAME,
+    GANG_TOPOLOGY_INDEX,
+    GANG_TOPOLOGY_SPEC,
+    GANG_TOTAL_NUMBER,
+    GANG_WAITING_TIME,
+    NVIDIA_GPU,
+    QUOTA_NAME,
+)
 
-GANG = "gang.scheduling.koordinator.sh/"
-ANNOTATION_TOPOLOGY_SPEC = GANG + "network-topology-spec"
-LABEL_QUOTA = "quota.scheduling.koordinator.sh/name"
-GPU = "nvidia.com/gpu"
 # Resources every node has implicitly or that the engine accounts for itself.
 _UNCHECKED_RESOURCES = {"pods", "ephemeral-storage"}
 
@@ -185,7 +193,7 @@ def _largest_per_node(cluster: Cluster) -> dict[str, int]:
     for node_id in gpu_counts:
         per_node[node_id] = per_node.get(node_id, 0) + 1
     if per_node:
-        largest[GPU] = max(largest.get(GPU, 0), max(per_node.values()))
+        largest[NVIDIA_GPU] = max(largest.get(NVIDIA_GPU, 0), max(per_node.values()))
     return largest
 
 
@@ -203,7 +211,7 @@ def _check_shape(cluster: Cluster, requests: dict[str, int]) -> None:
                 continue  # shared-device resources are judged by the device validator
             errors.append(f"{resource}: no node of this cluster offers this resource")
         elif amount > largest[resource]:
-            what = "GPUs" if resource == GPU else resource
+            what = "GPUs" if resource == NVIDIA_GPU else resource
             errors.append(
                 f"{resource}: a pod asks for {amount} {what}, more than any node has "
                 f"(the largest offers {largest[resource]})"
@@ -214,7 +222,7 @@ def _check_shape(cluster: Cluster, requests: dict[str, int]) -> None:
 
 def _is_device_resource(resource: str) -> bool:
     prefix = resource.split("/", 1)[0]
-    return prefix in {"koordinator.sh", "huawei.com", "cambricon.com", "nvidia.com"}
+    return prefix in DEVICE_RESOURCE_DOMAINS
 
 
 def _check_devices(requests: dict[str, int]) -> None:
@@ -265,16 +273,16 @@ def job_pod_rows(job: Job, resolved: ResolvedJob, now: Any) -> list[Pod]:
     spec = resolved.spec
     labels = dict(spec.labels)
     if resolved.quota is not None:
-        labels[LABEL_QUOTA] = resolved.quota.name
+        labels[QUOTA_NAME] = resolved.quota.name
     annotations = {
-        GANG + "name": spec.name,
-        GANG + "min-available": str(resolved.min_available),
-        GANG + "total-number": str(spec.replicas),
-        GANG + "mode": spec.mode,
-        GANG + "waiting-time": f"{spec.waiting_time_seconds}s",
+        GANG_NAME: spec.name,
+        GANG_MIN_AVAILABLE: str(resolved.min_available),
+        GANG_TOTAL_NUMBER: str(spec.replicas),
+        GANG_MODE: spec.mode,
+        GANG_WAITING_TIME: f"{spec.waiting_time_seconds}s",
     }
     if resolved.topology_spec:
-        annotations[ANNOTATION_TOPOLOGY_SPEC] = json.dumps(resolved.topology_spec)
+        annotations[GANG_TOPOLOGY_SPEC] = json.dumps(resolved.topology_spec)
     policy = (
         resolved.priority_class.preemption_policy
         if resolved.priority_class
@@ -292,7 +300,7 @@ def job_pod_rows(job: Job, resolved: ResolvedJob, now: Any) -> list[Pod]:
             node_selector=dict(spec.pod.node_selector),
             tolerations=list(spec.pod.tolerations),
             labels=labels,
-            annotations={**annotations, GANG + "network-topology-index": str(index)}
+            annotations={**annotations, GANG_TOPOLOGY_INDEX: str(index)}
             if resolved.topology_spec
             else dict(annotations),
             priority=resolved.priority,
@@ -338,7 +346,7 @@ def _create_job(
     now = timezone.now()
     annotations: dict[str, str] = {}
     if resolved.topology_spec:
-        annotations[ANNOTATION_TOPOLOGY_SPEC] = json.dumps(resolved.topology_spec)
+        annotations[GANG_TOPOLOGY_SPEC] = json.dumps(resolved.topology_spec)
     job = Job.objects.create(
         cluster=resolved.cluster,
         namespace=spec.namespace,

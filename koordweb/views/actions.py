@@ -44,6 +44,7 @@ from koordweb.services.tokens import token_create, token_expired, token_list, to
 from koordweb.views.cluster import NODE_LEAF_LIMIT, placement_keys, tree_nodes
 from koordweb.views.common import admin_required, current_cluster, is_admin
 from koordweb.views.jobs import get_visible_job, what_would_help
+from scheduler.vocabulary import NVIDIA_GPU
 
 logger = logging.getLogger("koordweb.views")
 
@@ -140,7 +141,7 @@ def _what_if(request: HttpRequest, form: JobSubmitForm, cluster: Cluster) -> dic
         "victims": victims,
         "hidden_victims": preemption.get("other_tenants_victim_jobs") or 0,
         "counterfactual": help_text,
-        "figure": domain_sunburst(tree_nodes(tree, "nvidia.com/gpu"), highlighted=highlighted)
+        "figure": domain_sunburst(tree_nodes(tree, NVIDIA_GPU), highlighted=highlighted)
         if nodes
         else None,
     }

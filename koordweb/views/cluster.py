@@ -26,6 +26,7 @@ from koordweb.selectors.topology import (
 )
 from koordweb.views.common import current_cluster, int_param, is_admin, visible_jobs
 from koordweb.views.gpu import HEATMAP_VIEWS, card_shades, heatmap_view
+from scheduler.vocabulary import NVIDIA_GPU
 
 LIVE_SECONDS = 10
 # Above this many nodes the figures stop at the layer above the nodes (aggregate, stay fast).
@@ -92,7 +93,7 @@ def placement_figure(cluster: Cluster, job: Job) -> dict[str, Any]:
     """The sunburst of the job's cluster with the domains it runs in outlined."""
     tree = topology_tree(cluster, include_nodes=_small(tree_size=cluster.nodes.count()))
     return domain_sunburst(
-        tree_nodes(tree, "nvidia.com/gpu"), highlighted=placement_keys(tree, job_node_names(job))
+        tree_nodes(tree, NVIDIA_GPU), highlighted=placement_keys(tree, job_node_names(job))
     )
 
 

@@ -25,6 +25,7 @@ from koordweb.selectors.rounds import round_detail, round_history
 from koordweb.selectors.tenancy import quotas_of_member, quotas_visible, user_is_admin
 from koordweb.views.common import current_cluster, job_scope, paginate
 from koordweb.views.jobs import LIVE_SECONDS
+from scheduler.vocabulary import NVIDIA_GPU
 
 
 def _job_url(pk: int) -> str:
@@ -137,7 +138,7 @@ def quotas(request: HttpRequest) -> HttpResponse:
         visible = set(quotas_visible(user=request.user).values_list("name", flat=True))
         tree = [q for q in tree if q.name in visible]
     resources = sorted({name for q in tree for name in (*q.min, *q.max, *q.used)}) or ["cpu"]
-    default = "nvidia.com/gpu" if "nvidia.com/gpu" in resources else resources[0]
+    default = NVIDIA_GPU if NVIDIA_GPU in resources else resources[0]
     form = QuotaResourceForm(
         request.GET or None, resources=resources, initial={"resource": default}
     )

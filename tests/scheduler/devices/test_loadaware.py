@@ -9,10 +9,11 @@ import numpy as np
 
 from scheduler.framework import Plan
 from scheduler.model import NodeInfo
-from scheduler.plugins.loadaware import ANNOTATION_USAGE_THRESHOLDS, LoadAware
+from scheduler.plugins.loadaware import LoadAware
 from scheduler.profile import Profile
 from scheduler.round import run_round
 from scheduler.state import CycleState
+from scheduler.vocabulary import ANNOTATION_USAGE_THRESHOLDS
 from tests.scheduler.builders import GI, cluster, gang, node
 
 
