@@ -1,6 +1,6 @@
 """The scheduling engine: a pure-Python library (numpy, networkx), no Django, no clock, no I/O.
 
-Entry points: `run_round(snapshot, profile=None) -> RoundResult` for one round,
+Entry points: `plan_round(snapshot, profile=None) -> RoundResult` for one round,
 `apply_round` / `run_rounds` to simulate a cluster that obeys, `Profile.default()` for the
 reference plugin set. Input types live in `scheduler.model`; the plugin contracts in
 `scheduler.framework`.
@@ -27,7 +27,7 @@ from scheduler.model import (
 )
 from scheduler.profile import PluginSpec, Profile
 from scheduler.result import JobVerdict, Placement, PreemptionRecord, RoundResult
-from scheduler.round import run_round
+from scheduler.round import plan_round
 
 __all__ = [
     "ClusterSnapshot",
@@ -53,6 +53,6 @@ __all__ = [
     "TopologySpec",
     "apply_round",
     "gang_group_id",
-    "run_round",
+    "plan_round",
     "run_rounds",
 ]

@@ -53,7 +53,9 @@ def _why_pending(decision: Decision | None, redactor: Redactor) -> dict[str, Any
     }
 
 
-def _why_here(job: Job, decision: Decision | None, redactor: Redactor) -> dict[str, Any] | None:
+def _placement_explained(
+    job: Job, decision: Decision | None, redactor: Redactor
+) -> dict[str, Any] | None:
     bound = [pod for pod in job.pods.all() if pod.node is not None]
     if not bound:
         return None
@@ -109,7 +111,7 @@ def job_explain(*, job: Job, user: Any = None) -> dict[str, Any]:
         "state": job.state,
         "state_reason": job.state_reason,
         "why_pending": _why_pending(latest, redactor) if job.state == "Pending" else None,
-        "why_here": _why_here(job, placed, redactor),
+        "why_here": _placement_explained(job, placed, redactor),
         "why_preempted": _why_preempted(job, redactor),
         "latest_decision": _why_pending(latest, redactor),
     }

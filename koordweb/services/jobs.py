@@ -12,7 +12,6 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -33,6 +32,7 @@ from koordweb.models import (
     PriorityClass,
     TopologyLayer,
 )
+from koordweb.selectors.catalog import cluster_by_name
 from koordweb.selectors.tenancy import quotas_of_member, user_is_admin
 from koordweb.services.feasibility import job_feasibility_check
 from koordweb.services.idempotency import fingerprint, job_replayed
@@ -126,17 +126,11 @@ class ResolvedJob:
 
 
 def _resolve_cluster(name: str | None) -> Cluster:
-    if name:
-        cluster = Cluster.objects.filter(name=name).first()
-        if cluster is None:
-            raise ValidationError({"cluster": [f"unknown cluster {name!r}"]})
-        return cluster
-    cluster = Cluster.objects.filter(name=settings.KOORDWEB_CLUSTER).first()
+    cluster = cluster_by_name(name)
     if cluster is None:
-        only = list(Cluster.objects.all()[:2])
-        if len(only) != 1:
-            raise ValidationError({"cluster": ["name the cluster: there is no default cluster"]})
-        cluster = only[0]
+        if name:
+            raise ValidationError({"cluster": [f"unknown cluster {name!r}"]})
+        raise ValidationError({"cluster": ["name the cluster: there is no default cluster"]})
     return cluster
 
 

@@ -37,7 +37,7 @@ from koordweb.services.outbox import intents_enact, intents_write
 from scheduler.model import ClusterSnapshot
 from scheduler.quota_tree import QuotaTree, add_into, quota_sums, runtime_quota
 from scheduler.result import RoundResult
-from scheduler.round import run_round as engine_run_round
+from scheduler.round import plan_round
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ def _round_execute(
         synced = backend.sync(cluster, now=now) or {}
         snapshot, index = snapshot_adapter.build_for_round(cluster, now=now)
         t1 = perf_counter()
-        result = engine_run_round(snapshot, profile)
+        result = plan_round(snapshot, profile)
         t2 = perf_counter()
         rnd = Round.objects.create(cluster=cluster, trigger=trigger, started_at=now)
         round_id_set(rnd.id)
@@ -217,7 +217,7 @@ def _record(
         placed = placed_by_job.get(job_id, {})
         for job in index.jobs_by_engine_id.get(job_id, []):
             details = {**why, "placements": placed}
-            decisions.append((job, Decision.Outcome.PLACED, _why_here(why), details))
+            decisions.append((job, Decision.Outcome.PLACED, _placed_reason(why), details))
     preempting = {p.preemptor for p in result.preemptions}
     for job_id, verdict in result.unschedulable.items():
         outcome = (
@@ -351,7 +351,7 @@ def _write_decisions(
     Decision.objects.bulk_create(rows, batch_size=500)
 
 
-def _why_here(why: Mapping[str, Any]) -> str:
+def _placed_reason(why: Mapping[str, Any]) -> str:
     """One line: the domain chosen and how many slots it and the alternatives offered."""
     domain = why.get("chosen_domain")
     if not domain:
