@@ -9,7 +9,9 @@ Errors are Django ValidationErrors keyed by the submission's field names (the AP
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -35,7 +37,7 @@ from koordweb.models import (
 from koordweb.selectors.catalog import cluster_by_name
 from koordweb.selectors.tenancy import quotas_of_member, user_is_admin
 from koordweb.services.feasibility import job_feasibility_check
-from koordweb.services.idempotency import fingerprint, job_replayed
+from koordweb.services.idempotency import fingerprint, job_submitted_once
 from koordweb.services.outbox import intents_write
 from koordweb.services.pods import pods_terminating
 from koordweb.services.rounds import round_request
@@ -48,6 +50,7 @@ from koordweb.services.tenant_checks import (
 )
 from scheduler.devices.request import validate_device_request
 from scheduler.vocabulary import (
+    DEFAULT_WAITING_SECONDS,
     DEVICE_RESOURCE_DOMAINS,
     GANG_MIN_AVAILABLE,
     GANG_MODE,
@@ -226,27 +229,38 @@ def _check_devices(requests: dict[str, int]) -> None:
         raise ValidationError({"pod": [str(problem) for problem in problems]})
 
 
-def job_spec_resolve(*, user: Any, spec: JobSpec) -> ResolvedJob:
-    """Check a submission against the cluster without writing anything."""
+def job_spec_resolve(
+    *, user: Any, spec: JobSpec, shapes: Sequence[Mapping[str, int]] = ()
+) -> ResolvedJob:
+    """Check a submission against the cluster without writing anything.
+
+    `shapes` are the pods' requests when they differ (a YAML job); by default every pod is
+    `spec.pod`. A job whose pods differ is judged pod shape by pod shape, and its feasibility
+    (which counts `spec.pod`'s shape) is left to the rounds.
+    """
     cluster = _resolve_cluster(spec.cluster)
+    requests = _distinct(shapes) or [spec.pod.requests]
     errors: dict[str, list[str]] = {}
     resolved: dict[str, Any] = {}
-    checks = (
+    checks: list[tuple[str, Callable[[], Any]]] = [
         ("quota", lambda: _resolve_quota(user=user, cluster=cluster, name=spec.quota)),
         ("labels", lambda: labels_check(user=user, labels=spec.labels)),
         ("priority_class", lambda: _resolve_priority_class(cluster, spec.priority_class)),
         ("topology", lambda: _check_layers(cluster, spec.gather)),
-        ("shape", lambda: _check_shape(cluster, spec.pod.requests)),
-        ("devices", lambda: _check_devices(spec.pod.requests)),
-        ("feasible", lambda: job_feasibility_check(cluster, spec)),
-    )
+    ]
+    for shape in requests:
+        checks.append(("shape", partial(_check_shape, cluster, shape)))
+        checks.append(("devices", partial(_check_devices, shape)))
+    if requests == [spec.pod.requests]:
+        checks.append(("feasible", lambda: job_feasibility_check(cluster, spec)))
     # Run every check so the caller learns about all problems at once.
     for key, check in checks:
         try:
             resolved[key] = check()
         except ValidationError as exc:
             for name, messages in exc.message_dict.items():
-                errors.setdefault(name, []).extend(messages)
+                found = errors.setdefault(name, [])
+                found.extend(m for m in messages if m not in found)
     if "quota" in resolved:
         try:
             namespace_check(user=user, quota=resolved["quota"], namespace=spec.namespace)
@@ -260,6 +274,14 @@ def job_spec_resolve(*, user: Any, spec: JobSpec) -> ResolvedJob:
         quota=resolved["quota"],
         priority_class=resolved["priority_class"],
     )
+
+
+def _distinct(shapes: Sequence[Mapping[str, int]]) -> list[dict[str, int]]:
+    distinct: list[dict[str, int]] = []
+    for shape in shapes:
+        if dict(shape) not in distinct:
+            distinct.append(dict(shape))
+    return distinct
 
 
 def job_pod_rows(job: Job, resolved: ResolvedJob, now: Any) -> list[Pod]:
@@ -311,26 +333,29 @@ def job_submit(*, user: Any, spec: JobSpec, idempotency_key: str | None = None) 
     """Create the job and its pods; returns (job, created).
 
     With an idempotency key, a second submission by the same user returns the first job
-    (created=False). Concurrent submissions race to the unique constraint on
-    (owner, idempotency_key): the loser rolls back and returns the winner's job.
+    (created=False), also when the two race (`idempotency.job_submitted_once`).
     """
-    owner = user if user is not None and user.is_authenticated else None
+    owner = _owner(user)
     digest = fingerprint(asdict(spec))
-    existing = job_replayed(owner=owner, key=idempotency_key, digest=digest)
-    if existing is not None:
-        return existing, False
-    resolved = job_spec_resolve(user=user, spec=spec)
-    try:
+
+    def create() -> Job:
+        resolved = job_spec_resolve(user=user, spec=spec)
         with transaction.atomic():
-            job = _create_job(
+            return _create_job(
                 owner=owner, resolved=resolved, idempotency_key=idempotency_key, digest=digest
             )
-    except IntegrityError as exc:
-        existing = job_replayed(owner=owner, key=idempotency_key, digest=digest)
-        if existing is not None:
-            return existing, False
-        raise name_taken(spec.namespace, spec.name) from exc
-    return job, True
+
+    return job_submitted_once(
+        owner=owner,
+        key=idempotency_key,
+        digest=digest,
+        create=create,
+        refused=lambda _exc: name_taken(spec.namespace, spec.name),
+    )
+
+
+def _owner(user: Any) -> Any:
+    return user if user is not None and user.is_authenticated else None
 
 
 def _create_job(
@@ -397,31 +422,58 @@ def _submitted_plan(manifests: ManifestSet, *, user: Any) -> JobPlan:
     return plans[0]
 
 
+def _plan_spec(plan: JobPlan, cluster: str | None) -> JobSpec:
+    """A YAML job as the JobSpec `job_spec_resolve` checks (its pods' own shapes beside it)."""
+    classes = sorted({pod.values["priority_class_name"] or "" for pod in plan.pods})
+    if len(classes) > 1:
+        raise ValidationError(
+            {"priority_class": [f"the pods of job {plan.gang_id} name different classes {classes}"]}
+        )
+    first = plan.pods[0].values
+    values = plan.values
+    gather = (values.get("topology_spec") or {}).get("gatherStrategy") or []
+    return JobSpec(
+        name=plan.name,
+        namespace=plan.namespace,
+        cluster=cluster,
+        quota=plan.quota_name or None,
+        priority_class=classes[0] or None,
+        replicas=len(plan.pods),
+        min_available=values.get("min_available"),
+        mode=values.get("mode") or Job.Mode.STRICT,
+        waiting_time_seconds=values.get("waiting_time_seconds", DEFAULT_WAITING_SECONDS),
+        gather=tuple(GatherRule(g["layer"], g["strategy"]) for g in gather),
+        pod=PodShape(
+            requests=dict(first["requests"]),
+            node_selector=dict(first.get("node_selector") or {}),
+            tolerations=list(first.get("tolerations") or []),
+        ),
+    )
+
+
 def job_submit_manifest(
     *, user: Any, text: str, cluster: str | None, idempotency_key: str | None
 ) -> tuple[Job, bool]:
-    """Submit a job given as Kubernetes YAML: held to the submission policy, then parsed by
-    `koordweb.manifests` and checked against the cluster like a JSON submission."""
-    owner = user if user is not None and user.is_authenticated else None
+    """Submit a job given as Kubernetes YAML: held to the submission policy, parsed by
+    `koordweb.manifests`, then checked by `job_spec_resolve` like a JSON submission."""
+    owner = _owner(user)
     digest = fingerprint(text)
-    existing = job_replayed(owner=owner, key=idempotency_key, digest=digest)
-    if existing is not None:
-        return existing, False
-    manifests = manifests_submitted(user=user, text=text)
-    plan = _submitted_plan(manifests, user=user)
-    target = _resolve_cluster(cluster)
-    quota = _resolve_quota(user=user, cluster=target, name=plan.quota_name or None)
-    namespace_check(user=user, quota=quota, namespace=plan.namespace)
-    gather = (plan.values.get("topology_spec") or {}).get("gatherStrategy") or []
-    _check_layers(target, tuple(GatherRule(g["layer"], g["strategy"]) for g in gather))
-    for pod in plan.pods:
-        _check_shape(target, pod.values["requests"])
-        _check_devices(pod.values["requests"])
-        priority_class = _resolve_priority_class(target, pod.values["priority_class_name"] or None)
-        pod_fields_check(user=user, cluster=target, pod=pod, priority_class=priority_class)
-    if Job.objects.filter(cluster=target, namespace=plan.namespace, name=plan.name).exists():
-        raise name_taken(plan.namespace, plan.name)
-    try:
+
+    def create() -> Job:
+        manifests = manifests_submitted(user=user, text=text)
+        plan = _submitted_plan(manifests, user=user)
+        resolved = job_spec_resolve(
+            user=user,
+            spec=_plan_spec(plan, cluster),
+            shapes=[pod.values["requests"] for pod in plan.pods],
+        )
+        target = resolved.cluster
+        for pod in plan.pods:
+            pod_fields_check(
+                user=user, cluster=target, pod=pod, priority_class=resolved.priority_class
+            )
+        if Job.objects.filter(cluster=target, namespace=plan.namespace, name=plan.name).exists():
+            raise name_taken(plan.namespace, plan.name)
         with transaction.atomic():
             apply_manifests(target, manifests)
             job = Job.objects.get(cluster=target, namespace=plan.namespace, name=plan.name)
@@ -430,12 +482,16 @@ def job_submit_manifest(
             job.idempotency_fingerprint = digest if idempotency_key else ""
             job.save(update_fields=["owner", "idempotency_key", "idempotency_fingerprint"])
             round_request(cluster_id=target.pk, trigger="submit")
-    except (IntegrityError, ManifestError) as exc:
-        existing = job_replayed(owner=owner, key=idempotency_key, digest=digest)
-        if existing is not None:
-            return existing, False
-        raise ValidationError({"manifest": [str(exc)]}) from exc
-    return job, True
+        return job
+
+    return job_submitted_once(
+        owner=owner,
+        key=idempotency_key,
+        digest=digest,
+        create=create,
+        refused=lambda exc: ValidationError({"manifest": [str(exc)]}),
+        conflicts=(IntegrityError, ManifestError),
+    )
 
 
 @transaction.atomic
