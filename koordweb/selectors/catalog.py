@@ -50,6 +50,10 @@ def cluster_by_name(name: str | None) -> Cluster | None:
     return cluster_default()
 
 
+def cluster_names() -> list[str]:
+    return list(Cluster.objects.order_by("name").values_list("name", flat=True))
+
+
 def node_list() -> QuerySet[Node]:
     return Node.objects.select_related("cluster").annotate(device_count=Count("devices"))
 

@@ -109,6 +109,11 @@ def cluster_layers(cluster: Cluster) -> list[LayerSpec]:
     return [LayerSpec(r.name, r.parent_name, tuple(r.label_keys or ())) for r in rows]
 
 
+def gather_layer_names(cluster: Cluster) -> list[str]:
+    """The layers a job may gather in: every topology layer but the node layer, in order."""
+    return [spec.name for spec in cluster_layers(cluster) if spec.name != NODE_LAYER]
+
+
 def topology_tree(
     cluster: Cluster,
     *,

@@ -16,7 +16,6 @@ from time import perf_counter
 from typing import Any
 
 from django.db import transaction
-from django.db.models import OuterRef, Subquery
 
 from koordweb import snapshot as snapshot_adapter
 from koordweb.backends.base import Binding, ClusterBackend, EnactPlan, Eviction, Nomination
@@ -30,6 +29,7 @@ from koordweb.models import (
     PreemptionVictim,
     Round,
 )
+from koordweb.models.records import latest_decision
 from koordweb.observability import round_context, round_id_set
 from koordweb.services.engine import engine_profile
 from koordweb.services.gang_timeouts import gang_timeouts_record
@@ -331,14 +331,10 @@ def _write_decisions(
     if not decisions:
         return
     ids = [job.id for job, *_ in decisions]
-    latest = Decision.objects.filter(job=OuterRef("pk")).order_by("-created_at", "-id")
     last = {
         row["id"]: (row["last_outcome"], row["last_reason"])
         for row in Job.objects.filter(id__in=ids)
-        .annotate(
-            last_outcome=Subquery(latest.values("outcome")[:1]),
-            last_reason=Subquery(latest.values("reason")[:1]),
-        )
+        .annotate(last_outcome=latest_decision("outcome"), last_reason=latest_decision("reason"))
         .values("id", "last_outcome", "last_reason")
     }
     rows = [

@@ -24,11 +24,11 @@ from koordweb.forms import JobSubmitForm, ManifestUploadForm, TokenCreateForm
 from koordweb.manifests.apply import apply_manifests
 from koordweb.manifests.errors import ManifestError
 from koordweb.manifests.parse import parse_manifests
-from koordweb.models import Cluster, TopologyLayer
+from koordweb.models import Cluster
 from koordweb.presenters.reasons import decision_sentence
 from koordweb.selectors.devices import natural_key
 from koordweb.selectors.submission import submit_priority_classes, submit_quotas
-from koordweb.selectors.topology import topology_tree
+from koordweb.selectors.topology import gather_layer_names, topology_tree
 from koordweb.selectors.whatif import job_whatif
 from koordweb.services.feasibility import ClusterRoom
 from koordweb.services.jobs import (
@@ -54,11 +54,7 @@ def _submit_form(request: HttpRequest, cluster: Cluster) -> JobSubmitForm:
         request.POST or None,
         quotas=submit_quotas(user=request.user, cluster=cluster),
         priority_classes=submit_priority_classes(user=request.user, cluster=cluster),
-        layers=list(
-            TopologyLayer.objects.filter(cluster=cluster)
-            .exclude(name="NodeTopologyLayer")
-            .values_list("name", flat=True)
-        ),
+        layers=gather_layer_names(cluster),
         admin=is_admin(request.user),
     )
 

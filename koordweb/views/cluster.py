@@ -14,9 +14,10 @@ from koordweb.figures.base import percent
 from koordweb.figures.devices import CardCell, column_groups, device_heatmap
 from koordweb.figures.topology import TreeNode, domain_sunburst, topology_graph
 from koordweb.forms import DeviceFilterForm, PodShapeForm
-from koordweb.models import Cluster, Job, JobState, Pod
+from koordweb.models import Cluster, Job, JobState
 from koordweb.presenters.quantities import amount_in_unit, resource_name, shape_text
 from koordweb.selectors.devices import VENDORS, Card, device_counts, device_grid
+from koordweb.selectors.jobs import job_node_names
 from koordweb.selectors.topology import (
     NODE_LAYER,
     ROOT_KEY,
@@ -82,11 +83,6 @@ def placement_keys(tree: TopologyTree, node_names: set[str]) -> set[str]:
         keys.update(tree.node_path.get(name, []))
         keys.add(f"{NODE_LAYER}/{name}")
     return keys
-
-
-def job_node_names(job: Job) -> set[str]:
-    names = Pod.objects.filter(job=job, node__isnull=False).values_list("node__name", flat=True)
-    return set(names)
 
 
 def placement_figure(cluster: Cluster, job: Job) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from koordweb.selectors.gpu_usage import (
     team_scope,
     unhealthy_cards,
 )
+from koordweb.selectors.jobs import jobs_with_quota
 from koordweb.views.common import current_cluster
 
 WINDOWS = {"24h": timedelta(hours=24), "7d": timedelta(days=7), "30d": timedelta(days=30)}
@@ -69,7 +70,7 @@ def card_shades(cluster: Cluster, cards: list[Card], view: str) -> dict[tuple[st
             for c in cards
         }
     job_ids = {use.job_id for c in cards for use in c.uses if use.job_id}
-    flags = idle_flags(Job.objects.filter(id__in=job_ids).select_related("quota"))
+    flags = idle_flags(jobs_with_quota(job_ids))
     moment = timezone.now()
     shades = {}
     for card in cards:
