@@ -18,11 +18,11 @@ from typing import Any
 from django.conf import settings
 
 from koordweb.backends.base import Creation, EnactPlan, EnactReport
+from koordweb.backends.intents import intents_write
 from koordweb.backends.kube import ApiException, KubeClusterClient
 from koordweb.backends.reconcile import cluster_reconcile
 from koordweb.manifests import serialize
 from koordweb.models import Cluster, Intent, Job, JobState, Pod, PodPhase
-from koordweb.services.outbox import intents_write
 
 _clients: dict[str, KubeClusterClient] = {}
 _lock = threading.Lock()

@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from koordweb.backends.base import Deletion, EnactPlan
+from koordweb.backends.intents import intents_write
 from koordweb.manifests import ManifestError, apply_manifests, parse_documents
 from koordweb.manifests.apply import pods_join
 from koordweb.manifests.objects import (
@@ -55,8 +56,7 @@ from koordweb.models import (
     PriorityClass,
     TopologyLayer,
 )
-from koordweb.services import pods as pod_services
-from koordweb.services.outbox import intents_write
+from koordweb.rows import pods as pod_services
 
 logger = logging.getLogger("koordweb.sync")
 FINISHED = (PodPhase.SUCCEEDED, PodPhase.FAILED)

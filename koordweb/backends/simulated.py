@@ -16,7 +16,7 @@ from django.conf import settings
 
 from koordweb.backends.base import EnactPlan, EnactReport
 from koordweb.models import Cluster, Job, JobState, Pod, PodPhase
-from koordweb.services import pods as pod_services
+from koordweb.rows import pods as pod_services
 
 
 class SimulatedBackend:

@@ -16,8 +16,8 @@ import hashlib
 from collections import defaultdict
 from datetime import datetime
 
+from koordweb.device_allocated import card_core_percent, parse_device_allocation
 from koordweb.models import Cluster, Device, Job, JobState, NodeMetric, Pod
-from koordweb.selectors.devices import card_core_percent, parse_device_allocation
 from scheduler.vocabulary import (
     ANNOTATION_DEVICE_ALLOCATED,
     GPU_CORE,

@@ -21,6 +21,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Max, Q
 
+from koordweb.device_allocated import card_core_percent, parse_device_allocation
 from koordweb.models import (
     CardSample,
     Cluster,
@@ -32,7 +33,6 @@ from koordweb.models import (
     Pod,
 )
 from koordweb.models.gpu_usage import epoch, from_epoch
-from koordweb.selectors.devices import card_core_percent, parse_device_allocation
 from scheduler.vocabulary import ANNOTATION_DEVICE_ALLOCATED, GPU_CORE, GPU_MEMORY
 
 MIB = 1024**2

@@ -19,6 +19,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from koordweb.backends.base import Deletion, EnactPlan
+from koordweb.backends.intents import intents_write
 from koordweb.manifests.apply import apply_manifests
 from koordweb.manifests.errors import ManifestError
 from koordweb.manifests.objects import POD, POD_GROUP, JobPlan, ManifestSet
@@ -34,12 +35,11 @@ from koordweb.models import (
     PriorityClass,
     TopologyLayer,
 )
+from koordweb.rows.pods import pods_terminating
 from koordweb.selectors.catalog import cluster_by_name
 from koordweb.selectors.tenancy import quotas_of_member, user_is_admin
 from koordweb.services.feasibility import job_feasibility_check
 from koordweb.services.idempotency import fingerprint, job_submitted_once
-from koordweb.services.outbox import intents_write
-from koordweb.services.pods import pods_terminating
 from koordweb.services.rounds import round_request
 from koordweb.services.tenant_checks import (
     labels_check,

@@ -19,6 +19,7 @@ from django.db import transaction
 
 from koordweb import snapshot as snapshot_adapter
 from koordweb.backends.base import Binding, ClusterBackend, EnactPlan, Eviction, Nomination
+from koordweb.backends.intents import intents_write
 from koordweb.models import (
     Cluster,
     Decision,
@@ -33,7 +34,7 @@ from koordweb.models.records import latest_decision
 from koordweb.observability import round_context, round_id_set
 from koordweb.services.engine import engine_profile
 from koordweb.services.gang_timeouts import gang_timeouts_record
-from koordweb.services.outbox import intents_enact, intents_write
+from koordweb.services.outbox import intents_enact
 from scheduler.model import ClusterSnapshot
 from scheduler.quota_tree import QuotaTree, add_into, quota_sums, runtime_quota
 from scheduler.result import RoundResult
