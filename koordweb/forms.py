@@ -36,7 +36,7 @@ class PodShapeForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.jobs = jobs
         _choices(self, "resource").choices = [(r, r) for r in resources]
-        self.fields["resource"].initial = _default_resource(resources)
+        self.fields["resource"].initial = default_resource(resources)
         self.fields["job"].widget.choices = [("", "none")] + [(j.pk, str(j)) for j in jobs[:300]]
 
     def clean_job(self) -> Job | None:
@@ -59,11 +59,12 @@ class PodShapeForm(forms.Form):
 
     @staticmethod
     def default_shape(resources: list[str]) -> dict[str, int]:
-        resource = _default_resource(resources)
+        resource = default_resource(resources)
         return {resource: 8 if resource != "cpu" else 1000}
 
 
-def _default_resource(resources: list[str]) -> str:
+def default_resource(resources: list[str]) -> str:
+    """The resource a page shows first: GPUs when the cluster has them, else the first."""
     return NVIDIA_GPU if NVIDIA_GPU in resources else resources[0]
 
 

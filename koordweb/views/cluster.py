@@ -14,7 +14,7 @@ from koordweb.figures.base import percent
 from koordweb.figures.devices import CardCell, column_groups, device_heatmap
 from koordweb.figures.topology import TreeNode, domain_sunburst, topology_graph
 from koordweb.forms import DeviceFilterForm, PodShapeForm
-from koordweb.models import Cluster, Job, JobState
+from koordweb.models import Cluster, JobState
 from koordweb.presenters.quantities import amount_in_unit, resource_name, shape_text
 from koordweb.selectors.devices import VENDORS, Card, device_counts, device_grid
 from koordweb.selectors.jobs import job_node_names
@@ -85,11 +85,12 @@ def placement_keys(tree: TopologyTree, node_names: set[str]) -> set[str]:
     return keys
 
 
-def placement_figure(cluster: Cluster, job: Job) -> dict[str, Any]:
-    """The sunburst of the job's cluster with the domains it runs in outlined."""
+def placement_figure(cluster: Cluster, node_names: set[str]) -> dict[str, Any]:
+    """The sunburst of the cluster with the domains of these nodes outlined (a job's placement,
+    or a what-if plan's)."""
     tree = topology_tree(cluster, include_nodes=_small(tree_size=cluster.nodes.count()))
     return domain_sunburst(
-        tree_nodes(tree, NVIDIA_GPU), highlighted=placement_keys(tree, job_node_names(job))
+        tree_nodes(tree, NVIDIA_GPU), highlighted=placement_keys(tree, node_names)
     )
 
 

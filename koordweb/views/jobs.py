@@ -24,6 +24,7 @@ from koordweb.selectors.jobs import (
     job_decisions,
     job_first_requests,
     job_names_visible,
+    job_node_names,
     job_pods,
     job_preempted_by,
     job_preemptions_made,
@@ -205,7 +206,9 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "placed_on": _placed_on(pods, decisions),
         "preemptions_made": job_preemptions_made(job),
         "preempted_by": _preempted_by(request, job),
-        "placement": placement_figure(job.cluster, job) if any(p.node_id for p in pods) else None,
+        "placement": placement_figure(job.cluster, job_node_names(job))
+        if any(p.node_id for p in pods)
+        else None,
         "active": job.state in JobState.HOLDING,
         "live_seconds": LIVE_SECONDS,
         **job_usage_context(job),

@@ -15,7 +15,7 @@ from koordweb.figures.timeline import (
     preemption_timeline,
     round_latency,
 )
-from koordweb.forms import PreemptionFilterForm, QuotaResourceForm
+from koordweb.forms import PreemptionFilterForm, QuotaResourceForm, default_resource
 from koordweb.presenters.details import cost_lines
 from koordweb.presenters.quantities import quantity_text
 from koordweb.presenters.reasons import preemption_reason_sentence
@@ -25,7 +25,6 @@ from koordweb.selectors.rounds import round_detail, round_history
 from koordweb.selectors.tenancy import quotas_of_member, quotas_visible, user_is_admin
 from koordweb.views.common import current_cluster, job_scope, paginate
 from koordweb.views.jobs import LIVE_SECONDS
-from scheduler.vocabulary import NVIDIA_GPU
 
 
 def _job_url(pk: int) -> str:
@@ -138,7 +137,7 @@ def quotas(request: HttpRequest) -> HttpResponse:
         visible = set(quotas_visible(user=request.user).values_list("name", flat=True))
         tree = [q for q in tree if q.name in visible]
     resources = sorted({name for q in tree for name in (*q.min, *q.max, *q.used)}) or ["cpu"]
-    default = NVIDIA_GPU if NVIDIA_GPU in resources else resources[0]
+    default = default_resource(resources)
     form = QuotaResourceForm(
         request.GET or None, resources=resources, initial={"resource": default}
     )
