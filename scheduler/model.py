@@ -24,7 +24,9 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Any, Literal
 
+from scheduler.vocabulary import CLUSTER_LAYER as CLUSTER_LAYER
 from scheduler.vocabulary import LABEL_DISABLE_PREEMPTIBLE, NVIDIA_GPU, QUOTA_PREEMPTIBLE
+from scheduler.vocabulary import NODE_LAYER as NODE_LAYER
 
 # A shared read-only empty mapping for defaults that are rarely filled.
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
@@ -42,9 +44,6 @@ CPU = "cpu"
 MEMORY = "memory"
 PODS = "pods"
 GPU = NVIDIA_GPU
-
-NODE_LAYER = "NodeTopologyLayer"
-CLUSTER_LAYER = "ClusterTopologyLayer"
 
 
 @dataclass(frozen=True)

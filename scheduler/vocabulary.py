@@ -29,6 +29,10 @@ RESERVED_DOMAINS: Final = ("kubernetes.io", "k8s.io", "x-k8s.io", "koordinator.s
 # Kubernetes' recommended application labels (app.kubernetes.io/name, ...).
 APP_LABEL_PREFIX: Final = "app.kubernetes.io/"
 
+# ClusterNetworkTopology's implicit layers: the root (the whole cluster) and the leaf (a node).
+CLUSTER_LAYER: Final = "ClusterTopologyLayer"
+NODE_LAYER: Final = "NodeTopologyLayer"
+
 # --- Node labels ---------------------------------------------------------------------------------
 LABEL_HOSTNAME: Final = "kubernetes.io/hostname"
 LABEL_PARTITION_POLICY: Final = "node.koordinator.sh/gpu-partition-policy"

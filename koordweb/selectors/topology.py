@@ -13,10 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from koordweb.models import Cluster, Node, Pod, PodPhase, TopologyLayer
+from scheduler.vocabulary import CLUSTER_LAYER, NODE_LAYER
 
 ROOT_KEY = "cluster"
-NODE_LAYER = "NodeTopologyLayer"
-CLUSTER_LAYER = "ClusterTopologyLayer"
 # Pods that hold resources on their node: bound (still Pending) or Running.
 OCCUPYING_PHASES = (PodPhase.PENDING, PodPhase.RUNNING)
 

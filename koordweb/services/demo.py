@@ -43,6 +43,7 @@ from scheduler.vocabulary import (
     LABEL_HOSTNAME,
     LABEL_NETWORK_BLOCK,
     LABEL_NETWORK_SPINE,
+    NODE_LAYER,
     NPU_CORE,
     NPU_CPU,
     NPU_DVPP,
@@ -114,7 +115,7 @@ def _seed_topology(cluster: Cluster) -> None:
     layers: tuple[tuple[str, str, list[str]], ...] = (
         ("SpineLayer", "", [LABEL_NETWORK_SPINE]),
         ("BlockLayer", "SpineLayer", [LABEL_NETWORK_BLOCK]),
-        ("NodeTopologyLayer", "BlockLayer", []),
+        (NODE_LAYER, "BlockLayer", []),
     )
     for position, (name, parent, keys) in enumerate(layers):
         TopologyLayer.objects.create(

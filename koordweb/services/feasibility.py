@@ -21,14 +21,13 @@ from koordweb.models import Cluster, Device, Node
 from koordweb.presenters.quantities import shape_text
 from koordweb.presenters.words import layer_word, pods
 from koordweb.selectors.topology import (
-    NODE_LAYER,
     cluster_layers,
     layer_chain,
     node_allocations,
     node_domains,
     offer_slots,
 )
-from scheduler.vocabulary import NVIDIA_GPU, VENDOR_NVIDIA
+from scheduler.vocabulary import NODE_LAYER, NVIDIA_GPU, VENDOR_NVIDIA
 
 # Resources every node has implicitly or that the engine accounts for itself.
 _UNCHECKED = {"pods", "ephemeral-storage"}

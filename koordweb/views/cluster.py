@@ -19,7 +19,6 @@ from koordweb.presenters.quantities import amount_in_unit, resource_name, shape_
 from koordweb.selectors.devices import VENDORS, Card, device_counts, device_grid
 from koordweb.selectors.jobs import job_node_names
 from koordweb.selectors.topology import (
-    NODE_LAYER,
     ROOT_KEY,
     TopologyTree,
     accelerator_resources,
@@ -27,7 +26,7 @@ from koordweb.selectors.topology import (
 )
 from koordweb.views.common import current_cluster, int_param, is_admin, visible_jobs
 from koordweb.views.gpu import HEATMAP_VIEWS, card_shades, heatmap_view
-from scheduler.vocabulary import NVIDIA_GPU
+from scheduler.vocabulary import NODE_LAYER, NVIDIA_GPU
 
 LIVE_SECONDS = 10
 # Above this many nodes the figures stop at the layer above the nodes (aggregate, stay fast).
