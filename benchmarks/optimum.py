@@ -47,7 +47,7 @@ from benchmarks.common import (
     topology_by_name,
     write_json,
 )
-from scheduler import ClusterSnapshot, JobInfo, PodInfo, RoundResult, run_round
+from scheduler import ClusterSnapshot, JobInfo, PodInfo, RoundResult, plan_round
 from scheduler.profile import Profile
 
 KINDS = ("must-block", "prefer-spine", "none")
@@ -190,11 +190,11 @@ def placement_case(topo: Topology, rng: random.Random, time_limit: float) -> dic
     free, queue = placement_instance(topo, rng, gangs=60)
     snapshot = placement_snapshot(topo, free, queue)
     started = time.perf_counter()
-    result = run_round(snapshot, core_profile())
+    result = plan_round(snapshot, core_profile())
     ours_seconds = time.perf_counter() - started
     ours = placed_gpus(snapshot, result)
     options = {
-        name: placed_gpus(snapshot, run_round(snapshot, p)) for name, (p, _) in OPTIONS.items()
+        name: placed_gpus(snapshot, plan_round(snapshot, p)) for name, (p, _) in OPTIONS.items()
     }
     best = placement_optimum(topo, free, queue, time_limit)
     reference = best["admitted_gpus"] if best["status"] == "OPTIMAL" else best["bound_gpus"]
@@ -202,7 +202,7 @@ def placement_case(topo: Topology, rng: random.Random, time_limit: float) -> dic
     # them all? If so the gap is the queue order (FIFO admission), not the placement itself.
     chosen = set(best["admitted"])
     subset = placement_snapshot(topo, free, [g for g in queue if g.id in chosen])
-    subset_gpus = placed_gpus(subset, run_round(subset, core_profile()))
+    subset_gpus = placed_gpus(subset, plan_round(subset, core_profile()))
     return {
         "topology": topo.name,
         "nodes": len(topo.nodes),
@@ -351,7 +351,7 @@ def victim_case(topo: Topology, rng: random.Random, time_limit: float) -> dict[s
     running, preemptor = victim_instance(topo, rng)
     snapshot = victim_snapshot(topo, running, preemptor)
     started = time.perf_counter()
-    result = run_round(snapshot, core_profile())
+    result = plan_round(snapshot, core_profile())
     ours_seconds = time.perf_counter() - started
     best = victim_optimum(topo, running, preemptor, time_limit)
     row: dict[str, Any] = {
@@ -396,7 +396,7 @@ def threshold_search(
     """
     for band in sorted({r.priority for r in running if r.priority < preemptor.priority}):
         trial = Gang(preemptor.id, preemptor.size, preemptor.gpus, preemptor.kind, band + 1)
-        result = run_round(victim_snapshot(topo, running, trial), core_profile())
+        result = plan_round(victim_snapshot(topo, running, trial), core_profile())
         if result.preemptions:
             record = result.preemptions[0]
             return record.cost["highest_victim_priority"], len(record.victim_jobs)

@@ -29,7 +29,7 @@ from scheduler import (
     PodInfo,
     Profile,
     RoundResult,
-    run_round,
+    plan_round,
 )
 from scheduler.model import PDBInfo, QuotaInfo
 
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     report = {}
     for name, snapshot in scenarios(args.nodes).items():
-        result = run_round(snapshot, Profile.default())
+        result = plan_round(snapshot, Profile.default())
         lines = canonical_lines(result)
         report[name] = {
             "sha256": digest(lines),

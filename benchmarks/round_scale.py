@@ -7,7 +7,7 @@ Node (16 nodes a block, 8 blocks a spine); half the nodes are busy with low-prio
 pending gangs totalling 20,000 pods of mixed shapes (1-64 pods; 1/2/4/8 whole GPUs each, or one
 shared half GPU for a fifth of the gangs and of the busy pods), a third with MustGather Block, a
 third PreferGather Block+Spine, the rest without a topology rule, at priorities above the busy
-jobs so preemption runs too. Times only `run_round` (snapshot building is
+jobs so preemption runs too. Times only `plan_round` (snapshot building is
 outside), reports pods placed per second, raw and normalised to a machine whose reference loop
 (`reference_seconds`) takes 0.05 CPU-s, and the growth with nodes, and with `--markdown`
 rewrites the "Round scale" section of docs/benchmarks.md.
@@ -37,7 +37,7 @@ from scheduler import (
     TopologyLayerSpec,
     TopologyRule,
     TopologySpec,
-    run_round,
+    plan_round,
 )
 from scheduler.devices import Device, DeviceTopology
 
@@ -207,7 +207,7 @@ def measure(
     if core:
         profile = profile.without("DeviceShare", "LoadAware")
     started, cpu_started = time.perf_counter(), time.process_time()
-    result = run_round(snapshot, profile)
+    result = plan_round(snapshot, profile)
     seconds = time.perf_counter() - started
     cpu_seconds = time.process_time() - cpu_started
     return {

@@ -7,7 +7,7 @@ A discrete-time simulation (one tick = one minute, one round a tick) drives the 
 gangs of 1-64 pods x 8 GPUs arrive (Poisson, offered load = arrival rate x mean GPUs x mean
 duration / cluster GPUs), a third MustGather Block (sizes capped to the largest block), a third
 PreferGather Spine, a third without a rule; each tick expires finished gangs, builds a
-`ClusterSnapshot`, calls `run_round` and binds what it placed. Every profile sees the same
+`ClusterSnapshot`, calls `plan_round` and binds what it placed. Every profile sees the same
 arrival stream. Metrics per run (after a warm-up of two mean durations, 60 ticks, or a fifth of
 a short run):
 - `block_locality`: of the placed gangs for which, just before their placement, one block had
@@ -42,7 +42,7 @@ from benchmarks.common import (
     topology_by_name,
     write_json,
 )
-from scheduler import ClusterSnapshot, JobInfo, PodInfo, Profile, run_round
+from scheduler import ClusterSnapshot, JobInfo, PodInfo, Profile, plan_round
 
 SECTION = "## Placement quality"
 GANG_SIZES = (1, 2, 4, 8, 16, 32, 64)
@@ -176,7 +176,7 @@ def simulate(
                 now=tick * 60.0,
             )
             started = time.perf_counter()
-            result = run_round(snapshot, profile)
+            result = plan_round(snapshot, profile)
             tally.round_seconds += time.perf_counter() - started
             for gid in result.decisions:  # placement order
                 arrival, job, pods = pending.pop(gid)

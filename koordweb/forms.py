@@ -9,6 +9,7 @@ from django.db.models import QuerySet
 
 from koordweb.models import Job
 from koordweb.selectors.devices import VENDORS
+from scheduler.vocabulary import NVIDIA_GPU
 
 MILLI = 1000
 GIB = 1024**3
@@ -35,7 +36,7 @@ class PodShapeForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.jobs = jobs
         _choices(self, "resource").choices = [(r, r) for r in resources]
-        self.fields["resource"].initial = _default_resource(resources)
+        self.fields["resource"].initial = default_resource(resources)
         self.fields["job"].widget.choices = [("", "none")] + [(j.pk, str(j)) for j in jobs[:300]]
 
     def clean_job(self) -> Job | None:
@@ -58,12 +59,13 @@ class PodShapeForm(forms.Form):
 
     @staticmethod
     def default_shape(resources: list[str]) -> dict[str, int]:
-        resource = _default_resource(resources)
+        resource = default_resource(resources)
         return {resource: 8 if resource != "cpu" else 1000}
 
 
-def _default_resource(resources: list[str]) -> str:
-    return "nvidia.com/gpu" if "nvidia.com/gpu" in resources else resources[0]
+def default_resource(resources: list[str]) -> str:
+    """The resource a page shows first: GPUs when the cluster has them, else the first."""
+    return NVIDIA_GPU if NVIDIA_GPU in resources else resources[0]
 
 
 class DeviceFilterForm(forms.Form):
@@ -171,7 +173,7 @@ class JobSubmitForm(forms.Form):
         data = self.cleaned_data
         requests = {"cpu": int(data["cpu"] * MILLI), "memory": int(data["memory"] * GIB)}
         if data["gpus"]:
-            requests["nvidia.com/gpu"] = int(data["gpus"])
+            requests[NVIDIA_GPU] = int(data["gpus"])
         return {name: amount for name, amount in requests.items() if amount}
 
 

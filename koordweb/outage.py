@@ -36,8 +36,6 @@ OUTAGE_ERRORS: tuple[type[BaseException], ...] = (
     RedisTimeoutError,
     BrokerOperationalError,
 )
-# Seconds a client should wait: about the time a restarted PostgreSQL or Redis takes to accept.
-DEFAULT_RETRY_AFTER = 5
 API_PREFIX = "/api/"
 # Set on the request when Django turned an outage inside another middleware into a 500.
 _SEEN = "_koordweb_outage"
@@ -72,7 +70,7 @@ def _what(exc: BaseException) -> str:
 
 
 def retry_after_seconds() -> int:
-    return int(getattr(settings, "KOORDWEB_OUTAGE_RETRY_AFTER", DEFAULT_RETRY_AFTER))
+    return int(settings.KOORDWEB_OUTAGE_RETRY_AFTER)
 
 
 def _log(request: Any, exc: BaseException) -> None:

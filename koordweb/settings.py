@@ -213,6 +213,9 @@ WHITENOISE_USE_FINDERS = DEBUG or TESTING
 KOORDWEB_MAX_BODY_BYTES = int(os.environ.get("KOORDWEB_MAX_BODY_BYTES", str(5 * 1024 * 1024)))
 DATA_UPLOAD_MAX_MEMORY_SIZE = KOORDWEB_MAX_BODY_BYTES
 FILE_UPLOAD_MAX_MEMORY_SIZE = KOORDWEB_MAX_BODY_BYTES
+# Seconds a client is told to wait (Retry-After) when the database, cache or broker is down:
+# about the time a restarted PostgreSQL or Redis takes to accept (koordweb/outage.py).
+KOORDWEB_OUTAGE_RETRY_AFTER = int(os.environ.get("KOORDWEB_OUTAGE_RETRY_AFTER", "5"))
 
 # Security: production defaults whenever DEBUG is off (tests speak plain HTTP).
 HTTPS = env_bool("KOORDWEB_HTTPS", not (DEBUG or TESTING))

@@ -20,12 +20,12 @@ from koordweb.models import (
     Device,
     ElasticQuota,
     Job,
+    JobState,
     Node,
     NodeMetric,
     Pod,
     PodPhase,
 )
-from koordweb.models.workload import ACTIVE_JOB_STATES, HOLDING_JOB_STATES
 from scheduler.devices.inventory import device_allocatable
 from scheduler.model import (
     ClusterSnapshot,
@@ -44,8 +44,9 @@ from scheduler.model import (
     TopologyRule,
     TopologySpec,
 )
+from scheduler.vocabulary import QUOTA_NAME
 
-QUOTA_LABEL = "quota.scheduling.koordinator.sh/name"
+QUOTA_LABEL = QUOTA_NAME
 
 
 @dataclass
@@ -244,8 +245,8 @@ def build(
     pods = (
         Pod.objects.filter(cluster=cluster)
         .filter(
-            Q(job__state__in=ACTIVE_JOB_STATES)
-            | Q(node__isnull=False, job__state__in=HOLDING_JOB_STATES)
+            Q(job__state__in=JobState.ACTIVE)
+            | Q(node__isnull=False, job__state__in=JobState.HOLDING)
             | Q(node__isnull=False, terminating=True)
         )
         .exclude(phase__in=[PodPhase.SUCCEEDED, PodPhase.FAILED])
@@ -255,7 +256,7 @@ def build(
     for pod in pods:
         pods_by_job[pod.job_id].append(pod)
     jobs = list(
-        cluster.jobs.filter(Q(state__in=HOLDING_JOB_STATES) | Q(id__in=list(pods_by_job)))
+        cluster.jobs.filter(Q(state__in=JobState.HOLDING) | Q(id__in=list(pods_by_job)))
         .select_related("quota")
         .order_by("id")
     )

@@ -1,6 +1,6 @@
 """The scheduling engine: a pure-Python library (numpy, networkx), no Django, no clock, no I/O.
 
-Entry points: `run_round(snapshot, profile=None) -> RoundResult` for one round,
+Entry points: `plan_round(snapshot, profile=None) -> RoundResult` for one round,
 `apply_round` / `run_rounds` to simulate a cluster that obeys, `Profile.default()` for the
 reference plugin set (`Profile.configured(config, registry)` for a cluster's configuration,
 out-of-tree plugins included). Input types live in `scheduler.model`; the extension points, their
@@ -35,7 +35,7 @@ from scheduler.result import (
     PreemptionRecord,
     RoundResult,
 )
-from scheduler.round import run_round
+from scheduler.round import plan_round
 
 __all__ = [
     "Cause",
@@ -63,6 +63,6 @@ __all__ = [
     "TopologySpec",
     "apply_round",
     "gang_group_id",
-    "run_round",
+    "plan_round",
     "run_rounds",
 ]

@@ -13,7 +13,7 @@ from dataclasses import replace
 from scheduler.model import ClusterSnapshot, PodInfo
 from scheduler.profile import Profile
 from scheduler.result import RoundResult
-from scheduler.round import run_round
+from scheduler.round import plan_round
 
 
 def apply_round(
@@ -61,7 +61,7 @@ def run_rounds(
     """Run rounds (applying each) until a round neither places nor preempts anything."""
     results: list[RoundResult] = []
     for _ in range(max_rounds):
-        result = run_round(snapshot, profile)
+        result = plan_round(snapshot, profile)
         results.append(result)
         if not result.placements and not result.preemptions:
             break

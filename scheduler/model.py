@@ -24,6 +24,10 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Any, Literal
 
+from scheduler.vocabulary import CLUSTER_LAYER as CLUSTER_LAYER
+from scheduler.vocabulary import LABEL_DISABLE_PREEMPTIBLE, NVIDIA_GPU, QUOTA_PREEMPTIBLE
+from scheduler.vocabulary import NODE_LAYER as NODE_LAYER
+
 # A shared read-only empty mapping for defaults that are rarely filled.
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
@@ -39,13 +43,7 @@ PodPhase = Literal["Pending", "Running", "Succeeded", "Failed"]
 CPU = "cpu"
 MEMORY = "memory"
 PODS = "pods"
-GPU = "nvidia.com/gpu"
-
-NODE_LAYER = "NodeTopologyLayer"
-CLUSTER_LAYER = "ClusterTopologyLayer"
-
-LABEL_DISABLE_PREEMPTIBLE = "scheduling.koordinator.sh/disable-preemptible"
-LABEL_QUOTA_PREEMPTIBLE = "quota.scheduling.koordinator.sh/preemptible"
+GPU = NVIDIA_GPU
 
 
 @dataclass(frozen=True)
@@ -154,7 +152,7 @@ class PodInfo:
         """False when a protection label forbids evicting this pod."""
         return (
             self.labels.get(LABEL_DISABLE_PREEMPTIBLE) != "true"
-            and self.labels.get(LABEL_QUOTA_PREEMPTIBLE) != "false"
+            and self.labels.get(QUOTA_PREEMPTIBLE) != "false"
         )
 
 

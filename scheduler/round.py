@@ -1,4 +1,4 @@
-"""`run_round`: one scheduling round over a snapshot, pure and deterministic.
+"""`plan_round`: one scheduling round over a snapshot, pure and deterministic.
 
 Pending jobs go in queue order; each is placed whole (later jobs see it) or not at all. A job that
 does not fit goes to PostFilter (job-level preemption); every job not placed gets a structured
@@ -28,7 +28,7 @@ from scheduler.result import (
 from scheduler.state import CycleState
 
 
-def run_round(snapshot: ClusterSnapshot, profile: Profile | None = None) -> RoundResult:
+def plan_round(snapshot: ClusterSnapshot, profile: Profile | None = None) -> RoundResult:
     framework = Framework(profile or Profile.default())
     state = CycleState(snapshot)
     framework.start(state)

@@ -18,12 +18,11 @@ from typing import Any
 from django.conf import settings
 
 from koordweb.backends.base import Creation, EnactPlan, EnactReport
+from koordweb.backends.intents import intents_write
 from koordweb.backends.kube import ApiException, KubeClusterClient
 from koordweb.backends.reconcile import cluster_reconcile
 from koordweb.manifests import serialize
-from koordweb.models import Cluster, Intent, Job, Pod, PodPhase
-from koordweb.models.workload import FINAL_JOB_STATES
-from koordweb.services.outbox import intents_write
+from koordweb.models import Cluster, Intent, Job, JobState, Pod, PodPhase
 
 _clients: dict[str, KubeClusterClient] = {}
 _lock = threading.Lock()
@@ -76,7 +75,7 @@ class KubernetesBackend:
         ).values("pod_id")
         pods = list(
             cluster.pods.filter(uid="", node__isnull=True, phase=PodPhase.PENDING)
-            .exclude(job__state__in=FINAL_JOB_STATES)
+            .exclude(job__state__in=JobState.FINAL)
             .exclude(id__in=asked)
             .values_list("id", "job_id", "namespace", "name")
         )

@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from koordweb.backends.base import Deletion, EnactPlan
+from koordweb.backends.intents import intents_write
 from koordweb.manifests import ManifestError, apply_manifests, parse_documents
 from koordweb.manifests.apply import pods_join
 from koordweb.manifests.objects import (
@@ -46,6 +47,7 @@ from koordweb.models import (
     Device,
     ElasticQuota,
     Job,
+    JobState,
     Node,
     NodeMetric,
     Pod,
@@ -54,8 +56,7 @@ from koordweb.models import (
     PriorityClass,
     TopologyLayer,
 )
-from koordweb.services import pods as pod_services
-from koordweb.services.outbox import intents_write
+from koordweb.rows import pods as pod_services
 
 logger = logging.getLogger("koordweb.sync")
 FINISHED = (PodPhase.SUCCEEDED, PodPhase.FAILED)
@@ -325,7 +326,7 @@ class _PodStory:
             return
         deletions: list[Deletion] = []
         for job in Job.objects.filter(id__in=list(self.refused)):
-            if job.state in pod_services.FINAL_JOB_STATES:
+            if job.state in JobState.FINAL:
                 continue
             for pod in pod_services.job_requeue_refused(
                 job=job, reason=self.refused[job.id], now=self.now

@@ -16,7 +16,7 @@ from django.conf import settings
 
 from koordweb.backends.base import EnactPlan, EnactReport
 from koordweb.models import Cluster, Job, JobState, Pod, PodPhase
-from koordweb.services import pods as pod_services
+from koordweb.rows import pods as pod_services
 
 
 class SimulatedBackend:
@@ -35,7 +35,7 @@ class SimulatedBackend:
         started = cluster.pods.filter(node__isnull=False, phase=PodPhase.PENDING)
         touched |= set(started.values_list("job_id", flat=True))
         started.update(phase=PodPhase.RUNNING, started_at=now)
-        running_jobs = cluster.jobs.filter(state__in=[JobState.SCHEDULED, JobState.RUNNING])
+        running_jobs = cluster.jobs.filter(state__in=JobState.PLACED)
         for job in running_jobs.filter(duration_seconds__isnull=False, started_at__isnull=False):
             assert job.started_at is not None and job.duration_seconds is not None
             if job.started_at + timedelta(seconds=job.duration_seconds) <= now:

@@ -16,18 +16,21 @@ import hashlib
 from collections import defaultdict
 from datetime import datetime
 
-from koordweb.models import Cluster, Device, Job, NodeMetric, Pod
-from koordweb.models.workload import HOLDING_JOB_STATES
-from koordweb.selectors.devices import DEVICE_ALLOCATED, card_core_percent, parse_device_allocation
+from koordweb.device_allocated import card_core_percent, parse_device_allocation
+from koordweb.models import Cluster, Device, Job, JobState, NodeMetric, Pod
+from scheduler.vocabulary import (
+    ANNOTATION_DEVICE_ALLOCATED,
+    GPU_CORE,
+    GPU_MEMORY,
+    GPU_MEMORY_RATIO,
+    GPU_PROFILE_ANNOTATION,
+)
 
-PROFILE_ANNOTATION = "sim.koordweb.io/gpu-profile"
+PROFILE_ANNOTATION = GPU_PROFILE_ANNOTATION
 PROFILES = ("training", "dataloader", "crashed", "notebook")
 # Picked from a job's name when it names no profile: mostly training, some input-bound, a crash.
 DEFAULT_MIX = ("training",) * 6 + ("dataloader",) * 3 + ("crashed",)
 CRASH_AFTER_SECONDS = 180
-GPU_CORE = "koordinator.sh/gpu-core"
-GPU_MEMORY = "koordinator.sh/gpu-memory"
-GPU_MEMORY_RATIO = "koordinator.sh/gpu-memory-ratio"
 
 
 def _noise(*parts: object) -> float:
@@ -85,7 +88,7 @@ def node_metrics_report(cluster: Cluster, *, now: datetime, interval: int = 60) 
     pod_cards: dict[int, dict[str, dict[str, dict[str, int]]]] = defaultdict(dict)
     node_usage: dict[int, dict[str, int]] = defaultdict(lambda: {"cpu": 0, "memory": 0})
     pods = Pod.objects.filter(
-        cluster=cluster, node_id__in=list(cards), job__state__in=HOLDING_JOB_STATES
+        cluster=cluster, node_id__in=list(cards), job__state__in=JobState.HOLDING
     ).select_related("job")
     for pod in pods:
         running = (now - (pod.job.started_at or pod.started_at or now)).total_seconds()
@@ -96,7 +99,7 @@ def node_metrics_report(cluster: Cluster, *, now: datetime, interval: int = 60) 
             node_usage[pod.node_id][resource] += int((pod.requests or {}).get(resource, 0) * factor)
         key = f"{pod.namespace}/{pod.name}"
         for device_type, minor, resources in parse_device_allocation(
-            (pod.annotations or {}).get(DEVICE_ALLOCATED)
+            (pod.annotations or {}).get(ANNOTATION_DEVICE_ALLOCATED)
         ):
             totals = node_cards.get(pod.node_id, {}).get(minor)
             share = card_core_percent(resources)

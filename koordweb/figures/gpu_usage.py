@@ -11,7 +11,7 @@ from datetime import datetime
 import plotly.graph_objects as go
 
 from koordweb.figures.base import base_layout, figure_dict
-from koordweb.gpu_words import gpu_hours
+from koordweb.presenters.quantities import gpu_hours_text
 
 BUSY_SCALE = [[0.0, "#f4f6f8"], [0.05, "#fbe3c4"], [0.5, "#7fc97f"], [1.0, "#1b7837"]]
 USED = "#1b7837"
@@ -62,7 +62,7 @@ def efficiency_bars(rows: Sequence[tuple[str, float, float]], *, title: str) -> 
                 name="allocated but idle",
                 orientation="h",
                 marker_color=IDLE,
-                hovertext=[gpu_hours(v) + " idle" for v in idle],
+                hovertext=[gpu_hours_text(v) + " idle" for v in idle],
                 hoverinfo="text+y",
             ),
             go.Bar(
@@ -71,7 +71,7 @@ def efficiency_bars(rows: Sequence[tuple[str, float, float]], *, title: str) -> 
                 name="used",
                 orientation="h",
                 marker_color=USED,
-                hovertext=[gpu_hours(v) + " used" for v in used],
+                hovertext=[gpu_hours_text(v) + " used" for v in used],
                 hoverinfo="text+y",
             ),
         ],

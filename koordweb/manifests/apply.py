@@ -14,7 +14,6 @@ from typing import Any
 from django.db import IntegrityError, models, transaction
 from django.utils import timezone
 
-from koordweb.manifests import keys
 from koordweb.manifests.errors import ManifestError
 from koordweb.manifests.objects import (
     CONFIG_MAP,
@@ -43,6 +42,14 @@ from koordweb.models import (
     TopologyLayer,
 )
 from koordweb.models.workload import PreemptionPolicy
+from scheduler.vocabulary import (
+    GANG_TOPOLOGY_SPEC,
+    LABEL_GPU_MODEL,
+    LABEL_GPU_VENDOR,
+    QUOTA_IS_PARENT,
+    QUOTA_NAME,
+    QUOTA_PARENT,
+)
 
 
 def apply_manifests(cluster: Cluster, manifests: ManifestSet) -> dict[str, int]:
@@ -209,8 +216,8 @@ class _Applier:
             node.device_labels = obj.values["device_labels"]
             node.device_annotations = obj.values["device_annotations"]
             node.save(update_fields=["device_labels", "device_annotations"])
-            vendor = node.labels.get(keys.GPU_VENDOR_LABEL, "")[:32]
-            model = node.labels.get(keys.GPU_MODEL_LABEL, "")[:64]
+            vendor = node.labels.get(LABEL_GPU_VENDOR, "")[:32]
+            model = node.labels.get(LABEL_GPU_MODEL, "")[:64]
             for row in obj.rows:
                 is_gpu = row["device_type"] == Device.Type.GPU
                 rows.append(
@@ -253,7 +260,7 @@ class _Applier:
                 problem = "form a cycle" if missing in by_name else "is not defined"
                 raise ManifestError(
                     stuck.index,
-                    f"metadata.labels.{keys.QUOTA_PARENT}",
+                    f"metadata.labels.{QUOTA_PARENT}",
                     f"parent quota {missing!r} {problem}",
                 )
             for obj in ready:
@@ -261,9 +268,9 @@ class _Applier:
                 if parent is not None and not parent.is_parent:
                     raise ManifestError(
                         obj.index,
-                        f"metadata.labels.{keys.QUOTA_PARENT}",
+                        f"metadata.labels.{QUOTA_PARENT}",
                         f"quota {parent.name!r} is not a parent "
-                        f"(label {keys.QUOTA_IS_PARENT} is not true)",
+                        f"(label {QUOTA_IS_PARENT} is not true)",
                     )
                 self.quotas[obj.name] = ElasticQuota.objects.create(
                     cluster=self.cluster,
@@ -311,7 +318,7 @@ class _Applier:
         if plan.quota_name and (job.quota is None or job.quota.name != plan.quota_name):
             raise ManifestError(
                 first.index,
-                f"metadata.labels.{keys.QUOTA_NAME}",
+                f"metadata.labels.{QUOTA_NAME}",
                 f"PodGroup {plan.gang_id} is not in quota {plan.quota_name!r}",
             )
         members = job.pods.count() + len(plan.pods)
@@ -326,7 +333,7 @@ class _Applier:
             if rule["layer"] not in self.layers:
                 raise ManifestError(
                     plan.index,
-                    f"metadata.annotations.{keys.GANG_TOPOLOGY_SPEC}",
+                    f"metadata.annotations.{GANG_TOPOLOGY_SPEC}",
                     f"unknown topology layer {rule['layer']!r} "
                     f"(ClusterNetworkTopology has {sorted(self.layers) or 'no layers'})",
                 )
@@ -336,7 +343,7 @@ class _Applier:
             if quota is None:
                 raise ManifestError(
                     plan.pods[0].index,
-                    f"metadata.labels.{keys.QUOTA_NAME}",
+                    f"metadata.labels.{QUOTA_NAME}",
                     f"unknown ElasticQuota {plan.quota_name!r}",
                 )
         priorities = [self._priority(pod) for pod in plan.pods]

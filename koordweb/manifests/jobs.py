@@ -9,19 +9,27 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from koordweb.manifests import keys
 from koordweb.manifests.errors import ManifestError
 from koordweb.manifests.objects import POD, POD_GROUP, JobPlan, ManifestSet, ParsedObject
 from koordweb.models import JobState
+from scheduler.vocabulary import (
+    GANG_GROUPS,
+    GANG_MIN_AVAILABLE,
+    GANG_MODE,
+    GANG_TOPOLOGY_SPEC,
+    GANG_TOTAL_NUMBER,
+    GANG_WAITING_TIME,
+    QUOTA_NAME,
+)
 
 # Gang settings every pod of an annotation gang must repeat alike, and where each one is read.
 _GANG_FIELDS = {
-    "min_available": keys.GANG_MIN_AVAILABLE,
-    "total_number": keys.GANG_TOTAL_NUMBER,
-    "mode": keys.GANG_MODE,
-    "waiting_time_seconds": keys.GANG_WAITING_TIME,
-    "gang_groups": keys.GANG_GROUPS,
-    "topology_spec": keys.GANG_TOPOLOGY_SPEC,
+    "min_available": GANG_MIN_AVAILABLE,
+    "total_number": GANG_TOTAL_NUMBER,
+    "mode": GANG_MODE,
+    "waiting_time_seconds": GANG_WAITING_TIME,
+    "gang_groups": GANG_GROUPS,
+    "topology_spec": GANG_TOPOLOGY_SPEC,
 }
 
 
@@ -86,7 +94,7 @@ def _finish(plan: JobPlan) -> None:
     if len(quotas) > 1:
         raise ManifestError(
             pods[-1].index,
-            f"metadata.labels.{keys.QUOTA_NAME}",
+            f"metadata.labels.{QUOTA_NAME}",
             f"the pods of job {plan.gang_id} name different quotas {sorted(quotas)}",
         )
     plan.quota_name = quotas.pop() if quotas else ""
@@ -108,7 +116,7 @@ def _finish(plan: JobPlan) -> None:
     if len(values["gang_group"]) > 1000:
         raise ManifestError(
             plan.index,
-            f"metadata.annotations.{keys.GANG_GROUPS}",
+            f"metadata.annotations.{GANG_GROUPS}",
             "gang group id over 1000 characters",
         )
     durations = [

@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from koordweb.manifests import keys
 from koordweb.manifests.errors import ManifestError
 from koordweb.manifests.fields import At
 from koordweb.manifests.jobs import build_jobs
@@ -36,6 +35,13 @@ from koordweb.manifests.parse_cluster import (
     parse_topology,
 )
 from koordweb.manifests.parse_workload import parse_pdb, parse_pod, parse_pod_group, parse_quota
+from scheduler.vocabulary import (
+    DEFAULT_POD_GROUP_API,
+    K8S_SCHEDULING_API,
+    KOORD_SCHEDULING_API,
+    KOORD_SLO_API,
+    POD_GROUP_APIS,
+)
 
 Parser = Callable[[At], ParsedObject]
 
@@ -49,13 +55,13 @@ KINDS: dict[str, dict[str, Parser]] = {
     NODE: {"v1": parse_node},
     POD: {"v1": parse_pod},
     CONFIG_MAP: {"v1": parse_config_map},
-    POD_GROUP: {api: _pod_group_parser(api) for api in keys.POD_GROUP_APIS},
-    PRIORITY_CLASS: {"scheduling.k8s.io/v1": parse_priority_class},
+    POD_GROUP: {api: _pod_group_parser(api) for api in POD_GROUP_APIS},
+    PRIORITY_CLASS: {K8S_SCHEDULING_API: parse_priority_class},
     PDB: {"policy/v1": parse_pdb},
-    TOPOLOGY: {"scheduling.koordinator.sh/v1alpha1": parse_topology},
-    DEVICE: {"scheduling.koordinator.sh/v1alpha1": parse_device},
-    QUOTA: {"scheduling.sigs.k8s.io/v1alpha1": parse_quota},
-    NODE_METRIC: {"slo.koordinator.sh/v1alpha1": parse_node_metric},
+    TOPOLOGY: {KOORD_SCHEDULING_API: parse_topology},
+    DEVICE: {KOORD_SCHEDULING_API: parse_device},
+    QUOTA: {DEFAULT_POD_GROUP_API: parse_quota},
+    NODE_METRIC: {KOORD_SLO_API: parse_node_metric},
 }
 
 # ElasticQuota names are unique in a cluster, not per namespace (the tree spans namespaces).

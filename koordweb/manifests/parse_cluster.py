@@ -19,10 +19,10 @@ from koordweb.manifests.scheduler_config import (
     read_scheduler_config,
     unsupported_warning,
 )
-from koordweb.manifests.topology import LEAF_LAYER, ROOT_LAYER
 from koordweb.models import Device
 from koordweb.models.workload import PreemptionPolicy
 from scheduler.profile import duration_seconds
+from scheduler.vocabulary import CLUSTER_LAYER, NODE_LAYER
 
 TAINT_EFFECTS = {"NoSchedule", "PreferNoSchedule", "NoExecute"}
 DEVICE_TYPES = set(Device.Type.values)
@@ -189,12 +189,12 @@ def parse_topology(doc: At) -> ParsedObject:
     names: dict[str, int] = {}
     for position, item in enumerate(layers.items()):
         name = item.child("topologyLayer").string(required=True, max_length=63)
-        if name in names or name == ROOT_LAYER:
+        if name in names or name == CLUSTER_LAYER:
             item.fail(f"duplicate layer {name!r}", "topologyLayer")
         names[name] = position
         keys = item.child("labelKey")
         label_keys = [key.string(required=True, max_length=316) for key in keys.items()]
-        if name != LEAF_LAYER and not label_keys:
+        if name != NODE_LAYER and not label_keys:
             item.fail(f"layer {name!r} needs at least one node label key", "labelKey")
         rows.append(
             {
@@ -204,18 +204,18 @@ def parse_topology(doc: At) -> ParsedObject:
                 "position": position,
             }
         )
-    if LEAF_LAYER not in names:
-        layers.fail(f"{LEAF_LAYER} must be listed")
+    if NODE_LAYER not in names:
+        layers.fail(f"{NODE_LAYER} must be listed")
     for position, row in enumerate(rows):
         where = At(doc.index, None, layers.where(position))
         parent = str(row["parent_name"])
-        if parent == LEAF_LAYER:
-            where.fail(f"{LEAF_LAYER} cannot be a parent", "parentTopologyLayer")
-        if parent and parent != ROOT_LAYER and parent not in names:
+        if parent == NODE_LAYER:
+            where.fail(f"{NODE_LAYER} cannot be a parent", "parentTopologyLayer")
+        if parent and parent != CLUSTER_LAYER and parent not in names:
             where.fail(f"unknown layer {parent!r}", "parentTopologyLayer")
         # Walk up: a chain longer than the layer count means a cycle.
         steps, current = 0, row
-        while current["parent_name"] not in ("", ROOT_LAYER):
+        while current["parent_name"] not in ("", CLUSTER_LAYER):
             current = rows[names[str(current["parent_name"])]]
             steps += 1
             if steps > len(rows):

@@ -7,10 +7,29 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from koordweb.manifests import keys
 from koordweb.manifests.fields import MAX_INT32, At, pop_keys, read_metadata
 from koordweb.manifests.objects import PDB, POD, POD_GROUP, QUOTA, ParsedObject
 from koordweb.manifests.parse_cluster import PREEMPTION_POLICIES
+from scheduler.vocabulary import (
+    DEFAULT_WAITING_SECONDS,
+    DURATION_ANNOTATION,
+    GANG_ANNOTATIONS,
+    GANG_GROUPS,
+    GANG_MIN_AVAILABLE,
+    GANG_MODE,
+    GANG_NAME,
+    GANG_TOPOLOGY_INDEX,
+    GANG_TOPOLOGY_SPEC,
+    GANG_TOTAL_NUMBER,
+    GANG_WAITING_TIME,
+    POD_GROUP_LABELS,
+    QUOTA_ALLOW_LENT,
+    QUOTA_IS_PARENT,
+    QUOTA_NAME,
+    QUOTA_PARENT,
+    QUOTA_SHARED_WEIGHT,
+    ROOT_QUOTA,
+)
 
 POD_PHASES = {"Pending", "Running", "Succeeded", "Failed"}
 GANG_MODES = {"Strict", "NonStrict"}
@@ -54,7 +73,7 @@ def read_gang_groups(at: At) -> list[str]:
 
 
 def _read_duration(annotations: dict[str, str], index: int) -> int | None:
-    at = _annotation(annotations, index, keys.DURATION_ANNOTATION)
+    at = _annotation(annotations, index, DURATION_ANNOTATION)
     return at.integer(minimum=0, maximum=MAX_INT32) if at.present() else None
 
 
@@ -93,23 +112,21 @@ def _read_gang(annotations: dict[str, str], index: int) -> dict[str, Any]:
     def at(key: str) -> At:
         return _annotation(annotations, index, key)
 
-    min_available = at(keys.GANG_MIN_AVAILABLE).integer(required=True, minimum=1, maximum=MAX_INT32)
-    total_at = at(keys.GANG_TOTAL_NUMBER)
+    min_available = at(GANG_MIN_AVAILABLE).integer(required=True, minimum=1, maximum=MAX_INT32)
+    total_at = at(GANG_TOTAL_NUMBER)
     total = total_at.integer(minimum=1, maximum=MAX_INT32) if total_at.present() else None
     if total is not None and total < min_available:
         total_at.fail(f"must be at least min-available ({min_available}), got {total}")
-    mode = at(keys.GANG_MODE).string("Strict")
+    mode = at(GANG_MODE).string("Strict")
     if mode not in GANG_MODES:
-        at(keys.GANG_MODE).fail(f"must be one of {sorted(GANG_MODES)}, got {mode!r}")
+        at(GANG_MODE).fail(f"must be one of {sorted(GANG_MODES)}, got {mode!r}")
     return {
         "min_available": min_available,
         "total_number": total,
         "mode": mode,
-        "waiting_time_seconds": at(keys.GANG_WAITING_TIME).duration_seconds(
-            keys.DEFAULT_WAITING_SECONDS
-        ),
-        "gang_groups": read_gang_groups(at(keys.GANG_GROUPS)),
-        "topology_spec": read_topology_spec(at(keys.GANG_TOPOLOGY_SPEC)),
+        "waiting_time_seconds": at(GANG_WAITING_TIME).duration_seconds(DEFAULT_WAITING_SECONDS),
+        "gang_groups": read_gang_groups(at(GANG_GROUPS)),
+        "topology_spec": read_topology_spec(at(GANG_TOPOLOGY_SPEC)),
     }
 
 
@@ -137,21 +154,21 @@ def parse_pod(doc: At) -> ParsedObject:
     if policy_at.present() and policy_at.string() not in PREEMPTION_POLICIES:
         policy_at.fail(f"must be one of {sorted(PREEMPTION_POLICIES)}")
     priority_at = spec.child("priority")
-    index_at = _annotation(annotations, doc.index, keys.GANG_TOPOLOGY_INDEX)
+    index_at = _annotation(annotations, doc.index, GANG_TOPOLOGY_INDEX)
     extra: dict[str, Any] = {"duration_seconds": _read_duration(annotations, doc.index)}
-    group_labels = pop_keys(labels, *keys.POD_GROUP_LABELS)
+    group_labels = pop_keys(labels, *POD_GROUP_LABELS)
     if group_labels:
         label, group = next(iter(group_labels.items()))
         extra["pod_group"] = At(doc.index, group, f"metadata.labels.{label}").string(required=True)
-    elif keys.GANG_NAME in annotations:
-        extra["gang"] = _annotation(annotations, doc.index, keys.GANG_NAME).string(required=True)
+    elif GANG_NAME in annotations:
+        extra["gang"] = _annotation(annotations, doc.index, GANG_NAME).string(required=True)
         extra["gang_settings"] = _read_gang(annotations, doc.index)
     else:
         extra["gang_settings"] = {}
-    if keys.GANG_TOPOLOGY_SPEC in annotations and "gang" not in extra:
+    if GANG_TOPOLOGY_SPEC in annotations and "gang" not in extra:
         # A PodGroup's pods may carry the topology spec themselves.
         extra["topology_spec"] = read_topology_spec(
-            _annotation(annotations, doc.index, keys.GANG_TOPOLOGY_SPEC)
+            _annotation(annotations, doc.index, GANG_TOPOLOGY_SPEC)
         )
     scheduled = [
         c for c in status.child("conditions").items() if c.child("type").string() == "PodScheduled"
@@ -161,8 +178,8 @@ def parse_pod(doc: At) -> ParsedObject:
     # A preemption marks its nominee PodScheduled=False when it nominates it: that time is when
     # the nomination began (the gang waiting time counts from it).
     nominated_at = bound_at if nominated and not node_name else None
-    quota = pop_keys(labels, keys.QUOTA_NAME).get(keys.QUOTA_NAME, "")
-    pop_keys(annotations, *keys.GANG_ANNOTATIONS, keys.DURATION_ANNOTATION)
+    quota = pop_keys(labels, QUOTA_NAME).get(QUOTA_NAME, "")
+    pop_keys(annotations, *GANG_ANNOTATIONS, DURATION_ANNOTATION)
     return ParsedObject(
         doc.index,
         POD,
@@ -218,17 +235,17 @@ def parse_pod_group(doc: At, api_version: str) -> ParsedObject:
             required=True, minimum=1, maximum=MAX_INT32
         ),
         "waiting_time_seconds": spec.child("scheduleTimeoutSeconds").integer(
-            keys.DEFAULT_WAITING_SECONDS, minimum=0, maximum=MAX_INT32
+            DEFAULT_WAITING_SECONDS, minimum=0, maximum=MAX_INT32
         ),
-        "gang_groups": read_gang_groups(_annotation(annotations, doc.index, keys.GANG_GROUPS)),
+        "gang_groups": read_gang_groups(_annotation(annotations, doc.index, GANG_GROUPS)),
         "topology_spec": read_topology_spec(
-            _annotation(annotations, doc.index, keys.GANG_TOPOLOGY_SPEC)
+            _annotation(annotations, doc.index, GANG_TOPOLOGY_SPEC)
         ),
         "duration_seconds": _read_duration(annotations, doc.index),
         "labels": meta.labels,
         "submitted_at": meta.created_at,
     }
-    pop_keys(annotations, keys.GANG_GROUPS, keys.GANG_TOPOLOGY_SPEC, keys.DURATION_ANNOTATION)
+    pop_keys(annotations, GANG_GROUPS, GANG_TOPOLOGY_SPEC, DURATION_ANNOTATION)
     values["annotations"] = annotations
     return ParsedObject(doc.index, POD_GROUP, meta.namespace, meta.name, values=values)
 
@@ -240,25 +257,25 @@ def parse_quota(doc: At) -> ParsedObject:
     labels, annotations = dict(meta.labels), dict(meta.annotations)
     label = {
         key: At(doc.index, labels.get(key), f"metadata.labels.{key}")
-        for key in (keys.QUOTA_PARENT, keys.QUOTA_IS_PARENT, keys.QUOTA_ALLOW_LENT)
+        for key in (QUOTA_PARENT, QUOTA_IS_PARENT, QUOTA_ALLOW_LENT)
     }
-    weight_at = _annotation(annotations, doc.index, keys.QUOTA_SHARED_WEIGHT)
+    weight_at = _annotation(annotations, doc.index, QUOTA_SHARED_WEIGHT)
     weight = None
     if weight_at.present():
         weight = At(doc.index, weight_at.json_text({}), weight_at.path).resources()
-    parent = label[keys.QUOTA_PARENT].string()
+    parent = label[QUOTA_PARENT].string()
     minimum, maximum = spec.child("min").resources(), spec.child("max").resources()
     for name, amount in minimum.items():
         if name in maximum and amount > maximum[name]:
             spec.fail(f"min {name} is above max", f"min.{name}")
-    pop_keys(labels, keys.QUOTA_PARENT, keys.QUOTA_IS_PARENT, keys.QUOTA_ALLOW_LENT)
-    pop_keys(annotations, keys.QUOTA_SHARED_WEIGHT)
+    pop_keys(labels, QUOTA_PARENT, QUOTA_IS_PARENT, QUOTA_ALLOW_LENT)
+    pop_keys(annotations, QUOTA_SHARED_WEIGHT)
     values: dict[str, Any] = {
         "min": minimum,
         "max": maximum,
         "shared_weight": weight,
-        "is_parent": label[keys.QUOTA_IS_PARENT].boolean(False),
-        "allow_lent": label[keys.QUOTA_ALLOW_LENT].boolean(True),
+        "is_parent": label[QUOTA_IS_PARENT].boolean(False),
+        "allow_lent": label[QUOTA_ALLOW_LENT].boolean(True),
         "labels": labels,
         "annotations": annotations,
     }
@@ -268,7 +285,7 @@ def parse_quota(doc: At) -> ParsedObject:
         meta.namespace,
         meta.name,
         values=values,
-        refs={"parent": "" if parent == keys.ROOT_QUOTA else parent},
+        refs={"parent": "" if parent == ROOT_QUOTA else parent},
     )
 
 

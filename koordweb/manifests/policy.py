@@ -23,8 +23,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from koordweb.manifests import keys
 from koordweb.manifests.objects import POD, POD_GROUP
+from scheduler.vocabulary import (
+    ANNOTATION_DEVICE_ALLOCATE_HINT,
+    ANNOTATION_GPU_PARTITION_SPEC,
+    ANNOTATION_JOINT_ALLOCATE,
+    APP_LABEL_PREFIX,
+    DURATION_ANNOTATION,
+    GANG_ANNOTATIONS,
+    LABEL_QOS_CLASS,
+    POD_GROUP_LABELS,
+    QUOTA_NAME,
+    RESERVED_DOMAINS,
+)
 
 
 @dataclass(frozen=True)
@@ -37,10 +48,6 @@ class Checked:
     """A value a tenant may write only as the cluster has it; `rule` says which."""
 
     rule: str
-
-
-# Domains whose label and annotation keys Kubernetes, Koordinator and koordweb reserve.
-RESERVED_DOMAINS = ("kubernetes.io", "k8s.io", "x-k8s.io", "koordinator.sh", "koordweb.io")
 
 
 def key_domain(key: str) -> str:
@@ -71,8 +78,8 @@ PREEMPTION_POLICY = Checked("the priority class's preemption policy")
 # Labels a tenant sets: the quota (checked against membership), the PodGroup a pod joins, its
 # QoS class and Kubernetes' recommended application labels.
 POD_LABELS = Keys(
-    allowed=frozenset({keys.QUOTA_NAME, *keys.POD_GROUP_LABELS, "koordinator.sh/qosClass"}),
-    allowed_prefixes=("app.kubernetes.io/",),
+    allowed=frozenset({QUOTA_NAME, *POD_GROUP_LABELS, LABEL_QOS_CLASS}),
+    allowed_prefixes=(APP_LABEL_PREFIX,),
 )
 # Annotations a tenant sets: gang and network-topology settings, device requests (joint
 # allocation, GPU partition, allocation hint) and the simulated run time. Koordinator's
@@ -80,11 +87,11 @@ POD_LABELS = Keys(
 POD_ANNOTATIONS = Keys(
     allowed=frozenset(
         {
-            *keys.GANG_ANNOTATIONS,
-            keys.DURATION_ANNOTATION,
-            "scheduling.koordinator.sh/device-joint-allocate",
-            "scheduling.koordinator.sh/gpu-partition-spec",
-            "scheduling.koordinator.sh/device-allocate-hint",
+            *GANG_ANNOTATIONS,
+            DURATION_ANNOTATION,
+            ANNOTATION_JOINT_ALLOCATE,
+            ANNOTATION_GPU_PARTITION_SPEC,
+            ANNOTATION_DEVICE_ALLOCATE_HINT,
         }
     )
 )

@@ -33,12 +33,13 @@ from scheduler.profile import (
     plugin_registry,
     problem_lines,
 )
-
-NAME = "koord-scheduler-config"
-NAMESPACE = "koordinator-system"
-CONFIG_KEY = "koord-scheduler-config"
-KOORDWEB_KEY = "koordweb-scheduler-args"
-API_VERSION = "kubescheduler.config.k8s.io/v1"
+from scheduler.vocabulary import (
+    KOORDWEB_ARGS_KEY,
+    SCHEDULER_CONFIG_API,
+    SCHEDULER_CONFIG_KEY,
+    SCHEDULER_CONFIG_NAME,
+    SCHEDULER_CONFIG_NAMESPACE,
+)
 
 # Koordinator plugin name -> koordweb plugin name, for plugins whose args are Koordinator's own.
 _KOORDINATOR_NAMES = {"LoadAwareScheduling": "LoadAware", "DeviceShare": "DeviceShare"}
@@ -53,7 +54,7 @@ class SchedulerConfigError(ValueError):
 
 def is_scheduler_config(name: str) -> bool:
     """Whether a ConfigMap of this name is the scheduler configuration."""
-    return name == NAME
+    return name == SCHEDULER_CONFIG_NAME
 
 
 def read_scheduler_config(data: Mapping[str, str]) -> tuple[dict[str, Any], list[str]]:
@@ -63,16 +64,20 @@ def read_scheduler_config(data: Mapping[str, str]) -> tuple[dict[str, Any], list
     arguments do not validate (the message names every bad one).
     """
     args: dict[str, dict[str, Any]] = {}
-    unsupported = [f"data.{key}" for key in sorted(data) if key not in (CONFIG_KEY, KOORDWEB_KEY)]
-    if data.get(CONFIG_KEY):
-        unsupported += _read_profiles(_load_config(data[CONFIG_KEY]), args)
-    if data.get(KOORDWEB_KEY):
+    unsupported = [
+        f"data.{key}"
+        for key in sorted(data)
+        if key not in (SCHEDULER_CONFIG_KEY, KOORDWEB_ARGS_KEY)
+    ]
+    if data.get(SCHEDULER_CONFIG_KEY):
+        unsupported += _read_profiles(_load_config(data[SCHEDULER_CONFIG_KEY]), args)
+    if data.get(KOORDWEB_ARGS_KEY):
         try:
-            own = json.loads(data[KOORDWEB_KEY])
+            own = json.loads(data[KOORDWEB_ARGS_KEY])
         except ValueError as exc:
-            raise SchedulerConfigError(f"{KOORDWEB_KEY} is not JSON: {exc}") from None
+            raise SchedulerConfigError(f"{KOORDWEB_ARGS_KEY} is not JSON: {exc}") from None
         if not isinstance(own, dict):
-            raise SchedulerConfigError(f"{KOORDWEB_KEY} must be an object of plugin -> args")
+            raise SchedulerConfigError(f"{KOORDWEB_ARGS_KEY} must be an object of plugin -> args")
         for plugin, plugin_args in own.items():
             if isinstance(plugin_args, dict):
                 args.setdefault(str(plugin), {}).update(plugin_args)
@@ -89,7 +94,7 @@ def unsupported_warning(unsupported: list[str]) -> str:
     if not unsupported:
         return ""
     return (
-        f"ConfigMap {NAME}: koordweb does not support {', '.join(unsupported)};"
+        f"ConfigMap {SCHEDULER_CONFIG_NAME}: koordweb does not support {', '.join(unsupported)};"
         " those settings are not applied"
     )
 
@@ -107,20 +112,20 @@ def scheduler_config_doc(scheduler_args: Mapping[str, Any], scheduler_name: str)
         theirs = koordinator[plugin]
         if theirs == "DeviceShare" and "scoring" in plugin_args:
             plugin_args["scoringStrategy"] = {"type": plugin_args.pop("scoring")}
-        body = {"apiVersion": API_VERSION, "kind": _ARGS_KINDS[theirs], **plugin_args}
+        body = {"apiVersion": SCHEDULER_CONFIG_API, "kind": _ARGS_KINDS[theirs], **plugin_args}
         plugin_config.append({"name": theirs, "args": body})
     config = {
-        "apiVersion": API_VERSION,
+        "apiVersion": SCHEDULER_CONFIG_API,
         "kind": "KubeSchedulerConfiguration",
         "profiles": [{"schedulerName": scheduler_name, "pluginConfig": plugin_config}],
     }
-    data = {CONFIG_KEY: yaml.safe_dump(config, sort_keys=False)}
+    data = {SCHEDULER_CONFIG_KEY: yaml.safe_dump(config, sort_keys=False)}
     if own:
-        data[KOORDWEB_KEY] = json.dumps(own, sort_keys=True)
+        data[KOORDWEB_ARGS_KEY] = json.dumps(own, sort_keys=True)
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": {"name": NAME, "namespace": NAMESPACE},
+        "metadata": {"name": SCHEDULER_CONFIG_NAME, "namespace": SCHEDULER_CONFIG_NAMESPACE},
         "data": data,
     }
 
@@ -129,9 +134,9 @@ def _load_config(text: str) -> Mapping[str, Any]:
     try:
         config = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise SchedulerConfigError(f"{CONFIG_KEY} is not YAML: {exc}") from None
+        raise SchedulerConfigError(f"{SCHEDULER_CONFIG_KEY} is not YAML: {exc}") from None
     if not isinstance(config, Mapping) or config.get("kind") != "KubeSchedulerConfiguration":
-        raise SchedulerConfigError(f"{CONFIG_KEY} must hold a KubeSchedulerConfiguration")
+        raise SchedulerConfigError(f"{SCHEDULER_CONFIG_KEY} must hold a KubeSchedulerConfiguration")
     return config
 
 

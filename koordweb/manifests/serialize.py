@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from koordweb.manifests import keys
 from koordweb.manifests.fields import format_timestamp
 from koordweb.models import (
     Device,
@@ -24,6 +23,28 @@ from koordweb.models import (
     TopologyLayer,
 )
 from koordweb.quantity import format_resource_list
+from scheduler.vocabulary import (
+    DEFAULT_POD_GROUP_API,
+    DURATION_ANNOTATION,
+    GANG_GROUPS,
+    GANG_MIN_AVAILABLE,
+    GANG_MODE,
+    GANG_NAME,
+    GANG_TOPOLOGY_INDEX,
+    GANG_TOPOLOGY_SPEC,
+    GANG_TOTAL_NUMBER,
+    GANG_WAITING_TIME,
+    K8S_SCHEDULING_API,
+    KOORD_SCHEDULING_API,
+    KOORD_SLO_API,
+    POD_GROUP_APIS,
+    POD_GROUP_LABELS,
+    QUOTA_ALLOW_LENT,
+    QUOTA_IS_PARENT,
+    QUOTA_NAME,
+    QUOTA_PARENT,
+    QUOTA_SHARED_WEIGHT,
+)
 
 # Exported pods have one container carrying the pod's effective requests and limits.
 CONTAINER_NAME = "main"
@@ -50,7 +71,7 @@ def _compact(mapping: dict[str, Any], keep: tuple[str, ...] = ()) -> dict[str, A
 def priority_class_doc(pc: PriorityClass) -> dict[str, Any]:
     return _compact(
         {
-            "apiVersion": "scheduling.k8s.io/v1",
+            "apiVersion": K8S_SCHEDULING_API,
             "kind": "PriorityClass",
             "metadata": _meta(pc.name),
             "value": pc.value,
@@ -76,7 +97,7 @@ def topology_doc(
         for layer in layers
     ]
     return {
-        "apiVersion": "scheduling.koordinator.sh/v1alpha1",
+        "apiVersion": KOORD_SCHEDULING_API,
         "kind": "ClusterNetworkTopology",
         "metadata": _meta("default"),
         "spec": {"networkTopologySpec": spec},
@@ -138,7 +159,7 @@ def _device_entry(device: Device) -> dict[str, Any]:
 
 def device_doc(node: Node, devices: list[Device]) -> dict[str, Any]:
     return {
-        "apiVersion": "scheduling.koordinator.sh/v1alpha1",
+        "apiVersion": KOORD_SCHEDULING_API,
         "kind": "Device",
         "metadata": _meta(
             node.name, labels=node.device_labels, annotations=node.device_annotations
@@ -181,7 +202,7 @@ def node_metric_doc(metric: NodeMetric, node_name: str) -> dict[str, Any]:
             for key in keys_seen
         ]
     return {
-        "apiVersion": "slo.koordinator.sh/v1alpha1",
+        "apiVersion": KOORD_SLO_API,
         "kind": "NodeMetric",
         "metadata": _meta(node_name),
         "spec": {"metricCollectPolicy": {"reportIntervalSeconds": metric.report_interval_seconds}},
@@ -206,17 +227,17 @@ def _pod_metric(
 
 def quota_doc(quota: ElasticQuota) -> dict[str, Any]:
     labels = dict(quota.labels)
-    labels[keys.QUOTA_IS_PARENT] = "true" if quota.is_parent else "false"
-    labels[keys.QUOTA_ALLOW_LENT] = "true" if quota.allow_lent else "false"
+    labels[QUOTA_IS_PARENT] = "true" if quota.is_parent else "false"
+    labels[QUOTA_ALLOW_LENT] = "true" if quota.allow_lent else "false"
     if quota.parent is not None:
-        labels[keys.QUOTA_PARENT] = quota.parent.name
+        labels[QUOTA_PARENT] = quota.parent.name
     annotations = dict(quota.annotations)
     if quota.shared_weight is not None:
-        annotations[keys.QUOTA_SHARED_WEIGHT] = json.dumps(
+        annotations[QUOTA_SHARED_WEIGHT] = json.dumps(
             format_resource_list(quota.shared_weight), sort_keys=True
         )
     return {
-        "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
+        "apiVersion": DEFAULT_POD_GROUP_API,
         "kind": "ElasticQuota",
         "metadata": _meta(
             quota.name,
@@ -234,26 +255,26 @@ def _gang_annotations(job: Job) -> dict[str, str]:
     if job.kind == Job.Kind.GANG:
         annotations.update(
             {
-                keys.GANG_NAME: job.name,
-                keys.GANG_MIN_AVAILABLE: str(job.min_available),
-                keys.GANG_TOTAL_NUMBER: str(job.total_number),
-                keys.GANG_MODE: job.mode,
-                keys.GANG_WAITING_TIME: f"{job.waiting_time_seconds}s",
+                GANG_NAME: job.name,
+                GANG_MIN_AVAILABLE: str(job.min_available),
+                GANG_TOTAL_NUMBER: str(job.total_number),
+                GANG_MODE: job.mode,
+                GANG_WAITING_TIME: f"{job.waiting_time_seconds}s",
             }
         )
     if job.gang_groups and job.kind != Job.Kind.POD:
-        annotations[keys.GANG_GROUPS] = json.dumps(sorted(job.gang_groups))
+        annotations[GANG_GROUPS] = json.dumps(sorted(job.gang_groups))
     if job.topology_spec and job.kind != Job.Kind.POD:
-        annotations[keys.GANG_TOPOLOGY_SPEC] = json.dumps(job.topology_spec, sort_keys=True)
+        annotations[GANG_TOPOLOGY_SPEC] = json.dumps(job.topology_spec, sort_keys=True)
     if job.duration_seconds is not None:
-        annotations[keys.DURATION_ANNOTATION] = str(job.duration_seconds)
+        annotations[DURATION_ANNOTATION] = str(job.duration_seconds)
     return annotations
 
 
 def pod_group_doc(job: Job) -> dict[str, Any]:
     annotations = {**job.annotations, **_gang_annotations(job)}
     return {
-        "apiVersion": job.pod_group_api or keys.DEFAULT_POD_GROUP_API,
+        "apiVersion": job.pod_group_api or DEFAULT_POD_GROUP_API,
         "kind": "PodGroup",
         "metadata": _meta(
             job.name,
@@ -272,15 +293,15 @@ def pod_group_doc(job: Job) -> dict[str, Any]:
 def pod_doc(pod: Pod, job: Job, node_names: dict[int, str]) -> dict[str, Any]:
     labels = dict(pod.labels)
     if job.kind == Job.Kind.POD_GROUP:
-        api = job.pod_group_api or keys.DEFAULT_POD_GROUP_API
-        labels[keys.POD_GROUP_APIS.get(api, keys.POD_GROUP_LABELS[0])] = job.name
+        api = job.pod_group_api or DEFAULT_POD_GROUP_API
+        labels[POD_GROUP_APIS.get(api, POD_GROUP_LABELS[0])] = job.name
     if job.quota is not None:
-        labels[keys.QUOTA_NAME] = job.quota.name
+        labels[QUOTA_NAME] = job.quota.name
     annotations = dict(pod.annotations)
     if job.kind != Job.Kind.POD_GROUP:
         annotations.update(_gang_annotations(job))
     if pod.topology_index is not None:
-        annotations[keys.GANG_TOPOLOGY_INDEX] = str(pod.topology_index)
+        annotations[GANG_TOPOLOGY_INDEX] = str(pod.topology_index)
     resources = _compact(
         {"requests": format_resource_list(pod.requests), "limits": format_resource_list(pod.limits)}
     )

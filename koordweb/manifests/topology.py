@@ -11,8 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-ROOT_LAYER = "ClusterTopologyLayer"
-LEAF_LAYER = "NodeTopologyLayer"
+from scheduler.vocabulary import CLUSTER_LAYER, NODE_LAYER
 
 
 @dataclass(frozen=True)
@@ -35,7 +34,7 @@ def layer_chain(layers: Sequence[Layer]) -> list[Layer]:
     """The layers from just below the root down to the node layer (the node layer's ancestry)."""
     by_name = {layer.name: layer for layer in layers}
     chain: list[Layer] = []
-    current = by_name.get(LEAF_LAYER)
+    current = by_name.get(NODE_LAYER)
     while current is not None and len(chain) <= len(layers):
         chain.append(current)
         current = by_name.get(current.parent)
@@ -45,7 +44,7 @@ def layer_chain(layers: Sequence[Layer]) -> list[Layer]:
 def build_tree(layers: Sequence[Layer], nodes: Iterable[tuple[str, Mapping[str, str]]]) -> Domain:
     """The domain tree; `nodes` are (name, labels). Nodes outside the topology are skipped."""
     chain = layer_chain(layers)
-    root = Domain(ROOT_LAYER, "")
+    root = Domain(CLUSTER_LAYER, "")
     for node_name, labels in nodes:
         path = domain_path(chain, node_name, labels)
         if path is None:
@@ -68,7 +67,7 @@ def domain_path(
     """(layer, domain name) from the top layer down to the node, or None if outside the tree."""
     path: list[tuple[str, str]] = []
     for depth, layer in enumerate(chain):
-        if layer.name == LEAF_LAYER:
+        if layer.name == NODE_LAYER:
             path.append((layer.name, node_name))
             continue
         value = next((labels[key] for key in layer.label_keys if key in labels), None)
@@ -88,7 +87,7 @@ def detail_status(root: Domain) -> list[dict[str, Any]]:
     entries: list[dict[str, Any]] = []
 
     def visit(domain: Domain) -> None:
-        if domain.layer == LEAF_LAYER:
+        if domain.layer == NODE_LAYER:
             return
         entry: dict[str, Any] = {
             "topologyInfo": {"topologyLayer": domain.layer, "topologyName": domain.name}
@@ -101,7 +100,7 @@ def detail_status(root: Domain) -> list[dict[str, Any]]:
         children = sorted(domain.children.values(), key=lambda child: child.name)
         if children:
             entry["childTopologyLayer"] = children[0].layer
-            if children[0].layer != LEAF_LAYER:
+            if children[0].layer != NODE_LAYER:
                 entry["childTopologyNames"] = [child.name for child in children]
         entry["nodeNum"] = domain.node_count
         entries.append(entry)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import models
+from django.db.models import OuterRef, Subquery
 
 from koordweb.models.cluster import Cluster
 from koordweb.models.workload import Job
@@ -60,6 +63,12 @@ class Decision(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["job", "-created_at"])]
+
+
+def latest_decision(field: str) -> Subquery:
+    """A Job queryset's annotation: `field` of each job's latest decision (None without one)."""
+    latest: Any = Decision.objects.filter(job=OuterRef("pk")).order_by("-created_at", "-id")
+    return Subquery(latest.values(field)[:1])
 
 
 class Preemption(models.Model):

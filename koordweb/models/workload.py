@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -70,6 +72,8 @@ class ElasticQuota(models.Model):
 
 
 class JobState(models.TextChoices):
+    """A job's state, with the sets of states the code asks about (one definition each)."""
+
     PENDING = "Pending", "Pending"
     SCHEDULED = "Scheduled", "Scheduled"
     RUNNING = "Running", "Running"
@@ -82,13 +86,29 @@ class JobState(models.TextChoices):
     # Refused by a kubelet: its pods are being deleted; queued again (Pending) once they are gone.
     REQUEUEING = "Requeueing", "Requeueing"
 
+    # Annotated only (no value), so the enum does not make them members; set below the class.
+    # Jobs the scheduler may still place or keep running.
+    ACTIVE: ClassVar[frozenset[JobState]]
+    # Jobs whose pods the cluster still has on nodes: in every snapshot, holding what they use.
+    HOLDING: ClassVar[frozenset[JobState]]
+    # Jobs whose pods are being deleted and still hold their nodes until they are gone.
+    TERMINATING: ClassVar[frozenset[JobState]]
+    # Jobs waiting for a placement (a requeueing job waits once its pods are gone).
+    WAITING: ClassVar[frozenset[JobState]]
+    # Jobs placed by a round: scheduled or running on their nodes.
+    PLACED: ClassVar[frozenset[JobState]]
+    # Jobs that are over: nothing of theirs runs or will run.
+    FINAL: ClassVar[frozenset[JobState]]
 
-# Jobs the scheduler may still place or keep running.
-ACTIVE_JOB_STATES = (JobState.PENDING, JobState.SCHEDULED, JobState.RUNNING)
-# Jobs whose pods the cluster still has on nodes: in every snapshot, holding what they use.
-HOLDING_JOB_STATES = (*ACTIVE_JOB_STATES, JobState.PREEMPTING, JobState.REQUEUEING)
-# Jobs that are over: nothing of theirs runs or will run.
-FINAL_JOB_STATES = (JobState.SUCCEEDED, JobState.FAILED, JobState.PREEMPTED, JobState.CANCELLED)
+
+JobState.ACTIVE = frozenset({JobState.PENDING, JobState.SCHEDULED, JobState.RUNNING})
+JobState.TERMINATING = frozenset({JobState.PREEMPTING, JobState.REQUEUEING})
+JobState.HOLDING = JobState.ACTIVE | JobState.TERMINATING
+JobState.WAITING = frozenset({JobState.PENDING, JobState.REQUEUEING})
+JobState.PLACED = frozenset({JobState.SCHEDULED, JobState.RUNNING})
+JobState.FINAL = frozenset(
+    {JobState.SUCCEEDED, JobState.FAILED, JobState.PREEMPTED, JobState.CANCELLED}
+)
 
 
 class Job(models.Model):

@@ -3,7 +3,7 @@ in percent of a card, never in e-notation.
 
 `quantity_text(resource, amount)` is the one function (the `quantity` template filter calls it);
 `amount_in_unit` gives the number and unit apart for charts and tables that put the unit in a
-heading.
+heading. GPU monitoring's amounts are here too: GPU-hours, percents and idle durations.
 """
 
 from __future__ import annotations
@@ -11,29 +11,42 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from koordweb.quantity import Unit, resource_unit
+from scheduler.vocabulary import (
+    AMD_GPU,
+    CAMBRICON_MLU,
+    CAMBRICON_MLU_VCORE,
+    GPU_CORE,
+    GPU_MEMORY_RATIO,
+    GPU_SHARED,
+    HUAWEI_NPU,
+    KOORD_GPU,
+    NPU_CORE,
+    NVIDIA_GPU,
+    RDMA,
+)
 
 MILLI = 1000
 GIB = 1024**3
 MIB = 1024**2
 # Resources whose amount is a number of whole cards.
 WHOLE_DEVICES = {
-    "nvidia.com/gpu": "GPU",
-    "koordinator.sh/gpu": "GPU",
-    "huawei.com/npu": "NPU",
-    "cambricon.com/mlu": "MLU",
-    "amd.com/gpu": "GPU",
+    NVIDIA_GPU: "GPU",
+    KOORD_GPU: "GPU",
+    HUAWEI_NPU: "NPU",
+    CAMBRICON_MLU: "MLU",
+    AMD_GPU: "GPU",
 }
 # Resources whose amount is a percentage of one card (100 = a whole card).
 CARD_SHARES = {
-    "koordinator.sh/gpu-core": "GPU core",
-    "koordinator.sh/gpu-memory-ratio": "GPU memory",
-    "koordinator.sh/gpu.shared": "GPU",
-    "koordinator.sh/rdma": "RDMA NIC",
-    "huawei.com/npu-core": "NPU core",
-    "cambricon.com/mlu.smlu.vcore": "MLU core",
+    GPU_CORE: "GPU core",
+    GPU_MEMORY_RATIO: "GPU memory",
+    GPU_SHARED: "GPU",
+    RDMA: "RDMA NIC",
+    NPU_CORE: "NPU core",
+    CAMBRICON_MLU_VCORE: "MLU core",
 }
 # Display order in a pod shape: what people look at first.
-LEADING = ("nvidia.com/gpu", "huawei.com/npu", "cambricon.com/mlu", "koordinator.sh/gpu-core")
+LEADING = (NVIDIA_GPU, HUAWEI_NPU, CAMBRICON_MLU, GPU_CORE)
 
 
 def number(value: float) -> str:
@@ -111,3 +124,28 @@ def amounts_text(amounts: Mapping[str, int]) -> str:
     if len(parts) > 1:
         return ", ".join(parts[:-1]) + " and " + parts[-1]
     return parts[0] if parts else "nothing"
+
+
+def gpu_hours_text(hours: float) -> str:
+    """'0.25 GPU-hours', '12.5 GPU-hours', '1,240 GPU-hours' (never e-notation)."""
+    if hours >= 100:
+        return f"{hours:,.0f} GPU-hours"
+    if hours >= 10:
+        return f"{hours:,.1f} GPU-hours"
+    return f"{hours:.2f} GPU-hours"
+
+
+def percent_text(value: float) -> str:
+    """'42%': a percent rounded to a whole number."""
+    return f"{value:.0f}%"
+
+
+def duration_text(minutes: int) -> str:
+    """'45 min', '5 h 12 min', '3 days 4 h'."""
+    if minutes < 60:
+        return f"{minutes} min"
+    hours, rest = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours} h {rest} min" if rest else f"{hours} h"
+    days, hours = divmod(hours, 24)
+    return f"{days} days {hours} h" if hours else f"{days} days"

@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from koordweb.presenters.quantities import number, resource_name
+from scheduler.vocabulary import CLUSTER_LAYER, NODE_LAYER
 
-_LAYER_WORDS = {"ClusterTopologyLayer": "cluster", "NodeTopologyLayer": "node"}
+_LAYER_WORDS = {CLUSTER_LAYER: "cluster", NODE_LAYER: "node"}
 
 
 def layer_word(layer: str) -> str:
@@ -29,7 +30,7 @@ def domain_text(label: Any) -> str:
     if text in ("", "nominated nodes"):
         return text or "the cluster"
     layer, _, name = text.partition("/")
-    if layer == "ClusterTopologyLayer" or not name:
+    if layer == CLUSTER_LAYER or not name:
         return "the whole cluster"
     return f"{layer_word(layer)} {name}"
 

@@ -33,15 +33,25 @@ from koordweb.selectors.tenancy import (
 from koordweb.selectors.topology import OCCUPYING_PHASES
 
 
-def cluster_by_name(name: str | None) -> Cluster | None:
-    """The named cluster, else the configured default, else the only one there is."""
-    if name:
-        return Cluster.objects.filter(name=name).first()
+def cluster_default() -> Cluster | None:
+    """The cluster meant when none is named, for the pages and the API alike: the configured one
+    (KOORDWEB_CLUSTER), else the only one there is; None when several and none configured."""
     default = Cluster.objects.filter(name=settings.KOORDWEB_CLUSTER).first()
     if default is not None:
         return default
     only = list(Cluster.objects.all()[:2])
     return only[0] if len(only) == 1 else None
+
+
+def cluster_by_name(name: str | None) -> Cluster | None:
+    """The named cluster (None when unknown), else the default one."""
+    if name:
+        return Cluster.objects.filter(name=name).first()
+    return cluster_default()
+
+
+def cluster_names() -> list[str]:
+    return list(Cluster.objects.order_by("name").values_list("name", flat=True))
 
 
 def node_list() -> QuerySet[Node]:

@@ -7,13 +7,12 @@ allocation is its gpu-core percent (NPUs and MLUs are type `gpu` in Koordinator'
 
 from __future__ import annotations
 
-import json
 import re
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
+from koordweb.device_allocated import card_core_percent, parse_device_allocation
 from koordweb.models import Cluster, Device, Pod
 from koordweb.selectors.topology import (
     OCCUPYING_PHASES,
@@ -21,10 +20,8 @@ from koordweb.selectors.topology import (
     layer_chain,
     node_domains,
 )
+from scheduler.vocabulary import ANNOTATION_DEVICE_ALLOCATED, GPU_MEMORY_RATIO
 
-DEVICE_ALLOCATED = "scheduling.koordinator.sh/device-allocated"
-GPU_CORE = "koordinator.sh/gpu-core"
-GPU_MEMORY_RATIO = "koordinator.sh/gpu-memory-ratio"
 # The filter's labels, keyed by the vendor value Koordinator puts on nodes and devices.
 VENDORS = {"nvidia": "NVIDIA", "huawei": "Ascend", "cambricon": "Cambricon"}
 # NVLink partition tables Koordinator builds in for these 8-card models: pairs and quads.
@@ -89,32 +86,6 @@ def natural_key(name: str) -> tuple[tuple[int, int | str], ...]:
     )
 
 
-def parse_device_allocation(raw: str | None) -> list[tuple[str, int, dict[str, int]]]:
-    """(device type, minor, resources) entries of a device-allocated annotation; [] if invalid."""
-    if not raw:
-        return []
-    try:
-        data = json.loads(raw)
-    except ValueError:
-        return []
-    entries: list[tuple[str, int, dict[str, int]]] = []
-    if not isinstance(data, dict):
-        return entries
-    for device_type, items in data.items():
-        for item in items if isinstance(items, list) else []:
-            if isinstance(item, dict) and isinstance(item.get("minor"), int):
-                resources = item.get("resources") or {}
-                entries.append((device_type, item["minor"], dict(resources)))
-    return entries
-
-
-def card_core_percent(resources: Mapping[str, Any]) -> int:
-    if GPU_CORE in resources:
-        return int(resources[GPU_CORE])
-    # A whole-card request may only name the vendor resource: a whole card is 100 percent.
-    return 100 if any(k.endswith(("/gpu", "/npu", "/mlu")) for k in resources) else 0
-
-
 def device_grid(
     cluster: Cluster,
     *,
@@ -168,7 +139,7 @@ def _attach_uses(
     ).values_list("node__name", "name", "job_id", "job__name", "annotations")
     for node, pod, job_id, job_name, pod_annotations in pods:
         for device_type, minor, resources in parse_device_allocation(
-            (pod_annotations or {}).get(DEVICE_ALLOCATED)
+            (pod_annotations or {}).get(ANNOTATION_DEVICE_ALLOCATED)
         ):
             card = index.get((node, minor))
             if device_type != "gpu" or card is None:
@@ -212,7 +183,7 @@ def device_type_usage(cluster: Cluster) -> list[AcceleratorUse]:
     ).values_list("node__name", "annotations")
     for node, pod_annotations in pods:
         for device_type, minor, resources in parse_device_allocation(
-            (pod_annotations or {}).get(DEVICE_ALLOCATED)
+            (pod_annotations or {}).get(ANNOTATION_DEVICE_ALLOCATED)
         ):
             key = model_of.get((node, minor))
             if device_type == "gpu" and key:

@@ -127,7 +127,7 @@ def cards_now(cluster: Cluster, node_names: Iterable[str]) -> dict[tuple[str, in
 
 def job_idle_flag(job: Job) -> IdleFlag | None:
     """The job's idle flag if its cards are idle now (reads `job.gpu_state`: select it)."""
-    if job.state not in (JobState.RUNNING, JobState.SCHEDULED):
+    if job.state not in JobState.PLACED:
         return None
     try:
         state = job.gpu_state
@@ -142,7 +142,7 @@ def job_idle_flag(job: Job) -> IdleFlag | None:
 def idle_flags(jobs: Iterable[Job]) -> dict[int, IdleFlag]:
     """Jobs whose cards are idle now: since when, what it cost so far, their team's threshold."""
     jobs = list(jobs)
-    holding = [j.id for j in jobs if j.state in (JobState.RUNNING, JobState.SCHEDULED)]
+    holding = [j.id for j in jobs if j.state in JobState.PLACED]
     states = {s.job_id: s for s in JobGpuState.objects.filter(job_id__in=holding)}
     flags = {}
     for job in jobs:

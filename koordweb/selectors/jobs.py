@@ -1,15 +1,20 @@
 """Reading jobs for a user: lists, one job with its pods and decisions, and its explanation.
 
 Every query starts from `tenancy.jobs_visible`, so a job of another tenant does not exist here.
+The API and the HTML pages share `job_list` and `job_visible`; the pages' queue and the bounded
+parts of a job page (`job_pods`, `job_decisions`, ...) are read here too.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from django.db.models import Prefetch, QuerySet
 
-from koordweb.models import Decision, Job, Pod, PreemptionVictim
+from koordweb.models import Cluster, Decision, Job, JobState, Pod, Preemption, PreemptionVictim
+from koordweb.models.records import latest_decision
 from koordweb.presenters.reasons import decision_sentence, preemption_reason_sentence
 from koordweb.selectors.redaction import Redactor
 from koordweb.selectors.tenancy import jobs_visible
@@ -35,6 +40,83 @@ def job_get(*, user: Any, job_id: int) -> Job | None:
     return job_detail_queryset(user=user).filter(pk=job_id).first()
 
 
+def job_visible(*, user: Any, job_id: int) -> Job | None:
+    """The job with its relations, None when it does not exist or is another tenant's."""
+    return job_list(user=user).filter(pk=job_id).first()
+
+
+def job_queue(*, user: Any, cluster: Cluster, states: Collection[str]) -> QuerySet[Job]:
+    """The cluster's jobs in scheduling order (priority desc, then submission), each with its
+    latest decision's id (`last_decision_id`); all states when `states` is empty."""
+    jobs = job_list(user=user).filter(cluster=cluster)
+    if states:
+        jobs = jobs.filter(state__in=states)
+    return jobs.annotate(last_decision_id=latest_decision("id")).order_by(
+        "-priority", "submitted_at", "namespace", "name"
+    )
+
+
+def job_queue_waiting_ahead(queue: QuerySet[Job], count: int) -> int:
+    """Waiting jobs among the first `count` of a queue (only waiting jobs get a place)."""
+    if count <= 0:
+        return 0
+    states = queue.values_list("state", flat=True)[:count]
+    return sum(1 for state in states if state in JobState.WAITING)
+
+
+def job_first_requests(
+    job_ids: Iterable[int],
+) -> tuple[dict[int, Mapping[str, int]], dict[int, int]]:
+    """Each job's first pod's requests and its pod count."""
+    first: dict[int, Mapping[str, int]] = {}
+    counts: dict[int, int] = defaultdict(int)
+    rows = Pod.objects.filter(job_id__in=list(job_ids)).values_list("job_id", "requests")
+    for job_id, requests in rows:
+        counts[job_id] += 1
+        first.setdefault(job_id, requests or {})
+    return first, counts
+
+
+def decisions_by_id(ids: Iterable[int | None]) -> dict[int, Decision]:
+    return Decision.objects.in_bulk([i for i in ids if i])
+
+
+def job_pods(job: Job, *, limit: int = 500) -> list[Pod]:
+    return list(Pod.objects.filter(job=job).select_related("node", "nominated_node")[:limit])
+
+
+def job_decisions(job: Job, *, limit: int = 100) -> list[Decision]:
+    """The job's latest decisions, newest first."""
+    rows = Decision.objects.filter(job=job).select_related("round")
+    return list(rows.order_by("-created_at", "-id")[:limit])
+
+
+def job_preemptions_made(job: Job, *, limit: int = 20) -> list[Preemption]:
+    return list(Preemption.objects.filter(preemptor=job).order_by("-created_at")[:limit])
+
+
+def job_preempted_by(job: Job, *, limit: int = 20) -> list[PreemptionVictim]:
+    return list(
+        PreemptionVictim.objects.filter(job=job).select_related("preemption__preemptor")[:limit]
+    )
+
+
+def job_node_names(job: Job) -> set[str]:
+    """The nodes the job's pods are bound to."""
+    rows = Pod.objects.filter(job=job, node__isnull=False).values_list("node__name", flat=True)
+    return set(rows)
+
+
+def jobs_with_quota(job_ids: Iterable[int]) -> QuerySet[Job]:
+    return Job.objects.filter(id__in=list(job_ids)).select_related("quota")
+
+
+def job_names_visible(*, user: Any, cluster_id: int) -> set[str]:
+    """The namespace/name of every job of the cluster the user may see named."""
+    rows = jobs_visible(user=user).filter(cluster_id=cluster_id).values_list("namespace", "name")
+    return {f"{namespace}/{name}" for namespace, name in rows}
+
+
 def _why_pending(decision: Decision | None, redactor: Redactor) -> dict[str, Any] | None:
     if decision is None:
         return None
@@ -53,7 +135,9 @@ def _why_pending(decision: Decision | None, redactor: Redactor) -> dict[str, Any
     }
 
 
-def _why_here(job: Job, decision: Decision | None, redactor: Redactor) -> dict[str, Any] | None:
+def _placement_explained(
+    job: Job, decision: Decision | None, redactor: Redactor
+) -> dict[str, Any] | None:
     bound = [pod for pod in job.pods.all() if pod.node is not None]
     if not bound:
         return None
@@ -109,7 +193,7 @@ def job_explain(*, job: Job, user: Any = None) -> dict[str, Any]:
         "state": job.state,
         "state_reason": job.state_reason,
         "why_pending": _why_pending(latest, redactor) if job.state == "Pending" else None,
-        "why_here": _why_here(job, placed, redactor),
+        "why_here": _placement_explained(job, placed, redactor),
         "why_preempted": _why_preempted(job, redactor),
         "latest_decision": _why_pending(latest, redactor),
     }

@@ -16,16 +16,17 @@ from django.db.models import Prefetch, Q, QuerySet
 
 from koordweb.models import Cluster, Preemption, PreemptionVictim
 from koordweb.selectors.tenancy import preemptions_visible, quotas_of_member, user_is_admin
+from scheduler.vocabulary import CAMBRICON_MLU, GPU_CORE, HUAWEI_NPU, NVIDIA_GPU
 
-GPU_CORE = "koordinator.sh/gpu-core"
 # What a tenant reads in place of another team's job name.
 OTHER_TEAMS_JOB = "another team's job"
-WHOLE_CARD_RESOURCES = ("nvidia.com/gpu", "huawei.com/npu", "cambricon.com/mlu")
+# The whole-card resources a victim's GPUs are counted from (the ledger counts accelerators).
+COUNTED_CARDS = (NVIDIA_GPU, HUAWEI_NPU, CAMBRICON_MLU)
 
 
 def gpu_count(resources: Mapping[str, Any]) -> float:
     """Cards in a resource list: whole cards, or gpu-core percent / 100 for shared requests."""
-    whole = sum(int(resources.get(name, 0)) for name in WHOLE_CARD_RESOURCES)
+    whole = sum(int(resources.get(name, 0)) for name in COUNTED_CARDS)
     if whole:
         return float(whole)
     return int(resources.get(GPU_CORE, 0)) / 100

@@ -12,8 +12,8 @@ from typing import Any
 
 from django.db.models import Q, QuerySet
 
-from koordweb.manifests.keys import QUOTA_NAMESPACES
 from koordweb.models import ElasticQuota, Job, Preemption, PreemptionVictim
+from scheduler.vocabulary import QUOTA_NAMESPACES
 
 
 def user_is_admin(user: Any) -> bool:

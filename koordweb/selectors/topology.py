@@ -13,10 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from koordweb.models import Cluster, Node, Pod, PodPhase, TopologyLayer
+from scheduler.vocabulary import CLUSTER_LAYER, NODE_LAYER
 
 ROOT_KEY = "cluster"
-NODE_LAYER = "NodeTopologyLayer"
-CLUSTER_LAYER = "ClusterTopologyLayer"
 # Pods that hold resources on their node: bound (still Pending) or Running.
 OCCUPYING_PHASES = (PodPhase.PENDING, PodPhase.RUNNING)
 
@@ -107,6 +106,11 @@ def node_allocations(cluster: Cluster) -> dict[str, dict[str, int]]:
 def cluster_layers(cluster: Cluster) -> list[LayerSpec]:
     rows = TopologyLayer.objects.filter(cluster=cluster).order_by("position")
     return [LayerSpec(r.name, r.parent_name, tuple(r.label_keys or ())) for r in rows]
+
+
+def gather_layer_names(cluster: Cluster) -> list[str]:
+    """The layers a job may gather in: every topology layer but the node layer, in order."""
+    return [spec.name for spec in cluster_layers(cluster) if spec.name != NODE_LAYER]
 
 
 def topology_tree(

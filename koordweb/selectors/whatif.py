@@ -20,7 +20,7 @@ from koordweb.services.engine import engine_profile
 from koordweb.services.jobs import ResolvedJob, job_pod_rows
 from scheduler.model import GangInfo, JobInfo
 from scheduler.result import RoundResult
-from scheduler.round import run_round
+from scheduler.round import plan_round
 
 
 def _hypothetical_job(resolved: ResolvedJob) -> Job:
@@ -71,7 +71,11 @@ def _plan(resolved: ResolvedJob) -> tuple[str, list[str], RoundResult]:
         preemption_policy=policy or "PreemptLowerPriority",  # type: ignore[arg-type]
     )
     hypothetical = replace(live, pods=(*live.pods, *infos), jobs=(*live.jobs, info))
-    return job_id, [p.key for p in infos], run_round(hypothetical, engine_profile(resolved.cluster))
+    return (
+        job_id,
+        [p.key for p in infos],
+        plan_round(hypothetical, engine_profile(resolved.cluster)),
+    )
 
 
 def job_whatif(*, user: Any, resolved: ResolvedJob) -> dict[str, Any]:

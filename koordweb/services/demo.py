@@ -29,11 +29,30 @@ from koordweb.models import (
     TopologyLayer,
 )
 from koordweb.services.demo_gpu import demo_gpu_seed
+from scheduler.vocabulary import (
+    ANNOTATION_DEVICE_ALLOCATED,
+    GANG_MIN_AVAILABLE,
+    GANG_NAME,
+    GANG_TOPOLOGY_SPEC,
+    GANG_TOTAL_NUMBER,
+    GPU_CORE,
+    GPU_MEMORY,
+    GPU_MEMORY_RATIO,
+    LABEL_GPU_MODEL,
+    LABEL_GPU_VENDOR,
+    LABEL_HOSTNAME,
+    LABEL_NETWORK_BLOCK,
+    LABEL_NETWORK_SPINE,
+    NODE_LAYER,
+    NPU_CORE,
+    NPU_CPU,
+    NPU_DVPP,
+    NVIDIA_GPU,
+    QUOTA_NAME,
+    RDMA,
+)
 
 GI = 1024**3
-SPINE_LABEL = "network.topology.nvidia.com/spine"
-BLOCK_LABEL = "network.topology.nvidia.com/block"
-DEVICE_ALLOCATED = "scheduling.koordinator.sh/device-allocated"
 PRIORITY_CLASSES = (
     ("koord-prod", 9000, "Production: latency-sensitive training and serving."),
     ("koord-mid", 7000, "Mid priority: important batch training."),
@@ -51,13 +70,13 @@ class AcceleratorKind:
     per_card: tuple[tuple[str, int], ...]  # node-level vendor resources each card adds
 
 
-H800 = AcceleratorKind("nvidia", "H800", 80 * GI, (("nvidia.com/gpu", 1),))
+H800 = AcceleratorKind("nvidia", "H800", 80 * GI, ((NVIDIA_GPU, 1),))
 # 910B3: 20 AI cores, 7 AI CPUs and a whole DVPP per card (Huawei's device plugin resources).
 ASCEND = AcceleratorKind(
     "huawei",
     "Ascend-910B3",
     64 * GI,
-    (("huawei.com/npu-core", 20), ("huawei.com/npu-cpu", 7), ("huawei.com/npu-dvpp", 100)),
+    ((NPU_CORE, 20), (NPU_CPU, 7), (NPU_DVPP, 100)),
 )
 # MLU370-X8: dynamic sMLU slices, asked for in Koordinator's gpu-core / gpu-memory (the Device
 # CR's cards advertise them).
@@ -94,9 +113,9 @@ def demo_seed() -> dict[str, int]:
 
 def _seed_topology(cluster: Cluster) -> None:
     layers: tuple[tuple[str, str, list[str]], ...] = (
-        ("SpineLayer", "", [SPINE_LABEL]),
-        ("BlockLayer", "SpineLayer", [BLOCK_LABEL]),
-        ("NodeTopologyLayer", "BlockLayer", []),
+        ("SpineLayer", "", [LABEL_NETWORK_SPINE]),
+        ("BlockLayer", "SpineLayer", [LABEL_NETWORK_BLOCK]),
+        (NODE_LAYER, "BlockLayer", []),
     )
     for position, (name, parent, keys) in enumerate(layers):
         TopologyLayer.objects.create(
@@ -132,18 +151,18 @@ def _create_node(
         "memory": 2048 * GI,
         "pods": 110,
         **{name: amount * cards for name, amount in kind.per_card},
-        "koordinator.sh/gpu-core": 100 * cards,
-        "koordinator.sh/gpu-memory-ratio": 100 * cards,
-        "koordinator.sh/gpu-memory": kind.memory_bytes * cards,
+        GPU_CORE: 100 * cards,
+        GPU_MEMORY_RATIO: 100 * cards,
+        GPU_MEMORY: kind.memory_bytes * cards,
     }
     if kind is H800:
-        allocatable["koordinator.sh/rdma"] = 100 * 4
+        allocatable[RDMA] = 100 * 4
     labels = {
-        SPINE_LABEL: spine,
-        BLOCK_LABEL: block,
-        "kubernetes.io/hostname": name,
-        "node.koordinator.sh/gpu-vendor": kind.vendor,
-        "node.koordinator.sh/gpu-model": kind.model,
+        LABEL_NETWORK_SPINE: spine,
+        LABEL_NETWORK_BLOCK: block,
+        LABEL_HOSTNAME: name,
+        LABEL_GPU_VENDOR: kind.vendor,
+        LABEL_GPU_MODEL: kind.model,
     }
     node = Node.objects.create(
         cluster=cluster,
@@ -165,9 +184,9 @@ def _create_node(
                 minor=minor,
                 uuid=f"{kind.vendor}-{name}-{minor}",
                 resources={
-                    "koordinator.sh/gpu-core": 100,
-                    "koordinator.sh/gpu-memory-ratio": 100,
-                    "koordinator.sh/gpu-memory": kind.memory_bytes,
+                    GPU_CORE: 100,
+                    GPU_MEMORY_RATIO: 100,
+                    GPU_MEMORY: kind.memory_bytes,
                 },
                 socket_id=numa,
                 numa_node=numa,
@@ -185,7 +204,7 @@ def _create_node(
                     model="ConnectX-7",
                     minor=nic + 1,
                     uuid=f"mlx5_{nic}",
-                    resources={"koordinator.sh/rdma": 100},
+                    resources={RDMA: 100},
                     socket_id=nic // 2,
                     numa_node=nic // 2,
                     pcie_id=f"pci{nic}",
@@ -212,8 +231,8 @@ def _seed_quotas(cluster: Cluster) -> None:
         cluster=cluster,
         name="root",
         is_parent=True,
-        min={"nvidia.com/gpu": 512, "cpu": 15_000_000},
-        max={"nvidia.com/gpu": 512, "cpu": 15_000_000},
+        min={NVIDIA_GPU: 512, "cpu": 15_000_000},
+        max={NVIDIA_GPU: 512, "cpu": 15_000_000},
     )
     shares = {"team-vision": 192, "team-nlp": 192, "team-speech": 128}
     for team, _ in TEAMS:
@@ -222,8 +241,8 @@ def _seed_quotas(cluster: Cluster) -> None:
             name=team,
             namespace=team,
             parent=root,
-            min={"nvidia.com/gpu": shares[team], "cpu": 4_000_000},
-            max={"nvidia.com/gpu": 384, "cpu": 10_000_000},
+            min={NVIDIA_GPU: shares[team], "cpu": 4_000_000},
+            max={NVIDIA_GPU: 384, "cpu": 10_000_000},
         )
 
 
@@ -258,11 +277,7 @@ def _seed_jobs(cluster: Cluster) -> None:
     now = timezone.now()
     prio = {pc.name: pc for pc in cluster.priority_classes.all()}
     quotas = {q.name: q for q in cluster.quotas.all()}
-    h800 = [
-        n
-        for n in cluster.nodes.order_by("name")
-        if n.labels.get("node.koordinator.sh/gpu-model") == "H800"
-    ]
+    h800 = [n for n in cluster.nodes.order_by("name") if n.labels.get(LABEL_GPU_MODEL) == "H800"]
     running = [
         ("team-vision", "vit-pretrain", "koord-batch", 8, h800[0:8], 1800),
         ("team-nlp", "llm-sft", "koord-mid", 4, h800[8:12], 900),
@@ -279,9 +294,9 @@ def _seed_jobs(cluster: Cluster) -> None:
                     {
                         "minor": m,
                         "resources": {
-                            "koordinator.sh/gpu-core": 100,
-                            "koordinator.sh/gpu-memory-ratio": 100,
-                            "koordinator.sh/gpu-memory": 80 * GI,
+                            GPU_CORE: 100,
+                            GPU_MEMORY_RATIO: 100,
+                            GPU_MEMORY: 80 * GI,
                         },
                     }
                     for m in range(8)
@@ -294,7 +309,9 @@ def _seed_jobs(cluster: Cluster) -> None:
                 node=node,
                 phase=PodPhase.RUNNING,
                 now=now,
-                annotations={DEVICE_ALLOCATED: json.dumps(allocation, separators=(",", ":"))},
+                annotations={
+                    ANNOTATION_DEVICE_ALLOCATED: json.dumps(allocation, separators=(",", ":"))
+                },
             )
     pending = [
         ("team-vision", "detector-sweep", "koord-batch", 4, 8, "BlockLayer", "MustGather", 300),
@@ -359,21 +376,19 @@ def _pod(
     annotations: dict[str, str],
 ) -> Pod:
     gang = {
-        "gang.scheduling.koordinator.sh/name": job.name,
-        "gang.scheduling.koordinator.sh/min-available": str(job.min_available),
-        "gang.scheduling.koordinator.sh/total-number": str(job.total_number),
+        GANG_NAME: job.name,
+        GANG_MIN_AVAILABLE: str(job.min_available),
+        GANG_TOTAL_NUMBER: str(job.total_number),
     }
     if job.topology_spec:
-        gang["gang.scheduling.koordinator.sh/network-topology-spec"] = json.dumps(
-            job.topology_spec, separators=(",", ":")
-        )
+        gang[GANG_TOPOLOGY_SPEC] = json.dumps(job.topology_spec, separators=(",", ":"))
     return Pod.objects.create(
         cluster=job.cluster,
         job=job,
         namespace=job.namespace,
         name=f"{job.name}-{index}",
-        requests={"cpu": 8000 * gpus, "memory": 64 * GI * gpus, "nvidia.com/gpu": gpus},
-        labels={"quota.scheduling.koordinator.sh/name": job.quota.name if job.quota else ""},
+        requests={"cpu": 8000 * gpus, "memory": 64 * GI * gpus, NVIDIA_GPU: gpus},
+        labels={QUOTA_NAME: job.quota.name if job.quota else ""},
         annotations={**gang, **annotations},
         priority=job.priority,
         priority_class_name=job.priority_class.name if job.priority_class else "",

@@ -15,6 +15,17 @@ from django.db.models import Q
 
 from koordweb.models import Cluster, Job, JobState
 from koordweb.services.jobs import GatherRule, JobSpec, PodShape, job_submit
+from scheduler.vocabulary import (
+    GPU_CORE,
+    GPU_MEMORY,
+    GPU_MEMORY_RATIO,
+    GPU_SHARED,
+    LABEL_GPU_VENDOR,
+    NPU_CORE,
+    NPU_CPU,
+    NPU_DVPP,
+    NVIDIA_GPU,
+)
 
 GI = 1024**3
 
@@ -34,7 +45,7 @@ class Arrival:
 
 
 def _gpus(n: int) -> dict[str, int]:
-    return {"cpu": 8000 * n, "memory": 64 * GI * n, "nvidia.com/gpu": n}
+    return {"cpu": 8000 * n, "memory": 64 * GI * n, NVIDIA_GPU: n}
 
 
 BLOCK = (GatherRule("BlockLayer", "MustGather"),)
@@ -60,11 +71,11 @@ ARRIVALS = (
         {
             "cpu": 4000,
             "memory": 16 * GI,
-            "koordinator.sh/gpu.shared": 1,
-            "huawei.com/npu-core": 10,
-            "huawei.com/npu-cpu": 4,
-            "huawei.com/npu-dvpp": 50,
-            "koordinator.sh/gpu-memory": 16 * GI,
+            GPU_SHARED: 1,
+            NPU_CORE: 10,
+            NPU_CPU: 4,
+            NPU_DVPP: 50,
+            GPU_MEMORY: 16 * GI,
         },
         (),
         90,
@@ -78,8 +89,8 @@ ARRIVALS = (
         {
             "cpu": 32000,
             "memory": 256 * GI,
-            "huawei.com/npu-core": 80,
-            "koordinator.sh/gpu-memory-ratio": 400,
+            NPU_CORE: 80,
+            GPU_MEMORY_RATIO: 400,
         },
         PREFER_BLOCK,
         120,
@@ -94,13 +105,13 @@ ARRIVALS = (
         {
             "cpu": 2000,
             "memory": 8 * GI,
-            "koordinator.sh/gpu.shared": 1,
-            "koordinator.sh/gpu-core": 50,
-            "koordinator.sh/gpu-memory": 8 * GI,
+            GPU_SHARED: 1,
+            GPU_CORE: 50,
+            GPU_MEMORY: 8 * GI,
         },
         (),
         75,
-        (("node.koordinator.sh/gpu-vendor", "cambricon"),),
+        ((LABEL_GPU_VENDOR, "cambricon"),),
     ),
 )
 

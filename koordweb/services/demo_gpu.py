@@ -19,9 +19,18 @@ from koordweb.backends.simulated_usage import PROFILE_ANNOTATION, busy_percent
 from koordweb.models import Cluster, ElasticQuota, Job, JobState, Node, Pod, PodPhase
 from koordweb.models.gpu_usage import epoch
 from koordweb.services.gpu_usage import CardReport, Holder, SampleRow, card_rows, samples_record
+from scheduler.vocabulary import (
+    ANNOTATION_DEVICE_ALLOCATED,
+    GPU_CORE,
+    GPU_MEMORY,
+    GPU_MEMORY_RATIO,
+    LABEL_GPU_MODEL,
+    NPU_CORE,
+    NVIDIA_GPU,
+    QUOTA_NAME,
+)
 
 GI = 1024**3
-DEVICE_ALLOCATED = "scheduling.koordinator.sh/device-allocated"
 SEEDED_PROFILES = {"vit-pretrain": "training", "llm-sft": "dataloader", "asr-finetune": "crashed"}
 NOTEBOOK_HOURS = 5
 # Finished jobs of the last day: (team, name, profile, cards, hours run, hours since it ended).
@@ -40,7 +49,7 @@ def demo_gpu_seed(cluster: Cluster, *, now: datetime) -> None:
     quotas = {q.name: q for q in cluster.quotas.all()}
     by_vendor: dict[str, list[Node]] = defaultdict(list)
     for node in cluster.nodes.order_by("name"):
-        by_vendor[node.labels.get("node.koordinator.sh/gpu-model", "")].append(node)
+        by_vendor[node.labels.get(LABEL_GPU_MODEL, "")].append(node)
     notebook_node = next(iter(by_vendor.get("Ascend-910B3", [])), None)
     step = settings.KOORDWEB_GPU_SAMPLE_SECONDS
     end = epoch(now) // step * step
@@ -108,10 +117,10 @@ def _notebook(cluster: Cluster, quota: ElasticQuota, node: Node, now: datetime) 
     card = {
         "minor": 0,
         "resources": {
-            "koordinator.sh/gpu-core": "100",
-            "koordinator.sh/gpu-memory": str(64 * GI),
-            "koordinator.sh/gpu-memory-ratio": "100",
-            "huawei.com/npu-core": "20",
+            GPU_CORE: "100",
+            GPU_MEMORY: str(64 * GI),
+            GPU_MEMORY_RATIO: "100",
+            NPU_CORE: "20",
         },
     }
     Pod.objects.create(
@@ -119,11 +128,11 @@ def _notebook(cluster: Cluster, quota: ElasticQuota, node: Node, now: datetime) 
         job=job,
         namespace=job.namespace,
         name="jupyter-notebook-0",
-        requests={"cpu": 4000, "memory": 32 * GI, "huawei.com/npu-core": 20},
-        labels={"quota.scheduling.koordinator.sh/name": quota.name},
+        requests={"cpu": 4000, "memory": 32 * GI, NPU_CORE: 20},
+        labels={QUOTA_NAME: quota.name},
         annotations={
-            DEVICE_ALLOCATED: json.dumps({"gpu": [card]}, separators=(",", ":")),
-            "huawei.com/npu-core": "0",
+            ANNOTATION_DEVICE_ALLOCATED: json.dumps({"gpu": [card]}, separators=(",", ":")),
+            NPU_CORE: "0",
         },
         priority=job.priority,
         priority_class_name=batch.name if batch else "",
@@ -165,7 +174,7 @@ def _past_job(
         job=job,
         namespace=job.namespace,
         name=f"{name}-0",
-        requests={"cpu": 8000 * cards, "memory": 64 * GI * cards, "nvidia.com/gpu": cards},
+        requests={"cpu": 8000 * cards, "memory": 64 * GI * cards, NVIDIA_GPU: cards},
         phase=PodPhase.SUCCEEDED,
         created_at=started,
         started_at=started,

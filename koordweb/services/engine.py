@@ -14,11 +14,7 @@ from scheduler.devices import Device, NodeDevices, build_node_devices
 from scheduler.devices.inventory import TemplateConfig
 from scheduler.devices.model import DeviceTopology, VirtualFunction
 from scheduler.profile import Profile
-
-CORE = "koordinator.sh/gpu-core"
-MEMORY = "koordinator.sh/gpu-memory"
-RATIO = "koordinator.sh/gpu-memory-ratio"
-RDMA = "koordinator.sh/rdma"
+from scheduler.vocabulary import GPU_CORE, GPU_MEMORY, GPU_MEMORY_RATIO, RDMA
 
 
 def engine_profile(cluster: Cluster) -> Profile:
@@ -37,9 +33,9 @@ def device_from_row(row: DeviceRow) -> Device:
         vendor=row.vendor,
         model=row.model,
         health=row.health,
-        core=int(resources.get(CORE, 100)),
-        memory=int(resources.get(MEMORY, 0)),
-        memory_ratio=int(resources.get(RATIO, 100)),
+        core=int(resources.get(GPU_CORE, 100)),
+        memory=int(resources.get(GPU_MEMORY, 0)),
+        memory_ratio=int(resources.get(GPU_MEMORY_RATIO, 100)),
         rdma=int(resources.get(RDMA, 100)),
         topology=DeviceTopology(
             socket_id=row.socket_id if row.socket_id is not None else -1,

@@ -21,15 +21,14 @@ from koordweb.models import Cluster, Device, Node
 from koordweb.presenters.quantities import shape_text
 from koordweb.presenters.words import layer_word, pods
 from koordweb.selectors.topology import (
-    NODE_LAYER,
     cluster_layers,
     layer_chain,
     node_allocations,
     node_domains,
     offer_slots,
 )
+from scheduler.vocabulary import NODE_LAYER, NVIDIA_GPU, VENDOR_NVIDIA
 
-GPU = "nvidia.com/gpu"
 # Resources every node has implicitly or that the engine accounts for itself.
 _UNCHECKED = {"pods", "ephemeral-storage"}
 
@@ -59,7 +58,7 @@ class ClusterRoom:
         self.cluster = cluster
         cards: dict[int, int] = defaultdict(int)
         for node_id in Device.objects.filter(
-            node__cluster=cluster, device_type=Device.Type.GPU, vendor="nvidia"
+            node__cluster=cluster, device_type=Device.Type.GPU, vendor=VENDOR_NVIDIA
         ).values_list("node_id", flat=True):
             cards[node_id] += 1
         self.nodes: dict[str, tuple[dict[str, int], dict[str, str]]] = {}
@@ -70,7 +69,7 @@ class ClusterRoom:
                 continue
             amounts = {k: int(v) for k, v in (allocatable or {}).items() if isinstance(v, int)}
             if cards.get(node_id):
-                amounts.setdefault(GPU, cards[node_id])
+                amounts.setdefault(NVIDIA_GPU, cards[node_id])
             self.nodes[name] = (amounts, dict(labels or {}))
         self.declared = {r for amounts, _ in self.nodes.values() for r in amounts}
         self.chain = layer_chain(cluster_layers(cluster))

@@ -21,21 +21,20 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Max, Q
 
+from koordweb.device_allocated import card_core_percent, parse_device_allocation
 from koordweb.models import (
     CardSample,
     Cluster,
     Device,
     JobGpuState,
+    JobState,
     JobUsageHour,
     NodeMetric,
     Pod,
 )
 from koordweb.models.gpu_usage import epoch, from_epoch
-from koordweb.models.workload import HOLDING_JOB_STATES
-from koordweb.selectors.devices import DEVICE_ALLOCATED, card_core_percent, parse_device_allocation
+from scheduler.vocabulary import ANNOTATION_DEVICE_ALLOCATED, GPU_CORE, GPU_MEMORY
 
-GPU_CORE = "koordinator.sh/gpu-core"
-GPU_MEMORY = "koordinator.sh/gpu-memory"
 MIB = 1024**2
 
 
@@ -96,11 +95,11 @@ def card_holders(cluster: Cluster, node_ids: Iterable[int]) -> dict[tuple[int, i
     pods = Pod.objects.filter(
         cluster=cluster,
         node_id__in=list(node_ids),
-        job__state__in=HOLDING_JOB_STATES,
+        job__state__in=JobState.HOLDING,
         phase__in=("Pending", "Running"),
     ).values_list("node_id", "namespace", "name", "job_id", "job__quota_id", "annotations")
     for node_id, namespace, name, job_id, quota_id, pod_annotations in pods:
-        raw = (pod_annotations or {}).get(DEVICE_ALLOCATED)
+        raw = (pod_annotations or {}).get(ANNOTATION_DEVICE_ALLOCATED)
         for device_type, minor, resources in parse_device_allocation(raw):
             share = card_core_percent(resources)
             if device_type == "gpu" and share > 0:

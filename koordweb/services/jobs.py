@@ -9,15 +9,17 @@ Errors are Django ValidationErrors keyed by the submission's field names (the AP
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import Any
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from koordweb.backends.base import Deletion, EnactPlan
+from koordweb.backends.intents import intents_write
 from koordweb.manifests.apply import apply_manifests
 from koordweb.manifests.errors import ManifestError
 from koordweb.manifests.objects import POD, POD_GROUP, JobPlan, ManifestSet
@@ -33,12 +35,12 @@ from koordweb.models import (
     PriorityClass,
     TopologyLayer,
 )
-from koordweb.models.workload import ACTIVE_JOB_STATES
+from koordweb.rows.pods import pods_terminating
+from koordweb.selectors.catalog import cluster_by_name
 from koordweb.selectors.tenancy import quotas_of_member, user_is_admin
 from koordweb.services.feasibility import job_feasibility_check
-from koordweb.services.idempotency import fingerprint, job_replayed
-from koordweb.services.outbox import intents_write
-from koordweb.services.pods import pods_terminating
+from koordweb.services.idempotency import fingerprint, job_submitted_once
+from koordweb.services.rounds import round_request
 from koordweb.services.tenant_checks import (
     labels_check,
     manifests_submitted,
@@ -47,11 +49,20 @@ from koordweb.services.tenant_checks import (
     pod_fields_check,
 )
 from scheduler.devices.request import validate_device_request
+from scheduler.vocabulary import (
+    DEFAULT_WAITING_SECONDS,
+    DEVICE_RESOURCE_DOMAINS,
+    GANG_MIN_AVAILABLE,
+    GANG_MODE,
+    GANG_NAME,
+    GANG_TOPOLOGY_INDEX,
+    GANG_TOPOLOGY_SPEC,
+    GANG_TOTAL_NUMBER,
+    GANG_WAITING_TIME,
+    NVIDIA_GPU,
+    QUOTA_NAME,
+)
 
-GANG = "gang.scheduling.koordinator.sh/"
-ANNOTATION_TOPOLOGY_SPEC = GANG + "network-topology-spec"
-LABEL_QUOTA = "quota.scheduling.koordinator.sh/name"
-GPU = "nvidia.com/gpu"
 # Resources every node has implicitly or that the engine accounts for itself.
 _UNCHECKED_RESOURCES = {"pods", "ephemeral-storage"}
 
@@ -118,17 +129,11 @@ class ResolvedJob:
 
 
 def _resolve_cluster(name: str | None) -> Cluster:
-    if name:
-        cluster = Cluster.objects.filter(name=name).first()
-        if cluster is None:
-            raise ValidationError({"cluster": [f"unknown cluster {name!r}"]})
-        return cluster
-    cluster = Cluster.objects.filter(name=settings.KOORDWEB_CLUSTER).first()
+    cluster = cluster_by_name(name)
     if cluster is None:
-        only = list(Cluster.objects.all()[:2])
-        if len(only) != 1:
-            raise ValidationError({"cluster": ["name the cluster: there is no default cluster"]})
-        cluster = only[0]
+        if name:
+            raise ValidationError({"cluster": [f"unknown cluster {name!r}"]})
+        raise ValidationError({"cluster": ["name the cluster: there is no default cluster"]})
     return cluster
 
 
@@ -185,7 +190,7 @@ def _largest_per_node(cluster: Cluster) -> dict[str, int]:
     for node_id in gpu_counts:
         per_node[node_id] = per_node.get(node_id, 0) + 1
     if per_node:
-        largest[GPU] = max(largest.get(GPU, 0), max(per_node.values()))
+        largest[NVIDIA_GPU] = max(largest.get(NVIDIA_GPU, 0), max(per_node.values()))
     return largest
 
 
@@ -203,7 +208,7 @@ def _check_shape(cluster: Cluster, requests: dict[str, int]) -> None:
                 continue  # shared-device resources are judged by the device validator
             errors.append(f"{resource}: no node of this cluster offers this resource")
         elif amount > largest[resource]:
-            what = "GPUs" if resource == GPU else resource
+            what = "GPUs" if resource == NVIDIA_GPU else resource
             errors.append(
                 f"{resource}: a pod asks for {amount} {what}, more than any node has "
                 f"(the largest offers {largest[resource]})"
@@ -214,7 +219,7 @@ def _check_shape(cluster: Cluster, requests: dict[str, int]) -> None:
 
 def _is_device_resource(resource: str) -> bool:
     prefix = resource.split("/", 1)[0]
-    return prefix in {"koordinator.sh", "huawei.com", "cambricon.com", "nvidia.com"}
+    return prefix in DEVICE_RESOURCE_DOMAINS
 
 
 def _check_devices(requests: dict[str, int]) -> None:
@@ -224,27 +229,38 @@ def _check_devices(requests: dict[str, int]) -> None:
         raise ValidationError({"pod": [str(problem) for problem in problems]})
 
 
-def job_spec_resolve(*, user: Any, spec: JobSpec) -> ResolvedJob:
-    """Check a submission against the cluster without writing anything."""
+def job_spec_resolve(
+    *, user: Any, spec: JobSpec, shapes: Sequence[Mapping[str, int]] = ()
+) -> ResolvedJob:
+    """Check a submission against the cluster without writing anything.
+
+    `shapes` are the pods' requests when they differ (a YAML job); by default every pod is
+    `spec.pod`. A job whose pods differ is judged pod shape by pod shape, and its feasibility
+    (which counts `spec.pod`'s shape) is left to the rounds.
+    """
     cluster = _resolve_cluster(spec.cluster)
+    requests = _distinct(shapes) or [spec.pod.requests]
     errors: dict[str, list[str]] = {}
     resolved: dict[str, Any] = {}
-    checks = (
+    checks: list[tuple[str, Callable[[], Any]]] = [
         ("quota", lambda: _resolve_quota(user=user, cluster=cluster, name=spec.quota)),
         ("labels", lambda: labels_check(user=user, labels=spec.labels)),
         ("priority_class", lambda: _resolve_priority_class(cluster, spec.priority_class)),
         ("topology", lambda: _check_layers(cluster, spec.gather)),
-        ("shape", lambda: _check_shape(cluster, spec.pod.requests)),
-        ("devices", lambda: _check_devices(spec.pod.requests)),
-        ("feasible", lambda: job_feasibility_check(cluster, spec)),
-    )
+    ]
+    for shape in requests:
+        checks.append(("shape", partial(_check_shape, cluster, shape)))
+        checks.append(("devices", partial(_check_devices, shape)))
+    if requests == [spec.pod.requests]:
+        checks.append(("feasible", lambda: job_feasibility_check(cluster, spec)))
     # Run every check so the caller learns about all problems at once.
     for key, check in checks:
         try:
             resolved[key] = check()
         except ValidationError as exc:
             for name, messages in exc.message_dict.items():
-                errors.setdefault(name, []).extend(messages)
+                found = errors.setdefault(name, [])
+                found.extend(m for m in messages if m not in found)
     if "quota" in resolved:
         try:
             namespace_check(user=user, quota=resolved["quota"], namespace=spec.namespace)
@@ -260,21 +276,29 @@ def job_spec_resolve(*, user: Any, spec: JobSpec) -> ResolvedJob:
     )
 
 
+def _distinct(shapes: Sequence[Mapping[str, int]]) -> list[dict[str, int]]:
+    distinct: list[dict[str, int]] = []
+    for shape in shapes:
+        if dict(shape) not in distinct:
+            distinct.append(dict(shape))
+    return distinct
+
+
 def job_pod_rows(job: Job, resolved: ResolvedJob, now: Any) -> list[Pod]:
     """The job's pods, unsaved: `<job>-<index>`, gang annotations, quota label, priority."""
     spec = resolved.spec
     labels = dict(spec.labels)
     if resolved.quota is not None:
-        labels[LABEL_QUOTA] = resolved.quota.name
+        labels[QUOTA_NAME] = resolved.quota.name
     annotations = {
-        GANG + "name": spec.name,
-        GANG + "min-available": str(resolved.min_available),
-        GANG + "total-number": str(spec.replicas),
-        GANG + "mode": spec.mode,
-        GANG + "waiting-time": f"{spec.waiting_time_seconds}s",
+        GANG_NAME: spec.name,
+        GANG_MIN_AVAILABLE: str(resolved.min_available),
+        GANG_TOTAL_NUMBER: str(spec.replicas),
+        GANG_MODE: spec.mode,
+        GANG_WAITING_TIME: f"{spec.waiting_time_seconds}s",
     }
     if resolved.topology_spec:
-        annotations[ANNOTATION_TOPOLOGY_SPEC] = json.dumps(resolved.topology_spec)
+        annotations[GANG_TOPOLOGY_SPEC] = json.dumps(resolved.topology_spec)
     policy = (
         resolved.priority_class.preemption_policy
         if resolved.priority_class
@@ -292,7 +316,7 @@ def job_pod_rows(job: Job, resolved: ResolvedJob, now: Any) -> list[Pod]:
             node_selector=dict(spec.pod.node_selector),
             tolerations=list(spec.pod.tolerations),
             labels=labels,
-            annotations={**annotations, GANG + "network-topology-index": str(index)}
+            annotations={**annotations, GANG_TOPOLOGY_INDEX: str(index)}
             if resolved.topology_spec
             else dict(annotations),
             priority=resolved.priority,
@@ -305,38 +329,33 @@ def job_pod_rows(job: Job, resolved: ResolvedJob, now: Any) -> list[Pod]:
     ]
 
 
-def _request_round(cluster_id: int) -> None:
-    try:
-        from koordweb.services.rounds import round_request
-    except ImportError:
-        return
-    round_request(cluster_id=cluster_id, trigger="submit")
-
-
 def job_submit(*, user: Any, spec: JobSpec, idempotency_key: str | None = None) -> tuple[Job, bool]:
     """Create the job and its pods; returns (job, created).
 
     With an idempotency key, a second submission by the same user returns the first job
-    (created=False). Concurrent submissions race to the unique constraint on
-    (owner, idempotency_key): the loser rolls back and returns the winner's job.
+    (created=False), also when the two race (`idempotency.job_submitted_once`).
     """
-    owner = user if user is not None and user.is_authenticated else None
+    owner = _owner(user)
     digest = fingerprint(asdict(spec))
-    existing = job_replayed(owner=owner, key=idempotency_key, digest=digest)
-    if existing is not None:
-        return existing, False
-    resolved = job_spec_resolve(user=user, spec=spec)
-    try:
+
+    def create() -> Job:
+        resolved = job_spec_resolve(user=user, spec=spec)
         with transaction.atomic():
-            job = _create_job(
+            return _create_job(
                 owner=owner, resolved=resolved, idempotency_key=idempotency_key, digest=digest
             )
-    except IntegrityError as exc:
-        existing = job_replayed(owner=owner, key=idempotency_key, digest=digest)
-        if existing is not None:
-            return existing, False
-        raise name_taken(spec.namespace, spec.name) from exc
-    return job, True
+
+    return job_submitted_once(
+        owner=owner,
+        key=idempotency_key,
+        digest=digest,
+        create=create,
+        refused=lambda _exc: name_taken(spec.namespace, spec.name),
+    )
+
+
+def _owner(user: Any) -> Any:
+    return user if user is not None and user.is_authenticated else None
 
 
 def _create_job(
@@ -346,7 +365,7 @@ def _create_job(
     now = timezone.now()
     annotations: dict[str, str] = {}
     if resolved.topology_spec:
-        annotations[ANNOTATION_TOPOLOGY_SPEC] = json.dumps(resolved.topology_spec)
+        annotations[GANG_TOPOLOGY_SPEC] = json.dumps(resolved.topology_spec)
     job = Job.objects.create(
         cluster=resolved.cluster,
         namespace=spec.namespace,
@@ -375,7 +394,7 @@ def _create_job(
         submitted_at=now,
     )
     Pod.objects.bulk_create(job_pod_rows(job, resolved, now))
-    _request_round(resolved.cluster.pk)
+    round_request(cluster_id=resolved.cluster.pk, trigger="submit")
     return job
 
 
@@ -403,31 +422,58 @@ def _submitted_plan(manifests: ManifestSet, *, user: Any) -> JobPlan:
     return plans[0]
 
 
+def _plan_spec(plan: JobPlan, cluster: str | None) -> JobSpec:
+    """A YAML job as the JobSpec `job_spec_resolve` checks (its pods' own shapes beside it)."""
+    classes = sorted({pod.values["priority_class_name"] or "" for pod in plan.pods})
+    if len(classes) > 1:
+        raise ValidationError(
+            {"priority_class": [f"the pods of job {plan.gang_id} name different classes {classes}"]}
+        )
+    first = plan.pods[0].values
+    values = plan.values
+    gather = (values.get("topology_spec") or {}).get("gatherStrategy") or []
+    return JobSpec(
+        name=plan.name,
+        namespace=plan.namespace,
+        cluster=cluster,
+        quota=plan.quota_name or None,
+        priority_class=classes[0] or None,
+        replicas=len(plan.pods),
+        min_available=values.get("min_available"),
+        mode=values.get("mode") or Job.Mode.STRICT,
+        waiting_time_seconds=values.get("waiting_time_seconds", DEFAULT_WAITING_SECONDS),
+        gather=tuple(GatherRule(g["layer"], g["strategy"]) for g in gather),
+        pod=PodShape(
+            requests=dict(first["requests"]),
+            node_selector=dict(first.get("node_selector") or {}),
+            tolerations=list(first.get("tolerations") or []),
+        ),
+    )
+
+
 def job_submit_manifest(
     *, user: Any, text: str, cluster: str | None, idempotency_key: str | None
 ) -> tuple[Job, bool]:
-    """Submit a job given as Kubernetes YAML: held to the submission policy, then parsed by
-    `koordweb.manifests` and checked against the cluster like a JSON submission."""
-    owner = user if user is not None and user.is_authenticated else None
+    """Submit a job given as Kubernetes YAML: held to the submission policy, parsed by
+    `koordweb.manifests`, then checked by `job_spec_resolve` like a JSON submission."""
+    owner = _owner(user)
     digest = fingerprint(text)
-    existing = job_replayed(owner=owner, key=idempotency_key, digest=digest)
-    if existing is not None:
-        return existing, False
-    manifests = manifests_submitted(user=user, text=text)
-    plan = _submitted_plan(manifests, user=user)
-    target = _resolve_cluster(cluster)
-    quota = _resolve_quota(user=user, cluster=target, name=plan.quota_name or None)
-    namespace_check(user=user, quota=quota, namespace=plan.namespace)
-    gather = (plan.values.get("topology_spec") or {}).get("gatherStrategy") or []
-    _check_layers(target, tuple(GatherRule(g["layer"], g["strategy"]) for g in gather))
-    for pod in plan.pods:
-        _check_shape(target, pod.values["requests"])
-        _check_devices(pod.values["requests"])
-        priority_class = _resolve_priority_class(target, pod.values["priority_class_name"] or None)
-        pod_fields_check(user=user, cluster=target, pod=pod, priority_class=priority_class)
-    if Job.objects.filter(cluster=target, namespace=plan.namespace, name=plan.name).exists():
-        raise name_taken(plan.namespace, plan.name)
-    try:
+
+    def create() -> Job:
+        manifests = manifests_submitted(user=user, text=text)
+        plan = _submitted_plan(manifests, user=user)
+        resolved = job_spec_resolve(
+            user=user,
+            spec=_plan_spec(plan, cluster),
+            shapes=[pod.values["requests"] for pod in plan.pods],
+        )
+        target = resolved.cluster
+        for pod in plan.pods:
+            pod_fields_check(
+                user=user, cluster=target, pod=pod, priority_class=resolved.priority_class
+            )
+        if Job.objects.filter(cluster=target, namespace=plan.namespace, name=plan.name).exists():
+            raise name_taken(plan.namespace, plan.name)
         with transaction.atomic():
             apply_manifests(target, manifests)
             job = Job.objects.get(cluster=target, namespace=plan.namespace, name=plan.name)
@@ -435,20 +481,24 @@ def job_submit_manifest(
             job.idempotency_key = idempotency_key or None
             job.idempotency_fingerprint = digest if idempotency_key else ""
             job.save(update_fields=["owner", "idempotency_key", "idempotency_fingerprint"])
-            _request_round(target.pk)
-    except (IntegrityError, ManifestError) as exc:
-        existing = job_replayed(owner=owner, key=idempotency_key, digest=digest)
-        if existing is not None:
-            return existing, False
-        raise ValidationError({"manifest": [str(exc)]}) from exc
-    return job, True
+            round_request(cluster_id=target.pk, trigger="submit")
+        return job
+
+    return job_submitted_once(
+        owner=owner,
+        key=idempotency_key,
+        digest=digest,
+        create=create,
+        refused=lambda exc: ValidationError({"manifest": [str(exc)]}),
+        conflicts=(IntegrityError, ManifestError),
+    )
 
 
 @transaction.atomic
 def job_cancel(*, job: Job, user: Any, reason: str = "") -> Job:
     """Cancel an active job: its pods stop (bound ones are marked terminating), a round follows."""
     locked = Job.objects.select_for_update().get(pk=job.pk)
-    if locked.state not in ACTIVE_JOB_STATES:
+    if locked.state not in JobState.ACTIVE:
         raise JobConflict(f"job {locked.gang_id} is already {locked.state}; nothing to cancel")
     now = timezone.now()
     who = getattr(user, "get_username", lambda: "")()
@@ -467,5 +517,5 @@ def job_cancel(*, job: Job, user: Any, reason: str = "") -> Job:
         intents_write(
             cluster=locked.cluster, round_id=None, plan=EnactPlan(deletions=deletions), now=now
         )
-    _request_round(locked.cluster_id)
+    round_request(cluster_id=locked.cluster_id, trigger="submit")
     return locked

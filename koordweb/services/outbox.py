@@ -1,8 +1,9 @@
 """The round's outbox: intents written with the plan, enacted after it commits, marked done.
 
-`intents_write` runs inside the round's transaction; `intents_enact` runs after it, outside any
-transaction: it reads pending intents in enact order, asks the backend to apply them (cluster calls
-only), then records the outcomes and marks the intents done in one short transaction per chunk.
+`backends.intents.intents_write` writes them inside the round's transaction; `intents_enact` runs
+after it, outside any transaction: it reads pending intents in enact order, asks the backend to
+apply them (cluster calls only), then records the outcomes and marks the intents done in one short
+transaction per chunk.
 Pending intents left by a worker that died are enacted by the next round before it plans; every
 action is idempotent, so a chunk enacted twice binds, evicts or creates nothing twice.
 """
@@ -27,11 +28,9 @@ from koordweb.backends.base import (
     Eviction,
     Nomination,
 )
-from koordweb.models import Cluster, Intent, Node, PodPhase, Preemption
-from koordweb.models.outbox import STEPS
-from koordweb.models.workload import FINAL_JOB_STATES
-from koordweb.services import pods as pod_services
-from koordweb.services.bulk import rows_insert
+from koordweb.models import Cluster, Intent, Job, JobState, Node, Pod, PodPhase, Preemption
+from koordweb.rows import pods as pod_services
+from koordweb.rows.bulk import rows_update
 
 CHUNK = 2000  # intents enacted between two outcome records
 KEEP_DONE = timedelta(minutes=10)  # done intents are kept this long, for a look after the fact
@@ -45,46 +44,6 @@ class EnactSummary:
     report: EnactReport
     intents: int = 0
     dropped: int = 0
-
-
-def intents_write(*, cluster: Cluster, round_id: int | None, plan: EnactPlan, now: datetime) -> int:
-    """The round's plan as pending intents (call inside the round's transaction)."""
-    rows: list[tuple[Any, ...]] = []
-
-    def add(kind: str, pod_id: int, node: str = "", uid: str = "", payload: Any = None) -> None:
-        step = STEPS[Intent.Kind(kind)]
-        state = Intent.State.PENDING
-        rows.append((cluster.id, round_id, pod_id, kind, step, state, node, uid, payload or {}))
-
-    for c in plan.creations:
-        add(Intent.Kind.CREATE, c.pod_id)
-    for b in plan.bindings:
-        payload: dict[str, Any] = {"annotations": b.annotations, "labels": b.labels}
-        add(Intent.Kind.BIND, b.pod_id, b.node, b.uid, payload)
-    for e in plan.evictions:
-        payload = {"preemptor": e.preemptor, "preemption": e.preemption_id}
-        add(Intent.Kind.EVICT, e.pod_id, uid=e.uid, payload=payload)
-    for n in plan.nominations:
-        add(Intent.Kind.NOMINATE, n.pod_id, n.node)
-    for d in plan.deletions:
-        add(Intent.Kind.DELETE, d.pod_id, uid=d.uid)
-    rows_insert(Intent, _INSERT_FIELDS, [(*row, "", now) for row in rows])
-    return len(rows)
-
-
-_INSERT_FIELDS = (
-    "cluster",
-    "round",
-    "pod",
-    "kind",
-    "step",
-    "state",
-    "node",
-    "uid",
-    "payload",
-    "outcome",
-    "created_at",
-)
 
 
 def intents_pending(*, cluster: Cluster) -> int:
@@ -146,7 +105,7 @@ def intents_enact(*, cluster: Cluster, backend: ClusterBackend, now: datetime) -
         plan, settled = _plan_of(batch, set(nodes))
         report = backend.enact(cluster, plan, now=now) if len(plan) else EnactReport()
         with transaction.atomic():
-            pod_services.enact_record(cluster_nodes=nodes, plan=plan, report=report, now=now)
+            _enact_record(cluster_nodes=nodes, plan=plan, report=report, now=now)
             _preemption_states(plan, report)
             summary.dropped += _mark(batch, report, settled, now)
         summary.intents += len(batch)
@@ -165,7 +124,7 @@ def _plan_of(
     settled: dict[int, tuple[str, str]] = {}
     for it in intents:
         finished = it.phase in (PodPhase.SUCCEEDED, PodPhase.FAILED)
-        job_over = it.job_state in FINAL_JOB_STATES
+        job_over = it.job_state in JobState.FINAL
         kind = it.kind
         if kind == Intent.Kind.CREATE:
             if it.pod_uid:
@@ -294,3 +253,73 @@ def _prune(cluster: Cluster, now: datetime) -> None:
     Intent.objects.filter(
         cluster=cluster, state=Intent.State.DROPPED, done_at__lt=now - KEEP_DROPPED
     ).delete()
+
+
+def _enact_record(
+    *, cluster_nodes: dict[str, Node], plan: EnactPlan, report: EnactReport, now: datetime
+) -> None:
+    """Write down what the cluster accepted of a plan (whichever backend enacted it)."""
+    ids = (
+        [c.pod_id for c in plan.creations]
+        + [b.pod_id for b in plan.bindings]
+        + [e.pod_id for e in plan.evictions]
+        + [n.pod_id for n in plan.nominations]
+    )
+    pods = {
+        p.id: p
+        for p in Pod.objects.filter(id__in=ids).only(
+            "id",
+            "job_id",
+            "bound_at",
+            "uid",
+            "phase",
+            "annotations",
+            "node_id",
+            "nominated_node_id",
+            "terminating",
+            "terminating_since",
+        )
+    }
+    created = [pods[i] for i in report.created if i in pods]
+    for pod in created:
+        pod.uid = report.created[pod.id]
+    rows_update(Pod, created, ["uid"])
+    for job in Job.objects.filter(id__in=list(report.refused_jobs)):
+        pod_services.job_mark_failed(job=job, reason=report.refused_jobs[job.id], now=now)
+    evicted = set(report.evicted)
+    victims = [pods[e.pod_id] for e in plan.evictions if e.pod_id in evicted and e.pod_id in pods]
+    pod_services.pods_terminating(
+        pods=[p for p in victims if p.phase not in pod_services.FINISHED_PHASES], now=now
+    )
+    preemptors = {
+        pods[e.pod_id].job_id: e.preemptor
+        for e in plan.evictions
+        if e.pod_id in evicted and e.pod_id in pods
+    }
+    for job in Job.objects.filter(id__in=list(preemptors)):
+        pod_services.job_mark_preempting(job=job, preemptor=preemptors[job.id])
+    bound = {i for i in report.bound if i in pods}
+    to_bind: list[Pod] = []
+    for binding in plan.bindings:
+        if binding.pod_id not in bound:
+            continue
+        pod = pods[binding.pod_id]
+        pod.node = cluster_nodes[binding.node]
+        pod.nominated_node = None
+        pod.bound_at = now
+        pod.annotations = {**pod.annotations, **binding.annotations}
+        to_bind.append(pod)
+    rows_update(Pod, to_bind, ["node", "nominated_node", "bound_at", "annotations"])
+    nominated = set(report.nominated)
+    to_nominate: list[Pod] = []
+    for nomination in plan.nominations:
+        if nomination.pod_id in nominated and nomination.pod_id in pods:
+            pod = pods[nomination.pod_id]
+            if pod.node_id is None and (not nomination.node or nomination.node in cluster_nodes):
+                pod.nominated_node = cluster_nodes.get(nomination.node)  # "" gives it up
+                pod.nominated_at = now if nomination.node else None
+                to_nominate.append(pod)
+    rows_update(Pod, to_nominate, ["nominated_node", "nominated_at"])
+    touched = {pods[i].job_id for i in bound}
+    jobs = Job.objects.filter(id__in=touched).only(*pod_services.JOB_STATE_FIELDS)
+    pod_services.job_refresh_states(jobs=jobs, now=now)

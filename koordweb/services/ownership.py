@@ -14,13 +14,14 @@ from collections.abc import Iterable
 from django.db.models import Model
 
 from koordweb.models import Cluster
+from scheduler.vocabulary import SCHEDULING_GROUP
 
 # Fields of cluster-owned objects that are koordweb's own, even on a Kubernetes cluster.
 KOORDWEB_OWNED_FIELDS = {"ElasticQuota": frozenset({"members", "gpu_idle_alert_minutes"})}
 # What each kind is called in the cluster, for the message.
 CLUSTER_KINDS = {
     "Node": "Node",
-    "Device": "Device (scheduling.koordinator.sh)",
+    "Device": f"Device ({SCHEDULING_GROUP})",
     "TopologyLayer": "ClusterNetworkTopology",
     "ElasticQuota": "ElasticQuota",
     "PriorityClass": "PriorityClass",

@@ -16,10 +16,10 @@ from time import perf_counter
 from typing import Any
 
 from django.db import transaction
-from django.db.models import OuterRef, Subquery
 
 from koordweb import snapshot as snapshot_adapter
 from koordweb.backends.base import Binding, ClusterBackend, EnactPlan, Eviction, Nomination
+from koordweb.backends.intents import intents_write
 from koordweb.models import (
     Cluster,
     Decision,
@@ -30,13 +30,14 @@ from koordweb.models import (
     PreemptionVictim,
     Round,
 )
+from koordweb.models.records import latest_decision
 from koordweb.observability import round_context, round_id_set
 from koordweb.services.engine import engine_profile
 from koordweb.services.gang_timeouts import gang_timeouts_record
-from koordweb.services.outbox import intents_enact, intents_write
+from koordweb.services.outbox import intents_enact
 from scheduler.plugins.preemption import RULE_IN_QUOTA, RULE_QUOTA_RECLAIM
 from scheduler.result import PreemptionRecord, RoundResult
-from scheduler.round import run_round as engine_run_round
+from scheduler.round import plan_round
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,7 @@ def _round_execute(
         synced = backend.sync(cluster, now=now) or {}
         snapshot, index = snapshot_adapter.build_for_round(cluster, now=now)
         t1 = perf_counter()
-        result = engine_run_round(snapshot, profile)
+        result = plan_round(snapshot, profile)
         t2 = perf_counter()
         rnd = Round.objects.create(cluster=cluster, trigger=trigger, started_at=now)
         round_id_set(rnd.id)
@@ -209,7 +210,7 @@ def _record(
         placed = placed_by_job.get(job_id, {})
         for job in index.jobs_by_engine_id.get(job_id, []):
             details = {**why, "placements": placed}
-            decisions.append((job, Decision.Outcome.PLACED, _why_here(why), details))
+            decisions.append((job, Decision.Outcome.PLACED, _placed_reason(why), details))
     preempting = {p.preemptor for p in result.preemptions}
     for job_id, verdict in result.unschedulable.items():
         outcome = (
@@ -329,14 +330,10 @@ def _write_decisions(
     if not decisions:
         return
     ids = [job.id for job, *_ in decisions]
-    latest = Decision.objects.filter(job=OuterRef("pk")).order_by("-created_at", "-id")
     last = {
         row["id"]: (row["last_outcome"], row["last_reason"])
         for row in Job.objects.filter(id__in=ids)
-        .annotate(
-            last_outcome=Subquery(latest.values("outcome")[:1]),
-            last_reason=Subquery(latest.values("reason")[:1]),
-        )
+        .annotate(last_outcome=latest_decision("outcome"), last_reason=latest_decision("reason"))
         .values("id", "last_outcome", "last_reason")
     }
     rows = [
@@ -349,7 +346,7 @@ def _write_decisions(
     Decision.objects.bulk_create(rows, batch_size=500)
 
 
-def _why_here(why: Mapping[str, Any]) -> str:
+def _placed_reason(why: Mapping[str, Any]) -> str:
     """One line: the domain chosen and how many slots it and the alternatives offered."""
     domain = why.get("chosen_domain")
     if not domain:

@@ -19,16 +19,15 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from koordweb.figures.topology import domain_sunburst
 from koordweb.forms import JobSubmitForm, ManifestUploadForm, TokenCreateForm
 from koordweb.manifests.apply import apply_manifests
 from koordweb.manifests.errors import ManifestError
 from koordweb.manifests.parse import parse_manifests
-from koordweb.models import Cluster, TopologyLayer
+from koordweb.models import Cluster
 from koordweb.presenters.reasons import decision_sentence
 from koordweb.selectors.devices import natural_key
 from koordweb.selectors.submission import submit_priority_classes, submit_quotas
-from koordweb.selectors.topology import topology_tree
+from koordweb.selectors.topology import gather_layer_names
 from koordweb.selectors.whatif import job_whatif
 from koordweb.services.feasibility import ClusterRoom
 from koordweb.services.jobs import (
@@ -41,7 +40,7 @@ from koordweb.services.jobs import (
     job_submit,
 )
 from koordweb.services.tokens import token_create, token_expired, token_list, token_revoke
-from koordweb.views.cluster import NODE_LEAF_LIMIT, placement_keys, tree_nodes
+from koordweb.views.cluster import placement_figure
 from koordweb.views.common import admin_required, current_cluster, is_admin
 from koordweb.views.jobs import get_visible_job, what_would_help
 
@@ -53,11 +52,7 @@ def _submit_form(request: HttpRequest, cluster: Cluster) -> JobSubmitForm:
         request.POST or None,
         quotas=submit_quotas(user=request.user, cluster=cluster),
         priority_classes=submit_priority_classes(user=request.user, cluster=cluster),
-        layers=list(
-            TopologyLayer.objects.filter(cluster=cluster)
-            .exclude(name="NodeTopologyLayer")
-            .values_list("name", flat=True)
-        ),
+        layers=gather_layer_names(cluster),
         admin=is_admin(request.user),
     )
 
@@ -118,9 +113,7 @@ def _what_if(request: HttpRequest, form: JobSubmitForm, cluster: Cluster) -> dic
         why = decision_sentence("preempting", "", {"nominations": preemption.get("nominations")})
     else:
         why = decision_sentence("unschedulable", verdict.get("reason"), verdict.get("details"))
-    tree = topology_tree(cluster, include_nodes=cluster.nodes.count() <= NODE_LEAF_LIMIT)
     nodes = set(plan["placement"].values()) | set((preemption.get("nominations") or {}).values())
-    highlighted = placement_keys(tree, nodes)
     counterfactual = (verdict.get("details") or {}).get("counterfactual")
     help_text = what_would_help(
         counterfactual,
@@ -140,9 +133,7 @@ def _what_if(request: HttpRequest, form: JobSubmitForm, cluster: Cluster) -> dic
         "victims": victims,
         "hidden_victims": preemption.get("other_tenants_victim_jobs") or 0,
         "counterfactual": help_text,
-        "figure": domain_sunburst(tree_nodes(tree, "nvidia.com/gpu"), highlighted=highlighted)
-        if nodes
-        else None,
+        "figure": placement_figure(cluster, nodes) if nodes else None,
     }
 
 

@@ -14,11 +14,11 @@ from koordweb.figures.base import percent
 from koordweb.figures.devices import CardCell, column_groups, device_heatmap
 from koordweb.figures.topology import TreeNode, domain_sunburst, topology_graph
 from koordweb.forms import DeviceFilterForm, PodShapeForm
-from koordweb.models import Cluster, Job, JobState, Pod
+from koordweb.models import Cluster, JobState
 from koordweb.presenters.quantities import amount_in_unit, resource_name, shape_text
 from koordweb.selectors.devices import VENDORS, Card, device_counts, device_grid
+from koordweb.selectors.jobs import job_node_names
 from koordweb.selectors.topology import (
-    NODE_LAYER,
     ROOT_KEY,
     TopologyTree,
     accelerator_resources,
@@ -26,6 +26,7 @@ from koordweb.selectors.topology import (
 )
 from koordweb.views.common import current_cluster, int_param, is_admin, visible_jobs
 from koordweb.views.gpu import HEATMAP_VIEWS, card_shades, heatmap_view
+from scheduler.vocabulary import NODE_LAYER, NVIDIA_GPU
 
 LIVE_SECONDS = 10
 # Above this many nodes the figures stop at the layer above the nodes (aggregate, stay fast).
@@ -83,16 +84,12 @@ def placement_keys(tree: TopologyTree, node_names: set[str]) -> set[str]:
     return keys
 
 
-def job_node_names(job: Job) -> set[str]:
-    names = Pod.objects.filter(job=job, node__isnull=False).values_list("node__name", flat=True)
-    return set(names)
-
-
-def placement_figure(cluster: Cluster, job: Job) -> dict[str, Any]:
-    """The sunburst of the job's cluster with the domains it runs in outlined."""
+def placement_figure(cluster: Cluster, node_names: set[str]) -> dict[str, Any]:
+    """The sunburst of the cluster with the domains of these nodes outlined (a job's placement,
+    or a what-if plan's)."""
     tree = topology_tree(cluster, include_nodes=_small(tree_size=cluster.nodes.count()))
     return domain_sunburst(
-        tree_nodes(tree, "nvidia.com/gpu"), highlighted=placement_keys(tree, job_node_names(job))
+        tree_nodes(tree, NVIDIA_GPU), highlighted=placement_keys(tree, node_names)
     )
 
 
@@ -118,9 +115,7 @@ def topology(request: HttpRequest) -> HttpResponse:
     if cluster is None:
         return render(request, "topology.html", {"cluster": None})
     resources = accelerator_resources(cluster) or ["cpu"]
-    jobs = visible_jobs(request.user, cluster).filter(
-        state__in=[JobState.RUNNING, JobState.SCHEDULED]
-    )
+    jobs = visible_jobs(request.user, cluster).filter(state__in=JobState.PLACED)
     # Bound only when the shape was asked for: ?cluster= alone is not an empty shape.
     asked = "resource" in request.GET or "job" in request.GET
     form = PodShapeForm(request.GET if asked else None, resources=resources, jobs=jobs)

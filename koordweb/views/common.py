@@ -10,7 +10,6 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any, TypeVar
 
-from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Page, Paginator
@@ -18,6 +17,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 
 from koordweb.models import Cluster, Job
+from koordweb.selectors.catalog import cluster_by_name, cluster_default
 from koordweb.selectors.tenancy import jobs_visible, user_is_admin
 
 ViewFunc = TypeVar("ViewFunc", bound=Callable[..., HttpResponse])
@@ -43,15 +43,14 @@ CLUSTER_SESSION_KEY = "koordweb.cluster"
 
 def current_cluster(request: HttpRequest) -> Cluster | None:
     """The cluster the user works on: ?cluster= (remembered in the session), else the one the
-    session remembers, else the configured one, else the first."""
+    session remembers, else the default one (`selectors.catalog.cluster_default`, as the API)."""
     asked = request.GET.get("cluster")
-    if asked:
-        found = Cluster.objects.filter(name=asked).first()
-        if found is not None:
-            select_cluster(request, found)
-            return found
-    name = request.session.get(CLUSTER_SESSION_KEY) or settings.KOORDWEB_CLUSTER
-    return Cluster.objects.filter(name=name).first() or Cluster.objects.order_by("name").first()
+    found = cluster_by_name(asked) if asked else None
+    if found is not None:
+        select_cluster(request, found)
+        return found
+    remembered = request.session.get(CLUSTER_SESSION_KEY)
+    return (cluster_by_name(remembered) if remembered else None) or cluster_default()
 
 
 def select_cluster(request: HttpRequest, cluster: Cluster) -> None:

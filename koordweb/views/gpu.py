@@ -1,5 +1,5 @@
 """GPU monitoring pages: the efficiency ranking, and the usage parts of the devices, jobs and
-job pages (views stay thin: selectors read, figures draw, words come from koordweb.gpu_words)."""
+job pages (views stay thin: selectors read, figures draw, `presenters.quantities` words)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from koordweb.figures.gpu_usage import efficiency_bars, idle_trend, job_usage_heatmap
-from koordweb.gpu_words import gpu_hours, idle_for, percent
 from koordweb.models import Cluster, Job
+from koordweb.presenters.quantities import duration_text, gpu_hours_text, percent_text
 from koordweb.selectors.devices import Card
 from koordweb.selectors.gpu_usage import (
     IdleFlag,
@@ -28,6 +28,7 @@ from koordweb.selectors.gpu_usage import (
     team_scope,
     unhealthy_cards,
 )
+from koordweb.selectors.jobs import jobs_with_quota
 from koordweb.views.common import current_cluster
 
 WINDOWS = {"24h": timedelta(hours=24), "7d": timedelta(days=7), "30d": timedelta(days=30)}
@@ -69,7 +70,7 @@ def card_shades(cluster: Cluster, cards: list[Card], view: str) -> dict[tuple[st
             for c in cards
         }
     job_ids = {use.job_id for c in cards for use in c.uses if use.job_id}
-    flags = idle_flags(Job.objects.filter(id__in=job_ids).select_related("quota"))
+    flags = idle_flags(jobs_with_quota(job_ids))
     moment = timezone.now()
     shades = {}
     for card in cards:
@@ -86,7 +87,7 @@ def card_shades(cluster: Cluster, cards: list[Card], view: str) -> dict[tuple[st
         over = all(flag.flagged(moment) for flag in idle)
         shades[(card.node, card.minor)] = CardShade(
             100 if over else 50,
-            f"allocated, idle for {idle_for(minutes)}"
+            f"allocated, idle for {duration_text(minutes)}"
             + (" (over its team's threshold)" if over else ""),
         )
     return shades
@@ -98,10 +99,10 @@ def idle_words(flag: IdleFlag | None, now: datetime) -> dict[str, Any] | None:
         return None
     return {
         "since": flag.idle_since,
-        "for": idle_for(flag.idle_minutes(now)),
-        "lost": gpu_hours(flag.gpu_hours_lost),
+        "for": duration_text(flag.idle_minutes(now)),
+        "lost": gpu_hours_text(flag.gpu_hours_lost),
         "flagged": flag.flagged(now),
-        "threshold": idle_for(flag.threshold_minutes),
+        "threshold": duration_text(flag.threshold_minutes),
     }
 
 
@@ -113,11 +114,11 @@ def job_usage_context(job: Job) -> dict[str, Any]:
         "gpu_figure": job_usage_heatmap(usage.cards, usage.bucket_starts, usage.busy)
         if usage.cards
         else None,
-        "gpu_bucket": idle_for(usage.bucket_seconds // 60),
-        "gpu_allocated": gpu_hours(usage.total.allocated),
-        "gpu_used": gpu_hours(usage.total.used),
-        "gpu_idle": gpu_hours(usage.total.idle_allocated),
-        "gpu_efficiency": percent(usage.total.efficiency_pct),
+        "gpu_bucket": duration_text(usage.bucket_seconds // 60),
+        "gpu_allocated": gpu_hours_text(usage.total.allocated),
+        "gpu_used": gpu_hours_text(usage.total.used),
+        "gpu_idle": gpu_hours_text(usage.total.idle_allocated),
+        "gpu_efficiency": percent_text(usage.total.efficiency_pct),
         "gpu_idle_flag": idle_words(flag, timezone.now()),
     }
 
@@ -194,8 +195,8 @@ def _row(ranked: Any) -> dict[str, Any]:
         "id": ranked.key,
         "name": ranked.name,
         "team": ranked.team,
-        "allocated": gpu_hours(ranked.hours.allocated),
-        "used": gpu_hours(ranked.hours.used),
-        "idle": gpu_hours(ranked.hours.idle_allocated),
-        "efficiency": percent(ranked.hours.efficiency_pct),
+        "allocated": gpu_hours_text(ranked.hours.allocated),
+        "used": gpu_hours_text(ranked.hours.used),
+        "idle": gpu_hours_text(ranked.hours.idle_allocated),
+        "efficiency": percent_text(ranked.hours.efficiency_pct),
     }

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from koordweb.models import Decision, Job, JobState, Pod, Preemption, PreemptionVictim
+from koordweb.models import Decision, Job, JobState, Pod, PreemptionVictim
 from koordweb.presenters.quantities import shape_text
 from koordweb.presenters.reasons import (
     NEVER_FITS_PREFIX,
@@ -21,6 +19,19 @@ from koordweb.presenters.reasons import (
     state_sentence,
 )
 from koordweb.selectors.devices import natural_key
+from koordweb.selectors.jobs import (
+    decisions_by_id,
+    job_decisions,
+    job_first_requests,
+    job_names_visible,
+    job_node_names,
+    job_pods,
+    job_preempted_by,
+    job_preemptions_made,
+    job_queue,
+    job_queue_waiting_ahead,
+    job_visible,
+)
 from koordweb.selectors.preemptions import OTHER_TEAMS_JOB
 from koordweb.selectors.redaction import Redactor
 from koordweb.services.feasibility import ClusterRoom
@@ -30,18 +41,12 @@ from koordweb.views.common import (
     is_admin,
     paginate,
     select_cluster,
-    visible_jobs,
 )
 from koordweb.views.gpu import job_idle_words, job_usage_context
 
-# `Preempting` (an evicted job whose pods are terminating) and `Requeueing` (refused by a
-# kubelet, queued again once its pods are gone) come with the round pipeline's outbox: both
-# still hold nodes, so they are active; a requeueing job waits, a preempting one does not.
-PREEMPTING = getattr(JobState, "PREEMPTING", "Preempting")
-REQUEUEING = getattr(JobState, "REQUEUEING", "Requeueing")
-ACTIVE = (JobState.PENDING, REQUEUEING, JobState.SCHEDULED, JobState.RUNNING, PREEMPTING)
-WAITING = (JobState.PENDING, REQUEUEING)
-STATE_FILTERS = {"active": ACTIVE, "pending": WAITING, "all": ()}
+# The "active" list shows every job still holding nodes (a preempting job's pods are terminating,
+# a requeueing job's are being deleted); "pending" the jobs waiting for a placement.
+STATE_FILTERS = {"active": JobState.HOLDING, "pending": JobState.WAITING, "all": frozenset()}
 LIVE_SECONDS = 5
 
 
@@ -53,11 +58,11 @@ def job_explanation(
 ) -> Explanation:
     """The job's state in words: a job that can never run says so, whatever the last round
     said; otherwise the latest decision (or the job's own state when no round decided yet)."""
-    if job.state in WAITING and room is not None and requests:
+    if job.state in JobState.WAITING and room is not None and requests:
         never = room.never_fits(requests, job.min_available or job.total_number, job.topology_spec)
         if never:
             return decision_sentence("unschedulable", NEVER_FITS_PREFIX + never)
-    if job.state not in (JobState.PENDING, JobState.SCHEDULED, JobState.RUNNING):
+    if job.state not in JobState.ACTIVE:
         return state_sentence(job.state, job.state_reason)
     if decision is None:
         return decision_sentence(None, job.state_reason, state=job.state)
@@ -93,61 +98,30 @@ def what_would_help(
     return " ".join(p for p in (counterfactual_sentence(counterfactual, visible), note) if p)
 
 
-def job_queue(jobs: QuerySet[Job], states: tuple[str, ...]) -> QuerySet[Job]:
-    """Scheduling order (priority desc, then submission) with the latest decision's id."""
-    latest = Decision.objects.filter(job=OuterRef("pk")).order_by("-created_at", "-id")
-    if states:
-        jobs = jobs.filter(state__in=states)
-    return (
-        jobs.select_related("quota", "priority_class")
-        .annotate(last_decision_id=Subquery(latest.values("id")[:1]))
-        .order_by("-priority", "submitted_at", "namespace", "name")
-    )
-
-
-def _first_requests(job_ids: list[int]) -> tuple[dict[int, Mapping[str, int]], dict[int, int]]:
-    """Each job's first pod's requests and its pod count."""
-    first: dict[int, Mapping[str, int]] = {}
-    counts: dict[int, int] = defaultdict(int)
-    rows = Pod.objects.filter(job_id__in=job_ids).values_list("job_id", "requests")
-    for job_id, requests in rows:
-        counts[job_id] += 1
-        first.setdefault(job_id, requests or {})
-    return first, counts
-
-
-def _waiting_ahead(queue: QuerySet[Job], page_start: int) -> int:
-    """Waiting jobs ahead of the page (only waiting jobs get a place in the queue)."""
-    if page_start <= 1:
-        return 0
-    states = queue.values_list("state", flat=True)[: page_start - 1]
-    return sum(1 for state in states if state in WAITING)
-
-
 @login_required
 def job_list(request: HttpRequest) -> HttpResponse:
     cluster = current_cluster(request)
     if cluster is None:
         return render(request, "jobs.html", {"cluster": None})
     state = request.GET.get("state", "active")
-    states = STATE_FILTERS.get(state, ACTIVE)
-    queue = job_queue(visible_jobs(request.user, cluster), states)
+    states = STATE_FILTERS.get(state, JobState.HOLDING)
+    queue = job_queue(user=request.user, cluster=cluster, states=states)
     page = paginate(request, queue, per_page=50)
     jobs = list(page.object_list)
-    first, counts = _first_requests([job.pk for job in jobs])
-    decisions = Decision.objects.in_bulk([j.last_decision_id for j in jobs if j.last_decision_id])
+    first, counts = job_first_requests(job.pk for job in jobs)
+    decisions = decisions_by_id(job.last_decision_id for job in jobs)
     room = ClusterRoom(cluster)
-    position = _waiting_ahead(queue, page.start_index())
+    position = job_queue_waiting_ahead(queue, page.start_index() - 1)
     idle = job_idle_words(jobs)
     rows = []
     for job in jobs:
         requests = first.get(job.pk)
-        if job.state in WAITING:
+        if job.state in JobState.WAITING:
             position += 1
         rows.append(
             {
                 "job": job,
-                "position": position if job.state in WAITING else None,
+                "position": position if job.state in JobState.WAITING else None,
                 "shape": f"{counts[job.pk]} x {shape_text(requests)}"
                 if requests
                 else f"{job.total_number} pod(s)",
@@ -168,31 +142,16 @@ def job_list(request: HttpRequest) -> HttpResponse:
 
 def get_visible_job(request: HttpRequest, pk: int) -> Job:
     """The job, or 404 when it does not exist or belongs to another tenant (no existence leak)."""
-    job = (
-        visible_jobs(request.user)
-        .select_related("quota", "priority_class", "cluster")
-        .filter(pk=pk)
-        .first()
-    )
+    job = job_visible(user=request.user, job_id=pk)
     if job is None:
         raise Http404("no such job")
     return job
 
 
-def _visible_job_ids(request: HttpRequest, cluster_id: int) -> set[str] | None:
-    """Job ids (namespace/name) a tenant may see named; None for admins (everything)."""
-    if is_admin(request.user):
-        return None
-    rows = visible_jobs(request.user).filter(cluster_id=cluster_id).values_list("namespace", "name")
-    return {f"{namespace}/{name}" for namespace, name in rows}
-
-
 def _preempted_by(request: HttpRequest, job: Job) -> list[PreemptionVictim]:
     """The preemptions that hit the job; another team's preemptor is not named (issue #16)."""
     redactor = Redactor(request.user)
-    victims = list(
-        PreemptionVictim.objects.filter(job=job).select_related("preemption__preemptor")[:20]
-    )
+    victims = job_preempted_by(job)
     for victim in victims:
         name = redactor.job_name(victim.preemption.preemptor.gang_id)
         victim.preemptor_name = name or OTHER_TEAMS_JOB  # type: ignore[attr-defined]
@@ -212,15 +171,8 @@ def _placed_on(pods: list[Pod], decisions: list[Decision]) -> dict[str, Any] | N
 def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
     job = get_visible_job(request, pk)
     select_cluster(request, job.cluster)  # the header shows the job's cluster from now on
-    pods = sorted(
-        Pod.objects.filter(job=job).select_related("node", "nominated_node")[:500],
-        key=lambda pod: (pod.topology_index, natural_key(pod.name)),
-    )
-    decisions = list(
-        Decision.objects.filter(job=job)
-        .select_related("round")
-        .order_by("-created_at", "-id")[:100]
-    )
+    pods = sorted(job_pods(job), key=lambda pod: (pod.topology_index, natural_key(pod.name)))
+    decisions = job_decisions(job)
     latest = decisions[0] if decisions else None
     details: dict[str, Any] = (
         dict(latest.details) if latest and isinstance(latest.details, dict) else {}
@@ -228,7 +180,12 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
     requests = pods[0].requests if pods else {}
     room = ClusterRoom(job.cluster)
     why = job_explanation(job, latest, room, requests)
-    visible = _visible_job_ids(request, job.cluster_id)
+    # The jobs a tenant may see named; None for admins (everything).
+    visible = (
+        None
+        if is_admin(request.user)
+        else job_names_visible(user=request.user, cluster_id=job.cluster_id)
+    )
     context = {
         "job": job,
         "pods": [(pod, shape_text(pod.requests or {})) for pod in pods],
@@ -244,13 +201,15 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
             job.topology_spec,
             visible,
         )
-        if job.state in WAITING
+        if job.state in JobState.WAITING
         else "",
         "placed_on": _placed_on(pods, decisions),
-        "preemptions_made": Preemption.objects.filter(preemptor=job).order_by("-created_at")[:20],
+        "preemptions_made": job_preemptions_made(job),
         "preempted_by": _preempted_by(request, job),
-        "placement": placement_figure(job.cluster, job) if any(p.node_id for p in pods) else None,
-        "active": job.state in ACTIVE,
+        "placement": placement_figure(job.cluster, job_node_names(job))
+        if any(p.node_id for p in pods)
+        else None,
+        "active": job.state in JobState.HOLDING,
         "live_seconds": LIVE_SECONDS,
         **job_usage_context(job),
     }

@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from koordweb.models import Cluster
+from koordweb.selectors.catalog import cluster_by_name, cluster_names
 from koordweb.views.common import current_cluster, select_cluster
 
 # Pages bound to one cluster's objects: after a switch they go back to the cluster's list.
@@ -24,14 +24,17 @@ def cluster_navigation(request: HttpRequest) -> dict[str, Any]:
     if user is None or not user.is_authenticated:
         return {}
     cluster = current_cluster(request)
-    names = list(Cluster.objects.order_by("name").values_list("name", flat=True))
+    names = cluster_names()
     return {"nav_clusters": names, "nav_cluster": cluster.name if cluster else ""}
 
 
 @require_POST
 @login_required
 def cluster_switch(request: HttpRequest) -> HttpResponse:
-    cluster = get_object_or_404(Cluster, name=request.POST.get("cluster", ""))
+    name = request.POST.get("cluster", "")
+    cluster = cluster_by_name(name) if name else None
+    if cluster is None:
+        raise Http404("no such cluster")
     select_cluster(request, cluster)
     back = request.POST.get("next") or "/"
     if not url_has_allowed_host_and_scheme(back, {request.get_host()}):

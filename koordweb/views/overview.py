@@ -30,7 +30,6 @@ from koordweb.selectors.overview import (
 from koordweb.selectors.topology import nodes_outside_topology
 from koordweb.views.common import current_cluster, is_admin, visible_jobs
 from koordweb.views.gpu import gpu_health_context
-from koordweb.views.jobs import PREEMPTING, WAITING
 
 ALERT_WINDOW = timedelta(hours=24)
 LIVE_SECONDS = 10
@@ -60,14 +59,14 @@ def _live_context(request: HttpRequest) -> dict[str, Any]:
         "cards": cards,
         "unhealthy": unhealthy,
         "counts": {
-            "pending": sum(counts.get(s, 0) for s in WAITING),
+            "pending": sum(counts.get(s, 0) for s in JobState.WAITING),
             "running": counts.get(JobState.RUNNING, 0) + counts.get(JobState.SCHEDULED, 0),
-            "preempted": counts.get(JobState.PREEMPTED, 0) + counts.get(PREEMPTING, 0),
+            "preempted": counts.get(JobState.PREEMPTED, 0) + counts.get(JobState.PREEMPTING, 0),
             "finished": counts.get(JobState.SUCCEEDED, 0) + counts.get(JobState.FAILED, 0),
         },
         "demand": [
             (team, shape_text(team.requests))
-            for team in queue_demand(jobs.filter(state__in=WAITING))
+            for team in queue_demand(jobs.filter(state__in=JobState.WAITING))
         ],
         "health": health,
         "trend_figure": queue_trend(health.trend) if len(health.trend) > 1 else None,

@@ -15,7 +15,7 @@ from koordweb.figures.timeline import (
     preemption_timeline,
     round_latency,
 )
-from koordweb.forms import PreemptionFilterForm, QuotaResourceForm
+from koordweb.forms import PreemptionFilterForm, QuotaResourceForm, default_resource
 from koordweb.presenters.details import cost_lines
 from koordweb.presenters.quantities import quantity_text
 from koordweb.presenters.reasons import preemption_reason_sentence
@@ -137,7 +137,7 @@ def quotas(request: HttpRequest) -> HttpResponse:
         visible = set(quotas_visible(user=request.user).values_list("name", flat=True))
         tree = [q for q in tree if q.name in visible]
     resources = sorted({name for q in tree for name in (*q.min, *q.max, *q.used)}) or ["cpu"]
-    default = "nvidia.com/gpu" if "nvidia.com/gpu" in resources else resources[0]
+    default = default_resource(resources)
     form = QuotaResourceForm(
         request.GET or None, resources=resources, initial={"resource": default}
     )

@@ -47,8 +47,8 @@ from scheduler.plugins.loadaware_estimate import (
 )
 from scheduler.profile import duration_seconds
 from scheduler.state import CycleState
+from scheduler.vocabulary import ANNOTATION_USAGE_THRESHOLDS
 
-ANNOTATION_USAGE_THRESHOLDS = "scheduling.koordinator.sh/usage-thresholds"
 DEFAULT_THRESHOLDS: Mapping[str, int] = {CPU: 65, MEMORY: 95}
 DEFAULT_FACTORS: Mapping[str, int] = {CPU: 85, MEMORY: 70}
 DEFAULT_WEIGHTS: Mapping[str, int] = {CPU: 1, MEMORY: 1}

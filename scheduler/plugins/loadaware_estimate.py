@@ -18,9 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from scheduler.model import CPU, MEMORY, NodeInfo, PodInfo
+from scheduler.vocabulary import LABEL_PRIORITY_CLASS, LABEL_QOS_CLASS
 
-LABEL_PRIORITY_CLASS = "koordinator.sh/priority-class"
-LABEL_QOS_CLASS = "koordinator.sh/qosClass"
 # Koordinator's priority bands (apis/extension/priority.go): prod, mid, batch, free.
 _PROD_BAND = (9000, 9999)
 _OTHER_BANDS = ((7000, 7999), (5000, 5999), (3000, 3999))

@@ -10,23 +10,13 @@ from types import ModuleType
 
 import pytest
 
-from koordweb.manifests import keys, scheduler_config
-from scheduler import model
-from scheduler.devices import names
-from scheduler.plugins import loadaware, loadaware_estimate
+from koordweb.manifests import scheduler_config
+from scheduler import vocabulary
 from scheduler.profile import configurable_arguments
 
 DOC = (Path(__file__).resolve().parents[2] / "docs" / "koordinator-compat.md").read_text()
-# Where keys are declared: the device vocabulary, the manifest keys, the engine's labels, the
-# load-aware annotation and pod labels, and the scheduler ConfigMap's names.
-VOCABULARY: tuple[ModuleType, ...] = (
-    names,
-    keys,
-    model,
-    loadaware,
-    loadaware_estimate,
-    scheduler_config,
-)
+# Where keys are declared: the one vocabulary, and the scheduler ConfigMap's names.
+VOCABULARY: tuple[ModuleType, ...] = (vocabulary, scheduler_config)
 _KEY = re.compile(r"^[a-z0-9.-]+\.[a-z]+/[A-Za-z0-9._-]+$|^[A-Z][A-Z0-9_]+$")
 
 

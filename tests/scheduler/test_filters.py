@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler import run_round
+from scheduler import plan_round
 from tests.scheduler.builders import CORE, cluster, gang, node, pod
 
 
 def one_pod_lands(nodes: list[node], p: pod) -> str | None:
-    result = run_round(cluster().node(*nodes).submit(p).snapshot(), CORE)
+    result = plan_round(cluster().node(*nodes).submit(p).snapshot(), CORE)
     placed = result.placements.get(p.build().key)
     return placed.node if placed else None
 
@@ -99,7 +99,7 @@ def test_offer_slots_tie_so_single_pods_fill_nodes_in_name_order() -> None:
     # Offer slots count only the job's own pods, so every node with room offers 1: name decides.
     c = cluster().node(node("a").cpu(8), node("b").cpu(8), node("c").cpu(8))
     c.running(pod("busy").cpu(7).on("a"))
-    result = run_round(c.submit(pod("p").cpu(2), pod("q").cpu(2)).snapshot(), CORE)
+    result = plan_round(c.submit(pod("p").cpu(2), pod("q").cpu(2)).snapshot(), CORE)
     assert result.placements["default/p"].node == "b"
     assert result.placements["default/q"].node == "b"  # later jobs see earlier placements
     assert result.decisions["default/p"]["alternatives"] == {
@@ -112,7 +112,7 @@ def test_kube_style_message_counts_each_failing_filter() -> None:
     nodes = [node(f"gpu-{i}").cpu(8).label("pool", "gpu") for i in range(3)]
     nodes += [node(f"cpu-{i}").cpu(8).label("pool", "cpu").gpus(1) for i in range(2)]
     c = cluster().node(*nodes).submit(pod("p").gpu(1).select("pool", "gpu"))
-    verdict = run_round(c.snapshot(), CORE).unschedulable["default/p"]
+    verdict = plan_round(c.snapshot(), CORE).unschedulable["default/p"]
     assert verdict.reason == (
         "0/5 nodes are available: 3 Insufficient nvidia.com/gpu, "
         "2 node(s) didn't match Pod's node affinity/selector."
@@ -125,7 +125,7 @@ def test_kube_style_message_counts_each_failing_filter() -> None:
 
 def test_gang_shortfall_message_names_slots() -> None:
     c = cluster().node(node("a").cpu(8), node("b").cpu(3)).submit(gang("ml/g", pods=3).cpu(4))
-    verdict = run_round(c.snapshot()).unschedulable["ml/g"]
+    verdict = plan_round(c.snapshot()).unschedulable["ml/g"]
     assert verdict.reason == (
         "1/2 nodes are available: 1 Insufficient cpu. "
         "The job needs 3 offer slots, the nodes offer 2."

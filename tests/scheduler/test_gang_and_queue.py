@@ -5,20 +5,20 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from scheduler import GangInfo, JobInfo, gang_group_id, run_round
+from scheduler import GangInfo, JobInfo, gang_group_id, plan_round
 from tests.scheduler.builders import CORE, cluster, gang, node, pod
 
 
 def test_gang_is_all_or_nothing() -> None:
     c = cluster().node(node("a").cpu(8), node("b").cpu(8))
-    result = run_round(c.submit(gang("ml/g", pods=5).cpu(4)).snapshot(), CORE)
+    result = plan_round(c.submit(gang("ml/g", pods=5).cpu(4)).snapshot(), CORE)
     assert result.placements == {}
     assert result.unschedulable["ml/g"].code == "Unschedulable"
 
 
 def test_min_available_gang_starts_with_its_minimum() -> None:
     c = cluster().node(node("a").cpu(8), node("b").cpu(8))
-    result = run_round(c.submit(gang("ml/g", pods=6, min_available=4).cpu(4)).snapshot(), CORE)
+    result = plan_round(c.submit(gang("ml/g", pods=6, min_available=4).cpu(4)).snapshot(), CORE)
     assert sorted(result.placements) == ["ml/g-1", "ml/g-2", "ml/g-3", "ml/g-4"]
 
 
@@ -26,7 +26,7 @@ def test_gang_waits_until_min_available_pods_exist() -> None:
     job, pods = gang("ml/g", pods=2).cpu(1).build()
     job = replace(job, gangs=(GangInfo("ml/g", 3, 3),))
     snap = replace(cluster().node(node("a").cpu(8)).snapshot(), pods=tuple(pods), jobs=(job,))
-    verdict = run_round(snap, CORE).unschedulable["ml/g"]
+    verdict = plan_round(snap, CORE).unschedulable["ml/g"]
     assert verdict.code == "Wait"
     assert "has 2 of min-available 3 pods" in verdict.reason
 
@@ -43,10 +43,10 @@ def test_gang_group_places_member_gangs_together_or_not_at_all() -> None:
         (GangInfo("ml/workers", 2, 2), GangInfo("ml/ps", 1, 1)),
     )
     small = cluster().node(node("a").cpu(8)).snapshot()
-    result = run_round(replace(small, pods=tuple(pods), jobs=(job,)), CORE)
+    result = plan_round(replace(small, pods=tuple(pods), jobs=(job,)), CORE)
     assert result.placements == {}  # room for two of three: the whole group waits
     big = cluster().node(node("a").cpu(12)).snapshot()
-    result = run_round(replace(big, pods=tuple(pods), jobs=(job,)), CORE)
+    result = plan_round(replace(big, pods=tuple(pods), jobs=(job,)), CORE)
     assert len(result.placements) == 3
 
 
@@ -57,7 +57,7 @@ def test_queue_order_priority_then_submission_then_id() -> None:
         gang("ml/early-low", pods=1).cpu(4).priority(1).submitted_at(1),
         gang("ml/b", pods=1).cpu(4).priority(10).submitted_at(5),
     )
-    result = run_round(c.snapshot(), CORE)
+    result = plan_round(c.snapshot(), CORE)
     assert list(result.placements) == ["ml/b-1"]  # ml/b and ml/late-high tie, id decides
 
 
@@ -71,11 +71,11 @@ def test_largest_first_option_orders_equal_priorities_by_what_they_ask() -> None
         gang("ml/big", pods=2).cpu(3).submitted_at(2),
     )
     snap = c.snapshot()
-    assert sorted(run_round(snap, CORE).placements) == ["ml/small-1"]
+    assert sorted(plan_round(snap, CORE).placements) == ["ml/small-1"]
     largest = CORE.with_args("PrioritySort", largestFirst=True)
-    assert sorted(run_round(snap, largest).placements) == ["ml/big-1", "ml/big-2"]
+    assert sorted(plan_round(snap, largest).placements) == ["ml/big-1", "ml/big-2"]
     c.submit(gang("ml/urgent", pods=1).cpu(2).priority(5).submitted_at(3))
-    placed = sorted(run_round(c.snapshot(), largest).placements)
+    placed = sorted(plan_round(c.snapshot(), largest).placements)
     assert placed == ["ml/big-1", "ml/big-2", "ml/urgent-1"]
 
 
@@ -84,8 +84,8 @@ def test_same_input_same_output_as_json() -> None:
     c.running(pod("low").cpu(8).priority(1).on("n0"))
     c.submit(gang("ml/a", pods=3).cpu(6).priority(5), gang("ml/b", pods=4).cpu(8).priority(9))
     snap = c.snapshot()
-    first = json.dumps(run_round(snap).to_dict(), sort_keys=True)
-    assert first == json.dumps(run_round(snap).to_dict(), sort_keys=True)
+    first = json.dumps(plan_round(snap).to_dict(), sort_keys=True)
+    assert first == json.dumps(plan_round(snap).to_dict(), sort_keys=True)
     data = json.loads(first)
     assert set(data) >= {"placements", "preemptions", "unschedulable", "decisions"}
 
@@ -96,6 +96,6 @@ def test_bound_pods_of_a_job_count_toward_its_gang() -> None:
     snap = replace(
         cluster().node(node("a").cpu(4), node("b").cpu(8)).snapshot(), pods=tuple(pods), jobs=(job,)
     )
-    result = run_round(snap, CORE)
+    result = plan_round(snap, CORE)
     assert sorted(result.placements) == ["ml/g-2", "ml/g-3"]
     assert {p.node for p in result.placements.values()} == {"b"}

@@ -12,7 +12,7 @@ from collections import defaultdict
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scheduler import ClusterSnapshot, QuotaInfo, RoundResult, run_round
+from scheduler import ClusterSnapshot, QuotaInfo, RoundResult, plan_round
 from scheduler.plugins.quota import ElasticQuota, quota_book
 from scheduler.state import CycleState
 from tests.scheduler.builders import CORE, SPINE_BLOCK, cluster, gang, node, pod
@@ -132,9 +132,9 @@ def check_invariants(snap: ClusterSnapshot, result: RoundResult) -> None:
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(clusters())
 def test_round_invariants(snap: ClusterSnapshot) -> None:
-    result = run_round(snap, CORE)
+    result = plan_round(snap, CORE)
     check_invariants(snap, result)
-    again = run_round(snap, CORE)
+    again = plan_round(snap, CORE)
     assert json.dumps(result.to_dict(), sort_keys=True) == json.dumps(
         again.to_dict(), sort_keys=True
     )

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from scheduler.nominations import timed_out_jobs
 from scheduler.profile import Profile
-from scheduler.round import run_round
+from scheduler.round import plan_round
 from tests.scheduler.builders import cluster, gang, node
 
 
@@ -27,14 +27,14 @@ def _snapshot(now: float):  # type: ignore[no-untyped-def]
 def test_within_the_waiting_time_the_nominations_hold() -> None:
     snapshot = _snapshot(now=100.0 + 599)
     assert timed_out_jobs(snapshot) == {}
-    result = run_round(snapshot, Profile.default())
+    result = plan_round(snapshot, Profile.default())
     assert "default/small-1" not in result.placements  # node-1's room is kept for the gang
 
 
 def test_past_the_waiting_time_the_gang_lets_go() -> None:
     snapshot = _snapshot(now=100.0 + 600)
     assert set(timed_out_jobs(snapshot)) == {"default/big"}
-    result = run_round(snapshot, Profile.default())
+    result = plan_round(snapshot, Profile.default())
     assert result.placements["default/small-1"].node == "node-1"
     assert "waiting time is 600 s" in result.timeouts["default/big"]
     assert "timeout" in result.unschedulable["default/big"].details

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from scheduler import run_round
+from scheduler import plan_round
 from scheduler.contracts import conformance_problems
 from scheduler.cycle import Framework
 from scheduler.framework import FloatArray, Handle, IntArray, Status
@@ -163,7 +163,7 @@ def test_an_out_of_tree_filter_from_the_setting_changes_the_round(
     config = {"enabledPlugins": ["MaxPodsPerBlock"], "MaxPodsPerBlock": {"maxPods": 3}}
     assert check_args(config, registry) == {}
     limited = Profile.configured(config, registry).without("DeviceShare", "LoadAware")
-    before, after = run_round(snap, core), run_round(snap, limited)
+    before, after = plan_round(snap, core), plan_round(snap, limited)
     blocks = {n.name: n.labels["network.topology.nvidia.com/block"] for n in snap.nodes}
 
     def per_block(placements: Mapping[str, Any]) -> dict[str, int]:

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from scheduler import PDBInfo, apply_round, run_round
+from scheduler import PDBInfo, apply_round, plan_round
 from scheduler.state import CycleState
 from scheduler.victims import VictimPool
 from tests.scheduler.builders import CORE, SPINE_BLOCK, cluster, gang, node, pod
@@ -20,7 +20,7 @@ def test_victims_are_whole_jobs() -> None:
     c = two_nodes()
     c.running(pod("low-a").cpu(16).priority(1).job("batch/low").on("a"))
     c.running(pod("low-b").cpu(16).priority(1).job("batch/low").on("b"))
-    [record] = run_round(
+    [record] = plan_round(
         c.submit(gang("ml/g", pods=1).cpu(16).priority(9)).snapshot(), CORE
     ).preemptions
     assert record.victim_jobs == ("batch/low",)
@@ -31,7 +31,7 @@ def test_cheapest_plan_prefers_lower_victim_priority_then_fewer_jobs() -> None:
     c = two_nodes()
     c.running(pod("mid").cpu(16).priority(5).on("a"))
     c.running(pod("low-1").cpu(8).priority(1).on("b"), pod("low-2").cpu(8).priority(1).on("b"))
-    [record] = run_round(
+    [record] = plan_round(
         c.submit(gang("ml/g", pods=1).cpu(16).priority(9)).snapshot(), CORE
     ).preemptions
     assert record.victim_pods == ("default/low-1", "default/low-2")
@@ -43,7 +43,7 @@ def test_minimal_victims_keep_back_what_is_not_needed() -> None:
     c = cluster().node(node("a").cpu(32))
     c.running(pod("low-1").cpu(8).priority(1).on("a"), pod("low-2").cpu(8).priority(2).on("a"))
     c.running(pod("low-3").cpu(16).priority(3).on("a"))
-    result = run_round(c.submit(gang("ml/g", pods=1).cpu(16).priority(9)).snapshot(), CORE)
+    result = plan_round(c.submit(gang("ml/g", pods=1).cpu(16).priority(9)).snapshot(), CORE)
     [record] = result.preemptions
     # keeping back the priority-3 pod first still leaves room once the two small ones go
     assert record.victim_pods == ("default/low-1", "default/low-2")
@@ -65,7 +65,7 @@ def test_protected_pods_and_higher_priorities_are_never_victims() -> None:
         .label("quota.scheduling.koordinator.sh/preemptible", "false")
         .on("b")
     )
-    result = run_round(c.submit(gang("ml/g", pods=1).cpu(16).priority(9)).snapshot(), CORE)
+    result = plan_round(c.submit(gang("ml/g", pods=1).cpu(16).priority(9)).snapshot(), CORE)
     assert result.preemptions == ()
     assert result.unschedulable["ml/g"].details["preemption"]["reason"] == "no potential victims"
 
@@ -73,7 +73,7 @@ def test_protected_pods_and_higher_priorities_are_never_victims() -> None:
 def test_preemption_not_helpful_when_even_all_victims_are_not_enough() -> None:
     c = two_nodes().running(pod("low").cpu(16).priority(1).on("a"))
     c.running(pod("high").cpu(16).priority(100).on("b"))
-    result = run_round(c.submit(gang("ml/g", pods=2).cpu(16).priority(9)).snapshot(), CORE)
+    result = plan_round(c.submit(gang("ml/g", pods=2).cpu(16).priority(9)).snapshot(), CORE)
     assert result.preemptions == ()
     reason = result.unschedulable["ml/g"].details["preemption"]["reason"]
     assert reason.startswith("preemption not helpful")
@@ -83,7 +83,7 @@ def test_never_policy_gets_a_counterfactual_instead() -> None:
     c = two_nodes().running(
         pod("low").cpu(16).priority(1).on("a"), pod("x").cpu(16).priority(1).on("b")
     )
-    result = run_round(
+    result = plan_round(
         c.submit(gang("ml/g", pods=1).cpu(16).priority(9).never_preempt()).snapshot(), CORE
     )
     assert result.preemptions == ()
@@ -100,7 +100,7 @@ def test_disruption_budget_steers_to_another_victim_set() -> None:
     c.running(pod("guarded").cpu(16).priority(1).label("app", "db").on("a"))
     c.running(pod("free").cpu(16).priority(1).on("b"))
     c.pdb(PDBInfo("default", "db", {"app": "db"}, min_available=1))
-    [record] = run_round(
+    [record] = plan_round(
         c.submit(gang("ml/g", pods=1).cpu(16).priority(9)).snapshot(), CORE
     ).preemptions
     assert record.victim_pods == ("default/free",)
@@ -110,7 +110,7 @@ def test_disruption_budget_blocks_when_no_other_set_works() -> None:
     c = cluster().node(node("a").cpu(16))
     c.running(pod("guarded").cpu(16).priority(1).label("app", "db").on("a"))
     c.pdb(PDBInfo("default", "db", {"app": "db"}, max_unavailable=0))
-    result = run_round(c.submit(gang("ml/g", pods=1).cpu(16).priority(9)).snapshot(), CORE)
+    result = plan_round(c.submit(gang("ml/g", pods=1).cpu(16).priority(9)).snapshot(), CORE)
     assert result.preemptions == ()
     reason = result.unschedulable["ml/g"].details["preemption"]["reason"]
     assert reason == "preemption blocked by PodDisruptionBudget default/db"
@@ -121,19 +121,19 @@ def test_victims_are_not_taken_twice_in_one_round() -> None:
     c.submit(
         gang("ml/first", pods=1).cpu(16).priority(9), gang("ml/second", pods=1).cpu(16).priority(8)
     )
-    result = run_round(c.snapshot(), CORE)
+    result = plan_round(c.snapshot(), CORE)
     assert [r.preemptor for r in result.preemptions] == ["ml/first"]
 
 
 def test_nominated_resources_are_held_for_the_preemptor_next_round() -> None:
     c = cluster().node(node("a").cpu(16)).running(pod("low").cpu(16).priority(1).on("a"))
     snap = c.submit(gang("ml/big", pods=1).cpu(16).priority(9)).snapshot()
-    first = run_round(snap, CORE)
+    first = plan_round(snap, CORE)
     after = apply_round(snap, first)
     # a newcomer of higher priority than the victim but submitted later must not steal node a
     intruder = replace(pod("intruder").cpu(16).priority(5).build(), job_id="default/intruder")
     after = replace(after, pods=(*after.pods, intruder))
-    second = run_round(after, CORE)
+    second = plan_round(after, CORE)
     assert second.placements["ml/big-1"].node == "a"
     assert "default/intruder" not in second.placements
     assert second.decisions["ml/big"]["nominated"] is True
@@ -147,7 +147,7 @@ def test_a_job_of_higher_priority_than_the_nominated_one_may_take_its_reservatio
     urgent = replace(pod("urgent").cpu(16).priority(9).build(), job_id="default/urgent")
     equal = replace(pod("equal").cpu(16).priority(5).build(), job_id="default/equal")
     for newcomer, takes in ((urgent, True), (equal, False)):
-        result = run_round(replace(snap, pods=(*pods, newcomer)), CORE)
+        result = plan_round(replace(snap, pods=(*pods, newcomer)), CORE)
         placed = result.placements.get(newcomer.key)
         assert (placed is not None and placed.node == "a") is takes, newcomer.name
         assert "ml/big-1" not in result.placements or not takes
@@ -161,7 +161,7 @@ def test_waits_while_a_victim_is_still_terminating_on_the_nominated_node() -> No
     )
     snap = c.submit(gang("ml/big", pods=1).cpu(16).priority(9)).snapshot()
     pods = tuple(replace(p, nominated_node="a") if p.job_id == "ml/big" else p for p in snap.pods)
-    result = run_round(replace(snap, pods=pods), CORE)
+    result = plan_round(replace(snap, pods=pods), CORE)
     assert result.preemptions == ()
     verdict = result.unschedulable["ml/big"]
     assert verdict.code == "Wait"
@@ -185,7 +185,7 @@ def test_the_cheapest_nodes_of_a_domain_are_found_beyond_the_reference_order() -
     c.running(pod("low-7").cpu(16).priority(1).job("batch/low").on("n7"))
     c.running(pod("low-8").cpu(16).priority(1).job("batch/low").on("n8"))
     snap = c.submit(gang("ml/g", pods=2).cpu(16).must_gather("BlockLayer").priority(9)).snapshot()
-    [record] = run_round(snap, CORE).preemptions
+    [record] = plan_round(snap, CORE).preemptions
     assert record.victim_jobs == ("batch/low",)
     assert sorted(record.nominations.values()) == ["n7", "n8"]
 
@@ -195,7 +195,7 @@ def test_a_node_whose_lowest_victim_suffices_is_not_skipped_for_its_highest() ->
     c = two_nodes()
     c.running(pod("low").cpu(8).priority(1).on("a"), pod("high").cpu(8).priority(7).on("a"))
     c.running(pod("mid").cpu(16).priority(5).on("b"))
-    [record] = run_round(
+    [record] = plan_round(
         c.submit(gang("ml/g", pods=1).cpu(8).priority(9)).snapshot(), CORE
     ).preemptions
     assert record.victim_pods == ("default/low",)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from scheduler import run_round
+from scheduler import plan_round
 from scheduler.cycle import Framework
 from scheduler.plugins.preemption import JobPreemption
 from scheduler.plugins.topology import NetworkTopology
@@ -71,8 +71,8 @@ def test_valid_arguments_reach_the_plugins() -> None:
 def test_a_configured_profile_changes_the_round() -> None:
     busy = [pod("used").cpu(8).on("node-1")]
     snap = t8(*busy).submit(gang("ml/g", pods=5).cpu(4).must_gather("BlockLayer")).snapshot()
-    default = run_round(snap, Profile.configured({}))
-    fitted = run_round(snap, Profile.configured({"NetworkTopology": {"bestFit": True}}))
+    default = plan_round(snap, Profile.configured({}))
+    fitted = plan_round(snap, Profile.configured({"NetworkTopology": {"bestFit": True}}))
     assert default.placements["ml/g-1"].node == "node-8"
     assert fitted.placements["ml/g-1"].node == "node-1"
 

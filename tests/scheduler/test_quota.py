@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scheduler import QuotaInfo, run_round
+from scheduler import QuotaInfo, plan_round
 from scheduler.quota_tree import QuotaTree, runtime_quota
 from tests.scheduler.builders import CORE, cluster, gang, node, pod
 
@@ -61,7 +61,7 @@ def test_admission_names_the_exceeded_dimension_and_the_shortfall() -> None:
     c.quota(QuotaInfo("team", {"cpu": 8000}, {"cpu": 8000}))
     c.running(pod("old").cpu(6).quota("team").priority(50).on("a"))
     c.submit(gang("team/new", pods=1).cpu(4).quota("team").priority(10))
-    verdict = run_round(c.snapshot(), CORE).unschedulable["team/new"]
+    verdict = plan_round(c.snapshot(), CORE).unschedulable["team/new"]
     assert verdict.reason == "Insufficient quotas, quotaName: team, exceedDimensions: [cpu]"
     assert verdict.cause is not None
     assert (verdict.cause.code, verdict.cause.plugin) == ("QuotaInsufficient", "ElasticQuota")
@@ -77,7 +77,7 @@ def test_in_quota_preemption_takes_a_lower_priority_pod_of_the_same_quota() -> N
     c.running(pod("mine-low").cpu(6).quota("team").priority(1).on("a"))
     c.running(pod("theirs-low").cpu(6).quota("other").priority(1).on("a"))
     c.submit(gang("team/new", pods=1).cpu(4).quota("team").priority(10))
-    [record] = run_round(c.snapshot(), CORE).preemptions
+    [record] = plan_round(c.snapshot(), CORE).preemptions
     assert record.victim_pods == ("default/mine-low",)
     assert record.rule == "InQuota"
 
@@ -89,7 +89,7 @@ def test_later_jobs_see_quota_used_by_earlier_ones() -> None:
         gang("team/first", pods=1).cpu(6).quota("team").priority(10),
         gang("team/second", pods=1).cpu(6).quota("team").priority(5),
     )
-    result = run_round(c.snapshot(), CORE)
+    result = plan_round(c.snapshot(), CORE)
     assert list(result.placements) == ["team/first-1"]
     assert "Insufficient quotas" in result.unschedulable["team/second"].reason
 
@@ -102,7 +102,7 @@ def test_a_quota_within_its_min_reclaims_from_a_borrowing_quota() -> None:
     c.quota(QuotaInfo("team-b", {"cpu": 0}, {"cpu": 16000}))
     c.running(pod("borrower").cpu(16).quota("team-b").priority(10).on("a"))
     c.submit(gang("team/a-job", pods=1).cpu(8).quota("team-a").priority(5))
-    result = run_round(c.snapshot(), CORE)
+    result = plan_round(c.snapshot(), CORE)
     [record] = result.preemptions
     assert record.victim_pods == ("default/borrower",)
     assert record.rule == "QuotaReclaim"  # the victim's priority is higher: only reclaim allows it
@@ -114,7 +114,7 @@ def test_a_lower_priority_victim_is_named_by_the_lower_priority_rule() -> None:
     c = cluster().node(node("a").cpu(16))
     c.running(pod("low").cpu(16).priority(1).on("a"))
     c.submit(gang("team/high", pods=1).cpu(8).priority(50))
-    result = run_round(c.snapshot(), CORE)
+    result = plan_round(c.snapshot(), CORE)
     [record] = result.preemptions
     assert record.rule == "LowerPriority"
     assert result.runtime_quota == {}  # no quotas, no runtime quota
@@ -126,5 +126,5 @@ def test_a_borrowing_quota_cannot_reclaim_from_higher_priorities() -> None:
     c.quota(QuotaInfo("team-b", {"cpu": 16000}, {"cpu": 16000}))
     c.running(pod("owner").cpu(16).quota("team-b").priority(10).on("a"))
     c.submit(gang("team/a-job", pods=1).cpu(8).quota("team-a").priority(5))
-    result = run_round(c.snapshot(), CORE)
+    result = plan_round(c.snapshot(), CORE)
     assert result.preemptions == ()

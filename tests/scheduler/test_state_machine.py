@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from scheduler import ClusterSnapshot, QuotaInfo, apply_round, run_round
+from scheduler import ClusterSnapshot, QuotaInfo, apply_round, plan_round
 from scheduler.model import GangInfo, JobInfo, LayerGather, PodInfo, TopologyRule
 from tests.scheduler.builders import CORE, SPINE_BLOCK, cluster, node
 from tests.scheduler.test_invariants import PROTECT, check_invariants
@@ -80,7 +80,7 @@ class ClusterLife(RuleBasedStateMachine):
 
     @rule()
     def round(self) -> None:
-        result = run_round(self.snap, CORE)
+        result = plan_round(self.snap, CORE)
         check_invariants(self.snap, result)
         recorded = {key for record in result.preemptions for key in record.victim_pods}
         nominated = {key for record in result.preemptions for key in record.nominations}

@@ -6,7 +6,7 @@ from collections import Counter
 
 import numpy as np
 
-from scheduler import run_round
+from scheduler import plan_round
 from scheduler.model import TopologyLayerSpec, TopologySpec
 from scheduler.profile import Profile
 from scheduler.topology import TopologyTree
@@ -21,7 +21,7 @@ def test_node_without_block_label_gets_a_virtual_block_and_without_spine_is_outs
     tree = TopologyTree.build(snap.topology, sorted(snap.nodes, key=lambda n: n.name))
     assert tree.domain_names == [["s1"], ["b1", "n2"]]
     assert tree.outside.tolist() == [False, False, True]
-    result = run_round(snap, CORE)
+    result = plan_round(snap, CORE)
     assert result.outside_topology == ("n3",)
     block_entries = [
         e for e in result.topology_status if e["topologyInfo"]["topologyLayer"] == "SpineLayer"
@@ -33,14 +33,14 @@ def test_node_without_block_label_gets_a_virtual_block_and_without_spine_is_outs
 def test_outside_nodes_take_no_topology_jobs_but_take_plain_pods() -> None:
     c = cluster().topology(SPINE_BLOCK).node(node("lonely").cpu(16))
     c.submit(gang("ml/topo", pods=1).cpu(1).prefer_gather("SpineLayer"), pod("plain").cpu(1))
-    result = run_round(c.snapshot(), CORE)
+    result = plan_round(c.snapshot(), CORE)
     assert result.placements["default/plain"].node == "lonely"
     assert "ml/topo" in result.unschedulable
 
 
 def test_unknown_must_gather_layer_is_a_validation_error() -> None:
     snap = t8().submit(gang("ml/g", pods=2).cpu(1).must_gather("RackLayer")).snapshot()
-    verdict = run_round(snap, CORE).unschedulable["ml/g"]
+    verdict = plan_round(snap, CORE).unschedulable["ml/g"]
     assert verdict.code == "Invalid"
     assert "unknown topology layer(s) RackLayer" in verdict.reason
 
@@ -49,7 +49,7 @@ def test_malformed_topology_spec_is_reported_for_topology_jobs() -> None:
     broken = TopologySpec((TopologyLayerSpec("SpineLayer", None, ("spine",)),))
     c = cluster().topology(broken).node(node("n1").cpu(8).label("spine", "s"))
     c.submit(gang("ml/g", pods=1).cpu(1).prefer_gather("SpineLayer"), pod("plain").cpu(1))
-    result = run_round(c.snapshot(), CORE)
+    result = plan_round(c.snapshot(), CORE)
     assert result.unschedulable["ml/g"].code == "Invalid"
     assert "NodeTopologyLayer must be listed" in result.unschedulable["ml/g"].reason
     assert result.placements["default/plain"].node == "n1"
@@ -58,7 +58,7 @@ def test_malformed_topology_spec_is_reported_for_topology_jobs() -> None:
 def test_must_gather_block_failure_lists_every_block() -> None:
     busy = [pod(f"low-{i}").cpu(16).priority(1).on(f"node-{i}") for i in (1, 2, 3, 4)]
     snap = t8(*busy).submit(gang("ml/g", pods=2).cpu(16).must_gather("BlockLayer").never_preempt())
-    verdict = run_round(snap.snapshot(), CORE).unschedulable["ml/g"]
+    verdict = plan_round(snap.snapshot(), CORE).unschedulable["ml/g"]
     assert verdict.details["domain_offer_slots"] == {
         "BlockLayer/b1": 1,
         "BlockLayer/b2": 1,
@@ -75,14 +75,14 @@ def test_binpack_picks_the_spine_with_fewest_covering_slots() -> None:
     snap = t8(pod("used").cpu(16).on("node-3")).submit(
         gang("ml/g", pods=3).cpu(16).prefer_gather("BlockLayer").prefer_gather("SpineLayer")
     )
-    result = run_round(snap.snapshot(), CORE)
+    result = plan_round(snap.snapshot(), CORE)
     assert result.decisions["ml/g"]["chosen_domain"] == "SpineLayer/s2"
     assert sorted(p.node for p in result.placements.values()) == ["node-4", "node-5", "node-6"]
 
 
 def test_spread_job_falls_back_to_the_root_when_no_spine_fits() -> None:
     snap = t8().submit(gang("ml/big", pods=6).cpu(16).prefer_gather("SpineLayer"))
-    result = run_round(snap.snapshot(), CORE)
+    result = plan_round(snap.snapshot(), CORE)
     assert result.decisions["ml/big"]["chosen_domain"] == "ClusterTopologyLayer/"
     assert len(result.placements) == 6
 
@@ -91,7 +91,7 @@ def test_pod_count_multiple_keeps_pairs_on_a_node() -> None:
     c = cluster().topology(SPINE_BLOCK)
     c.node(node("n1").cpu(24).spine("s").block("b"), node("n2").cpu(32).spine("s").block("b"))
     c.submit(gang("ml/g", pods=4).cpu(8).prefer_gather("BlockLayer").pod_count_multiple(2))
-    result = run_round(c.snapshot(), CORE)
+    result = plan_round(c.snapshot(), CORE)
     counts = {}
     for placed in result.placements.values():
         counts[placed.node] = counts.get(placed.node, 0) + 1
@@ -102,7 +102,7 @@ def test_pod_count_multiple_must_divide_the_job() -> None:
     snap = t8().submit(
         gang("ml/g", pods=3).cpu(1).prefer_gather("BlockLayer").pod_count_multiple(2)
     )
-    verdict = run_round(snap.snapshot(), CORE).unschedulable["ml/g"]
+    verdict = plan_round(snap.snapshot(), CORE).unschedulable["ml/g"]
     assert verdict.code == "Invalid"
 
 
@@ -111,10 +111,10 @@ def test_parent_fragmentation_option_breaks_slot_ties_toward_used_spines() -> No
     busy = [pod("used").cpu(16).on("node-4")]
     job = gang("ml/g", pods=2).cpu(16).must_gather("BlockLayer")
     snap = t8(*busy).submit(job).snapshot()
-    default = run_round(snap, CORE)
+    default = plan_round(snap, CORE)
     assert default.decisions["ml/g"]["chosen_domain"] == "BlockLayer/b1"
     option = CORE.with_args("NetworkTopology", parentFragmentation=True)
-    assert run_round(snap, option).decisions["ml/g"]["chosen_domain"] == "BlockLayer/b3"
+    assert plan_round(snap, option).decisions["ml/g"]["chosen_domain"] == "BlockLayer/b3"
 
 
 def test_topology_index_orders_pod_assignment() -> None:
@@ -125,7 +125,7 @@ def test_topology_index_orders_pod_assignment() -> None:
         replace(p, topology_index={"g-1": 1, "g-2": 0}[p.name]) if p.job_id == "ml/g" else p
         for p in snap.pods
     )
-    result = run_round(replace(snap, pods=pods), CORE)
+    result = plan_round(replace(snap, pods=pods), CORE)
     assert result.placements["ml/g-2"].node == "node-1"
     assert result.placements["ml/g-1"].node == "node-8"
 
@@ -145,9 +145,9 @@ def test_prefer_gather_score_option_fills_a_fragmented_spine_first() -> None:
     # the score option takes the equally tight but already fragmented s2, keeping s1 whole.
     busy = [pod("used-3").cpu(16).on("node-3"), pod("used-4").cpu(16).on("node-4")]
     snap = t8(*busy).submit(gang("ml/g", pods=2).cpu(16).prefer_gather("SpineLayer")).snapshot()
-    assert run_round(snap, CORE).decisions["ml/g"]["chosen_domain"] == "BlockLayer/b1"
+    assert plan_round(snap, CORE).decisions["ml/g"]["chosen_domain"] == "BlockLayer/b1"
     option = CORE.with_args("NetworkTopology", preferGatherScore=True)
-    result = run_round(snap, option)
+    result = plan_round(snap, option)
     assert result.decisions["ml/g"]["chosen_domain"] == "SpineLayer/s2"
     assert sorted(p.node for p in result.placements.values()) == ["node-5", "node-6"]
 
@@ -184,7 +184,7 @@ def test_best_fit_option_fills_the_partly_used_node_of_the_chosen_block_first() 
     snap = t8(*busy).submit(gang("ml/g", pods=5).cpu(4).must_gather("BlockLayer")).snapshot()
 
     def per_node(profile: Profile) -> dict[str, int]:
-        result = run_round(snap, profile)
+        result = plan_round(snap, profile)
         assert result.decisions["ml/g"]["chosen_domain"] == "BlockLayer/b1"
         return dict(Counter(p.node for p in result.placements.values()))
 

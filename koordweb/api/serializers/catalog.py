@@ -13,9 +13,9 @@ from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
 from koordweb.api.serializers.strict import StrictModelSerializer
-from koordweb.manifests.keys import QUOTA_NAMESPACES
 from koordweb.models import Cluster, Device, ElasticQuota, Node, PriorityClass, TopologyLayer
 from koordweb.selectors.tenancy import quota_namespaces, user_is_admin
+from scheduler.vocabulary import QUOTA_NAMESPACES
 
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
@@ -106,7 +106,7 @@ class QuotaSerializer(StrictModelSerializer):
     )
     namespaces = serializers.SerializerMethodField(
         help_text="Where the quota's tenants may submit: its namespace and those of the "
-        "quota.scheduling.koordinator.sh/namespaces annotation (a JSON array)."
+        f"{QUOTA_NAMESPACES} annotation (a JSON array)."
     )
 
     class Meta:

@@ -13,6 +13,13 @@ from typing import Any
 
 from kubernetes import client
 
+from scheduler.vocabulary import (
+    DEFAULT_POD_GROUP_API,
+    K8S_SCHEDULING_API,
+    KOORD_SCHEDULING_API,
+    KOORD_SLO_API,
+)
+
 ListCall = Callable[..., Any]
 
 
@@ -54,20 +61,18 @@ class WatchedKind:
 WATCHED_KINDS: tuple[WatchedKind, ...] = (
     WatchedKind("nodes", "v1", "Node", "nodes"),
     WatchedKind("pods", "v1", "Pod", "pods"),
-    WatchedKind("podgroups", "scheduling.sigs.k8s.io/v1alpha1", "PodGroup", "podgroups"),
-    WatchedKind("devices", "scheduling.koordinator.sh/v1alpha1", "Device", "devices"),
+    WatchedKind("podgroups", DEFAULT_POD_GROUP_API, "PodGroup", "podgroups"),
+    WatchedKind("devices", KOORD_SCHEDULING_API, "Device", "devices"),
     WatchedKind(
         "clusternetworktopologies",
-        "scheduling.koordinator.sh/v1alpha1",
+        KOORD_SCHEDULING_API,
         "ClusterNetworkTopology",
         "clusternetworktopologies",
     ),
-    WatchedKind(
-        "elasticquotas", "scheduling.sigs.k8s.io/v1alpha1", "ElasticQuota", "elasticquotas"
-    ),
-    WatchedKind("nodemetrics", "slo.koordinator.sh/v1alpha1", "NodeMetric", "nodemetrics"),
+    WatchedKind("elasticquotas", DEFAULT_POD_GROUP_API, "ElasticQuota", "elasticquotas"),
+    WatchedKind("nodemetrics", KOORD_SLO_API, "NodeMetric", "nodemetrics"),
     WatchedKind("poddisruptionbudgets", "policy/v1", "PodDisruptionBudget", "poddisruptionbudgets"),
-    WatchedKind("priorityclasses", "scheduling.k8s.io/v1", "PriorityClass", "priorityclasses"),
+    WatchedKind("priorityclasses", K8S_SCHEDULING_API, "PriorityClass", "priorityclasses"),
     # For koord-scheduler-config, the cluster's scheduler profile (other ConfigMaps are ignored).
     WatchedKind("configmaps", "v1", "ConfigMap", "configmaps"),
 )

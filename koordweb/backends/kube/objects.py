@@ -17,6 +17,16 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from koordweb.backends.kube.connection import RetryPolicy
+from scheduler.vocabulary import (
+    DEFAULT_POD_GROUP_API,
+    GANG_MIN_AVAILABLE,
+    GANG_MODE,
+    GANG_NAME,
+    GANG_TOTAL_NUMBER,
+    K8S_SCHEDULING_API,
+    KOORD_SCHEDULING_API,
+    KOORD_SLO_API,
+)
 
 Doc = dict[str, Any]
 CONFLICT_ATTEMPTS = 5
@@ -56,7 +66,7 @@ def endpoints(api_client: client.ApiClient) -> dict[tuple[str, str], Endpoint]:
     scheduling: Any = client.SchedulingV1Api(api_client)
     policy: Any = client.PolicyV1Api(api_client)
     raw = {"_preload_content": False}
-    koord, sigs = "scheduling.koordinator.sh/v1alpha1", "scheduling.sigs.k8s.io/v1alpha1"
+    koord, sigs = KOORD_SCHEDULING_API, DEFAULT_POD_GROUP_API
     return {
         (koord, "ClusterNetworkTopology"): _custom(
             custom, koord, "clusternetworktopologies", False
@@ -64,10 +74,8 @@ def endpoints(api_client: client.ApiClient) -> dict[tuple[str, str], Endpoint]:
         (koord, "Device"): _custom(custom, koord, "devices", False),
         (sigs, "ElasticQuota"): _custom(custom, sigs, "elasticquotas", True),
         (sigs, "PodGroup"): _custom(custom, sigs, "podgroups", True),
-        ("slo.koordinator.sh/v1alpha1", "NodeMetric"): _custom(
-            custom, "slo.koordinator.sh/v1alpha1", "nodemetrics", False
-        ),
-        ("scheduling.k8s.io/v1", "PriorityClass"): Endpoint(
+        (KOORD_SLO_API, "NodeMetric"): _custom(custom, KOORD_SLO_API, "nodemetrics", False),
+        (K8S_SCHEDULING_API, "PriorityClass"): Endpoint(
             lambda ns, n: scheduling.read_priority_class(n, **raw),
             lambda ns, d: scheduling.create_priority_class(d, **raw),
             lambda ns, n, d: scheduling.replace_priority_class(n, d, **raw),
@@ -198,10 +206,10 @@ def gang_pods(
         metadata["annotations"] = {
             **(metadata.get("annotations") or {}),
             **(annotations or {}),
-            "gang.scheduling.koordinator.sh/name": job,
-            "gang.scheduling.koordinator.sh/min-available": str(min_available or count),
-            "gang.scheduling.koordinator.sh/total-number": str(count),
-            "gang.scheduling.koordinator.sh/mode": mode,
+            GANG_NAME: job,
+            GANG_MIN_AVAILABLE: str(min_available or count),
+            GANG_TOTAL_NUMBER: str(count),
+            GANG_MODE: mode,
         }
         pods.append(pod)
     return pods

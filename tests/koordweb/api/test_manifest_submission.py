@@ -77,8 +77,32 @@ def test_pod_group_with_pods_is_one_job(alice_api, world):
             + pod("bert-0").replace("  containers:", "  priority: 99999\n  containers:"),
             "priorityClassName",
         ),
+        # The same resolve as a JSON submission: the priority class, one per job, and whether
+        # the job could ever run (five 2-GPU pods gathered in one 8-GPU block cannot).
+        (POD_GROUP + "---" + pod("bert-0").replace("koord-prod", "koord-nope"), "koord-nope"),
+        (
+            "---".join([POD_GROUP, pod("bert-0"), pod("bert-1").replace("prod", "batch")]),
+            "different classes",
+        ),
+        (
+            "---".join(
+                [POD_GROUP.replace("minMember: 2", "minMember: 5")]
+                + [pod(f"bert-{i}") for i in range(5)]
+            ),
+            "can never run",
+        ),
     ],
-    ids=["alias", "not-a-job", "foreign-quota", "broken-yaml", "unknown-layer", "own-priority"],
+    ids=[
+        "alias",
+        "not-a-job",
+        "foreign-quota",
+        "broken-yaml",
+        "unknown-layer",
+        "own-priority",
+        "unknown-priority-class",
+        "two-priority-classes",
+        "never-fits",
+    ],
 )
 def test_bad_yaml_is_400_and_writes_nothing(alice_api, world, text, word):
     response = yaml_post(alice_api, text)

@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 from django.template import Context, Template
 
-from koordweb.presenters.quantities import quantity_text, shape_text
+from koordweb.presenters.quantities import (
+    duration_text,
+    gpu_hours_text,
+    percent_text,
+    quantity_text,
+    shape_text,
+)
 
 GIB = 1024**3
 
@@ -45,3 +51,30 @@ def test_shape_text_puts_accelerators_first() -> None:
 def test_the_template_filter_is_the_same_function() -> None:
     template = Template('{% load koordweb_ui %}{{ amount|quantity:"memory" }}')
     assert template.render(Context({"amount": 4.29497e10})) == "40 GiB"
+
+
+@pytest.mark.parametrize(
+    ("hours", "text"),
+    [(0.25, "0.25 GPU-hours"), (12.46, "12.5 GPU-hours"), (1240.4, "1,240 GPU-hours")],
+)
+def test_gpu_hours_text(hours: float, text: str) -> None:
+    assert gpu_hours_text(hours) == text
+
+
+@pytest.mark.parametrize(
+    ("minutes", "text"),
+    [
+        (45, "45 min"),
+        (60, "1 h"),
+        (312, "5 h 12 min"),
+        (48 * 60, "2 days"),
+        (76 * 60, "3 days 4 h"),
+    ],
+)
+def test_duration_text(minutes: int, text: str) -> None:
+    assert duration_text(minutes) == text
+
+
+def test_percent_text_rounds_to_a_whole_percent() -> None:
+    assert percent_text(42.4) == "42%"
+    assert percent_text(99.6) == "100%"

@@ -7,7 +7,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from koordweb.selectors.devices import parse_device_allocation
+from koordweb.device_allocated import parse_device_allocation
 from koordweb.selectors.topology import LayerSpec, layer_chain, node_domains, offer_slots
 
 SPINE, BLOCK = "network.topology.nvidia.com/spine", "network.topology.nvidia.com/block"

@@ -10,7 +10,7 @@ from scheduler.devices import build_node_devices
 from scheduler.devices.memory import FleetMemory
 from scheduler.model import ClusterSnapshot
 from scheduler.result import RoundResult
-from scheduler.round import run_round
+from scheduler.round import plan_round
 
 
 def bound_after(snapshot: ClusterSnapshot, result: RoundResult) -> ClusterSnapshot:
@@ -29,15 +29,15 @@ def bound_after(snapshot: ClusterSnapshot, result: RoundResult) -> ClusterSnapsh
 def test_a_warm_round_decides_as_a_cold_one_and_counts_only_new_states() -> None:
     first = build_snapshot(96, 600, 60)
     cache: dict[str, object] = {}
-    warm_first = run_round(replace(first, engine_cache=cache))
-    assert warm_first.to_dict() == run_round(first).to_dict()
+    warm_first = plan_round(replace(first, engine_cache=cache))
+    assert warm_first.to_dict() == plan_round(first).to_dict()
     memory = cache["DeviceShare"]
     assert isinstance(memory, FleetMemory)
     counted_first = memory.counted
     assert counted_first > 0 and warm_first.placements
 
     # The same cluster again: every count is recalled.
-    again = run_round(replace(first, engine_cache=cache))
+    again = plan_round(replace(first, engine_cache=cache))
     assert again.to_dict() == warm_first.to_dict()
     assert memory.counted == counted_first
 
@@ -45,8 +45,8 @@ def test_a_warm_round_decides_as_a_cold_one_and_counts_only_new_states() -> None
     # and the decisions still equal a cold round's on the same snapshot.
     second = bound_after(first, warm_first)
     cold_cache: dict[str, object] = {}
-    cold = run_round(replace(second, engine_cache=cold_cache))
-    warm = run_round(replace(second, engine_cache=cache))
+    cold = plan_round(replace(second, engine_cache=cold_cache))
+    warm = plan_round(replace(second, engine_cache=cache))
     assert warm.to_dict() == cold.to_dict()
     cold_memory = cold_cache["DeviceShare"]
     assert isinstance(cold_memory, FleetMemory)
@@ -55,13 +55,13 @@ def test_a_warm_round_decides_as_a_cold_one_and_counts_only_new_states() -> None
 
 def test_a_full_memory_starts_over_and_still_answers() -> None:
     snapshot = build_snapshot(48, 300, 30)
-    expected = run_round(snapshot).to_dict()
+    expected = plan_round(snapshot).to_dict()
     cache: dict[str, object] = {"DeviceShare": FleetMemory(limit=2)}
-    assert run_round(replace(snapshot, engine_cache=cache)).to_dict() == expected
+    assert plan_round(replace(snapshot, engine_cache=cache)).to_dict() == expected
     memory = cache["DeviceShare"]
     assert isinstance(memory, FleetMemory)
     assert memory.counted > 2  # it filled up and was emptied on the way
-    assert run_round(replace(snapshot, engine_cache=cache)).to_dict() == expected
+    assert plan_round(replace(snapshot, engine_cache=cache)).to_dict() == expected
 
 
 def test_equal_layouts_share_an_id_across_fleets() -> None:

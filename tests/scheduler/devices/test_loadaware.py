@@ -9,10 +9,11 @@ import numpy as np
 
 from scheduler.framework import Plan
 from scheduler.model import NodeInfo
-from scheduler.plugins.loadaware import ANNOTATION_USAGE_THRESHOLDS, LoadAware
+from scheduler.plugins.loadaware import LoadAware
 from scheduler.profile import Profile
-from scheduler.round import run_round
+from scheduler.round import plan_round
 from scheduler.state import CycleState
+from scheduler.vocabulary import ANNOTATION_USAGE_THRESHOLDS
 from tests.scheduler.builders import GI, cluster, gang, node
 
 
@@ -135,7 +136,7 @@ def test_round_avoids_the_hot_node() -> None:
     c = cluster()
     c.nodes.extend([loaded("a-hot", 6.4), loaded("b-cool", 1.0)])
     c.submit(gang("default/web", pods=1).cpu(1))
-    result = run_round(c.snapshot(), Profile.default())
+    result = plan_round(c.snapshot(), Profile.default())
     assert result.placements["default/web-1"].node == "b-cool"
 
 

@@ -19,7 +19,7 @@ from scheduler.framework import Plan
 from scheduler.model import NodeInfo, PodInfo
 from scheduler.plugins.devices import DeviceShare, DeviceState
 from scheduler.profile import Profile
-from scheduler.round import run_round
+from scheduler.round import plan_round
 from scheduler.state import CycleState, template_key
 from tests.scheduler.builders import cluster, gang, node, pod
 from tests.scheduler.devices.builders import JOINT, GiB, eight_gpu_node
@@ -64,7 +64,7 @@ def busy(node_name: str, minors: list[int], name: str = "busy") -> PodInfo:
 
 def test_joint_gang_gets_numa_halves_and_their_nics() -> None:
     job = gang("default/train", pods=2).cpu(4).gpu(4).request("koordinator.sh/rdma", 1)
-    result = run_round(snapshot_of([gpu_node("gpu-1")], job, joint=True), PROFILE)
+    result = plan_round(snapshot_of([gpu_node("gpu-1")], job, joint=True), PROFILE)
     placed = [result.placements[f"default/train-{i}"] for i in (1, 2)]
     gpus = [[d["minor"] for d in p.devices["gpu"]] for p in placed]
     nics = [[d["minor"] for d in p.devices["rdma"]] for p in placed]
@@ -80,7 +80,7 @@ def test_offer_slots_follow_the_partition_table_not_the_gpu_count() -> None:
     nodes = [gpu_node("hopper-a", honor), gpu_node("hopper-b", honor)]
     running = [busy("hopper-a", [0, 2, 4, 6], "a"), busy("hopper-b", [0, 1, 2, 3], "b")]
     job = gang("default/pairs", pods=2).cpu(1).gpu(2)
-    result = run_round(snapshot_of(nodes, job, running=running), PROFILE)
+    result = plan_round(snapshot_of(nodes, job, running=running), PROFILE)
     placed = [result.placements[f"default/pairs-{i}"] for i in (1, 2)]
     assert [p.node for p in placed] == ["hopper-b", "hopper-b"]
     assert [[d["minor"] for d in p.devices["gpu"]] for p in placed] == [[4, 5], [6, 7]]
@@ -90,14 +90,14 @@ def test_a_gang_that_needs_more_cards_than_fit_is_not_placed_at_all() -> None:
     nodes = [gpu_node("gpu-1")]
     running = [busy("gpu-1", [0, 1, 2, 3, 4])]
     job = gang("default/big", pods=2).cpu(1).gpu(2)
-    result = run_round(snapshot_of(nodes, job, running=running), PROFILE)
+    result = plan_round(snapshot_of(nodes, job, running=running), PROFILE)
     assert "default/big-1" not in result.placements
     assert "default/big" in result.unschedulable
 
 
 def test_invalid_request_is_reported_at_prefilter() -> None:
     job = gang("default/bad", pods=1).request("koordinator.sh/gpu-core", 50)
-    result = run_round(snapshot_of([gpu_node("gpu-1")], job), PROFILE)
+    result = plan_round(snapshot_of([gpu_node("gpu-1")], job), PROFILE)
     verdict = result.unschedulable["default/bad"]
     assert verdict.code == "Invalid"
     assert "invalid resource device requests: [koordinator.sh/gpu-core]" in verdict.reason
@@ -201,7 +201,7 @@ def test_bound_pod_without_annotation_still_holds_cards() -> None:
 
 def test_gpu_pods_on_nodes_without_a_device_cr_are_left_to_resource_fit() -> None:
     plain = node("plain").cpu(8).gpus(2).build()
-    result = run_round(snapshot_of([plain], gang("default/two", pods=2).gpu(1)), PROFILE)
+    result = plan_round(snapshot_of([plain], gang("default/two", pods=2).gpu(1)), PROFILE)
     assert [result.placements[f"default/two-{i}"].node for i in (1, 2)] == ["plain", "plain"]
     assert result.placements["default/two-1"].annotations == {}
 
@@ -265,7 +265,7 @@ def test_a_victim_the_resource_sums_would_keep_goes_when_the_cards_need_it() -> 
     # The halves use no nvidia.com/gpu, so by resources seven whole cards are free; by cards six.
     running = [half("half-a", 0, priority=1), half("half-b", 1, priority=2)]
     preemptor = gang("default/big", pods=1).gpu(7).priority(10)
-    result = run_round(snapshot_of([gpu_node("gpu-1")], preemptor, running=running), PROFILE)
+    result = plan_round(snapshot_of([gpu_node("gpu-1")], preemptor, running=running), PROFILE)
     [record] = result.preemptions
     assert record.victim_pods == ("default/half-a",)  # the lower priority half; half-b stays
 

@@ -14,7 +14,7 @@ from dataclasses import replace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scheduler import ClusterSnapshot, Profile, run_round
+from scheduler import ClusterSnapshot, Profile, plan_round
 from scheduler.devices import AllocatedDevice, parse_device_allocated, render_device_allocated
 from scheduler.devices.names import ANNOTATION_DEVICE_ALLOCATED
 from tests.scheduler.builders import cluster, gang, pod
@@ -80,7 +80,7 @@ def gpu_clusters(draw: st.DrawFn) -> ClusterSnapshot:
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(gpu_clusters())
 def test_cards_never_overcommitted_and_victims_lower(snap: ClusterSnapshot) -> None:
-    result = run_round(snap, PROFILE)
+    result = plan_round(snap, PROFILE)
     pods = {p.key: p for p in snap.pods}
     core: dict[tuple[str, int], int] = defaultdict(int)
     for p in snap.pods:
@@ -96,7 +96,7 @@ def test_cards_never_overcommitted_and_victims_lower(snap: ClusterSnapshot) -> N
         preemptor = max(pods[k].priority for k in record.nominations)
         assert all(pods[v].priority < preemptor for v in record.victim_pods)
         assert record.victim_pods and set(record.nominations) <= set(pods)
-    again = run_round(snap, PROFILE)
+    again = plan_round(snap, PROFILE)
     assert json.dumps(result.to_dict(), sort_keys=True) == json.dumps(
         again.to_dict(), sort_keys=True
     )

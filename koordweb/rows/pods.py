@@ -10,17 +10,12 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from django.db.models import Count
 
-from koordweb.models import Job, JobState, Node, Pod, PodPhase
-from koordweb.models.workload import FINAL_JOB_STATES
-from koordweb.services.bulk import rows_update
+from koordweb.models import Job, JobState, Pod, PodPhase
+from koordweb.rows.bulk import rows_update
 from scheduler.devices import names
-
-if TYPE_CHECKING:
-    from koordweb.backends.base import EnactPlan, EnactReport
 
 FINISHED_PHASES = (PodPhase.SUCCEEDED, PodPhase.FAILED)
 # What a binding writes on a pod: a pod created again must not carry its previous life's cards.
@@ -47,7 +42,7 @@ ADMISSION_REQUEUE_LIMIT = 3  # a job refused this many times by kubelets fails i
 
 
 def _job_end(*, job: Job, state: str, reason: str, now: datetime) -> None:
-    if job.state in FINAL_JOB_STATES:
+    if job.state in JobState.FINAL:
         return
     job.state = state
     job.state_reason = reason
@@ -74,7 +69,7 @@ def pods_terminating(*, pods: Iterable[Pod], now: datetime) -> None:
 
 def job_mark_preempting(*, job: Job, preemptor: str) -> None:
     """Evicted whole: Preempting while its pods terminate, Preempted once they are all gone."""
-    if job.state in FINAL_JOB_STATES or job.state == JobState.PREEMPTING:
+    if job.state in JobState.FINAL or job.state == JobState.PREEMPTING:
         return
     job.state = JobState.PREEMPTING
     job.state_reason = f"preempted by {preemptor}; waiting for its pods to stop"
@@ -111,7 +106,7 @@ def jobs_settle_terminations(*, jobs: Iterable[Job], now: datetime) -> None:
 
     Preempting -> Preempted. Requeueing -> Pending, its pods fresh (no node, no uid: they are
     created again, under the same names, by the next round)."""
-    waiting = {j.id: j for j in jobs if j.state in (JobState.PREEMPTING, JobState.REQUEUEING)}
+    waiting = {j.id: j for j in jobs if j.state in JobState.TERMINATING}
     if not waiting:
         return
     holding = set(
@@ -171,8 +166,7 @@ def job_refresh_states(*, jobs: Iterable[Job], now: datetime) -> None:
     active = {
         job.id: job
         for job in jobs
-        if job.state not in FINAL_JOB_STATES
-        and job.state not in (JobState.PREEMPTING, JobState.REQUEUEING)
+        if job.state not in JobState.FINAL and job.state not in JobState.TERMINATING
     }
     if not active:
         return
@@ -199,75 +193,7 @@ def job_refresh_states(*, jobs: Iterable[Job], now: datetime) -> None:
         if state == JobState.RUNNING:
             job.scheduled_at = job.scheduled_at or now
             job.started_at = job.started_at or now
-        if state in FINAL_JOB_STATES:
+        if state in JobState.FINAL:
             job.finished_at = now
         changed.append(job)
     rows_update(Job, changed, ["state", "scheduled_at", "started_at", "finished_at"])
-
-
-def enact_record(
-    *, cluster_nodes: dict[str, Node], plan: EnactPlan, report: EnactReport, now: datetime
-) -> None:
-    """Write down what the cluster accepted of a plan (whichever backend enacted it)."""
-    ids = (
-        [c.pod_id for c in plan.creations]
-        + [b.pod_id for b in plan.bindings]
-        + [e.pod_id for e in plan.evictions]
-        + [n.pod_id for n in plan.nominations]
-    )
-    pods = {
-        p.id: p
-        for p in Pod.objects.filter(id__in=ids).only(
-            "id",
-            "job_id",
-            "bound_at",
-            "uid",
-            "phase",
-            "annotations",
-            "node_id",
-            "nominated_node_id",
-            "terminating",
-            "terminating_since",
-        )
-    }
-    created = [pods[i] for i in report.created if i in pods]
-    for pod in created:
-        pod.uid = report.created[pod.id]
-    rows_update(Pod, created, ["uid"])
-    for job in Job.objects.filter(id__in=list(report.refused_jobs)):
-        job_mark_failed(job=job, reason=report.refused_jobs[job.id], now=now)
-    evicted = set(report.evicted)
-    victims = [pods[e.pod_id] for e in plan.evictions if e.pod_id in evicted and e.pod_id in pods]
-    pods_terminating(pods=[p for p in victims if p.phase not in FINISHED_PHASES], now=now)
-    preemptors = {
-        pods[e.pod_id].job_id: e.preemptor
-        for e in plan.evictions
-        if e.pod_id in evicted and e.pod_id in pods
-    }
-    for job in Job.objects.filter(id__in=list(preemptors)):
-        job_mark_preempting(job=job, preemptor=preemptors[job.id])
-    bound = {i for i in report.bound if i in pods}
-    to_bind: list[Pod] = []
-    for binding in plan.bindings:
-        if binding.pod_id not in bound:
-            continue
-        pod = pods[binding.pod_id]
-        pod.node = cluster_nodes[binding.node]
-        pod.nominated_node = None
-        pod.bound_at = now
-        pod.annotations = {**pod.annotations, **binding.annotations}
-        to_bind.append(pod)
-    rows_update(Pod, to_bind, ["node", "nominated_node", "bound_at", "annotations"])
-    nominated = set(report.nominated)
-    to_nominate: list[Pod] = []
-    for nomination in plan.nominations:
-        if nomination.pod_id in nominated and nomination.pod_id in pods:
-            pod = pods[nomination.pod_id]
-            if pod.node_id is None and (not nomination.node or nomination.node in cluster_nodes):
-                pod.nominated_node = cluster_nodes.get(nomination.node)  # "" gives it up
-                pod.nominated_at = now if nomination.node else None
-                to_nominate.append(pod)
-    rows_update(Pod, to_nominate, ["nominated_node", "nominated_at"])
-    touched = {pods[i].job_id for i in bound}
-    jobs = Job.objects.filter(id__in=touched).only(*JOB_STATE_FIELDS)
-    job_refresh_states(jobs=jobs, now=now)
