@@ -289,12 +289,12 @@ def test_job_states_without_a_decision_in_words(state: str, reason: str, sentenc
 def test_a_topology_refusal_states_the_jobs_size_and_the_layer_it_needs() -> None:
     # 16 pods of 4 CPU need a whole spine of T8 (4 nodes x 16 CPU); one busy node in each spine
     # leaves room for 12 in either, so no spine holds the job (blocks hold 8: never enough).
-    from scheduler import run_round
+    from scheduler import plan_round
     from tests.scheduler.builders import CORE, gang, pod, t8
 
     busy = [pod("a").cpu(16).on("node-1"), pod("b").cpu(16).on("node-3")]
     job = gang("ml/big", pods=16).cpu(4).must_gather("SpineLayer").never_preempt()
-    verdict = run_round(t8(*busy).submit(job).snapshot(), CORE).unschedulable["ml/big"]
+    verdict = plan_round(t8(*busy).submit(job).snapshot(), CORE).unschedulable["ml/big"]
     details = verdict.to_dict()["details"]
     assert details["cause"]["code"] == "TopologyNoDomain"
     explained = decision_sentence("unschedulable", verdict.reason, details)
