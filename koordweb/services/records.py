@@ -24,16 +24,17 @@ from koordweb.models import (
     Cluster,
     Decision,
     Job,
-    Pod,
     PodPhase,
     Preemption,
     PreemptionVictim,
     Round,
 )
 from koordweb.observability import round_context, round_id_set
+from koordweb.services.bulk import rows_insert
 from koordweb.services.engine import engine_profile
 from koordweb.services.gang_timeouts import gang_timeouts_record
 from koordweb.services.outbox import intents_enact, intents_write
+from koordweb.snapshot import JobRow, PodRow
 from scheduler.model import ClusterSnapshot
 from scheduler.quota_tree import QuotaTree, add_into, quota_sums, runtime_quota
 from scheduler.result import RoundResult
@@ -181,20 +182,8 @@ def _record(
     index: snapshot_adapter.SnapshotIndex,
     now: datetime,
 ) -> tuple[EnactPlan, list[Preemption]]:
-    pods = {
-        p.id: p
-        for p in Pod.objects.filter(id__in=index.pod_ids.values()).only(
-            "id",
-            "namespace",
-            "name",
-            "uid",
-            "node_id",
-            "nominated_node_id",
-            "phase",
-            "job_id",
-            "requests",
-        )
-    }
+    # The snapshot's own rows (plain values): no model instance per pod.
+    pods = index.pod_rows
     bindings = []
     for key, placement in sorted(result.placements.items()):
         pod = pods[index.pod_ids[key]]
@@ -209,7 +198,7 @@ def _record(
             )
         )
     plain = result.to_dict()
-    decisions: list[tuple[Job, str, str, dict[str, Any]]] = []
+    decisions: list[tuple[JobRow, str, str, dict[str, Any]]] = []
     placed_by_job: dict[str, dict[str, str]] = {}
     for key, placement in result.placements.items():
         placed_by_job.setdefault(index.job_by_pod_key.get(key, ""), {})[key] = placement.node
@@ -233,7 +222,16 @@ def _record(
             details = plain["unschedulable"][job_id]["details"]
             decisions.append((job, outcome, verdict.reason, details))
     _write_decisions(rnd, decisions, now)
-    gang_timeouts_record(timeouts=result.timeouts, jobs=index.jobs_by_engine_id)
+    if result.timeouts:
+        timed_out = {j.id for k in result.timeouts for j in index.jobs_by_engine_id.get(k, [])}
+        rows = Job.objects.in_bulk(list(timed_out))
+        gang_timeouts_record(
+            timeouts=result.timeouts,
+            jobs={
+                k: [rows[j.id] for j in index.jobs_by_engine_id.get(k, []) if j.id in rows]
+                for k in result.timeouts
+            },
+        )
 
     evictions: list[Eviction] = []
     nominations: list[Nomination] = []
@@ -245,7 +243,7 @@ def _record(
         row = Preemption.objects.create(
             cluster=cluster,
             round=rnd,
-            preemptor=preemptor_jobs[0],
+            preemptor_id=preemptor_jobs[0].id,
             reason=_preemption_rule(record_plain, preemptor_jobs[0].priority) + record.reason,
             cost=record_plain["cost"],
             nominations=dict(record.nominations),
@@ -269,7 +267,7 @@ def _record(
                         freed[resource] = freed.get(resource, 0) + int(amount)
                 PreemptionVictim.objects.create(
                     preemption=row,
-                    job=job,
+                    job_id=job.id,
                     pods=[f"{p.namespace}/{p.name}" for p in own],
                     freed=freed,
                 )
@@ -297,7 +295,7 @@ def _record(
 def _nominations_given_up(
     result: RoundResult,
     index: snapshot_adapter.SnapshotIndex,
-    pods: Mapping[int, Pod],
+    pods: Mapping[int, PodRow],
     preempting: set[str],
 ) -> list[Nomination]:
     """A job still not placed when its waiting time has passed (the engine's `timeouts`) gives
@@ -325,30 +323,32 @@ def _preemption_rule(record: Mapping[str, Any], priority: int) -> str:
 
 
 def _write_decisions(
-    rnd: Round, decisions: list[tuple[Job, str, str, dict[str, Any]]], now: datetime
+    rnd: Round, decisions: list[tuple[JobRow, str, str, dict[str, Any]]], now: datetime
 ) -> None:
-    """Insert a decision only where the outcome or the reason changed since the job's last one."""
+    """Insert a decision only where the outcome or the reason changed since the job's last one
+    (plain values in a multi-row insert: no model instance per decision)."""
     if not decisions:
         return
     ids = [job.id for job, *_ in decisions]
     latest = Decision.objects.filter(job=OuterRef("pk")).order_by("-created_at", "-id")
     last = {
-        row["id"]: (row["last_outcome"], row["last_reason"])
+        row[0]: (row[1], row[2])
         for row in Job.objects.filter(id__in=ids)
         .annotate(
             last_outcome=Subquery(latest.values("outcome")[:1]),
             last_reason=Subquery(latest.values("reason")[:1]),
         )
-        .values("id", "last_outcome", "last_reason")
+        .values_list("id", "last_outcome", "last_reason")
     }
     rows = [
-        Decision(
-            round=rnd, job=job, outcome=outcome, reason=reason, details=details, created_at=now
-        )
+        (rnd.id, job.id, outcome, reason, details, now)
         for job, outcome, reason, details in decisions
         if outcome == Decision.Outcome.PLACED or last.get(job.id) != (outcome, reason)
     ]
-    Decision.objects.bulk_create(rows, batch_size=500)
+    rows_insert(Decision, _DECISION_FIELDS, rows)
+
+
+_DECISION_FIELDS = ("round", "job", "outcome", "reason", "details", "created_at")
 
 
 def _why_here(why: Mapping[str, Any]) -> str:
