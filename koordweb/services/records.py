@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from time import perf_counter
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import OuterRef, Subquery
 
@@ -34,6 +35,7 @@ from koordweb.services.bulk import rows_insert
 from koordweb.services.engine import engine_profile
 from koordweb.services.gang_timeouts import gang_timeouts_record
 from koordweb.services.outbox import intents_enact, intents_write
+from koordweb.services.warm import WarmReport, warm_forget, warm_snapshot
 from koordweb.snapshot import JobRow, PodRow
 from scheduler.model import ClusterSnapshot
 from scheduler.quota_tree import QuotaTree, add_into, quota_sums, runtime_quota
@@ -49,7 +51,12 @@ class RoundOutcome:
 
 
 def round_execute(
-    *, cluster: Cluster, backend: ClusterBackend, trigger: str, now: datetime
+    *,
+    cluster: Cluster,
+    backend: ClusterBackend,
+    trigger: str,
+    now: datetime,
+    warm: bool | None = None,
 ) -> RoundOutcome:
     """One round: finish leftover intents, then plan and commit, then enact; recorded either way.
 
@@ -58,12 +65,21 @@ def round_execute(
     then are the intents enacted, so no call to the cluster ever runs inside a transaction. A
     failure is recorded as a failed round: before the commit nothing of the round remains; after
     it the plan stays, and its pending intents are enacted by the next round before it plans.
-    Every log line of the round carries its cluster and, once its row exists, its round id."""
+    Every log line of the round carries its cluster and, once its row exists, its round id.
+
+    `warm` (default KOORDWEB_WARM_SNAPSHOT): the snapshot comes from the cluster's warm state in
+    this process (koordweb.services.warm); a failed round forgets that state."""
+    if warm is None:
+        warm = bool(settings.KOORDWEB_WARM_SNAPSHOT)
     with round_context(cluster=cluster.name):
         rnd: Round | None = None
         try:
-            return _round_execute(cluster=cluster, backend=backend, trigger=trigger, now=now)
+            return _round_execute(
+                cluster=cluster, backend=backend, trigger=trigger, now=now, warm=warm
+            )
         except Exception as error:
+            # What the warm state read may have been rolled back: the next round builds cold.
+            warm_forget(cluster.id)
             rnd = getattr(error, "koordweb_round", None)
             round_record_failure(
                 cluster=cluster, trigger=trigger, started=now, error=error, round_row=rnd
@@ -72,7 +88,7 @@ def round_execute(
 
 
 def _round_execute(
-    *, cluster: Cluster, backend: ClusterBackend, trigger: str, now: datetime
+    *, cluster: Cluster, backend: ClusterBackend, trigger: str, now: datetime, warm: bool
 ) -> RoundOutcome:
     profile = engine_profile(cluster)  # a bad configuration fails the round before any sync
     t0 = perf_counter()
@@ -80,7 +96,11 @@ def _round_execute(
     backend.prepare(cluster)
     with transaction.atomic():
         synced = backend.sync(cluster, now=now) or {}
-        snapshot, index = snapshot_adapter.build_for_round(cluster, now=now)
+        if warm:
+            snapshot, index, made = warm_snapshot(cluster, now=now)
+        else:
+            snapshot, index = snapshot_adapter.build_for_round(cluster, now=now)
+            made = WarmReport("cold", reason="warm snapshot off")
         t1 = perf_counter()
         result = engine_run_round(snapshot, profile)
         t2 = perf_counter()
@@ -119,6 +139,7 @@ def _round_execute(
         "nodes": len(snapshot.nodes),
         "outside_topology": list(result.outside_topology),
         "runtime_quota": quota_runtime(snapshot),
+        **made.metrics(),
         **{k: int(v) for k, v in result.metrics.items()},
     }
     if report.dropped:
