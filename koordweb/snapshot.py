@@ -586,13 +586,27 @@ def assemble(
     cache.pods = pod_cache
     cache.jobs = job_cache
 
+    snapshot = snapshot_of(cluster, tuple(node_infos), tuple(pod_infos), tuple(job_infos), now=now)
+    return snapshot, index
+
+
+def snapshot_of(
+    cluster: Cluster,
+    nodes: tuple[NodeInfo, ...],
+    pods: tuple[PodInfo, ...],
+    jobs: tuple[JobInfo, ...],
+    *,
+    now: datetime,
+) -> ClusterSnapshot:
+    """The snapshot of assembled nodes, pods and jobs with the cluster's small tables (quotas,
+    disruption budgets, topology layers: read whole every time)."""
     quotas = list(cluster.quotas.order_by("name"))
     parents = {q.id: q.name for q in quotas}
     layers = list(cluster.topology_layers.order_by("position"))
-    snapshot = ClusterSnapshot(
-        nodes=tuple(node_infos),
-        pods=tuple(pod_infos),
-        jobs=tuple(job_infos),
+    return ClusterSnapshot(
+        nodes=nodes,
+        pods=pods,
+        jobs=jobs,
         quotas=tuple(quota_info(q, parents) for q in quotas),
         pdbs=tuple(
             PDBInfo(
@@ -618,7 +632,6 @@ def assemble(
         else None,
         now=now.timestamp(),
     )
-    return snapshot, index
 
 
 def _job_info(

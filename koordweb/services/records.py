@@ -35,7 +35,7 @@ from koordweb.services.bulk import rows_insert
 from koordweb.services.engine import engine_profile
 from koordweb.services.gang_timeouts import gang_timeouts_record
 from koordweb.services.outbox import intents_enact, intents_write
-from koordweb.services.warm import WarmReport, warm_forget, warm_snapshot
+from koordweb.services.warm import WarmReport, warm_engine, warm_forget, warm_snapshot
 from koordweb.snapshot import JobRow, PodRow
 from scheduler.model import ClusterSnapshot
 from scheduler.quota_tree import QuotaTree, add_into, quota_sums, runtime_quota
@@ -102,7 +102,10 @@ def _round_execute(
             snapshot, index = snapshot_adapter.build_for_round(cluster, now=now)
             made = WarmReport("cold", reason="warm snapshot off")
         t1 = perf_counter()
-        result = engine_run_round(snapshot, profile)
+        if warm:
+            result, made.engine_reused = warm_engine(cluster, snapshot, profile, engine_run_round)
+        else:
+            result = engine_run_round(snapshot, profile)
         t2 = perf_counter()
         rnd = Round.objects.create(cluster=cluster, trigger=trigger, started_at=now)
         round_id_set(rnd.id)
