@@ -221,7 +221,7 @@ def _record(
                 annotations=dict(placement.annotations),
             )
         )
-    plain = result.to_dict()
+    plain = _plain_parts(result)
     decisions: list[tuple[JobRow, str, str, dict[str, Any]]] = []
     placed_by_job: dict[str, dict[str, str]] = {}
     for key, placement in result.placements.items():
@@ -314,6 +314,18 @@ def _record(
                 nominations.append(Nomination(nominee.id, nominee.namespace, nominee.name, node))
     nominations += _nominations_given_up(result, index, pods, preempting)
     return EnactPlan(tuple(bindings), tuple(evictions), tuple(nominations)), records
+
+
+def _plain_parts(result: RoundResult) -> dict[str, Any]:
+    """The parts of `result.to_dict()` a record needs (decisions, unschedulable, preemptions),
+    without turning the topology status of every domain into plain data each round."""
+    parts = RoundResult(
+        placements={},
+        preemptions=result.preemptions,
+        unschedulable=result.unschedulable,
+        decisions=result.decisions,
+    ).to_dict()
+    return {k: parts[k] for k in ("decisions", "unschedulable", "preemptions")}
 
 
 def _nominations_given_up(
