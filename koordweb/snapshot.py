@@ -546,7 +546,7 @@ def assemble(
             quota = rows.quota_names.get(job.quota_id) if job.quota_id else None
             gang = job.gang_id if job.kind != Job.Kind.POD else None
             for pod in pods_by_job.get(job.id, []):
-                node = node_names.get(pod.node_id) if pod.node_id else None
+                on_node = node_names.get(pod.node_id) if pod.node_id else None
                 nominated = node_names.get(pod.nominated_node_id) if pod.nominated_node_id else None
                 hit = cache.pods.get(pod.id)
                 if (
@@ -555,13 +555,13 @@ def assemble(
                     and hit[1] == job_id
                     and hit[2] == quota
                     and hit[3] == gang
-                    and hit[4] == node
+                    and hit[4] == on_node
                     and hit[5] == nominated
                 ):
                     info = hit[6]
                 else:
                     info = pod_info(pod, job_id, quota, gang, node_names)  # type: ignore[arg-type]
-                pod_cache[pod.id] = (pod, job_id, quota, gang, node, nominated, info)
+                pod_cache[pod.id] = (pod, job_id, quota, gang, on_node, nominated, info)
                 pod_infos.append(info)
                 keys.append(info.key)
                 index.pod_ids[info.key] = pod.id
