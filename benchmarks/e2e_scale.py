@@ -320,6 +320,7 @@ def run_rounds(
                 "wall_ms": int(wall * 1000),
             }
         )
+        out[-1]["cpu_ms"] = metrics.get("cpu_ms")
         out[-1]["snapshot"] = metrics.get("snapshot")
         out[-1]["changed_rows"] = metrics.get("snapshot_changed_rows")
     return out
@@ -503,8 +504,14 @@ def measure(
         "steady_rounds": steady_rounds,
         "steady_round_ms": _median([r["duration_ms"] or 0 for r in steady_rounds]),
         "steady_round_wall_ms": _median([r["wall_ms"] for r in steady_rounds]),
+        "steady_round_cpu_ms": _median([r["cpu_ms"] or 0 for r in steady_rounds]),
         "changes_round": changes,
         "changes_round_ms": changes["duration_ms"],
+        "changes_round_cpu_ms": changes["cpu_ms"],
+        "first_round_cpu_ms": first["cpu_ms"],
+        "pods_per_worker_cpu_s": round(bound / (first["cpu_ms"] / 1000), 1)
+        if first["cpu_ms"]
+        else 0.0,
     }
     if cprofile:
         progress(f"{nodes} nodes: cProfile of a first round and a steady round, in this process")
@@ -750,6 +757,9 @@ def normalise(report: dict[str, Any]) -> None:
             "db_enact_ms": round(r["db_enact_ms"] / factor),
             "steady_round_ms": round(r["steady_round_ms"] / factor),
             "changes_round_ms": round((r["changes_round_ms"] or 0) / factor),
+            "steady_round_cpu_ms": round(r["steady_round_cpu_ms"] / factor),
+            "changes_round_cpu_ms": round((r["changes_round_cpu_ms"] or 0) / factor),
+            "pods_per_worker_cpu_s": round(r["pods_per_worker_cpu_s"] * factor, 1),
         }
     latency = report.get("latency")
     if latency and latency.get("latency_p50_s") is not None:
@@ -789,6 +799,23 @@ def markdown(report: dict[str, Any]) -> str:
             f" {r['pods_per_s_engine']:,.0f} [{n.get('pods_per_s_engine', 0):,.0f}] |"
             f" {r['steady_round_ms']:,.0f} [{n.get('steady_round_ms', 0):,}] |"
             f" {r['changes_round_ms'] or 0:,} [{n.get('changes_round_ms', 0):,}] |"
+        )
+    lines += [
+        "",
+        "The worker's own CPU time (`cpu_ms` of the Round; the database server's is not in it),"
+        " normalised the same way:",
+        "",
+        "| nodes | first round CPU (ms) | pods per worker CPU-s | steady round CPU (ms) |"
+        " 100 changed pods CPU (ms) |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    for r in report["runs"]:
+        n = r.get("normalised") or {}
+        lines.append(
+            f"| {r['nodes']:,} | {r['first_round_cpu_ms'] or 0:,} |"
+            f" {r['pods_per_worker_cpu_s']:,.0f} [{n.get('pods_per_worker_cpu_s', 0):,.0f}] |"
+            f" {r['steady_round_cpu_ms']:,.0f} [{n.get('steady_round_cpu_ms', 0):,}] |"
+            f" {r['changes_round_cpu_ms'] or 0:,} [{n.get('changes_round_cpu_ms', 0):,}] |"
         )
     lines += ["", "| target | measured (normalised) | |", "|---|---|---|"]
     at5k = next((r for r in report["runs"] if r["nodes"] == 5000), None)

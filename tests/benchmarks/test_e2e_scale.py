@@ -25,6 +25,7 @@ ROUND_KEYS = {
     "wall_ms",
     "snapshot",
     "changed_rows",
+    "cpu_ms",
 }
 
 
