@@ -44,7 +44,9 @@ CLASSES = ("koord-free", "koord-batch", "koord-mid", "koord-prod")
 
 
 @pytest.fixture
-def demo(db, settings):
+def demo(transactional_db, settings):
+    """Committed rows (no test-wide transaction): on PostgreSQL every write of a test run in one
+    transaction shares its id, so each round would read every row as changed."""
     settings.KOORDWEB_CLUSTER = "default"
     settings.KOORDWEB_SIMULATED_GRACE_SECONDS = 30
     settings.KOORDWEB_WARM_CHECK_ROUNDS = 0  # compared here, every round
