@@ -2,7 +2,8 @@
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/koordweb_bench \\
     CELERY_BROKER_URL=redis://127.0.0.1:6379/0 \\
-    python -m benchmarks.e2e_scale [--nodes 1000,5000] [--rounds 2] [--json FILE] [--cprofile]
+    python -m benchmarks.e2e_scale [--nodes 1000,5000,10000] [--rounds 2] [--json FILE]
+        [--cprofile] [--memory 10000:50000] [--latency 1000] [--markdown]
 
 For each size it writes a simulated cluster as rows (bulk_create): nodes of 8 GPUs under
 Spine (8 blocks) > Block (16 nodes) > Node, half of them busy with one running 8-GPU pod each, and
@@ -12,9 +13,24 @@ rest without a rule) that together fill the idle half. It then asks a worker sub
 for `koordweb.tasks.run_round` rounds one after another and reads each Round row: `engine_ms`
 (in the engine) beside `sync_snapshot_ms` and `record_enact_ms` (database and enact), the
 worker's `duration_ms` and the wall time seen from here (queueing included). Pods/s end to end =
-pods bound / wall time. `--cprofile` reruns the first round of each size in this process under
-cProfile and keeps the heaviest functions of the database path. The cluster rows are deleted
-at the end (`--keep` keeps them).
+pods bound / wall time. After those rounds, rounds run until one reads no changed row (the
+kubelet starting pods, the second round's stragglers), then `--steady` rounds where nothing changed
+(`steady_round_ms`: their median duration in the worker), then one round after 50 running pods
+finished and 50 new ones were submitted (100 changed pods, `changes_round_ms`). `--cprofile` reruns
+the first round of each size in this process under cProfile, and a steady round after it, and
+keeps the heaviest functions of the database path.
+
+`--memory NODES:PODS` starts a fresh worker, gives it one cluster of NODES nodes and PODS running
+pods, runs a cold and a warm round and reads the worker's resident memory from
+/proc/<pid>/status (VmRSS after the rounds, VmHWM its peak). `--latency NODES` submits one-pod
+jobs at `--arrival-rate` a second for `--arrival-seconds` while asking for a round every
+`--interval` seconds (as the beat timer does), and reports submit-to-bound latency p50/p99 (bound:
+the end of the round that bound the pod).
+
+Machines differ, so the reference loop of benchmarks.round_scale (`reference_seconds`) runs before
+and after, and every rate and time is also printed normalised to a machine whose loop takes
+0.05 CPU-s (rates x loop/0.05, times x 0.05/loop). Progress goes to stderr. The cluster rows are
+deleted at the end (`--keep` keeps them).
 """
 
 from __future__ import annotations
@@ -35,7 +51,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from benchmarks.round_scale import node_counts
+from benchmarks.round_scale import node_counts, reference_seconds
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "koordweb.settings")
 
@@ -51,6 +67,18 @@ RULES: tuple[dict[str, Any], ...] = (
     {},
 )
 NODE_ALLOC = {"cpu": 128_000, "memory": 1024 * GI, "nvidia.com/gpu": 8, "pods": 110}
+REFERENCE_LOOP_S = 0.05  # the machine every rate is normalised to
+TARGETS = {
+    "pods_per_s_end_to_end": 4000,  # at 5,000 nodes and 5,000 pending pods, normalised
+    "steady_round_ms": 200,  # at 5,000 nodes
+    "changes_round_ms": 400,  # 100 changed pods at 5,000 nodes
+    "worker_rss_mib": 1024,  # 10,000 nodes and 50,000 pods
+    "latency_p99_intervals": 2,
+}
+
+
+def progress(text: str) -> None:
+    print(f"[e2e {time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
 
 
 def setup_django() -> None:
@@ -219,6 +247,15 @@ class SubprocessWorker:
         ]
         self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL)
 
+    def memory(self) -> dict[str, int]:
+        """The worker's resident memory in KiB (/proc/<pid>/status: VmRSS now, VmHWM peak)."""
+        found: dict[str, int] = {}
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                found[key] = int(value.split()[0])
+        return found
+
     def close(self) -> None:
         self.process.terminate()
         try:
@@ -228,11 +265,11 @@ class SubprocessWorker:
             self.process.wait()
 
 
-def send_round(queue: str) -> Callable[[int], None]:
+def send_round(queue: str, expires: float | None = None) -> Callable[[int], None]:
     from koordweb.tasks import run_round
 
     def send(cluster_id: int) -> None:
-        run_round.apply_async(args=[cluster_id, "manual"], queue=queue)
+        run_round.apply_async(args=[cluster_id, "manual"], queue=queue, expires=expires)
 
     return send
 
@@ -283,6 +320,9 @@ def run_rounds(
                 "wall_ms": int(wall * 1000),
             }
         )
+        out[-1]["cpu_ms"] = metrics.get("cpu_ms")
+        out[-1]["snapshot"] = metrics.get("snapshot")
+        out[-1]["changed_rows"] = metrics.get("snapshot_changed_rows")
     return out
 
 
@@ -349,6 +389,70 @@ def warm_up(send: Callable[[int], None], timeout: float) -> None:
     cluster.delete()
 
 
+def _median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2] if ordered else 0.0
+
+
+def add_pending(
+    cluster: Any, count: int, gpus: int, prefix: str, duration: int | None = None
+) -> None:
+    """`count` one-pod jobs of `gpus` GPUs each, submitted now (rows, as job_submit writes them)."""
+    from django.db import transaction
+    from django.utils import timezone
+
+    from koordweb.models import Job, JobState, Pod
+
+    now = timezone.now()
+    with transaction.atomic():
+        jobs = Job.objects.bulk_create(
+            [
+                Job(
+                    cluster=cluster,
+                    namespace="train",
+                    name=f"{prefix}-{k}",
+                    priority=500,
+                    min_available=1,
+                    total_number=1,
+                    submitted_at=now,
+                    state=JobState.PENDING,
+                    duration_seconds=duration,
+                )
+                for k in range(count)
+            ]
+        )
+        Pod.objects.bulk_create(
+            [
+                Pod(
+                    cluster=cluster,
+                    job=job,
+                    namespace="train",
+                    name=f"{job.name}-0",
+                    requests=gpu_requests(gpus),
+                    limits=gpu_requests(gpus),
+                    priority=500,
+                    created_at=now,
+                )
+                for job in jobs
+            ]
+        )
+
+
+def finish_running(cluster: Any, count: int) -> int:
+    """`count` running pods finish (what the kubelet reports): phase Succeeded."""
+    from django.utils import timezone
+
+    from koordweb.models import Pod, PodPhase
+
+    ids = list(
+        Pod.objects.filter(cluster=cluster, phase=PodPhase.RUNNING)
+        .order_by("id")
+        .values_list("id", flat=True)[:count]
+    )
+    Pod.objects.filter(id__in=ids).update(phase=PodPhase.SUCCEEDED, finished_at=timezone.now())
+    return len(ids)
+
+
 def measure(
     nodes: int,
     rounds: int,
@@ -356,19 +460,34 @@ def measure(
     timeout: float,
     cprofile: bool,
     keep: bool,
+    steady: int = 3,
 ) -> dict[str, Any]:
     from django.db import connection
 
     pending = nodes  # 4-GPU pods that exactly fill the idle half
     name = f"bench-e2e-{nodes}"
+    progress(f"{nodes} nodes: writing the cluster ({pending} pending pods)")
     started = time.perf_counter()
     cluster = build_cluster(name, nodes, pending)
     build_s = time.perf_counter() - started
+    progress(f"{nodes} nodes: rows written in {build_s:.1f}s; first rounds")
     per_round = run_rounds(cluster, rounds, send, timeout)
-    bound = sum(r["pods_bound"] or 0 for r in per_round)
-    wall = sum(r["wall_ms"] for r in per_round) / 1000
-    engine = sum(r["engine_ms"] or 0 for r in per_round)
-    outside = sum((r["sync_snapshot_ms"] or 0) + (r["record_enact_ms"] or 0) for r in per_round)
+    first = per_round[0]
+    bound = first["pods_bound"] or 0
+    wall = first["wall_ms"] / 1000
+    engine = first["engine_ms"] or 0
+    outside = (first["sync_snapshot_ms"] or 0) + (first["record_enact_ms"] or 0)
+    settle: list[dict[str, Any]] = []
+    while len(settle) < 6:
+        settle += run_rounds(cluster, 1, send, timeout)
+        if settle[-1]["changed_rows"] == 0:
+            break
+    progress(f"{nodes} nodes: settled after {len(settle)} rounds; {steady} steady rounds")
+    steady_rounds = run_rounds(cluster, steady, send, timeout)
+    finished = finish_running(cluster, 50)
+    add_pending(cluster, 100 - finished, 4, "change")
+    progress(f"{nodes} nodes: {finished} pods finished, {100 - finished} submitted; one round")
+    changes = run_rounds(cluster, 1, send, timeout)[0]
     row: dict[str, Any] = {
         "nodes": nodes,
         "pending_pods": pending,
@@ -381,13 +500,196 @@ def measure(
         "db_enact_over_engine": round(outside / engine, 2) if engine else None,
         "pods_per_s_end_to_end": round(bound / wall, 1) if wall else 0.0,
         "pods_per_s_engine": round(bound / (engine / 1000), 1) if engine else 0.0,
+        "settle_rounds": settle,
+        "steady_rounds": steady_rounds,
+        "steady_round_ms": _median([r["duration_ms"] or 0 for r in steady_rounds]),
+        "steady_round_wall_ms": _median([r["wall_ms"] for r in steady_rounds]),
+        "steady_round_cpu_ms": _median([r["cpu_ms"] or 0 for r in steady_rounds]),
+        "changes_round": changes,
+        "changes_round_ms": changes["duration_ms"],
+        "changes_round_cpu_ms": changes["cpu_ms"],
+        "first_round_cpu_ms": first["cpu_ms"],
+        "pods_per_worker_cpu_s": round(bound / (first["cpu_ms"] / 1000), 1)
+        if first["cpu_ms"]
+        else 0.0,
     }
     if cprofile:
+        progress(f"{nodes} nodes: cProfile of a first round and a steady round, in this process")
         cluster = build_cluster(name, nodes, pending)
         row["cprofile"] = profile_first_round(cluster)
+        from koordweb.tasks import run_round
+
+        for _ in range(len(settle) + 1):
+            run_round(cluster.id, "manual")
+        row["cprofile_steady"] = profile_first_round(cluster)
     if not keep:
         cluster.delete()
+    progress(
+        f"{nodes} nodes: {row['pods_per_s_end_to_end']:,.0f} pods/s end to end, steady round "
+        f"{row['steady_round_ms']} ms, 100 changes {row['changes_round_ms']} ms"
+    )
     return row
+
+
+def build_memory_cluster(name: str, nodes: int, pods: int) -> Any:
+    """NODES nodes and PODS running one-GPU pods spread over them (one job each)."""
+    from django.db import transaction
+    from django.utils import timezone
+
+    from koordweb.models import Cluster, Job, JobState, Node, Pod, PodPhase
+
+    now = timezone.now()
+    Cluster.objects.filter(name=name).delete()
+    with transaction.atomic():
+        cluster = Cluster.objects.create(name=name, backend=Cluster.Backend.SIMULATED)
+        node_rows = Node.objects.bulk_create(
+            [
+                Node(
+                    cluster=cluster,
+                    name=f"node-{i:05d}",
+                    labels={SPINE: f"spine-{i // 128}", BLOCK: f"block-{i // 16}"},
+                    allocatable=dict(NODE_ALLOC),
+                    capacity=dict(NODE_ALLOC),
+                )
+                for i in range(nodes)
+            ],
+            batch_size=2000,
+        )
+        for start in range(0, pods, 5000):
+            count = min(5000, pods - start)
+            jobs = Job.objects.bulk_create(
+                [
+                    Job(
+                        cluster=cluster,
+                        namespace="batch",
+                        name=f"run-{start + k}",
+                        priority=10,
+                        min_available=1,
+                        total_number=1,
+                        state=JobState.RUNNING,
+                        submitted_at=now,
+                        started_at=now,
+                    )
+                    for k in range(count)
+                ]
+            )
+            Pod.objects.bulk_create(
+                [
+                    Pod(
+                        cluster=cluster,
+                        job=job,
+                        namespace="batch",
+                        name=f"{job.name}-0",
+                        requests=gpu_requests(1),
+                        limits=gpu_requests(1),
+                        priority=10,
+                        node=node_rows[(start + k) % nodes],
+                        phase=PodPhase.RUNNING,
+                        created_at=now,
+                        bound_at=now,
+                        started_at=now,
+                    )
+                    for k, job in enumerate(jobs)
+                ]
+            )
+            progress(f"memory: {start + count} of {pods} pods written")
+    return cluster
+
+
+def measure_memory(nodes: int, pods: int, timeout: float, keep: bool) -> dict[str, Any]:
+    """A fresh worker holding one cluster of NODES nodes and PODS pods: its resident memory."""
+    queue = f"koordweb-bench-mem-{os.getpid()}"
+    worker = SubprocessWorker(queue)
+    send = send_round(queue)
+    try:
+        warm_up(send, timeout)
+        before = worker.memory()
+        progress(f"memory: worker up ({before.get('VmRSS', 0) // 1024} MiB); writing the cluster")
+        cluster = build_memory_cluster(f"bench-e2e-mem-{nodes}", nodes, pods)
+        rounds = run_rounds(cluster, 2, send, timeout)
+        after = worker.memory()
+        if not keep:
+            cluster.delete()
+    finally:
+        worker.close()
+    return {
+        "nodes": nodes,
+        "pods": pods,
+        "rounds": rounds,
+        "source": "/proc/<worker pid>/status",
+        "idle_worker_rss_mib": round(before.get("VmRSS", 0) / 1024, 1),
+        "worker_rss_mib": round(after.get("VmRSS", 0) / 1024, 1),
+        "worker_peak_rss_mib": round(after.get("VmHWM", 0) / 1024, 1),
+    }
+
+
+def measure_latency(
+    nodes: int,
+    queue: str,
+    rate: float,
+    seconds: float,
+    interval: float,
+    timeout: float,
+    keep: bool,
+) -> dict[str, Any]:
+    """Submit one-pod jobs at `rate` a second while a round is asked for every `interval`."""
+    from koordweb.models import Pod, Round
+
+    cluster = build_cluster(f"bench-e2e-lat-{nodes}", nodes, 0)
+    send = send_round(queue, expires=interval)
+    progress(f"latency: {nodes} nodes, {rate}/s for {seconds:.0f}s, a round every {interval}s")
+    started = time.monotonic()
+    next_job = next_round = started
+    submitted = 0
+    while time.monotonic() - started < seconds:
+        now = time.monotonic()
+        if now >= next_job:
+            add_pending(cluster, 1, 1, f"arrival-{submitted}", duration=30)
+            submitted += 1
+            next_job += 1 / rate
+        if now >= next_round:
+            send(cluster.id)
+            next_round += interval
+        time.sleep(max(0.0, min(next_job, next_round) - time.monotonic()))
+    deadline = time.monotonic() + timeout
+    arrivals = Pod.objects.filter(cluster=cluster, name__startswith="arrival-")
+    while arrivals.filter(bound_at__isnull=True).exists() and time.monotonic() < deadline:
+        send(cluster.id)
+        time.sleep(interval)
+    time.sleep(2 * interval)  # the last round finishes and records
+    ends = {
+        r.started_at: r.started_at + timedelta(milliseconds=r.duration_ms or 0)
+        for r in Round.objects.filter(cluster=cluster, state=Round.State.SUCCEEDED)
+    }
+    latencies = sorted(
+        (ends[bound] - submitted_at).total_seconds()
+        for bound, submitted_at in arrivals.filter(bound_at__isnull=False).values_list(
+            "bound_at", "job__submitted_at"
+        )
+        if bound in ends
+    )
+    rounds = Round.objects.filter(cluster=cluster, state=Round.State.SUCCEEDED)
+    durations = sorted(r for r in rounds.values_list("duration_ms", flat=True) if r is not None)
+    if not keep:
+        cluster.delete()
+
+    def pct(q: float) -> float:
+        return round(latencies[min(len(latencies) - 1, int(q * len(latencies)))], 3)
+
+    return {
+        "nodes": nodes,
+        "arrival_rate": rate,
+        "seconds": seconds,
+        "round_interval_s": interval,
+        "submitted": submitted,
+        "bound": len(latencies),
+        "rounds": len(durations),
+        "round_ms_p50": durations[len(durations) // 2] if durations else None,
+        "round_ms_max": durations[-1] if durations else None,
+        "latency_p50_s": pct(0.5) if latencies else None,
+        "latency_p99_s": pct(0.99) if latencies else None,
+        "latency_p99_intervals": round(pct(0.99) / interval, 2) if latencies else None,
+    }
 
 
 def run(
@@ -397,47 +699,154 @@ def run(
     cprofile: bool = False,
     keep: bool = False,
     send: Callable[[int], None] | None = None,
+    steady: int = 3,
+    memory: tuple[int, int] | None = None,
+    latency: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """With `send` None a worker subprocess is started for the run; else `send` queues a round."""
     from django.conf import settings
 
+    reference_before = reference_seconds()
+    progress(f"reference loop {reference_before:.3f} CPU-s")
     worker: SubprocessWorker | None = None
+    queue = f"koordweb-bench-{os.getpid()}"
     if send is None:
-        queue = f"koordweb-bench-{os.getpid()}"
         worker = SubprocessWorker(queue)
         send = send_round(queue)
     runs = []
+    latency_row: dict[str, Any] | None = None
     try:  # the worker goes with the run, however it ends (the warm-up included)
         if worker is not None:
             warm_up(send, timeout)
         for n in tqdm(sizes, desc="e2e scale", unit="size", file=sys.stderr):
-            runs.append(measure(n, rounds, send, timeout, cprofile, keep))
+            runs.append(measure(n, rounds, send, timeout, cprofile, keep, steady))
+        if latency is not None and worker is not None:
+            latency_row = measure_latency(queue=queue, timeout=timeout, keep=keep, **latency)
     finally:
         if worker is not None:
             worker.close()
-    return {
+    memory_row = measure_memory(*memory, timeout, keep) if memory else None
+    reference_after = reference_seconds()
+    progress(f"reference loop {reference_after:.3f} CPU-s")
+    reference = round((reference_before + reference_after) / 2, 3)
+    report = {
         "benchmark": "e2e_scale",
         "broker": settings.CELERY_BROKER_URL.split("://")[0],
         "worker": "subprocess" if worker is not None else "caller",
         "rounds_per_size": rounds,
+        "warm_snapshot": bool(settings.KOORDWEB_WARM_SNAPSHOT),
+        "reference_seconds": {"before": reference_before, "after": reference_after},
+        "reference_loop_s": reference,
+        "normalised_to_loop_s": REFERENCE_LOOP_S,
         "runs": runs,
+        "memory": memory_row,
+        "latency": latency_row,
     }
+    normalise(report)
+    return report
+
+
+def normalise(report: dict[str, Any]) -> None:
+    """Each rate and time also as on a machine whose reference loop takes 0.05 CPU-s."""
+    factor = (report["reference_loop_s"] or REFERENCE_LOOP_S) / REFERENCE_LOOP_S
+    for r in report["runs"]:
+        r["normalised"] = {
+            "pods_per_s_end_to_end": round(r["pods_per_s_end_to_end"] * factor, 1),
+            "pods_per_s_engine": round(r["pods_per_s_engine"] * factor, 1),
+            "engine_ms": round(r["engine_ms"] / factor),
+            "db_enact_ms": round(r["db_enact_ms"] / factor),
+            "steady_round_ms": round(r["steady_round_ms"] / factor),
+            "changes_round_ms": round((r["changes_round_ms"] or 0) / factor),
+            "steady_round_cpu_ms": round(r["steady_round_cpu_ms"] / factor),
+            "changes_round_cpu_ms": round((r["changes_round_cpu_ms"] or 0) / factor),
+            "pods_per_worker_cpu_s": round(r["pods_per_worker_cpu_s"] * factor, 1),
+        }
+    latency = report.get("latency")
+    if latency and latency.get("latency_p50_s") is not None:
+        latency["normalised"] = {
+            "latency_p50_s": round(latency["latency_p50_s"] / factor, 3),
+            "latency_p99_s": round(latency["latency_p99_s"] / factor, 3),
+            "round_ms_p50": round((latency["round_ms_p50"] or 0) / factor),
+        }
+
+
+def _met(ok: bool) -> str:
+    return "met" if ok else "not met"
 
 
 def markdown(report: dict[str, Any]) -> str:
+    factor = (report.get("reference_loop_s") or REFERENCE_LOOP_S) / REFERENCE_LOOP_S
+    ref = report.get("reference_seconds") or {}
     lines = [
-        "| nodes | pending pods | bound | engine (ms) | sync+snapshot (ms) | record+enact (ms) |"
-        " db+enact / engine | wall (ms) | pods/s end to end | pods/s engine |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f"Reference loop on this run's machine: {ref.get('before')} CPU-s before, "
+        f"{ref.get('after')} after (mean {report.get('reference_loop_s')}); normalised figures "
+        f"(in brackets) are as on a {REFERENCE_LOOP_S} CPU-s machine: rates x {factor:.2f}, times "
+        f"/ {factor:.2f}. Warm snapshot: {'on' if report.get('warm_snapshot') else 'off'}.",
+        "",
+        "| nodes | bound (1st round) | engine (ms) | sync+snapshot (ms) | record+enact (ms) |"
+        " db+enact / engine | wall (ms) | pods/s end to end | pods/s engine | steady round (ms) |"
+        " 100 changed pods (ms) |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in report["runs"]:
-        sync = sum(x["sync_snapshot_ms"] or 0 for x in r["rounds"])
-        record = sum(x["record_enact_ms"] or 0 for x in r["rounds"])
-        wall = sum(x["wall_ms"] for x in r["rounds"])
+        first = r["rounds"][0]
+        n = r.get("normalised") or {}
         lines.append(
-            f"| {r['nodes']:,} | {r['pending_pods']:,} | {r['pods_bound']:,} | {r['engine_ms']:,} |"
-            f" {sync:,} | {record:,} | {r['db_enact_over_engine']} | {wall:,} |"
-            f" {r['pods_per_s_end_to_end']:,.0f} | {r['pods_per_s_engine']:,.0f} |"
+            f"| {r['nodes']:,} | {r['pods_bound']:,} | {r['engine_ms']:,} |"
+            f" {first['sync_snapshot_ms'] or 0:,} | {first['record_enact_ms'] or 0:,} |"
+            f" {r['db_enact_over_engine']} | {first['wall_ms']:,} |"
+            f" {r['pods_per_s_end_to_end']:,.0f} [{n.get('pods_per_s_end_to_end', 0):,.0f}] |"
+            f" {r['pods_per_s_engine']:,.0f} [{n.get('pods_per_s_engine', 0):,.0f}] |"
+            f" {r['steady_round_ms']:,.0f} [{n.get('steady_round_ms', 0):,}] |"
+            f" {r['changes_round_ms'] or 0:,} [{n.get('changes_round_ms', 0):,}] |"
+        )
+    lines += [
+        "",
+        "The worker's own CPU time (`cpu_ms` of the Round; the database server's is not in it),"
+        " normalised the same way:",
+        "",
+        "| nodes | first round CPU (ms) | pods per worker CPU-s | steady round CPU (ms) |"
+        " 100 changed pods CPU (ms) |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    for r in report["runs"]:
+        n = r.get("normalised") or {}
+        lines.append(
+            f"| {r['nodes']:,} | {r['first_round_cpu_ms'] or 0:,} |"
+            f" {r['pods_per_worker_cpu_s']:,.0f} [{n.get('pods_per_worker_cpu_s', 0):,.0f}] |"
+            f" {r['steady_round_cpu_ms']:,.0f} [{n.get('steady_round_cpu_ms', 0):,}] |"
+            f" {r['changes_round_cpu_ms'] or 0:,} [{n.get('changes_round_cpu_ms', 0):,}] |"
+        )
+    lines += ["", "| target | measured (normalised) | |", "|---|---|---|"]
+    at5k = next((r for r in report["runs"] if r["nodes"] == 5000), None)
+    if at5k is not None:
+        n = at5k["normalised"]
+        lines += [
+            f"| >= 4,000 pods/s end to end at 5,000 nodes | {n['pods_per_s_end_to_end']:,.0f} |"
+            f" {_met(n['pods_per_s_end_to_end'] >= TARGETS['pods_per_s_end_to_end'])} |",
+            f"| db + enact <= engine at 5,000 nodes | {n['db_enact_ms']:,} vs {n['engine_ms']:,} ms"
+            f" | {_met(n['db_enact_ms'] <= n['engine_ms'])} |",
+            f"| steady round <= 200 ms at 5,000 nodes | {n['steady_round_ms']:,} ms |"
+            f" {_met(n['steady_round_ms'] <= TARGETS['steady_round_ms'])} |",
+            f"| 100 changed pods <= 400 ms at 5,000 nodes | {n['changes_round_ms']:,} ms |"
+            f" {_met(n['changes_round_ms'] <= TARGETS['changes_round_ms'])} |",
+        ]
+    memory = report.get("memory")
+    if memory:
+        lines.append(
+            f"| worker with {memory['nodes']:,} nodes + {memory['pods']:,} pods <= 1 GiB resident |"
+            f" {memory['worker_rss_mib']:,} MiB VmRSS (peak {memory['worker_peak_rss_mib']:,}) |"
+            f" {_met(memory['worker_peak_rss_mib'] <= TARGETS['worker_rss_mib'])} |"
+        )
+    latency = report.get("latency")
+    if latency and latency.get("latency_p99_s") is not None:
+        lines.append(
+            f"| submit-to-bound p99 <= 2 round intervals ({latency['arrival_rate']:.0f} jobs/s, "
+            f"{latency['nodes']:,} nodes, {latency['round_interval_s']} s interval) |"
+            f" p50 {latency['latency_p50_s']} s, p99 {latency['latency_p99_s']} s"
+            f" ({latency['latency_p99_intervals']} intervals; normalised p99"
+            f" {latency['normalised']['latency_p99_s']} s) |"
+            f" {_met(latency['latency_p99_intervals'] <= TARGETS['latency_p99_intervals'])} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -451,7 +860,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the cluster rows")
     parser.add_argument("--json", dest="json_path")
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--steady", type=int, default=3, help="steady rounds per size")
+    parser.add_argument(
+        "--memory", default="", help="NODES:PODS: a fresh worker's memory with one such cluster"
+    )
+    parser.add_argument("--latency", type=int, default=0, help="NODES for the latency run")
+    parser.add_argument("--arrival-rate", type=float, default=20.0)
+    parser.add_argument("--arrival-seconds", type=float, default=30.0)
+    parser.add_argument("--interval", type=float, default=1.0, help="seconds between rounds")
     args = parser.parse_args(argv)
+    memory: tuple[int, int] | None = None
+    if args.memory:
+        nodes_text, _, pods_text = args.memory.partition(":")
+        if not (nodes_text.isdigit() and pods_text.isdigit()):
+            parser.error("--memory must be NODES:PODS")
+        memory = (int(nodes_text), int(pods_text))
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
     from django.core.exceptions import ImproperlyConfigured
@@ -468,12 +891,25 @@ def main(argv: list[str] | None = None) -> int:
         )
     from benchmarks.common import write_json
 
+    latency = (
+        {
+            "nodes": args.latency,
+            "rate": args.arrival_rate,
+            "seconds": args.arrival_seconds,
+            "interval": args.interval,
+        }
+        if args.latency
+        else None
+    )
     report = run(
         args.nodes,
         args.rounds,
         args.timeout,
         args.cprofile,
         args.keep,
+        steady=args.steady,
+        memory=memory,
+        latency=latency,
     )
     text = write_json(args.json_path, report)
     print(markdown(report) if args.markdown else text)

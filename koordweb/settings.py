@@ -310,6 +310,14 @@ KOORDWEB_ROUND_INTERVAL = float(os.environ.get("KOORDWEB_ROUND_INTERVAL", "10"))
 # The simulated kubelet keeps an evicted pod on its node this long (a real one: the pod's grace).
 KOORDWEB_SIMULATED_GRACE_SECONDS = float(os.environ.get("KOORDWEB_SIMULATED_GRACE_SECONDS", "0"))
 KOORDWEB_CLUSTER = os.environ.get("KOORDWEB_CLUSTER", "default")
+# The warm snapshot (koordweb/services/warm.py): each cluster's rows kept in the worker between
+# rounds and updated from what changed; checked against a cold build every N rounds (0: never),
+# built cold when older than the max age.
+KOORDWEB_WARM_SNAPSHOT = env_bool("KOORDWEB_WARM_SNAPSHOT", True)
+KOORDWEB_WARM_CHECK_ROUNDS = int(os.environ.get("KOORDWEB_WARM_CHECK_ROUNDS", "100"))
+KOORDWEB_WARM_MAX_AGE_SECONDS = float(os.environ.get("KOORDWEB_WARM_MAX_AGE_SECONDS", "600"))
+# A difference found by the check fails the round instead of only being logged (CI, debugging).
+KOORDWEB_WARM_CHECK_STRICT = env_bool("KOORDWEB_WARM_CHECK_STRICT", False)
 # /metrics: loopback scrapes need nothing; others send "Authorization: Bearer <token>".
 KOORDWEB_METRICS_TOKEN = os.environ.get("KOORDWEB_METRICS_TOKEN", "")
 

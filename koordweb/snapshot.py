@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db.models import Max, Q, Subquery
 
@@ -56,8 +56,9 @@ class SnapshotIndex:
     pod_ids: dict[str, int] = field(default_factory=dict)
     pod_uids: dict[str, str] = field(default_factory=dict)
     job_by_pod_key: dict[str, str] = field(default_factory=dict)
-    jobs_by_engine_id: dict[str, list[Job]] = field(default_factory=dict)
+    jobs_by_engine_id: dict[str, list[JobRow]] = field(default_factory=dict)
     engine_id_by_job: dict[int, str] = field(default_factory=dict)
+    pod_rows: dict[int, PodRow] = field(default_factory=dict)  # pod id -> its row
 
 
 def parse_taints(raw: Iterable[Mapping[str, Any]]) -> tuple[Taint, ...]:
@@ -205,115 +206,408 @@ def _budget(value: str) -> int | str | None:
     return value if value.endswith("%") else int(value)
 
 
+# The columns the snapshot reads, as plain values (no model instance per row): a cold build reads
+# every row, the warm snapshot (koordweb.services.warm) only the rows changed since its last read,
+# and both go through `assemble`, so the engine sees the same input either way.
+NODE_FIELDS = (
+    "id",
+    "name",
+    "labels",
+    "annotations",
+    "taints",
+    "allocatable",
+    "unschedulable",
+    "ready",
+    "device_labels",
+    "device_annotations",
+)
+POD_FIELDS = (
+    "id",
+    "job_id",
+    "namespace",
+    "name",
+    "uid",
+    "requests",
+    "limits",
+    "node_selector",
+    "affinity",
+    "tolerations",
+    "labels",
+    "annotations",
+    "priority",
+    "preemption_policy",
+    "node_id",
+    "nominated_node_id",
+    "phase",
+    "terminating",
+    "topology_index",
+    "bound_at",
+    "started_at",
+    "nominated_at",
+)
+JOB_FIELDS = (
+    "id",
+    "kind",
+    "namespace",
+    "name",
+    "gang_group",
+    "quota_id",
+    "priority",
+    "submitted_at",
+    "min_available",
+    "total_number",
+    "mode",
+    "waiting_time_seconds",
+    "topology_spec",
+    "preemption_policy",
+    "state",
+)
+METRIC_FIELDS = (
+    "id",
+    "node_id",
+    "reported_at",
+    "report_interval_seconds",
+    "usage",
+    "pod_usages",
+    "aggregated_usages",
+)
+DEVICE_FIELDS = (
+    "id",
+    "node_id",
+    "device_type",
+    "vendor",
+    "model",
+    "minor",
+    "uuid",
+    "health",
+    "resources",
+    "socket_id",
+    "numa_node",
+    "pcie_id",
+    "bus_id",
+    "vfs",
+)
+
+
+class NodeRow(NamedTuple):
+    id: int
+    name: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    taints: list[dict[str, Any]]
+    allocatable: dict[str, int]
+    unschedulable: bool
+    ready: bool
+    device_labels: dict[str, str]
+    device_annotations: dict[str, str]
+
+
+class PodRow(NamedTuple):
+    id: int
+    job_id: int
+    namespace: str
+    name: str
+    uid: str
+    requests: dict[str, int]
+    limits: dict[str, int]
+    node_selector: dict[str, str]
+    affinity: dict[str, Any]
+    tolerations: list[dict[str, Any]]
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    priority: int
+    preemption_policy: str
+    node_id: int | None
+    nominated_node_id: int | None
+    phase: str
+    terminating: bool
+    topology_index: int | None
+    bound_at: datetime | None
+    started_at: datetime | None
+    nominated_at: datetime | None
+
+
+class JobRow(NamedTuple):
+    id: int
+    kind: str
+    namespace: str
+    name: str
+    gang_group: str
+    quota_id: int | None
+    priority: int
+    submitted_at: datetime
+    min_available: int
+    total_number: int
+    mode: str
+    waiting_time_seconds: int
+    topology_spec: dict[str, Any]
+    preemption_policy: str
+    state: str
+
+    @property
+    def gang_id(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+class MetricRow(NamedTuple):
+    id: int
+    node_id: int
+    reported_at: datetime
+    report_interval_seconds: int
+    usage: dict[str, int]
+    pod_usages: dict[str, Any]
+    aggregated_usages: dict[str, Any]
+
+
+class DeviceRow(NamedTuple):
+    id: int
+    node_id: int
+    device_type: str
+    vendor: str
+    model: str
+    minor: int
+    uuid: str
+    health: bool
+    resources: dict[str, int]
+    socket_id: int | None
+    numa_node: int | None
+    pcie_id: str
+    bus_id: str
+    vfs: list[Any]
+
+
+FINISHED_PHASES = (PodPhase.SUCCEEDED, PodPhase.FAILED)
+
+
+@dataclass
+class ClusterRows:
+    """Every row a snapshot is assembled from, by id: all nodes, every pod not finished, the jobs
+    those pods belong to and the jobs still holding (`JobState.HOLDING`), each node's latest
+    metric and its devices; the small tables (quotas, budgets, layers) are read whole each time."""
+
+    nodes: dict[int, NodeRow] = field(default_factory=dict)
+    pods: dict[int, PodRow] = field(default_factory=dict)
+    jobs: dict[int, JobRow] = field(default_factory=dict)
+    metrics: dict[int, MetricRow] = field(default_factory=dict)  # node id -> latest
+    devices: dict[int, tuple[DeviceRow, ...]] = field(default_factory=dict)  # node id -> rows
+    quota_names: dict[int, str] = field(default_factory=dict)
+
+
+@dataclass
+class AssemblyCache:
+    """Engine objects kept between two assemblies of the same cluster (the warm snapshot): an
+    object is reused only when the rows it was made from are the very same objects."""
+
+    nodes: dict[int, tuple[Any, ...]] = field(default_factory=dict)
+    pods: dict[int, tuple[Any, ...]] = field(default_factory=dict)
+    jobs: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+
+
+def needed_job(job: JobRow, referenced: bool) -> bool:
+    return referenced or job.state in JobState.HOLDING
+
+
+def read_rows(cluster_id: int, *, devices: bool) -> ClusterRows:
+    """Every row of the cluster a snapshot needs (a fixed number of queries)."""
+    rows = ClusterRows()
+    rows.nodes = {
+        r[0]: NodeRow(*r)
+        for r in Node.objects.filter(cluster_id=cluster_id).values_list(*NODE_FIELDS)
+    }
+    rows.pods = {
+        r[0]: PodRow(*r)
+        for r in Pod.objects.filter(cluster_id=cluster_id)
+        .exclude(phase__in=FINISHED_PHASES)
+        .values_list(*POD_FIELDS)
+    }
+    referenced = {pod.job_id for pod in rows.pods.values()}
+    rows.jobs = {
+        r[0]: JobRow(*r)
+        for r in Job.objects.filter(cluster_id=cluster_id)
+        .filter(Q(state__in=JobState.HOLDING) | Q(id__in=list(referenced)))
+        .values_list(*JOB_FIELDS)
+    }
+    latest_ids = (
+        NodeMetric.objects.filter(node__cluster_id=cluster_id)
+        .values("node_id")
+        .annotate(latest=Max("id"))
+        .values("latest")
+    )
+    rows.metrics = {
+        r[1]: MetricRow(*r)
+        for r in NodeMetric.objects.filter(id__in=Subquery(latest_ids)).values_list(*METRIC_FIELDS)
+    }
+    if devices:
+        rows.devices = devices_of(node__cluster_id=cluster_id)
+    rows.quota_names = quota_names(cluster_id, rows.jobs.values())
+    return rows
+
+
+def quota_names(cluster_id: int, jobs: Iterable[JobRow]) -> dict[int, str]:
+    """Quota id -> name: the cluster's quotas and any other a job names."""
+    wanted = {j.quota_id for j in jobs if j.quota_id is not None}
+    return dict(
+        ElasticQuota.objects.filter(Q(cluster_id=cluster_id) | Q(id__in=list(wanted))).values_list(
+            "id", "name"
+        )
+    )
+
+
+def devices_of(**where: Any) -> dict[int, tuple[DeviceRow, ...]]:
+    """Device rows by node, in (type, minor) order."""
+    found: dict[int, list[DeviceRow]] = defaultdict(list)
+    for r in Device.objects.filter(**where).values_list(*DEVICE_FIELDS):
+        found[r[1]].append(DeviceRow(*r))
+    return {
+        node_id: tuple(sorted(rows, key=lambda d: (d.device_type, d.minor, d.id)))
+        for node_id, rows in found.items()
+    }
+
+
 def build(
     cluster: Cluster, *, now: datetime, devices_for: Any = None
 ) -> tuple[ClusterSnapshot, SnapshotIndex]:
     """Read one cluster's rows into an immutable snapshot (a fixed number of queries).
 
-    `devices_for(node, device_rows, annotations)` builds a node's opaque device state for the
-    devices plugin; without it nodes carry no devices.
+    `devices_for(node, device_rows)` builds a node's opaque device state for the devices plugin;
+    without it nodes carry no devices.
     """
+    rows = read_rows(cluster.id, devices=devices_for is not None)
+    return assemble(cluster, rows, now=now, devices_for=devices_for)
+
+
+def assemble(
+    cluster: Cluster,
+    rows: ClusterRows,
+    *,
+    now: datetime,
+    devices_for: Any = None,
+    cache: AssemblyCache | None = None,
+) -> tuple[ClusterSnapshot, SnapshotIndex]:
+    """Rows -> the engine's snapshot and the reverse maps; `cache` reuses engine objects made
+    from the same row objects last time (the result is equal either way)."""
+    if cache is None:
+        cache = AssemblyCache()
     index = SnapshotIndex()
-    nodes = list(cluster.nodes.order_by("name").defer("capacity", "conditions", "created_at"))
+    nodes = sorted(rows.nodes.values(), key=lambda n: n.name)
     node_names = {node.id: node.name for node in nodes}
-    latest_ids = (
-        NodeMetric.objects.filter(node__cluster=cluster)
-        .values("node_id")
-        .annotate(latest=Max("id"))
-        .values("latest")
-    )
-    metrics = {m.node_id: m for m in NodeMetric.objects.filter(id__in=Subquery(latest_ids))}
-    devices: dict[int, list[Device]] = defaultdict(list)
-    if devices_for:
-        for device in Device.objects.filter(node__cluster=cluster).order_by(
-            "node_id", "device_type", "minor"
-        ):
-            devices[device.node_id].append(device)
-    node_infos = [
-        node_info(
-            node,
-            metrics.get(node.id),
-            devices_for(node, devices.get(node.id, [])) if devices_for else None,
-        )
-        for node in nodes
-    ]
+    node_infos: list[NodeInfo] = []
+    node_cache: dict[int, tuple[Any, ...]] = {}
+    for node in nodes:
+        metric = rows.metrics.get(node.id)
+        device_rows = rows.devices.get(node.id, ()) if devices_for else None
+        hit = cache.nodes.get(node.id)
+        if hit is not None and hit[0] is node and hit[1] is metric and hit[2] is device_rows:
+            info = hit[3]
+        else:
+            devices = devices_for(node, list(device_rows or ())) if devices_for else None
+            info = node_info(node, metric, devices)  # type: ignore[arg-type]
+        node_cache[node.id] = (node, metric, device_rows, info)
+        node_infos.append(info)
+    cache.nodes = node_cache
 
     # Jobs being preempted or requeued keep their pods in the snapshot until the cluster says
     # they are gone: a terminating pod holds its node (only bound ones, never placed again).
     # A cancelled job's terminating pods too.
-    pods_by_job: dict[int, list[Pod]] = defaultdict(list)
-    pods = (
-        Pod.objects.filter(cluster=cluster)
-        .filter(
-            Q(job__state__in=JobState.ACTIVE)
-            | Q(node__isnull=False, job__state__in=JobState.HOLDING)
-            | Q(node__isnull=False, terminating=True)
-        )
-        .exclude(phase__in=[PodPhase.SUCCEEDED, PodPhase.FAILED])
-        .defer("created_at", "finished_at")
-        .order_by("namespace", "name")
-    )
-    for pod in pods:
-        pods_by_job[pod.job_id].append(pod)
-    jobs = list(
-        cluster.jobs.filter(Q(state__in=JobState.HOLDING) | Q(id__in=list(pods_by_job)))
-        .select_related("quota")
-        .order_by("id")
+    jobs_by_id = rows.jobs
+    pods_by_job: dict[int, list[PodRow]] = defaultdict(list)
+    for pod in sorted(rows.pods.values(), key=lambda p: (p.namespace, p.name)):
+        if pod.phase in FINISHED_PHASES:
+            continue
+        job = jobs_by_id.get(pod.job_id)
+        if job is None:
+            continue
+        state = job.state
+        if (
+            state in JobState.ACTIVE
+            or (pod.node_id is not None and state in JobState.HOLDING)
+            or (pod.node_id is not None and pod.terminating)
+        ):
+            pods_by_job[pod.job_id].append(pod)
+    jobs = sorted(
+        (j for j in jobs_by_id.values() if j.state in JobState.HOLDING or j.id in pods_by_job),
+        key=lambda j: j.id,
     )
 
-    groups: dict[str, list[Job]] = defaultdict(list)
+    groups: dict[str, list[JobRow]] = defaultdict(list)
     for job in jobs:
         own_pods = pods_by_job.get(job.id, [])
-        job_id = engine_job_id(job, own_pods[0].name if own_pods else None)
+        job_id = engine_job_id(job, own_pods[0].name if own_pods else None)  # type: ignore[arg-type]
         groups[job_id].append(job)
         index.engine_id_by_job[job.id] = job_id
     index.jobs_by_engine_id = dict(groups)
 
     pod_infos: list[PodInfo] = []
     job_infos: list[JobInfo] = []
+    pod_cache: dict[int, tuple[Any, ...]] = {}
+    job_cache: dict[str, tuple[Any, ...]] = {}
     for job_id, members in sorted(groups.items()):
         keys: list[str] = []
         for job in members:
-            quota = job.quota.name if job.quota else None
+            quota = rows.quota_names.get(job.quota_id) if job.quota_id else None
+            gang = job.gang_id if job.kind != Job.Kind.POD else None
             for pod in pods_by_job.get(job.id, []):
-                gang = job.gang_id if job.kind != Job.Kind.POD else None
-                info = pod_info(pod, job_id, quota, gang, node_names)
+                on_node = node_names.get(pod.node_id) if pod.node_id else None
+                nominated = node_names.get(pod.nominated_node_id) if pod.nominated_node_id else None
+                hit = cache.pods.get(pod.id)
+                if (
+                    hit is not None
+                    and hit[0] is pod
+                    and hit[1] == job_id
+                    and hit[2] == quota
+                    and hit[3] == gang
+                    and hit[4] == on_node
+                    and hit[5] == nominated
+                ):
+                    info = hit[6]
+                else:
+                    info = pod_info(pod, job_id, quota, gang, node_names)  # type: ignore[arg-type]
+                pod_cache[pod.id] = (pod, job_id, quota, gang, on_node, nominated, info)
                 pod_infos.append(info)
                 keys.append(info.key)
                 index.pod_ids[info.key] = pod.id
                 index.pod_uids[info.key] = pod.uid
                 index.job_by_pod_key[info.key] = job_id
-        lead = min(members, key=lambda j: (-j.priority, j.submitted_at, j.id))
-        job_infos.append(
-            JobInfo(
-                id=job_id,
-                pod_keys=tuple(keys),
-                gangs=tuple(
-                    GangInfo(
-                        id=j.gang_id,
-                        min_available=j.min_available,
-                        total=j.total_number,
-                        mode=j.mode,  # type: ignore[arg-type]
-                        waiting_seconds=j.waiting_time_seconds,
-                    )
-                    for j in members
-                    if j.kind != Job.Kind.POD
-                ),
-                priority=max(j.priority for j in members),
-                quota=lead.quota.name if lead.quota else None,
-                topology=parse_topology_rule(lead.topology_spec or {}),
-                submission_order=min(j.submitted_at for j in members).timestamp(),
-                preemption_policy=lead.preemption_policy,  # type: ignore[arg-type]
-            )
-        )
+                index.pod_rows[pod.id] = pod
+        key_tuple = tuple(keys)
+        quota_key = tuple(rows.quota_names.get(j.quota_id) if j.quota_id else None for j in members)
+        hit_job = cache.jobs.get(job_id)
+        if (
+            hit_job is not None
+            and len(hit_job[0]) == len(members)
+            and all(a is b for a, b in zip(hit_job[0], members, strict=True))
+            and hit_job[1] == key_tuple
+            and hit_job[2] == quota_key
+        ):
+            job_info = hit_job[3]
+        else:
+            job_info = _job_info(job_id, members, key_tuple, rows.quota_names)
+        job_cache[job_id] = (tuple(members), key_tuple, quota_key, job_info)
+        job_infos.append(job_info)
+    cache.pods = pod_cache
+    cache.jobs = job_cache
 
+    snapshot = snapshot_of(cluster, tuple(node_infos), tuple(pod_infos), tuple(job_infos), now=now)
+    return snapshot, index
+
+
+def snapshot_of(
+    cluster: Cluster,
+    nodes: tuple[NodeInfo, ...],
+    pods: tuple[PodInfo, ...],
+    jobs: tuple[JobInfo, ...],
+    *,
+    now: datetime,
+) -> ClusterSnapshot:
+    """The snapshot of assembled nodes, pods and jobs with the cluster's small tables (quotas,
+    disruption budgets, topology layers: read whole every time)."""
     quotas = list(cluster.quotas.order_by("name"))
     parents = {q.id: q.name for q in quotas}
     layers = list(cluster.topology_layers.order_by("position"))
-    snapshot = ClusterSnapshot(
-        nodes=tuple(node_infos),
-        pods=tuple(pod_infos),
-        jobs=tuple(job_infos),
+    return ClusterSnapshot(
+        nodes=nodes,
+        pods=pods,
+        jobs=jobs,
         quotas=tuple(quota_info(q, parents) for q in quotas),
         pdbs=tuple(
             PDBInfo(
@@ -339,7 +633,32 @@ def build(
         else None,
         now=now.timestamp(),
     )
-    return snapshot, index
+
+
+def _job_info(
+    job_id: str, members: list[JobRow], keys: tuple[str, ...], quota_names: Mapping[int, str]
+) -> JobInfo:
+    lead = min(members, key=lambda j: (-j.priority, j.submitted_at, j.id))
+    return JobInfo(
+        id=job_id,
+        pod_keys=keys,
+        gangs=tuple(
+            GangInfo(
+                id=j.gang_id,
+                min_available=j.min_available,
+                total=j.total_number,
+                mode=j.mode,  # type: ignore[arg-type]
+                waiting_seconds=j.waiting_time_seconds,
+            )
+            for j in members
+            if j.kind != Job.Kind.POD
+        ),
+        priority=max(j.priority for j in members),
+        quota=quota_names.get(lead.quota_id) if lead.quota_id else None,
+        topology=parse_topology_rule(lead.topology_spec or {}),
+        submission_order=min(j.submitted_at for j in members).timestamp(),
+        preemption_policy=lead.preemption_policy,  # type: ignore[arg-type]
+    )
 
 
 def topology_spec_json(rule: Mapping[str, Any]) -> str:

@@ -41,3 +41,14 @@ def celery_queue() -> Iterator[str]:
         yield name
     finally:
         app.conf.task_default_queue = previous
+
+
+@pytest.fixture(autouse=True)
+def _warm_snapshots_forgotten() -> Iterator[None]:
+    """Each test starts with no warm snapshot in this process (the database is rolled back
+    between tests; a state would otherwise outlive its rows)."""
+    from koordweb.services.warm import warm_forget
+
+    warm_forget()
+    yield
+    warm_forget()

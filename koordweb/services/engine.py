@@ -8,8 +8,7 @@ from typing import Any
 from django.conf import settings
 
 from koordweb.manifests import ManifestError, load_documents
-from koordweb.models import Cluster, DeviceTemplateConfig, Node
-from koordweb.models import Device as DeviceRow
+from koordweb.models import Cluster, DeviceTemplateConfig
 from scheduler.devices import Device, NodeDevices, build_node_devices
 from scheduler.devices.inventory import TemplateConfig
 from scheduler.devices.model import DeviceTopology, VirtualFunction
@@ -25,7 +24,7 @@ def engine_profile(cluster: Cluster) -> Profile:
     return Profile.configured(cluster.scheduler_args or {}, settings.KOORDWEB_SCHEDULER_PLUGINS)
 
 
-def device_from_row(row: DeviceRow) -> Device:
+def device_from_row(row: Any) -> Device:
     resources = row.resources or {}
     return Device(
         type=row.device_type,  # type: ignore[arg-type]
@@ -88,11 +87,14 @@ def template_config(cluster: Cluster) -> TemplateConfig:
 
 def node_devices_builder(
     cluster: Cluster,
-) -> Callable[[Node, Sequence[DeviceRow]], NodeDevices | None]:
-    """A function (node row, device rows) -> the devices plugin's state; None without devices."""
+) -> Callable[[Any, Sequence[Any]], NodeDevices | None]:
+    """A function (node row, device rows) -> the devices plugin's state; None without devices.
+
+    Rows are model instances or the snapshot's plain rows (`NodeRow`, `DeviceRow`): the same
+    attribute names."""
     templates = template_config(cluster)
 
-    def node_devices(node: Node, rows: Sequence[DeviceRow]) -> NodeDevices | None:
+    def node_devices(node: Any, rows: Sequence[Any]) -> NodeDevices | None:
         if not rows:
             return None
         return build_node_devices(

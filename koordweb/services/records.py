@@ -12,9 +12,10 @@ import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from time import perf_counter
+from time import perf_counter, process_time
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 
 from koordweb import snapshot as snapshot_adapter
@@ -24,7 +25,6 @@ from koordweb.models import (
     Cluster,
     Decision,
     Job,
-    Pod,
     PodPhase,
     Preemption,
     PreemptionVictim,
@@ -32,9 +32,12 @@ from koordweb.models import (
 )
 from koordweb.models.records import latest_decision
 from koordweb.observability import round_context, round_id_set
+from koordweb.rows.bulk import rows_insert
 from koordweb.services.engine import engine_profile
 from koordweb.services.gang_timeouts import gang_timeouts_record
 from koordweb.services.outbox import intents_enact
+from koordweb.services.warm import WarmReport, warm_engine, warm_forget, warm_snapshot
+from koordweb.snapshot import JobRow, PodRow
 from scheduler.plugins.preemption import RULE_IN_QUOTA, RULE_QUOTA_RECLAIM
 from scheduler.result import PreemptionRecord, RoundResult
 from scheduler.round import plan_round
@@ -48,7 +51,12 @@ class RoundOutcome:
 
 
 def round_execute(
-    *, cluster: Cluster, backend: ClusterBackend, trigger: str, now: datetime
+    *,
+    cluster: Cluster,
+    backend: ClusterBackend,
+    trigger: str,
+    now: datetime,
+    warm: bool | None = None,
 ) -> RoundOutcome:
     """One round: finish leftover intents, then plan and commit, then enact; recorded either way.
 
@@ -57,12 +65,21 @@ def round_execute(
     then are the intents enacted, so no call to the cluster ever runs inside a transaction. A
     failure is recorded as a failed round: before the commit nothing of the round remains; after
     it the plan stays, and its pending intents are enacted by the next round before it plans.
-    Every log line of the round carries its cluster and, once its row exists, its round id."""
+    Every log line of the round carries its cluster and, once its row exists, its round id.
+
+    `warm` (default KOORDWEB_WARM_SNAPSHOT): the snapshot comes from the cluster's warm state in
+    this process (koordweb.services.warm); a failed round forgets that state."""
+    if warm is None:
+        warm = bool(settings.KOORDWEB_WARM_SNAPSHOT)
     with round_context(cluster=cluster.name):
         rnd: Round | None = None
         try:
-            return _round_execute(cluster=cluster, backend=backend, trigger=trigger, now=now)
+            return _round_execute(
+                cluster=cluster, backend=backend, trigger=trigger, now=now, warm=warm
+            )
         except Exception as error:
+            # What the warm state read may have been rolled back: the next round builds cold.
+            warm_forget(cluster.id)
             rnd = getattr(error, "koordweb_round", None)
             round_record_failure(
                 cluster=cluster, trigger=trigger, started=now, error=error, round_row=rnd
@@ -71,17 +88,24 @@ def round_execute(
 
 
 def _round_execute(
-    *, cluster: Cluster, backend: ClusterBackend, trigger: str, now: datetime
+    *, cluster: Cluster, backend: ClusterBackend, trigger: str, now: datetime, warm: bool
 ) -> RoundOutcome:
     profile = engine_profile(cluster)  # a bad configuration fails the round before any sync
-    t0 = perf_counter()
+    t0, cpu0 = perf_counter(), process_time()
     leftover = intents_enact(cluster=cluster, backend=backend, now=now)
     backend.prepare(cluster)
     with transaction.atomic():
         synced = backend.sync(cluster, now=now) or {}
-        snapshot, index = snapshot_adapter.build_for_round(cluster, now=now)
+        if warm:
+            snapshot, index, made = warm_snapshot(cluster, now=now)
+        else:
+            snapshot, index = snapshot_adapter.build_for_round(cluster, now=now)
+            made = WarmReport("cold", reason="warm snapshot off")
         t1 = perf_counter()
-        result = plan_round(snapshot, profile)
+        if warm:
+            result, made.engine_reused = warm_engine(cluster, snapshot, profile, plan_round)
+        else:
+            result = plan_round(snapshot, profile)
         t2 = perf_counter()
         rnd = Round.objects.create(cluster=cluster, trigger=trigger, started_at=now)
         round_id_set(rnd.id)
@@ -93,7 +117,7 @@ def _round_execute(
     except Exception as error:
         error.koordweb_round = rnd  # type: ignore[attr-defined]
         raise
-    t4 = perf_counter()
+    t4, cpu4 = perf_counter(), process_time()
     report = enacted.report
     rnd.state = Round.State.SUCCEEDED
     rnd.finished_at = now + timedelta(seconds=t4 - t0)
@@ -108,6 +132,9 @@ def _round_execute(
         "engine_ms": int((t2 - t1) * 1000),
         "record_enact_ms": int((t4 - t2) * 1000),
         "enact_ms": int((t4 - t3) * 1000),
+        # This worker's CPU time in the round (the database server's is not in it): on a shared
+        # machine wall time also counts waiting for a core.
+        "cpu_ms": int((cpu4 - cpu0) * 1000),
         "pods_dropped": len(report.dropped),
         "evicted": len(report.evicted),
         "evictions_replaced": len(report.replaced),
@@ -118,6 +145,7 @@ def _round_execute(
         "nodes": len(snapshot.nodes),
         "outside_topology": list(result.outside_topology),
         "runtime_quota": quota_runtime(result),
+        **made.metrics(),
         **{k: int(v) for k, v in result.metrics.items()},
     }
     if report.dropped:
@@ -174,20 +202,8 @@ def _record(
     index: snapshot_adapter.SnapshotIndex,
     now: datetime,
 ) -> tuple[EnactPlan, list[Preemption]]:
-    pods = {
-        p.id: p
-        for p in Pod.objects.filter(id__in=index.pod_ids.values()).only(
-            "id",
-            "namespace",
-            "name",
-            "uid",
-            "node_id",
-            "nominated_node_id",
-            "phase",
-            "job_id",
-            "requests",
-        )
-    }
+    # The snapshot's own rows (plain values): no model instance per pod.
+    pods = index.pod_rows
     bindings = []
     for key, placement in sorted(result.placements.items()):
         pod = pods[index.pod_ids[key]]
@@ -201,8 +217,8 @@ def _record(
                 annotations=dict(placement.annotations),
             )
         )
-    plain = result.to_dict()
-    decisions: list[tuple[Job, str, str, dict[str, Any]]] = []
+    plain = _plain_parts(result)
+    decisions: list[tuple[JobRow, str, str, dict[str, Any]]] = []
     placed_by_job: dict[str, dict[str, str]] = {}
     for key, placement in result.placements.items():
         placed_by_job.setdefault(index.job_by_pod_key.get(key, ""), {})[key] = placement.node
@@ -226,7 +242,16 @@ def _record(
             details = plain["unschedulable"][job_id]["details"]
             decisions.append((job, outcome, verdict.reason, details))
     _write_decisions(rnd, decisions, now)
-    gang_timeouts_record(timeouts=result.timeouts, jobs=index.jobs_by_engine_id)
+    if result.timeouts:
+        timed_out = {j.id for k in result.timeouts for j in index.jobs_by_engine_id.get(k, [])}
+        rows = Job.objects.in_bulk(list(timed_out))
+        gang_timeouts_record(
+            timeouts=result.timeouts,
+            jobs={
+                k: [rows[j.id] for j in index.jobs_by_engine_id.get(k, []) if j.id in rows]
+                for k in result.timeouts
+            },
+        )
 
     evictions: list[Eviction] = []
     nominations: list[Nomination] = []
@@ -238,7 +263,7 @@ def _record(
         row = Preemption.objects.create(
             cluster=cluster,
             round=rnd,
-            preemptor=preemptor_jobs[0],
+            preemptor_id=preemptor_jobs[0].id,
             reason=_preemption_rule(record, preemptor_jobs[0].priority) + record.reason,
             cost=record_plain["cost"],
             nominations=dict(record.nominations),
@@ -262,7 +287,7 @@ def _record(
                         freed[resource] = freed.get(resource, 0) + int(amount)
                 PreemptionVictim.objects.create(
                     preemption=row,
-                    job=job,
+                    job_id=job.id,
                     pods=[f"{p.namespace}/{p.name}" for p in own],
                     freed=freed,
                 )
@@ -287,10 +312,22 @@ def _record(
     return EnactPlan(tuple(bindings), tuple(evictions), tuple(nominations)), records
 
 
+def _plain_parts(result: RoundResult) -> dict[str, Any]:
+    """The parts of `result.to_dict()` a record needs (decisions, unschedulable, preemptions),
+    without turning the topology status of every domain into plain data each round."""
+    parts = RoundResult(
+        placements={},
+        preemptions=result.preemptions,
+        unschedulable=result.unschedulable,
+        decisions=result.decisions,
+    ).to_dict()
+    return {k: parts[k] for k in ("decisions", "unschedulable", "preemptions")}
+
+
 def _nominations_given_up(
     result: RoundResult,
     index: snapshot_adapter.SnapshotIndex,
-    pods: Mapping[int, Pod],
+    pods: Mapping[int, PodRow],
     preempting: set[str],
 ) -> list[Nomination]:
     """A job still not placed when its waiting time has passed (the engine's `timeouts`) gives
@@ -324,26 +361,28 @@ def _preemption_rule(record: PreemptionRecord, priority: int) -> str:
 
 
 def _write_decisions(
-    rnd: Round, decisions: list[tuple[Job, str, str, dict[str, Any]]], now: datetime
+    rnd: Round, decisions: list[tuple[JobRow, str, str, dict[str, Any]]], now: datetime
 ) -> None:
-    """Insert a decision only where the outcome or the reason changed since the job's last one."""
+    """Insert a decision only where the outcome or the reason changed since the job's last one
+    (plain values in a multi-row insert: no model instance per decision)."""
     if not decisions:
         return
     ids = [job.id for job, *_ in decisions]
     last = {
-        row["id"]: (row["last_outcome"], row["last_reason"])
+        row[0]: (row[1], row[2])
         for row in Job.objects.filter(id__in=ids)
         .annotate(last_outcome=latest_decision("outcome"), last_reason=latest_decision("reason"))
-        .values("id", "last_outcome", "last_reason")
+        .values_list("id", "last_outcome", "last_reason")
     }
     rows = [
-        Decision(
-            round=rnd, job=job, outcome=outcome, reason=reason, details=details, created_at=now
-        )
+        (rnd.id, job.id, outcome, reason, details, now)
         for job, outcome, reason, details in decisions
         if outcome == Decision.Outcome.PLACED or last.get(job.id) != (outcome, reason)
     ]
-    Decision.objects.bulk_create(rows, batch_size=500)
+    rows_insert(Decision, _DECISION_FIELDS, rows)
+
+
+_DECISION_FIELDS = ("round", "job", "outcome", "reason", "details", "created_at")
 
 
 def _placed_reason(why: Mapping[str, Any]) -> str:

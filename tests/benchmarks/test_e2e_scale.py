@@ -23,6 +23,9 @@ ROUND_KEYS = {
     "sync_snapshot_ms",
     "record_enact_ms",
     "wall_ms",
+    "snapshot",
+    "changed_rows",
+    "cpu_ms",
 }
 
 
@@ -70,6 +73,15 @@ def test_e2e_scale_rounds_through_a_worker(tmp_path) -> None:
     profile = run["cprofile"]
     assert profile["queries"] > 0
     assert any("round_execute" in f["function"] for f in profile["functions"])
+    assert run["rounds"][0]["snapshot"] == "cold"  # a cluster new to the worker
+    # nothing changed in the steady rounds: the warm snapshot read no row and the engine's
+    # answer was kept; the round after 100 pods changed read them and bound the new ones
+    assert all(r["changed_rows"] == 0 for r in run["steady_rounds"])
+    assert run["steady_round_ms"] >= 0 and "steady_round_ms" in run["normalised"]
+    assert run["changes_round"]["changed_rows"] >= 100
+    assert run["changes_round"]["pods_bound"] == 50
+    assert run["normalised"]["pods_per_s_end_to_end"] > 0 and report["reference_loop_s"] > 0
+    assert any("round_execute" in f["function"] for f in run["cprofile_steady"]["functions"])
     assert not Cluster.objects.filter(name="bench-e2e-48").exists()  # cleaned up
     assert "| 48 |" in e2e_scale.markdown(report)
 
