@@ -37,7 +37,7 @@ from koordweb.services.jobs import JobConflict, JobSpec, PodShape, job_cancel, j
 from koordweb.services.records import round_execute
 from koordweb.services.warm import WarmMismatch, warm_forget, warm_snapshot, warm_state
 from scheduler.profile import ProfileError
-from scheduler.round import run_round as engine_run_round
+from scheduler.round import plan_round
 
 TEAMS = (("team-vision", "alice"), ("team-nlp", "bob"), ("team-speech", "carol"))
 CLASSES = ("koord-free", "koord-batch", "koord-mid", "koord-prod")
@@ -69,7 +69,7 @@ def side_by_side(cluster: Cluster, now) -> str:
     assert warm_index.pod_ids == cold_index.pod_ids
     assert warm_index.engine_id_by_job == cold_index.engine_id_by_job
     profile = engine_profile(cluster)
-    assert engine_run_round(warm, profile).to_dict() == engine_run_round(cold, profile).to_dict()
+    assert plan_round(warm, profile).to_dict() == plan_round(cold, profile).to_dict()
     return report.mode
 
 
