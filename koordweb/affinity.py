@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import threading
 from typing import Any
 
@@ -24,6 +25,7 @@ from django.db import close_old_connections, connection
 logger = logging.getLogger("koordweb.affinity")
 
 ROUND_TASK = "koordweb.run_round"
+_QUEUE_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
 def enabled() -> bool:
@@ -39,7 +41,8 @@ def worker_name(hostname: str | None) -> str | None:
 
 
 def worker_queue(name: str) -> str:
-    return f"{settings.KOORDWEB_QUEUE}.{name}"
+    """`<KOORDWEB_QUEUE>.<name>`, in the characters every broker takes (`@` becomes `_`)."""
+    return f"{settings.KOORDWEB_QUEUE}.{_QUEUE_UNSAFE.sub('_', name)}"
 
 
 def lease_seconds() -> float:
