@@ -59,3 +59,12 @@ def cluster_owners(now: datetime) -> list[Ownership]:
 
 def round_workers() -> list[RoundWorker]:
     return list(RoundWorker.objects.order_by("name"))
+
+
+def lease_owner_text(lease: ClusterLease, now: datetime) -> str:
+    """A lease in a few words: the owner, or why none holds it now."""
+    if lease.owner_id is None:
+        return "unowned"
+    if lease.expires_at is None or lease.expires_at <= now:
+        return f"{lease.owner_id} (lease expired)"
+    return str(lease.owner_id)
