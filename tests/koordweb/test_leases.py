@@ -104,3 +104,24 @@ def test_a_worker_leaving_frees_its_leases_at_once():
     assert all(owner_queue(c.id) is None for c in clusters)
     report = worker_beat(worker="w2", queue="q.w2", ttl=TTL)
     assert set(report.assigned) == {c.id for c in clusters}
+
+
+def test_operators_see_who_owns_which_cluster(admin_client):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    Cluster.objects.create(name="alpha")
+    Cluster.objects.create(name="beta")
+    worker_beat(worker="w1", queue="q.w1", ttl=TTL)
+    out = StringIO()
+    call_command("round_owners", stdout=out)
+    text = out.getvalue()
+    assert "w1  alive  queue q.w1" in text and "clusters: alpha, beta" in text
+    assert "  alpha  w1  generation 1" in text
+    expire("w1")
+    out = StringIO()
+    call_command("round_owners", stdout=out)
+    assert "w1  dead" in out.getvalue() and "alpha  w1 (expired" in out.getvalue()
+    page = admin_client.get("/admin/koordweb/cluster/")
+    assert page.status_code == 200 and b"w1 (lease expired)" in page.content
