@@ -3,11 +3,11 @@
 Every worker consumes the shared queue (KOORDWEB_QUEUE) and its own, `<KOORDWEB_QUEUE>.<name>`
 (`AffinityStep`, a consumer bootstep). A heartbeat thread in the worker's main process renews the
 worker's leases every third of KOORDWEB_LEASE_SECONDS and gives unowned or expired clusters to live
-workers, sending each such cluster a cold-start round (services/leases.py). `route_task` sends a
-cluster's round to its owner's queue, and to the shared queue when nobody owns it; the worker that
-takes a round owned by another live worker forwards it there (tasks.run_round). A warm snapshot of
-a cluster, kept in the worker process that runs its rounds, is therefore in one process: run round
-workers with `--pool=solo` (or `threads`), one process each.
+workers, sending a cold-start round to each cluster a dead or departed worker owned
+(services/leases.py). `route_task` sends a cluster's round to its owner's queue, and to the shared
+queue when nobody owns it; the worker that takes a round owned by another live worker forwards it
+there (tasks.run_round). A warm snapshot of a cluster, kept in the worker process that runs its
+rounds, is therefore in one process: run round workers with `--pool=solo`, one process each.
 """
 
 from __future__ import annotations
@@ -32,12 +32,30 @@ def enabled() -> bool:
     return bool(settings.KOORDWEB_AFFINITY)
 
 
-def worker_name(hostname: str | None) -> str | None:
-    """This worker's name in leases: KOORDWEB_WORKER_NAME, else its Celery node name; None when
-    rounds run outside a worker (a direct call) or affinity is off."""
-    if not enabled() or not hostname:
+# Forwarding a round to its owner more than this many times in a row: run it where it is (the
+# round lock still serialises the cluster's rounds). Only an ownership change in every hop gets
+# here.
+MAX_HOPS = 3
+# The name of the worker this process runs rounds for (set by AffinityStep; a prefork pool's
+# children, forked before it, go by the task request's node name instead).
+_current: str | None = None
+
+
+def worker_name(hostname: str | None = None) -> str:
+    """A worker's name in leases: KOORDWEB_WORKER_NAME, else its Celery node name."""
+    return str(settings.KOORDWEB_WORKER_NAME or hostname or "")
+
+
+def current_worker(request_hostname: str | None) -> str | None:
+    """The worker running this round, None when rounds run outside a worker (a direct call) or
+    affinity is off."""
+    if not enabled():
         return None
-    return str(settings.KOORDWEB_WORKER_NAME or hostname)
+    if _current is not None:
+        return _current
+    if not request_hostname or "@" not in request_hostname:
+        return None  # not a worker's node name (a direct call, or a bare machine host name)
+    return worker_name(request_hostname)
 
 
 def worker_queue(name: str) -> str:
@@ -65,13 +83,18 @@ def route_task(
     return {"queue": queue} if queue else None
 
 
-def send_round(cluster_id: int, queue: str, trigger: str, expires: Any = None) -> None:
+def send_round(
+    cluster_id: int, queue: str, trigger: str, expires: Any = None, hops: int = 0
+) -> None:
     from koordweb.tasks import run_round
 
     options: dict[str, Any] = {"queue": queue}
     if expires:
         options["expires"] = expires
-    run_round.apply_async(args=[cluster_id], kwargs={"trigger": trigger}, **options)
+    kwargs: dict[str, Any] = {"trigger": trigger}
+    if hops:
+        kwargs["hops"] = hops
+    run_round.apply_async(args=[cluster_id], kwargs=kwargs, **options)
 
 
 class Heartbeat(threading.Thread):
@@ -88,9 +111,10 @@ class Heartbeat(threading.Thread):
         from koordweb.services.leases import worker_beat
 
         report = worker_beat(worker=self.worker, queue=self.queue, ttl=lease_seconds())
-        for cluster_id, owner in report.assigned.items():
-            # A cold start on the new owner: one round now, not at the next tick.
-            send_round(cluster_id, owner.queue, Round.Trigger.TIMER)
+        for cluster_id in sorted(report.taken_over):
+            # A dead or departed owner's cluster: the requests sent to its queue may be lost, so
+            # the new owner runs one round now (a cold start), not at the next tick.
+            send_round(cluster_id, report.assigned[cluster_id].queue, Round.Trigger.TIMER)
 
     def run(self) -> None:
         period = lease_seconds() / 3
@@ -130,9 +154,11 @@ class AffinityStep(bootsteps.StartStopStep):
         self.heartbeat: Heartbeat | None = None
 
     def start(self, parent: Any) -> None:
-        name = worker_name(parent.hostname)
-        if name is None:
+        global _current
+        if not enabled():
             return
+        name = worker_name(parent.hostname)
+        _current = name
         queue = worker_queue(name)
         parent.add_task_queue(queue)
         if self.heartbeat is None or not self.heartbeat.is_alive():
@@ -141,6 +167,8 @@ class AffinityStep(bootsteps.StartStopStep):
             logger.info("worker %s: rounds of its clusters on queue %s", name, queue)
 
     def shutdown(self, parent: Any) -> None:
+        global _current
+        _current = None
         if self.heartbeat is not None:
             self.heartbeat.stop()
             self.heartbeat = None

@@ -35,17 +35,21 @@ logger = logging.getLogger("koordweb.rounds")
 
 
 @shared_task(name="koordweb.run_round", acks_late=True, reject_on_worker_lost=True)
-def run_round(cluster_id: int, trigger: str = Round.Trigger.TIMER) -> dict[str, Any]:
-    """One scheduling round of one cluster; deferred when another round of it is running."""
-    worker = affinity.worker_name(run_round.request.hostname)
-    if worker is not None:
+def run_round(cluster_id: int, trigger: str = Round.Trigger.TIMER, hops: int = 0) -> dict[str, Any]:
+    """One scheduling round of one cluster; deferred when another round of it is running.
+
+    `hops`: how many times the round was forwarded to its owner's queue already."""
+    worker = affinity.current_worker(run_round.request.hostname)
+    if worker is not None and hops < affinity.MAX_HOPS:
         queue = affinity.worker_queue(worker)
         owner = lease_resolve(
             cluster_id=cluster_id, worker=worker, queue=queue, ttl=affinity.lease_seconds()
         )
         if owner is not None and owner.name != worker:
             # Still asked for (the collapsing marker stays): its owner answers it.
-            affinity.send_round(cluster_id, owner.queue, trigger, run_round.request.expires)
+            affinity.send_round(
+                cluster_id, owner.queue, trigger, run_round.request.expires, hops + 1
+            )
             return {"cluster": cluster_id, "forwarded": owner.name}
     # Requests arriving from now on may need this round's successor: let them enqueue one.
     round_request_started(cluster_id=cluster_id)

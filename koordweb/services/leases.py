@@ -45,6 +45,9 @@ class BeatReport:
 
     renewed: int = 0
     assigned: dict[int, Owner] = field(default_factory=dict)
+    # Of those, the clusters another worker owned until it died or left: rounds sent to its
+    # queue may be lost, so the new owner should run one now.
+    taken_over: set[int] = field(default_factory=set)
     handed_over: dict[int, Owner] = field(default_factory=dict)
 
 
@@ -199,6 +202,8 @@ def worker_beat(*, worker: str, queue: str, ttl: float) -> BeatReport:
         if _swap(lease, target, now, ttl):
             loads[target] += 1
             report.assigned[lease.cluster_id] = live[target]
+            if lease.generation > 0:
+                report.taken_over.add(lease.cluster_id)
     # Even out: one lease from this worker to a worker owning at least two fewer.
     others = {name: load for name, load in loads.items() if name != worker}
     target = _least_loaded(others)

@@ -35,7 +35,8 @@ def expire(worker: str) -> None:
 
 def test_heartbeats_share_clusters_and_route_rounds_to_the_owner():
     clusters = [Cluster.objects.create(name=f"c{i}") for i in range(3)]
-    worker_beat(worker="w1", queue="q.w1", ttl=TTL)  # alone: w1 takes all three
+    report = worker_beat(worker="w1", queue="q.w1", ttl=TTL)  # alone: w1 takes all three
+    assert len(report.assigned) == 3 and not report.taken_over  # new clusters: no lost rounds
     assert set(owners().values()) == {"w1"}
     report = worker_beat(worker="w2", queue="q.w2", ttl=TTL)  # w2 alive, owns nothing yet
     assert not report.assigned
@@ -63,7 +64,7 @@ def test_a_dead_owners_clusters_go_to_a_live_worker_with_a_new_generation():
     for cluster in moved:
         assert owner_queue(cluster.id) is None  # routed to the shared queue meanwhile
     report = worker_beat(worker="w2", queue="q.w2", ttl=TTL)
-    assert set(report.assigned) == {c.id for c in moved}
+    assert set(report.assigned) == set(report.taken_over) == {c.id for c in moved}
     assert set(owners().values()) == {"w2"}
     for cluster in moved:
         assert ClusterLease.objects.get(cluster=cluster).generation == before[cluster.id] + 1
