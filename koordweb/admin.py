@@ -211,10 +211,11 @@ class RoundAdmin(admin.ModelAdmin):
         "trigger",
         "started_at",
         "duration_ms",
+        "worker",
         "jobs_placed",
         "preemption_count",
     )
-    list_filter = ("cluster", "state", "trigger")
+    list_filter = ("cluster", "state", "trigger", "worker")
     date_hierarchy = "started_at"
     inlines = [DecisionInline]
 
