@@ -263,15 +263,23 @@ def test_two_workers_three_clusters_one_owner_each_and_failover(fleet: Fleet):
     # The survivor's own cluster kept its owner throughout.
     kept = load[survivor_name][0]
     assert ClusterLease.objects.get(cluster=kept).owner_id == survivor_name
+    # No more timed rounds: every round started after the kill ends (only a round the kill
+    # interrupted may stay RUNNING), and none overlaps another of its cluster.
+    assert fleet.beat is not None
+    fleet.beat.stop(timeout=10)
+    wait_for(
+        lambda: (
+            not Round.objects.filter(
+                cluster__in=clusters, started_at__gt=killed_at, state=Round.State.RUNNING
+            ).exists()
+        ),
+        60,
+        "the survivor's rounds finished",
+        fleet.output,
+    )
     for cluster in clusters:
         assert overlaps(cluster) == [], cluster.name
-        # A round the kill interrupted stays RUNNING; nothing else does.
-        assert (
-            Round.objects.filter(cluster=cluster, state=Round.State.RUNNING)
-            .filter(started_at__gt=killed_at)
-            .count()
-            == 0
-        )
+        assert all(r.worker == survivor_name for r in finished(cluster, since=killed_at))
     print(
         f"\nfailover (kill -> first round on the survivor), lease {LEASE}s, interval "
         f"{INTERVAL}s: " + ", ".join(f"{s:.2f}s" for s in failover)
