@@ -126,3 +126,24 @@ def test_operators_see_who_owns_which_cluster(admin_client):
     assert "w1  dead" in out.getvalue() and "alpha  w1 (expired" in out.getvalue()
     page = admin_client.get("/admin/koordweb/cluster/")
     assert page.status_code == 200 and b"w1 (lease expired)" in page.content
+
+
+def test_only_a_worker_resolves_owners_and_its_queue_is_broker_safe(settings):
+    from koordweb.affinity import current_worker, worker_queue
+    from koordweb.models import Round
+    from koordweb.tasks import run_round
+
+    assert current_worker(None) is None  # a direct call
+    assert current_worker("vm") is None  # a machine's host name is no worker's node name
+    assert current_worker("w1@host-a") == "w1@host-a"
+    assert worker_queue("w1@host-a") == "celery.w1_host-a"
+    settings.KOORDWEB_WORKER_NAME = "named"
+    assert current_worker("w1@host-a") == "named"
+    settings.KOORDWEB_AFFINITY = False
+    assert current_worker("w1@host-a") is None
+    # A round called directly (tests, commands) runs as before: no lease, no worker recorded.
+    settings.KOORDWEB_AFFINITY = True
+    cluster = Cluster.objects.create(name="direct")
+    assert "round" in run_round(cluster.id)
+    assert not ClusterLease.objects.exists()
+    assert list(Round.objects.values_list("worker", flat=True)) == [""]
