@@ -6,9 +6,12 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils import timezone
 
 from koordweb import models
+from koordweb.selectors.leases import lease_owner_text
 from koordweb.services.ownership import (
     KOORDWEB_OWNED_FIELDS,
     cluster_of,
@@ -60,8 +63,40 @@ class ClusterOwnedAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
 @admin.register(models.Cluster)
 class ClusterAdmin(admin.ModelAdmin):
-    list_display = ("name", "backend", "scheduler_name", "created_at")
+    list_display = ("name", "backend", "scheduler_name", "round_owner", "created_at")
     search_fields = ("name", "description")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[models.Cluster]:
+        return super().get_queryset(request).select_related("lease")
+
+    @admin.display(description="rounds run on")
+    def round_owner(self, obj: models.Cluster) -> str:
+        """The worker owning the cluster's rounds (cluster-affine workers), if its lease holds."""
+        lease = getattr(obj, "lease", None)
+        return lease_owner_text(lease, timezone.now()) if lease is not None else "-"
+
+
+@admin.register(models.RoundWorker)
+class RoundWorkerAdmin(admin.ModelAdmin):
+    list_display = ("name", "queue", "host", "pid", "started_at", "seen_at", "expires_at")
+    readonly_fields = ("name", "queue", "host", "pid", "started_at", "seen_at", "expires_at")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+@admin.register(models.ClusterLease)
+class ClusterLeaseAdmin(admin.ModelAdmin):
+    list_display = ("cluster", "owner", "generation", "acquired_at", "expires_at")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
 
 
 @admin.register(models.TopologyLayer)
@@ -176,10 +211,11 @@ class RoundAdmin(admin.ModelAdmin):
         "trigger",
         "started_at",
         "duration_ms",
+        "worker",
         "jobs_placed",
         "preemption_count",
     )
-    list_filter = ("cluster", "state", "trigger")
+    list_filter = ("cluster", "state", "trigger", "worker")
     date_hierarchy = "started_at"
     inlines = [DecisionInline]
 

@@ -6,11 +6,15 @@ import os
 
 from celery import Celery
 
+from koordweb.affinity import AffinityStep
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "koordweb.settings")
 
 app = Celery("koordweb")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks(["koordweb"])
+# Cluster-affine workers: each worker also consumes its own queue and renews its leases.
+app.steps["consumer"].add(AffinityStep)
 
 
 def _beat_schedule() -> dict[str, dict[str, object]]:

@@ -309,6 +309,23 @@ KOORDWEB_SCHEDULER_PLUGINS: dict[str, str] = {
 KOORDWEB_ROUND_INTERVAL = float(os.environ.get("KOORDWEB_ROUND_INTERVAL", "10"))
 # The simulated kubelet keeps an evicted pod on its node this long (a real one: the pod's grace).
 KOORDWEB_SIMULATED_GRACE_SECONDS = float(os.environ.get("KOORDWEB_SIMULATED_GRACE_SECONDS", "0"))
+
+# Cluster-affine workers (docs/operations.md, "Several workers"): each cluster's rounds go to the
+# queue of the one worker that holds its lease, `<KOORDWEB_QUEUE>.<worker name>`; every worker
+# consumes the shared queue KOORDWEB_QUEUE and its own. The worker's name is KOORDWEB_WORKER_NAME,
+# else its Celery node name (`--hostname`, celery@<host> by default): unique per worker. A
+# worker's heartbeat renews its leases every third of KOORDWEB_LEASE_SECONDS; a lease not renewed
+# for that long (a dead worker) is given to a live worker, with a round, by the next heartbeat.
+KOORDWEB_AFFINITY = env_bool("KOORDWEB_AFFINITY", True)
+KOORDWEB_WORKER_NAME = os.environ.get("KOORDWEB_WORKER_NAME", "")
+KOORDWEB_QUEUE = os.environ.get("KOORDWEB_QUEUE", "") or "celery"
+KOORDWEB_LEASE_SECONDS = float(
+    os.environ.get("KOORDWEB_LEASE_SECONDS", "") or max(KOORDWEB_ROUND_INTERVAL / 2, 1.0)
+)
+if KOORDWEB_LEASE_SECONDS <= 0:
+    raise ImproperlyConfigured("KOORDWEB_LEASE_SECONDS must be positive.")
+CELERY_TASK_DEFAULT_QUEUE = KOORDWEB_QUEUE
+CELERY_TASK_ROUTES = ["koordweb.affinity.route_task"]
 KOORDWEB_CLUSTER = os.environ.get("KOORDWEB_CLUSTER", "default")
 # The warm snapshot (koordweb/services/warm.py): each cluster's rows kept in the worker between
 # rounds and updated from what changed; checked against a cold build every N rounds (0: never),

@@ -3,7 +3,9 @@
 `run_round(cluster_id)`: holding the cluster's round lock for the whole round, finish what an
 earlier round left unenacted, plan and commit, then enact (koordweb.services.records). A request
 that finds a round of the cluster running is deferred, not dropped: the running round starts
-exactly one successor as soon as it ends.
+exactly one successor as soon as it ends. In a cluster-affine worker (koordweb.affinity) a round of
+a cluster owned by another live worker is forwarded to that worker's queue first, and a round of
+an unowned cluster gives it to the least-loaded live worker.
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
+from koordweb import affinity
 from koordweb.backends import backend_for
 from koordweb.models import Cluster, Round
 from koordweb.observability import round_context
+from koordweb.services.leases import lease_resolve
 from koordweb.services.locks import round_lock
 from koordweb.services.records import round_execute
 from koordweb.services.rounds import (
@@ -31,8 +35,22 @@ logger = logging.getLogger("koordweb.rounds")
 
 
 @shared_task(name="koordweb.run_round", acks_late=True, reject_on_worker_lost=True)
-def run_round(cluster_id: int, trigger: str = Round.Trigger.TIMER) -> dict[str, Any]:
-    """One scheduling round of one cluster; deferred when another round of it is running."""
+def run_round(cluster_id: int, trigger: str = Round.Trigger.TIMER, hops: int = 0) -> dict[str, Any]:
+    """One scheduling round of one cluster; deferred when another round of it is running.
+
+    `hops`: how many times the round was forwarded to its owner's queue already."""
+    worker = affinity.current_worker(run_round.request.hostname)
+    if worker is not None and hops < affinity.MAX_HOPS:
+        queue = affinity.worker_queue(worker)
+        owner = lease_resolve(
+            cluster_id=cluster_id, worker=worker, queue=queue, ttl=affinity.lease_seconds()
+        )
+        if owner is not None and owner.name != worker:
+            # Still asked for (the collapsing marker stays): its owner answers it.
+            affinity.send_round(
+                cluster_id, owner.queue, trigger, run_round.request.expires, hops + 1
+            )
+            return {"cluster": cluster_id, "forwarded": owner.name}
     # Requests arriving from now on may need this round's successor: let them enqueue one.
     round_request_started(cluster_id=cluster_id)
     cluster = Cluster.objects.filter(id=cluster_id).first()
@@ -40,14 +58,14 @@ def run_round(cluster_id: int, trigger: str = Round.Trigger.TIMER) -> dict[str, 
         return {"cluster": cluster_id, "skipped": "no such cluster"}
     with round_context(cluster=cluster.name):
         with round_lock(cluster_id=cluster_id) as held:
-            summary = _round_holding_lock(cluster, trigger) if held else None
+            summary = _round_holding_lock(cluster, trigger, worker) if held else None
         if summary is None:
             # Ask the running round for a successor; if it ended meanwhile without seeing the
             # request, the request is ours to answer (claimed once, so never run twice).
             round_defer(cluster_id=cluster_id)
             with round_lock(cluster_id=cluster_id) as held:
                 if held and round_successor_claim(cluster_id=cluster_id):
-                    summary = _round_holding_lock(cluster, trigger)
+                    summary = _round_holding_lock(cluster, trigger, worker)
         if summary is None:
             logger.info("round deferred: another round of %s is running", cluster.name)
             return {"cluster": cluster_id, "skipped": "another round is running: deferred"}
@@ -57,18 +75,23 @@ def run_round(cluster_id: int, trigger: str = Round.Trigger.TIMER) -> dict[str, 
     return summary
 
 
-def _round_holding_lock(cluster: Cluster, trigger: str) -> dict[str, Any]:
+def _round_holding_lock(cluster: Cluster, trigger: str, worker: str | None) -> dict[str, Any]:
     # This round reads the cluster after every request made so far: it answers them all.
     round_pending_clear(cluster_id=cluster.id)
+    now = timezone.now()
     try:
         return round_execute(
-            cluster=cluster, backend=backend_for(cluster), trigger=trigger, now=timezone.now()
+            cluster=cluster, backend=backend_for(cluster), trigger=trigger, now=now
         ).summary
     except Exception:
         logger.exception("round of cluster %s failed", cluster.name)
         if round_successor_claim(cluster_id=cluster.id):
             run_round.apply_async(args=[cluster.id], kwargs={"trigger": Round.Trigger.DEFERRED})
         raise
+    finally:
+        if worker is not None:
+            # The round's row (finished or failed) names the worker that ran it.
+            Round.objects.filter(cluster=cluster, started_at=now).update(worker=worker)
 
 
 @shared_task(name="koordweb.tick")

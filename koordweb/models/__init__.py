@@ -1,5 +1,6 @@
 """The cluster data model (product.md M1): ORM only, no services, tasks, API or views."""
 
+from koordweb.models.affinity import ClusterLease, RoundWorker
 from koordweb.models.cluster import (
     Cluster,
     Device,
@@ -25,6 +26,7 @@ __all__ = [
     "CARD_HOUR",
     "CardSample",
     "Cluster",
+    "ClusterLease",
     "Decision",
     "Device",
     "DeviceTemplateConfig",
@@ -43,5 +45,6 @@ __all__ = [
     "PreemptionVictim",
     "PriorityClass",
     "Round",
+    "RoundWorker",
     "TopologyLayer",
 ]

@@ -30,6 +30,9 @@ class Round(models.Model):
     trigger = models.CharField(max_length=10, choices=Trigger.choices, default=Trigger.TIMER)
     started_at = models.DateTimeField()
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The Celery worker that ran the round (cluster-affine workers: its lease owner); blank when
+    # the round ran outside a worker (tests, commands).
+    worker = models.CharField(max_length=200, blank=True, default="")
     duration_ms = models.PositiveIntegerField(null=True, blank=True)
     engine_ms = models.PositiveIntegerField(null=True, blank=True)
     jobs_considered = models.PositiveIntegerField(default=0)
