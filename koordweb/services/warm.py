@@ -91,6 +91,9 @@ class WarmState:
     last: tuple[ClusterSnapshot, snap.SnapshotIndex] | None = None  # the last assembly
     # The last round's engine input and answer, kept while the cluster has no pending pod.
     idle: tuple[ClusterSnapshot, str, RoundResult] | None = None
+    # The engine plugins' memory across rounds (ClusterSnapshot.engine_cache): answers keyed by
+    # the content they depend on, so a round decides the same with it or without it.
+    engine_cache: dict[str, Any] = field(default_factory=dict)
 
 
 _states: dict[int, WarmState] = {}
@@ -105,7 +108,8 @@ def warm_engine(
 ) -> tuple[RoundResult, bool]:
     """The engine's answer for a warm snapshot: an idle cluster (no pending pod: nothing to
     place, so no preemptor and no waiting gang) whose snapshot equals the last round's but for
-    the clock gets the last answer again (True) instead of a new run; otherwise `run`."""
+    the clock gets the last answer again (True) instead of a new run; otherwise `run`, given the
+    plugins' memory kept from the cluster's earlier rounds."""
     state = _states.get(cluster.id)
     args = json.dumps(cluster.scheduler_args or {}, sort_keys=True)
     idle = all(pod.node is not None or pod.terminating for pod in snapshot.pods)
@@ -113,7 +117,8 @@ def warm_engine(
         before, before_args, result = state.idle
         if before_args == args and replace(snapshot, now=before.now) == before:
             return result, True
-    result = run(snapshot, profile)
+    warm_input = snapshot if state is None else replace(snapshot, engine_cache=state.engine_cache)
+    result = run(warm_input, profile)
     if state is not None:
         state.idle = (snapshot, args, result) if idle else None
     return result, False
