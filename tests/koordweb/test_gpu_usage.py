@@ -13,7 +13,7 @@ from django.db.models import Sum
 from koordweb.models import CARD_HOUR, CardSample, JobGpuState, JobUsageHour, NodeMetric
 from koordweb.services.gpu_history import gpu_history_compact
 from koordweb.services.gpu_usage import gpu_samples_ingest
-from tests.koordweb.api import factories as f
+from tests import builders as f
 
 pytestmark = pytest.mark.django_db
 T0 = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)

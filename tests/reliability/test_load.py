@@ -35,7 +35,7 @@ import pytest
 from django.utils import timezone
 
 from koordweb.models import Job, Round
-from tests.koordweb.api import factories as f
+from tests import builders as f
 from tests.reliability.conftest import ROOT, database_url
 
 pytestmark = pytest.mark.django_db(transaction=True)

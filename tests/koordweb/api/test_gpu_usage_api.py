@@ -13,7 +13,7 @@ from django.utils import timezone
 from koordweb.models import NodeMetric
 from koordweb.models.gpu_usage import epoch, from_epoch
 from koordweb.services.gpu_usage import gpu_samples_ingest
-from tests.koordweb.api import factories as f
+from tests import builders as f
 
 V1 = "/api/v1"
 

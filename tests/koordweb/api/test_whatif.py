@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from koordweb.models import Job, JobState, Pod
-from tests.koordweb.api import factories as f
-from tests.koordweb.api.conftest import submission
+from tests import builders as f
+from tests.builders import submission
 
 WHATIF = "/api/v1/whatif/"
 

@@ -1,0 +1,529 @@
+"""The one test world builder: factory_boy factories for every row a test needs, the shapes
+tests share (a spine/block topology, a GPU node with its cards, a gang of pods) and the named
+worlds built from them (two teams, the pages' cluster, two tenants, the load test's cluster).
+
+A test builds the rows it reads; none depends on the demo (`koordweb.services.demo`), which only
+the demo's own tests seed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import factory
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from koordweb import models
+from koordweb.models import JobState, PodPhase
+
+SPINE = "network.topology.nvidia.com/spine"
+BLOCK = "network.topology.nvidia.com/block"
+GIB = 1024**3
+PASSWORD = "a-long-test-password-1"
+DEVICE_ALLOCATED = "scheduling.koordinator.sh/device-allocated"
+
+
+class UserFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = get_user_model()
+        django_get_or_create = ("username",)
+        skip_postgeneration_save = True
+
+    username = factory.Sequence(lambda n: f"user{n}")
+    password = factory.django.Password("pw-for-tests-only")
+
+
+class ClusterFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = models.Cluster
+        django_get_or_create = ("name",)
+
+    name = "default"
+
+
+class LayerFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = models.TopologyLayer
+
+    cluster = factory.SubFactory(ClusterFactory)
+    name = "BlockLayer"
+
+
+class NodeFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = models.Node
+
+    cluster = factory.SubFactory(ClusterFactory)
+    name = factory.Sequence(lambda n: f"node-{n}")
+    allocatable = factory.LazyFunction(
+        lambda: {"cpu": 64000, "memory": 512 * 2**30, "pods": 110, "nvidia.com/gpu": 8}
+    )
+    capacity = factory.LazyAttribute(lambda node: dict(node.allocatable))
+
+
+class DeviceFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = models.Device
+
+    node = factory.SubFactory(NodeFactory)
+    device_type = "gpu"
+    vendor = "nvidia"
+    model = "H100"
+    minor = factory.Sequence(lambda n: n)
+    resources = factory.LazyFunction(
+        lambda: {"koordinator.sh/gpu-core": 100, "koordinator.sh/gpu-memory-ratio": 100}
+    )
+
+
+class PriorityClassFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = models.PriorityClass
+
+    cluster = factory.SubFactory(ClusterFactory)
+    name = factory.Sequence(lambda n: f"class-{n}")
+    value = 5000
+
+
+class QuotaFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = models.ElasticQuota
+        skip_postgeneration_save = True
+
+    cluster = factory.SubFactory(ClusterFactory)
+    name = factory.Sequence(lambda n: f"quota-{n}")
+    min = factory.LazyFunction(lambda: {"cpu": 64000, "nvidia.com/gpu": 8})
+    max = factory.LazyFunction(lambda: {"cpu": 128000, "nvidia.com/gpu": 16})
+
+    @factory.post_generation
+    def members(self, create: bool, extracted: list[object] | None, **kwargs: object) -> None:
+        if create and extracted:
+            self.members.add(*extracted)
+
+
+class JobFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = models.Job
+
+    cluster = factory.SubFactory(ClusterFactory)
+    name = factory.Sequence(lambda n: f"job-{n}")
+    quota = factory.SubFactory(QuotaFactory, cluster=factory.SelfAttribute("..cluster"))
+    submitted_at = factory.LazyFunction(timezone.now)
+    total_number = 2
+    min_available = 2
+
+
+class PodFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = models.Pod
+
+    job = factory.SubFactory(JobFactory)
+    cluster = factory.SelfAttribute("job.cluster")
+    namespace = factory.SelfAttribute("job.namespace")
+    name = factory.Sequence(lambda n: f"pod-{n}")
+    requests = factory.LazyFunction(lambda: {"cpu": 4000, "nvidia.com/gpu": 1})
+    created_at = factory.LazyFunction(timezone.now)
+
+
+class RoundFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = models.Round
+
+    cluster = factory.SubFactory(ClusterFactory)
+    state = "succeeded"
+    started_at = factory.LazyFunction(timezone.now)
+
+
+class DecisionFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = models.Decision
+
+    round = factory.SubFactory(RoundFactory, cluster=factory.SelfAttribute("..job.cluster"))
+    job = factory.SubFactory(JobFactory)
+    outcome = "unschedulable"
+    reason = "no candidate topology nodes can accommodate job"
+    created_at = factory.LazyFunction(timezone.now)
+
+
+class PreemptionFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = models.Preemption
+
+    preemptor = factory.SubFactory(JobFactory)
+    cluster = factory.SelfAttribute("preemptor.cluster")
+    state = "enacted"
+    reason = "higher priority job needs the block"
+    cost = factory.LazyFunction(lambda: {"victim_jobs": 1, "max_victim_priority": 1})
+    created_at = factory.LazyFunction(timezone.now)
+
+
+class VictimFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = models.PreemptionVictim
+
+    preemption = factory.SubFactory(PreemptionFactory)
+    job = factory.SubFactory(JobFactory)
+    pods = factory.LazyFunction(list)
+    freed = factory.LazyFunction(lambda: {"nvidia.com/gpu": 8})
+
+
+# Shapes -------------------------------------------------------------------------------------
+
+
+def topology(cluster: models.Cluster) -> None:
+    """Spine > block > node, read from the SPINE and BLOCK node labels."""
+    layers = (
+        ("SpineLayer", "", [SPINE]),
+        ("BlockLayer", "SpineLayer", [BLOCK]),
+        ("NodeTopologyLayer", "BlockLayer", []),
+    )
+    for position, (name, parent, keys) in enumerate(layers):
+        LayerFactory(
+            cluster=cluster, name=name, parent_name=parent, label_keys=keys, position=position
+        )
+
+
+def gpu_node(
+    cluster: models.Cluster,
+    name: str,
+    *,
+    block: str,
+    spine: str = "",
+    cards: int = 8,
+    vendor: str = "nvidia",
+    model: str = "H100",
+    resource: str = "nvidia.com/gpu",
+    cpu: int = 64000,
+    unhealthy: tuple[int, ...] = (),
+) -> models.Node:
+    """A node in `block` (and `spine`, when given) with `cards` accelerators of one kind."""
+    labels = {BLOCK: block, "node.koordinator.sh/gpu-vendor": vendor}
+    if spine:
+        labels[SPINE] = spine
+    node = NodeFactory(
+        cluster=cluster,
+        name=name,
+        labels=labels,
+        allocatable={"cpu": cpu, "memory": 512 * GIB, "pods": 110, resource: cards},
+    )
+    for minor in range(cards):
+        DeviceFactory(
+            node=node,
+            vendor=vendor,
+            model=model,
+            minor=minor,
+            numa_node=minor // 4,
+            pcie_id=f"pci{minor // 2}",
+            health=minor not in unhealthy,
+        )
+    return node
+
+
+def card_allocation(minors: list[int], core: int = 100) -> str:
+    """The device-allocated annotation of a pod holding `core` percent of each card."""
+    cards = [{"minor": m, "resources": {"koordinator.sh/gpu-core": core}} for m in minors]
+    return json.dumps({"gpu": cards})
+
+
+def gang(
+    cluster: models.Cluster,
+    name: str,
+    *,
+    quota: models.ElasticQuota,
+    priority_class: models.PriorityClass,
+    replicas: int = 1,
+    requests: dict[str, int] | None = None,
+    gather: tuple[str, str] | None = None,
+    nodes: list[models.Node] | None = None,
+    annotations: dict[str, str] | None = None,
+    now: datetime | None = None,
+    **job_fields: Any,
+) -> models.Job:
+    """A gang job of `replicas` pods, all or none; on `nodes` (one pod each) it is running.
+
+    `gather` is (layer, strategy), e.g. ("BlockLayer", "MustGather").
+    """
+    now = now or timezone.now()
+    spec = {"gatherStrategy": [{"layer": gather[0], "strategy": gather[1]}]} if gather else {}
+    job_fields.setdefault("submitted_at", now - timedelta(minutes=5))
+    if nodes:
+        job_fields.setdefault("state", JobState.RUNNING)
+        job_fields.setdefault("started_at", now)
+    job = JobFactory(
+        cluster=cluster,
+        name=name,
+        namespace=quota.namespace or "default",
+        quota=quota,
+        priority_class=priority_class,
+        priority=priority_class.value,
+        total_number=replicas,
+        min_available=replicas,
+        topology_spec=spec,
+        gang_group=f"{quota.namespace or 'default'}/{name}",
+        **job_fields,
+    )
+    for index in range(replicas):
+        node = nodes[index] if nodes else None
+        PodFactory(
+            job=job,
+            name=f"{name}-{index}",
+            requests=dict(requests or {"cpu": 8000, "nvidia.com/gpu": 8}),
+            priority=job.priority,
+            priority_class_name=priority_class.name,
+            labels={"quota.scheduling.koordinator.sh/name": quota.name},
+            annotations=dict(annotations or {}),
+            node=node,
+            phase=PodPhase.RUNNING if node else PodPhase.PENDING,
+            bound_at=now if node else None,
+            started_at=now if node else None,
+            created_at=now,
+        )
+    return job
+
+
+# API clients --------------------------------------------------------------------------------
+
+
+def token_client(user: Any) -> APIClient:
+    """An API client that authenticates as `user` with a fresh token."""
+    from koordweb.services.tokens import token_create
+
+    client = APIClient()
+    _, clear_text = token_create(user=user)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {clear_text}")
+    return client
+
+
+def submission(**overrides: Any) -> dict[str, Any]:
+    """A valid job submission for team-a of `teams()`, with `overrides`."""
+    body: dict[str, Any] = {
+        "name": "train",
+        "quota": "team-a",
+        "priority_class": "koord-prod",
+        "replicas": 2,
+        "pod": {"requests": {"cpu": "8", "memory": "64Gi", "nvidia.com/gpu": "4"}},
+        "topology": {"gather": [{"layer": "BlockLayer", "strategy": "MustGather"}]},
+        "duration_seconds": 3600,
+    }
+    body.update(overrides)
+    return body
+
+
+# Worlds -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Teams:
+    """One cluster, an admin and two teams: alice in quota team-a, bob in team-b."""
+
+    cluster: models.Cluster
+    admin: Any
+    alice: Any
+    bob: Any
+    root: models.ElasticQuota
+    team_a: models.ElasticQuota
+    team_b: models.ElasticQuota
+    prod: models.PriorityClass  # koord-prod, 9000
+    batch: models.PriorityClass  # koord-batch, 5000
+    nodes: list[models.Node]
+
+
+# name: (spine, block, vendor); four nodes of 8 H100s, a block each, two blocks a spine.
+FOUR_BLOCKS = {f"node-{i}": (f"s{i // 2}", f"b{i}", "nvidia") for i in range(4)}
+
+
+def teams(
+    layout: dict[str, tuple[str, str, str]] | None = None,
+    gpu_quota: dict[str, tuple[int, int]] | None = None,
+    unhealthy: dict[str, tuple[int, ...]] | None = None,
+) -> Teams:
+    """`layout` names each node's (spine, block, vendor); `gpu_quota` (min, max) GPUs per quota."""
+    cluster = ClusterFactory(name="default")
+    topology(cluster)
+    nodes = []
+    for name, (spine, block, vendor) in (layout or FOUR_BLOCKS).items():
+        huawei = vendor == "huawei"
+        nodes.append(
+            gpu_node(
+                cluster,
+                name,
+                spine=spine,
+                block=block,
+                vendor=vendor,
+                model="910B3" if huawei else "H100",
+                resource="huawei.com/npu" if huawei else "nvidia.com/gpu",
+                unhealthy=(unhealthy or {}).get(name, ()),
+            )
+        )
+    admin = UserFactory(username="admin", is_staff=True, is_superuser=True)
+    alice = UserFactory(username="alice")
+    bob = UserFactory(username="bob")
+
+    def limits(name: str) -> dict[str, Any]:
+        if gpu_quota is None:
+            return {}
+        low, high = gpu_quota[name]
+        return {"min": {"nvidia.com/gpu": low}, "max": {"nvidia.com/gpu": high}}
+
+    root = QuotaFactory(cluster=cluster, name="root", is_parent=True, **limits("root"))
+    team_a = QuotaFactory(
+        cluster=cluster, name="team-a", parent=root, members=[alice], **limits("team-a")
+    )
+    team_b = QuotaFactory(
+        cluster=cluster, name="team-b", parent=root, members=[bob], **limits("team-b")
+    )
+    prod = PriorityClassFactory(cluster=cluster, name="koord-prod", value=9000)
+    batch = PriorityClassFactory(
+        cluster=cluster, name="koord-batch", value=5000, global_default=True
+    )
+    return Teams(cluster, admin, alice, bob, root, team_a, team_b, prod, batch, nodes)
+
+
+@dataclass
+class Pages:
+    """`teams()` on five nodes with work in every state, for the HTML pages."""
+
+    cluster: models.Cluster
+    admin: Any
+    alice: Any
+    bob: Any
+    running: models.Job  # team-a, 2 pods x 8 GPUs on node-1 and node-2
+    shared: models.Job  # team-b, one pod with half of card 0 of node-3
+    pending: models.Job  # team-b, 4 pods x 8 GPUs, unschedulable
+    preempted: models.Job  # team-b, evicted by `running`
+    failed_round: models.Round
+    good_round: models.Round
+    preemption: models.Preemption  # enacted
+    blocked: models.Preemption
+
+
+def pages_world() -> Pages:
+    """A topology with a node outside it (no spine), NVIDIA and Ascend cards with whole and
+    shared allocations, a queue, rounds (one failed), an enacted and a blocked preemption."""
+    now = timezone.now()
+    world = teams(
+        layout={
+            "node-1": ("s1", "b1", "nvidia"),
+            "node-2": ("s1", "b1", "nvidia"),
+            "node-3": ("s1", "b2", "nvidia"),
+            "node-4": ("s2", "b3", "huawei"),
+            "node-5": ("", "b4", "nvidia"),
+        },
+        gpu_quota={"root": (32, 40), "team-a": (16, 32), "team-b": (8, 24)},
+        unhealthy={"node-3": (7,)},
+    )
+    nodes = {node.name: node for node in world.nodes}
+    cluster, team_a, team_b = world.cluster, world.team_a, world.team_b
+    earlier = now - timedelta(hours=3)
+    running = gang(
+        cluster,
+        "train-a",
+        quota=team_a,
+        priority_class=world.prod,
+        replicas=2,
+        requests={"cpu": 32000, "memory": 128 * GIB, "nvidia.com/gpu": 8},
+        gather=("BlockLayer", "MustGather"),
+        nodes=[nodes["node-1"], nodes["node-2"]],
+        annotations={DEVICE_ALLOCATED: card_allocation(list(range(8)))},
+        now=now,
+        submitted_at=earlier,
+        started_at=now - timedelta(hours=1),
+    )
+    shared = gang(
+        cluster,
+        "notebook-b",
+        quota=team_b,
+        priority_class=world.batch,
+        requests={"cpu": 4000, "memory": 16 * GIB, "koordinator.sh/gpu-core": 50},
+        nodes=[nodes["node-3"]],
+        annotations={DEVICE_ALLOCATED: card_allocation([0], core=50)},
+        now=now,
+        submitted_at=earlier,
+        started_at=now - timedelta(hours=2),
+    )
+    pending = gang(
+        cluster,
+        "big-b",
+        quota=team_b,
+        priority_class=world.batch,
+        replicas=4,
+        requests={"cpu": 8000, "nvidia.com/gpu": 8},
+        now=now,
+        submitted_at=earlier,
+    )
+    preempted = JobFactory(
+        cluster=cluster,
+        name="old-b",
+        quota=team_b,
+        priority_class=world.batch,
+        priority=world.batch.value,
+        state=JobState.PREEMPTED,
+        submitted_at=earlier,
+        started_at=now - timedelta(hours=5),
+        total_number=1,
+        min_available=1,
+    )
+    good_round = RoundFactory(
+        cluster=cluster,
+        started_at=now - timedelta(minutes=30),
+        duration_ms=42,
+        engine_ms=30,
+        jobs_considered=3,
+        jobs_placed=1,
+        preemption_count=1,
+    )
+    failed_round = RoundFactory(
+        cluster=cluster,
+        state=models.Round.State.FAILED,
+        started_at=now - timedelta(minutes=10),
+        duration_ms=5,
+        error="snapshot failed: node-9 vanished",
+    )
+    DecisionFactory(
+        round=good_round,
+        job=pending,
+        reason="no candidate topology nodes can accommodate job, desiredOfferSlot: 4",
+        details={"counterfactual": "fits block b1 if train-a is preempted"},
+        created_at=now - timedelta(minutes=30),
+    )
+    DecisionFactory(
+        round=good_round,
+        job=running,
+        outcome=models.Decision.Outcome.PLACED,
+        reason="block b1",
+        created_at=now - timedelta(minutes=30),
+    )
+    preemption = PreemptionFactory(
+        round=good_round,
+        preemptor=running,
+        reason="train-a needs block b1",
+        cost={"max_victim_priority": 5000, "jobs": 1},
+        nominations={"train-a-0": "node-1"},
+        created_at=now - timedelta(minutes=30),
+    )
+    VictimFactory(preemption=preemption, job=preempted, pods=["default/old-b-0"])
+    blocked = PreemptionFactory(
+        preemptor=running,
+        state=models.Preemption.State.BLOCKED,
+        reason="a PodDisruptionBudget allows no disruption",
+        cost={},
+        created_at=now - timedelta(minutes=5),
+    )
+    return Pages(
+        cluster,
+        world.admin,
+        world.alice,
+        world.bob,
+        running,
+        shared,
+        pending,
+        preempted,
+        failed_round,
+        good_round,
+        preemption,
+        blocked,
+    )
