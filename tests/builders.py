@@ -9,7 +9,7 @@ the demo's own tests seed.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -24,7 +24,6 @@ from koordweb.models import JobState, PodPhase
 SPINE = "network.topology.nvidia.com/spine"
 BLOCK = "network.topology.nvidia.com/block"
 GIB = 1024**3
-PASSWORD = "a-long-test-password-1"
 DEVICE_ALLOCATED = "scheduling.koordinator.sh/device-allocated"
 
 
@@ -527,3 +526,153 @@ def pages_world() -> Pages:
         preemption,
         blocked,
     )
+
+
+# Anything that names tenant B's jobs or pods contains this; tenant A must never see it.
+B_SECRET = "bravo-secret"
+
+
+@dataclass
+class Tenant:
+    user: Any
+    quota: models.ElasticQuota
+    job: models.Job  # pending, 2 pods
+    victim: models.Job  # preempted by `job`
+    preemption: models.Preemption
+    token_key: str
+    token: str  # the clear text, for `Authorization: Token ...`
+    pods: list[models.Pod] = field(default_factory=list)
+
+
+@dataclass
+class Tenants:
+    """Two tenants and an admin on one single-node cluster, for the security tests."""
+
+    cluster: models.Cluster
+    admin: Any
+    a: Tenant
+    b: Tenant
+    node: models.Node
+    device: models.Device
+    layer: models.TopologyLayer
+    priority_class: models.PriorityClass
+    round: models.Round
+
+
+def _tenant(
+    root: models.ElasticQuota, pc: models.PriorityClass, node: models.Node, tag: str, name: str
+) -> Tenant:
+    from knox.models import AuthToken
+
+    now = timezone.now()
+    cluster = root.cluster
+    user = UserFactory(username=name)
+    quota = QuotaFactory(
+        cluster=cluster,
+        name=f"{tag}-team",
+        parent=root,
+        min={"cpu": 8000},
+        max={"cpu": 64000},
+        members=[user],
+    )
+    prefix = B_SECRET if tag == "bravo" else f"{tag}-open"
+    job = JobFactory(
+        cluster=cluster,
+        name=f"{prefix}-train",
+        quota=quota,
+        priority_class=pc,
+        priority=pc.value,
+        owner=user,
+        submitted_at=now,
+    )
+    victim = JobFactory(
+        cluster=cluster,
+        name=f"{prefix}-victim",
+        quota=quota,
+        priority=1,
+        owner=user,
+        submitted_at=now - timedelta(minutes=5),
+        state=JobState.PREEMPTED,
+        total_number=1,
+        min_available=1,
+    )
+    pods = [PodFactory(job=job, name=f"{job.name}-{i}", requests={"cpu": 1000}) for i in range(2)]
+    pods.append(
+        PodFactory(
+            job=victim,
+            name=f"{victim.name}-0",
+            requests={"cpu": 1000},
+            node=node,
+            phase=PodPhase.FAILED,
+        )
+    )
+    preemption = PreemptionFactory(preemptor=job, reason="priority", cost={})
+    VictimFactory(preemption=preemption, job=victim, pods=[f"{victim.name}-0"], freed={"cpu": 1000})
+    token, clear_text = AuthToken.objects.create(user=user)
+    return Tenant(user, quota, job, victim, preemption, token.token_key, clear_text, pods)
+
+
+def tenants() -> Tenants:
+    """Tenant A (alice) in quota `alpha-team`, tenant B (bob) in `bravo-team`. Each owns a job
+    with pods, a preemption inside their own quota and an API token; one round has decisions
+    about both tenants' jobs. B's names contain B_SECRET, so a leak into any page A sees shows."""
+    now = timezone.now()
+    cluster = ClusterFactory(name="default")
+    layer = LayerFactory(cluster=cluster, position=0)
+    node = NodeFactory(
+        cluster=cluster,
+        name="node-0",
+        allocatable={"cpu": 64000, "memory": 256 * GIB, "nvidia.com/gpu": 8},
+        capacity={},
+    )
+    device = DeviceFactory(node=node, vendor="", model="", minor=0, resources={})
+    pc = PriorityClassFactory(cluster=cluster, name="koord-batch", value=5000)
+    root = QuotaFactory(cluster=cluster, name="root", is_parent=True, min={}, max={})
+    admin = UserFactory(
+        username="root-admin",
+        email="admin@example.invalid",
+        is_staff=True,
+        is_superuser=True,
+    )
+    a = _tenant(root, pc, node, "alpha", "alice")
+    b = _tenant(root, pc, node, "bravo", "bob")
+    the_round = RoundFactory(cluster=cluster, started_at=now, finished_at=now)
+    for tenant in (a, b):
+        DecisionFactory(
+            round=the_round,
+            job=tenant.job,
+            reason=f"{tenant.job.name} does not fit",
+            created_at=now,
+        )
+        tenant.preemption.round = the_round
+        tenant.preemption.save(update_fields=["round"])
+    return Tenants(cluster, admin, a, b, node, device, layer, pc, the_round)
+
+
+@dataclass
+class LoadWorld:
+    """The load tests' cluster and one API token per client."""
+
+    cluster: Any
+    tokens: list[str]
+
+
+def load_world(clients: int = 8) -> LoadWorld:
+    """A cluster of four 64-CPU nodes, quota team-a for one user, one API token per client."""
+    from koordweb.services.tokens import token_create
+
+    cluster = ClusterFactory(name="default")
+    for i in range(4):
+        NodeFactory(cluster=cluster, name=f"node-{i}")
+    user = UserFactory(username="loader")
+    root = QuotaFactory(cluster=cluster, name="root", is_parent=True)
+    QuotaFactory(
+        cluster=cluster,
+        name="team-a",
+        parent=root,
+        members=[user],
+        min={"cpu": 64000},
+        max={"cpu": 10**9},
+    )
+    PriorityClassFactory(cluster=cluster, name="koord-batch", value=5000, global_default=True)
+    return LoadWorld(cluster, [token_create(user=user)[1] for _ in range(clients)])

@@ -43,8 +43,14 @@ from kombu.exceptions import OperationalError as BrokerOperationalError
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from koordweb.outage import is_outage, round_enqueue_guarded
-from tests.reliability.conftest import ROOT
-from tests.reliability.test_load import AppStack, Submission, Submitter, free_port, private_broker
+from tests.reliability.stack import (
+    ROOT,
+    AppStack,
+    Submission,
+    Submitter,
+    free_port,
+    private_broker,
+)
 
 CLIENTS = int(os.environ.get("KOORDWEB_RESTART_CLIENTS", "4"))
 OUTAGE_SECONDS = float(os.environ.get("KOORDWEB_RESTART_OUTAGE_SECONDS", "4"))
@@ -270,7 +276,7 @@ def private_postgres() -> Iterator[PrivatePostgres]:
 
 
 SEED = (
-    "import json; from tests.reliability.test_load import load_world; "
+    "import json; from tests.builders import load_world; "
     "print('TOKENS=' + json.dumps(load_world(clients={clients}).tokens))"
 )
 
