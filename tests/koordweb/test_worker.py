@@ -15,10 +15,8 @@ from koordweb.backends import kubernetes as kube_backend
 from koordweb.celery import app
 from koordweb.models import Cluster, Job, JobState, Preemption, Round
 from koordweb.services.rounds import round_request
-from tests.fakekube.testing import LAYOUT, fake_kube, gang_pods, seed_blocks
-from tests.koordweb.test_kube_rounds import running_pod
-
-kube = pytest.fixture(fake_kube, name="kube")
+from tests.fakekube.testing import LAYOUT, gang_pods, seed_blocks
+from tests.koordweb.kube_helpers import running_pod
 
 
 def _wait_rounds(cluster: Cluster, count: int, timeout: float = 60) -> list[Round]:

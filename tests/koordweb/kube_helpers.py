@@ -1,0 +1,50 @@
+"""Helpers for tests that run koordweb against the fake API server through the real client: the
+fixtures themselves are in tests/koordweb/conftest.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubernetes.client import CoreV1Api
+
+from koordweb.backends.kube import KubeClusterClient, RetryPolicy
+from tests.fakekube import FakeKube
+from tests.fakekube.testing import RUNNING, eventually
+
+
+def fast_retry(**overrides: Any) -> RetryPolicy:
+    """The client's retry policy with test-sized delays."""
+    return RetryPolicy(**{"attempts": 5, "base_delay": 0.01, "max_delay": 0.05, **overrides})
+
+
+def running_pod(name: str, node: str, priority: int, labels: dict | None = None) -> dict:
+    """A running 16-CPU pod of another scheduler in namespace batch, holding its node."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "batch", "labels": labels or {}},
+        "spec": {
+            "nodeName": node,
+            "priority": priority,
+            "containers": [
+                {"name": "main", "image": "x", "resources": {"requests": {"cpu": "16"}}}
+            ],
+        },
+        "status": RUNNING,
+    }
+
+
+def settle(kube: FakeKube, client: KubeClusterClient) -> None:
+    """Wait until the mirror has seen every pod the fake server holds."""
+    pods = CoreV1Api(client.api).list_pod_for_all_namespaces().items
+    want = {(p.metadata.namespace, p.metadata.name, p.spec.node_name) for p in pods}
+
+    def seen() -> bool:
+        docs = [d for d in client.snapshot() if d.get("kind") == "Pod"]
+        have = {
+            (d["metadata"]["namespace"], d["metadata"]["name"], d["spec"].get("nodeName"))
+            for d in docs
+        }
+        return want <= have
+
+    eventually(seen, timeout=10)
