@@ -11,6 +11,8 @@ from koordweb.backends.kube import KubeClusterClient, RetryPolicy
 from tests.fakekube import FakeKube
 from tests.fakekube.testing import RUNNING, eventually
 
+PodPlace = tuple[str, str, str | None]  # namespace, name, node
+
 
 def fast_retry(**overrides: Any) -> RetryPolicy:
     """The client's retry policy with test-sized delays."""
@@ -34,17 +36,29 @@ def running_pod(name: str, node: str, priority: int, labels: dict | None = None)
     }
 
 
+def _served(
+    client: KubeClusterClient, *, settled: bool = False
+) -> set[tuple[str, str, str | None]]:
+    """The server's pods; with `settled`, none while any pod is still terminating."""
+    pods = CoreV1Api(client.api).list_pod_for_all_namespaces().items
+    if settled and any(p.metadata.deletion_timestamp for p in pods):
+        return {("", "terminating", None)}
+    return {(p.metadata.namespace, p.metadata.name, p.spec.node_name) for p in pods}
+
+
+def _mirrored(client: KubeClusterClient) -> set[PodPlace]:
+    docs = [d for d in client.snapshot() if d.get("kind") == "Pod"]
+    return {
+        (d["metadata"]["namespace"], d["metadata"]["name"], d["spec"].get("nodeName")) for d in docs
+    }
+
+
 def settle(kube: FakeKube, client: KubeClusterClient) -> None:
     """Wait until the mirror has seen every pod the fake server holds."""
-    pods = CoreV1Api(client.api).list_pod_for_all_namespaces().items
-    want = {(p.metadata.namespace, p.metadata.name, p.spec.node_name) for p in pods}
+    want = _served(client)
+    eventually(lambda: want <= _mirrored(client), timeout=10)
 
-    def seen() -> bool:
-        docs = [d for d in client.snapshot() if d.get("kind") == "Pod"]
-        have = {
-            (d["metadata"]["namespace"], d["metadata"]["name"], d["spec"].get("nodeName"))
-            for d in docs
-        }
-        return want <= have
 
-    eventually(seen, timeout=10)
+def caught_up(client: KubeClusterClient) -> bool:
+    """No pod is terminating and the mirror holds exactly the server's pods, on their nodes."""
+    return _served(client, settled=True) == _mirrored(client)
