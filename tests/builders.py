@@ -676,3 +676,127 @@ def load_world(clients: int = 8) -> LoadWorld:
     )
     PriorityClassFactory(cluster=cluster, name="koord-batch", value=5000, global_default=True)
     return LoadWorld(cluster, [token_create(user=user)[1] for _ in range(clients)])
+
+
+def superpod(
+    cluster: models.Cluster, *, spines: int, blocks: int, nodes: int, cpu: int = 128000
+) -> list[models.Node]:
+    """The topology and `spines` x `blocks` (a spine) x `nodes` (a block) nodes of 8 H100s,
+    named node-001, ... and placed in blocks b1, b2, ... across the spines in order."""
+    topology(cluster)
+    made = []
+    for index in range(spines * blocks * nodes):
+        block = index // nodes
+        made.append(
+            gpu_node(
+                cluster,
+                f"node-{index + 1:03d}",
+                spine=f"s{block // blocks + 1}",
+                block=f"b{block + 1}",
+                cpu=cpu,
+            )
+        )
+    return made
+
+
+@dataclass
+class Busy:
+    """Three teams on two spines of two 4-node blocks (16 nodes of 8 GPUs): running gangs hold
+    half of it, pending gangs of every topology rule wait for the first round, which places them
+    all and fills the cluster."""
+
+    cluster: models.Cluster
+    nodes: list[models.Node]
+    running: list[models.Job]  # vit-pretrain (b1), llm-sft (b2), asr-finetune (b3)
+    pending: list[models.Job]  # detector-sweep (MustGather block), tts-eval, embedding-index
+
+
+def busy_cluster(name: str = "default") -> Busy:
+    """GPU quotas: root 128 (the cluster); team-vision (alice) min 32, team-nlp (bob) min 64,
+    team-speech (carol) min 32; each at most 96. Priority classes koord-prod 9000, koord-mid
+    7000, koord-batch 5000, koord-free 3000."""
+    cluster = ClusterFactory(name=name)
+    nodes = superpod(cluster, spines=2, blocks=2, nodes=4)
+    classes = {
+        pc: PriorityClassFactory(cluster=cluster, name=pc, value=value)
+        for pc, value in (
+            ("koord-prod", 9000),
+            ("koord-mid", 7000),
+            ("koord-batch", 5000),
+            ("koord-free", 3000),
+        )
+    }
+    root = QuotaFactory(
+        cluster=cluster,
+        name="root",
+        is_parent=True,
+        min={"nvidia.com/gpu": 128},
+        max={"nvidia.com/gpu": 128},
+    )
+    quotas = {
+        team: QuotaFactory(
+            cluster=cluster,
+            name=team,
+            namespace=team,
+            parent=root,
+            min={"nvidia.com/gpu": low},
+            max={"nvidia.com/gpu": 96},
+            members=[UserFactory(username=user)],
+        )
+        for team, user, low in (
+            ("team-vision", "alice", 32),
+            ("team-nlp", "bob", 64),
+            ("team-speech", "carol", 32),
+        )
+    }
+    whole = {DEVICE_ALLOCATED: card_allocation(list(range(8)))}
+    eight = {"cpu": 64000, "memory": 512 * GIB, "nvidia.com/gpu": 8}
+    running = [
+        gang(
+            cluster,
+            name,
+            quota=quotas[team],
+            priority_class=classes[pc],
+            replicas=len(on),
+            requests=eight,
+            nodes=on,
+            annotations=whole,
+            duration_seconds=duration,
+        )
+        for team, name, pc, on, duration in (
+            ("team-vision", "vit-pretrain", "koord-batch", nodes[0:4], 1800),
+            ("team-nlp", "llm-sft", "koord-mid", nodes[4:6], 900),
+            ("team-speech", "asr-finetune", "koord-free", nodes[8:10], 600),
+        )
+    ]
+    pending = [
+        gang(
+            cluster,
+            name,
+            quota=quotas[team],
+            priority_class=classes[pc],
+            replicas=replicas,
+            requests=eight,
+            gather=gather,
+            duration_seconds=duration,
+        )
+        for team, name, pc, replicas, gather, duration in (
+            ("team-vision", "detector-sweep", "koord-batch", 4, ("BlockLayer", "MustGather"), 300),
+            ("team-speech", "tts-eval", "koord-free", 2, None, 240),
+            ("team-nlp", "embedding-index", "koord-batch", 2, ("BlockLayer", "PreferGather"), 600),
+        )
+    ]
+    return Busy(cluster, nodes, running, pending)
+
+
+def simulated_round(cluster: models.Cluster, now: datetime | None = None) -> Any:
+    """One manual round of `cluster` on the simulated backend at `now`; its outcome."""
+    from koordweb.backends.simulated import SimulatedBackend
+    from koordweb.services.records import round_execute
+
+    return round_execute(
+        cluster=cluster,
+        backend=SimulatedBackend(),
+        trigger=models.Round.Trigger.MANUAL,
+        now=now or timezone.now(),
+    )
