@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
@@ -15,7 +14,7 @@ from koordweb.backends.kube import (
     KubeUnavailable,
 )
 from tests.fakekube import FakeKube, policy
-from tests.fakekube.testing import RUNNING, pod
+from tests.fakekube.testing import RUNNING, eventually, pod
 from tests.koordweb.kube_helpers import fast_retry
 
 DEVICE_ALLOCATED = "scheduling.koordinator.sh/device-allocated"
@@ -85,7 +84,8 @@ def test_losing_the_race_to_another_binder_is_dropped(
         target=lambda: result.update(r=kube_client.bind("default", "p1", uid, "node-1"))
     )
     worker.start()
-    time.sleep(0.1)  # our GET saw the pod unbound; now someone else binds it first
+    # Once our GET has seen the pod unbound (its binding is held up), someone else binds it.
+    eventually(lambda: bool(kube.faults.requests_to(r"/namespaces/default/pods/p1$", "GET")))
     policy.bind(kube.store, "default", "p1", {"target": {"kind": "Node", "name": "node-2"}})
     worker.join(5)
     assert (result["r"].outcome, result["r"].node) == (BindOutcome.DROPPED, "node-2")
