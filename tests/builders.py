@@ -222,10 +222,34 @@ def gpu_node(
     return node
 
 
-def card_allocation(minors: list[int], core: int = 100) -> str:
-    """The device-allocated annotation of a pod holding `core` percent of each card."""
-    cards = [{"minor": m, "resources": {"koordinator.sh/gpu-core": core}} for m in minors]
-    return json.dumps({"gpu": cards})
+def card_allocation(shares: dict[int, int]) -> dict[str, str]:
+    """The device-allocated annotation of a pod holding, per card minor, a gpu-core percent."""
+    cards = [{"minor": m, "resources": {"koordinator.sh/gpu-core": c}} for m, c in shares.items()]
+    return {DEVICE_ALLOCATED: json.dumps({"gpu": cards})}
+
+
+def whole_cards(count: int) -> dict[str, str]:
+    """The device-allocated annotation of a pod holding cards 0 .. count-1 whole."""
+    return card_allocation(dict.fromkeys(range(count), 100))
+
+
+def card_report(
+    node: models.Node, at: datetime, cards: dict[int, int], pods: dict[str, dict[int, int]]
+) -> models.NodeMetric:
+    """A koordlet NodeMetric: each card's busy percent, and per pod (namespace/name) its busy
+    percent on each card it holds."""
+    return models.NodeMetric.objects.create(
+        node=node,
+        reported_at=at,
+        gpu_usage={
+            str(m): {"koordinator.sh/gpu-core": b, "koordinator.sh/gpu-memory": 10 * GIB}
+            for m, b in cards.items()
+        },
+        pod_gpu_usage={
+            pod: {str(m): {"koordinator.sh/gpu-core": b} for m, b in usage.items()}
+            for pod, usage in pods.items()
+        },
+    )
 
 
 def gang(
@@ -233,7 +257,7 @@ def gang(
     name: str,
     *,
     quota: models.ElasticQuota,
-    priority_class: models.PriorityClass,
+    priority_class: models.PriorityClass | None = None,
     replicas: int = 1,
     requests: dict[str, int] | None = None,
     gather: tuple[str, str] | None = None,
@@ -252,17 +276,18 @@ def gang(
     if nodes:
         job_fields.setdefault("state", JobState.RUNNING)
         job_fields.setdefault("started_at", now)
+    namespace = job_fields.pop("namespace", quota.namespace or "default")
     job = JobFactory(
         cluster=cluster,
         name=name,
-        namespace=quota.namespace or "default",
+        namespace=namespace,
         quota=quota,
         priority_class=priority_class,
-        priority=priority_class.value,
+        priority=priority_class.value if priority_class else 0,
         total_number=replicas,
         min_available=replicas,
         topology_spec=spec,
-        gang_group=f"{quota.namespace or 'default'}/{name}",
+        gang_group=f"{namespace}/{name}",
         **job_fields,
     )
     for index in range(replicas):
@@ -272,7 +297,7 @@ def gang(
             name=f"{name}-{index}",
             requests=dict(requests or {"cpu": 8000, "nvidia.com/gpu": 8}),
             priority=job.priority,
-            priority_class_name=priority_class.name,
+            priority_class_name=priority_class.name if priority_class else "",
             labels={"quota.scheduling.koordinator.sh/name": quota.name},
             annotations=dict(annotations or {}),
             node=node,
@@ -427,7 +452,7 @@ def pages_world() -> Pages:
         requests={"cpu": 32000, "memory": 128 * GIB, "nvidia.com/gpu": 8},
         gather=("BlockLayer", "MustGather"),
         nodes=[nodes["node-1"], nodes["node-2"]],
-        annotations={DEVICE_ALLOCATED: card_allocation(list(range(8)))},
+        annotations=whole_cards(8),
         now=now,
         submitted_at=earlier,
         started_at=now - timedelta(hours=1),
@@ -439,7 +464,7 @@ def pages_world() -> Pages:
         priority_class=world.batch,
         requests={"cpu": 4000, "memory": 16 * GIB, "koordinator.sh/gpu-core": 50},
         nodes=[nodes["node-3"]],
-        annotations={DEVICE_ALLOCATED: card_allocation([0], core=50)},
+        annotations=card_allocation({0: 50}),
         now=now,
         submitted_at=earlier,
         started_at=now - timedelta(hours=2),
@@ -749,7 +774,7 @@ def busy_cluster(name: str = "default") -> Busy:
             ("team-speech", "carol", 32),
         )
     }
-    whole = {DEVICE_ALLOCATED: card_allocation(list(range(8)))}
+    whole = whole_cards(8)
     eight = {"cpu": 64000, "memory": 512 * GIB, "nvidia.com/gpu": 8}
     running = [
         gang(
