@@ -309,6 +309,22 @@ def gang(
     return job
 
 
+def card_holder(
+    quota: models.ElasticQuota, node: models.Node, shares: dict[int, int], name: str
+) -> models.Job:
+    """A running one-pod job of `quota` (in its namespace) on `node`, holding per card minor a
+    gpu-core percent."""
+    return gang(
+        node.cluster,
+        name,
+        quota=quota,
+        namespace=quota.name,
+        nodes=[node],
+        requests={"cpu": 4000, "nvidia.com/gpu": 1},
+        annotations=card_allocation(shares),
+    )
+
+
 # API clients --------------------------------------------------------------------------------
 
 
@@ -825,3 +841,24 @@ def simulated_round(cluster: models.Cluster, now: datetime | None = None) -> Any
         trigger=models.Round.Trigger.MANUAL,
         now=now or timezone.now(),
     )
+
+
+def urgent_spine_gang(cluster: models.Cluster, replicas: int = 4) -> models.Job:
+    """bob submits prod-refresh to `busy_cluster()`: koord-prod pods of 8 GPUs that must share a
+    spine. After the first round fills the cluster, only evictions make room for it."""
+    from koordweb.services.jobs import GatherRule, JobSpec, PodShape, job_submit
+
+    bob = cluster.quotas.get(name="team-nlp").members.get()
+    job, _ = job_submit(
+        user=bob,
+        spec=JobSpec(
+            name="prod-refresh",
+            namespace="team-nlp",
+            quota="team-nlp",
+            priority_class="koord-prod",
+            replicas=replicas,
+            pod=PodShape(requests={"cpu": 8000, "nvidia.com/gpu": 8}),
+            gather=(GatherRule("SpineLayer", "MustGather"),),
+        ),
+    )
+    return job

@@ -20,19 +20,6 @@ T0 = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
 GI = 1024**3
 
 
-def running_job(quota: Any, node: Any, cards: tuple[tuple[int, int], ...], name: str) -> Any:
-    """A one-pod job of `quota` on `node` holding (minor, gpu-core percent) card shares."""
-    return f.gang(
-        node.cluster,
-        name,
-        quota=quota,
-        namespace=quota.name,
-        nodes=[node],
-        requests={"cpu": 4000, "nvidia.com/gpu": 1},
-        annotations=f.card_allocation(dict(cards)),
-    )
-
-
 @pytest.fixture
 def card_node() -> Any:
     node = f.NodeFactory(name="gpu-1")
@@ -51,8 +38,8 @@ def ingest_minute(cluster: Any, minute: int) -> dict[str, int]:
 def test_two_pods_sharing_one_card_each_get_their_share_and_their_own_use(card_node: Any) -> None:
     vision = f.QuotaFactory(cluster=card_node.cluster, name="vision")
     speech = f.QuotaFactory(cluster=card_node.cluster, name="speech")
-    busy = running_job(vision, card_node, ((0, 50),), "busy")
-    idle = running_job(speech, card_node, ((0, 30),), "idle")
+    busy = f.card_holder(vision, card_node, {0: 50}, "busy")
+    idle = f.card_holder(speech, card_node, {0: 30}, "idle")
     f.card_report(
         card_node,
         T0 + timedelta(seconds=50),
@@ -75,8 +62,8 @@ def test_two_pods_sharing_one_card_each_get_their_share_and_their_own_use(card_n
 
 def test_shared_card_without_pod_reports_is_split_by_share(card_node: Any) -> None:
     quota = f.QuotaFactory(cluster=card_node.cluster, name="team")
-    big = running_job(quota, card_node, ((1, 75),), "big")
-    small = running_job(quota, card_node, ((1, 25),), "small")
+    big = f.card_holder(quota, card_node, {1: 75}, "big")
+    small = f.card_holder(quota, card_node, {1: 25}, "small")
     f.card_report(card_node, T0 + timedelta(seconds=30), {0: 0, 1: 80}, {})
 
     ingest_minute(card_node.cluster, 0)
@@ -92,7 +79,7 @@ def test_a_job_that_moved_between_rounds_is_charged_on_each_card_in_its_time(
     other = f.NodeFactory(cluster=card_node.cluster, name="gpu-2")
     f.DeviceFactory(node=other, minor=0)
     quota = f.QuotaFactory(cluster=card_node.cluster, name="team")
-    job = running_job(quota, card_node, ((1, 100),), "mover")
+    job = f.card_holder(quota, card_node, {1: 100}, "mover")
     f.card_report(card_node, T0 + timedelta(seconds=30), {0: 0, 1: 90}, {"team/mover-0": {1: 90}})
     ingest_minute(card_node.cluster, 0)
 
@@ -129,7 +116,7 @@ def test_idle_streak_starts_at_the_first_idle_period_and_a_busy_one_ends_it(
     card_node: Any,
 ) -> None:
     quota = f.QuotaFactory(cluster=card_node.cluster, name="team")
-    job = running_job(quota, card_node, ((0, 100),), "nb")
+    job = f.card_holder(quota, card_node, {0: 100}, "nb")
     for minute, busy in enumerate([50, 0, 0, 0]):
         f.card_report(card_node, T0 + timedelta(minutes=minute, seconds=30), {0: busy, 1: 0}, {})
         ingest_minute(card_node.cluster, minute)
@@ -145,7 +132,7 @@ def test_idle_streak_starts_at_the_first_idle_period_and_a_busy_one_ends_it(
 def test_downsampling_keeps_gpu_hours_within_one_percent(card_node: Any, settings: Any) -> None:
     settings.KOORDWEB_GPU_RAW_HOURS = 1
     quota = f.QuotaFactory(cluster=card_node.cluster, name="team")
-    job = running_job(quota, card_node, ((0, 100), (1, 40)), "long")
+    job = f.card_holder(quota, card_node, {0: 100, 1: 40}, "long")
     for minute in range(150):
         busy = (minute * 37) % 101
         f.card_report(

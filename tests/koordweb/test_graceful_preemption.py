@@ -18,9 +18,8 @@ from django.utils import timezone
 
 from koordweb.backends.simulated import SimulatedBackend
 from koordweb.models import Cluster, Job, JobState, Pod, PodPhase, Preemption, Round
-from koordweb.services.jobs import GatherRule, JobSpec, PodShape, job_submit
 from koordweb.tasks import run_round
-from tests.builders import busy_cluster, simulated_round
+from tests.builders import busy_cluster, simulated_round, urgent_spine_gang
 
 GRACE = 60
 
@@ -55,19 +54,7 @@ def overcommitted(cluster: Cluster) -> list[str]:
 def test_victims_hold_their_nodes_until_gone_and_the_preemptor_then_binds_whole(busy):
     start = timezone.now()
     one_round(busy, start)
-    bob = busy.quotas.get(name="team-nlp").members.first()
-    urgent, _ = job_submit(
-        user=bob,
-        spec=JobSpec(
-            name="prod-refresh",
-            namespace="team-nlp",
-            quota="team-nlp",
-            priority_class="koord-prod",
-            replicas=4,  # the first round fills the cluster: only evictions make room
-            pod=PodShape(requests={"cpu": 8000, "nvidia.com/gpu": 8}),
-            gather=(GatherRule("SpineLayer", "MustGather"),),
-        ),
-    )
+    urgent = urgent_spine_gang(busy)
     preempt_at = start + timedelta(seconds=20)
     one_round(busy, preempt_at)
     preemption = Preemption.objects.get(preemptor=urgent)

@@ -23,10 +23,10 @@ from koordweb.models import (
     Round,
 )
 from koordweb.services.engine import engine_profile
-from koordweb.services.jobs import GatherRule, JobSpec, PodShape, job_submit
+from koordweb.services.jobs import JobSpec, PodShape, job_submit
 from koordweb.services.locks import round_lock
 from koordweb.tasks import run_round
-from tests.builders import busy_cluster, simulated_round
+from tests.builders import busy_cluster, simulated_round, urgent_spine_gang
 
 GI = 1024**3
 
@@ -110,19 +110,7 @@ def test_unchanged_verdicts_write_no_new_decision_rows(busy):
 def test_high_priority_job_preempts_whole_lower_priority_jobs_then_runs(busy):
     now = timezone.now()
     simulated_round(busy, now)
-    bob = busy.quotas.get(name="team-nlp").members.first()
-    job, _ = job_submit(
-        user=bob,
-        spec=JobSpec(
-            name="prod-refresh",
-            namespace="team-nlp",
-            quota="team-nlp",
-            priority_class="koord-prod",
-            replicas=4,  # the first round fills the cluster: only evictions make room
-            pod=PodShape(requests={"cpu": 8000, "nvidia.com/gpu": 8}),
-            gather=(GatherRule("SpineLayer", "MustGather"),),
-        ),
-    )
+    job = urgent_spine_gang(busy)
     for step in range(1, 5):
         simulated_round(busy, now + timedelta(seconds=step))
         job.refresh_from_db()

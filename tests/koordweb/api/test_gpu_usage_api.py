@@ -22,15 +22,7 @@ def usage(world: Any) -> dict[str, Any]:
     node = world.nodes[0]
     jobs = {}
     for quota, name in ((world.team_a, "a-train"), (world.team_b, "b-notebook")):
-        job = f.gang(
-            world.cluster,
-            name,
-            quota=quota,
-            namespace=quota.name,
-            nodes=[node],
-            requests={"cpu": 4000, "nvidia.com/gpu": 1},
-            annotations=f.card_allocation({0: 50}),
-        )
+        job = f.card_holder(quota, node, {0: 50}, name)
         jobs[name] = job
     now = timezone.now()
     first = epoch(now) // 60 * 60 - 90 * 60
