@@ -26,6 +26,7 @@ from koordweb.models import (
     PriorityClass,
     Round,
 )
+from tests.builders import RoundFactory
 from tests.e2e.browser import Watch, drawn_charts, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -48,9 +49,7 @@ def assert_plain(page: Page) -> None:
 
 def a_round(cluster: Cluster) -> Round:
     now = timezone.now()
-    return Round.objects.create(
-        cluster=cluster, state=Round.State.SUCCEEDED, started_at=now, finished_at=now
-    )
+    return RoundFactory(cluster=cluster, started_at=now, finished_at=now)
 
 
 def test_1_engine_decisions_in_plain_words_with_details(

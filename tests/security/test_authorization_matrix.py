@@ -23,8 +23,15 @@ from django.test import Client
 from django.urls import resolve
 from knox.models import AuthToken
 
-from koordweb.models import ElasticQuota, Job, Pod, Preemption, PreemptionVictim, PriorityClass
-from tests.builders import B_SECRET, Tenant, Tenants
+from koordweb.models import ElasticQuota, Job, Pod, Preemption, PriorityClass
+from tests.builders import (
+    B_SECRET,
+    PreemptionFactory,
+    PriorityClassFactory,
+    Tenant,
+    Tenants,
+    VictimFactory,
+)
 from tests.security.hostile import (
     HostileCase,
     graft,
@@ -308,15 +315,14 @@ def test_admin_reaches_everything_without_errors(world: Tenants) -> None:
 
 def _a_preempts_b(world: Tenants) -> Preemption:
     """A cross-tenant preemption: tenant A's job evicted tenant B's job."""
-    preemption = Preemption.objects.create(
-        cluster=world.cluster,
+    preemption = PreemptionFactory(
         preemptor=world.a.job,
         round=world.round,
-        state=Preemption.State.ENACTED,
         reason="priority",
+        cost={},
         created_at=world.round.started_at,
     )
-    PreemptionVictim.objects.create(
+    VictimFactory(
         preemption=preemption, job=world.b.job, pods=[f"{world.b.job.name}-0"], freed={"cpu": 1000}
     )
     return preemption
@@ -353,7 +359,7 @@ HOSTILE = hostile_cases()
 
 @pytest.fixture
 def never_class(world: Tenants) -> PriorityClass:
-    return PriorityClass.objects.create(
+    return PriorityClassFactory(
         cluster=world.cluster, name="koord-free", value=1000, preemption_policy="Never"
     )
 
