@@ -1,9 +1,10 @@
 """What every round must keep, checked from the round's inputs alone (`check_invariants`).
 
-No resource over-allocated, gangs all or nothing, MustGather honoured, victims strictly lower
-priority (or reclaimed by a quota within its min from one using more than its min) and never
-protected, and no quota admitted past its runtime quota. The runtime quota is computed here, not
-with the engine's quota code, from Koordinator's rule as written (koordinator.md, "Elastic quota"):
+No resource over-allocated, gangs all or nothing, MustGather honoured (one domain, read from the
+nodes' labels), victims strictly lower priority (or reclaimed by a quota within its min from one
+using more than its min) and never protected, and no quota admitted past its runtime quota. The
+runtime quota is computed here, not with the engine's quota code, from Koordinator's rule as
+written (koordinator.md, "Elastic quota"):
 each quota first gets what it asks for up to its min; what the cluster has left is shared by
 weight (the shared weight, else the max) among the quotas that ask for more, none getting more than
 it asks for (capped at its max). The sharing is solved exactly, in fractions, as a water level.
@@ -16,8 +17,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 
 from scheduler import ClusterSnapshot, RoundResult
-from scheduler.model import JobInfo, PodInfo, QuotaInfo
-from scheduler.state import CycleState
+from scheduler.model import JobInfo, NodeInfo, PodInfo, QuotaInfo, TopologyLayerSpec
 
 PROTECT = "scheduling.koordinator.sh/disable-preemptible"
 Amounts = dict[str, dict[str, int]]
@@ -49,6 +49,32 @@ def runtime_quota(
     return runtime
 
 
+def _domain(snap: ClusterSnapshot, node: NodeInfo, layer: str) -> tuple[str, ...] | None:
+    """The node's domain at `layer`: the path of its label values from the top layer down
+    (koordinator.md, "Network topology": the first of a layer's label keys the node has; a node
+    without the label of the layer just above the nodes is a domain of its own there; the node
+    itself at a layer without labels); None when it misses a higher label (outside the tree)."""
+    assert snap.topology is not None
+    specs = {spec.name: spec for spec in snap.topology.layers}
+    parents = {spec.parent for spec in snap.topology.layers if spec.label_keys}
+    lowest = next(s.name for s in snap.topology.layers if s.label_keys and s.name not in parents)
+    chain: list[TopologyLayerSpec] = []
+    current: str | None = layer
+    while current is not None:
+        chain.append(specs[current])
+        current = specs[current].parent
+    path: list[str] = []
+    for spec in reversed(chain):
+        found = [node.labels[key] for key in spec.label_keys if key in node.labels]
+        if found:
+            path.append(found[0])
+        elif not spec.label_keys or spec.name == lowest:
+            path.append(node.name)
+        else:
+            return None
+    return tuple(path)
+
+
 def _sums(pods: list[PodInfo]) -> Amounts:
     """Requests summed per quota."""
     sums: Amounts = defaultdict(lambda: defaultdict(int))
@@ -74,19 +100,16 @@ def check_invariants(snap: ClusterSnapshot, result: RoundResult) -> None:
     for name, used in load.items():
         for r, v in used.items():
             assert v <= nodes[name].allocatable.get(r, 0), (name, r)
-    state = CycleState(snap)
-    tree = state.topology
     for job in snap.jobs:
         placed = [k for k in job.pod_keys if k in result.placements]
         assert len(placed) in (0, len(job.pod_keys)), job.id  # min-available = total here
         for gather in job.topology.gather if job.topology and placed else ():
             if gather.strategy != "MustGather":
                 continue
-            level = tree.layer_position(gather.layer)
-            assert level is not None
-            where = tree.node_domain_at(level)
-            domains = {int(where[state.node_index[result.placements[k].node]]) for k in placed}
-            assert len(domains) == 1 and -1 not in domains, job.id
+            domains = {
+                _domain(snap, nodes[result.placements[k].node], gather.layer) for k in placed
+            }
+            assert len(domains) == 1 and None not in domains, (job.id, domains)
     _check_quotas(snap, result, pods, jobs)
 
 
