@@ -843,22 +843,38 @@ def simulated_round(cluster: models.Cluster, now: datetime | None = None) -> Any
     )
 
 
-def urgent_spine_gang(cluster: models.Cluster, replicas: int = 4) -> models.Job:
-    """bob submits prod-refresh to `busy_cluster()`: koord-prod pods of 8 GPUs that must share a
-    spine. After the first round fills the cluster, only evictions make room for it."""
+def nlp_submits(
+    cluster: models.Cluster,
+    name: str,
+    *,
+    priority_class: str,
+    replicas: int,
+    cpu: int = 8000,
+    gather: str | None = None,
+) -> models.Job:
+    """bob submits, through the submission service, a job of 8-GPU pods to team-nlp of
+    `busy_cluster()`; `gather` names the layer its pods must share (MustGather)."""
     from koordweb.services.jobs import GatherRule, JobSpec, PodShape, job_submit
 
     bob = cluster.quotas.get(name="team-nlp").members.get()
     job, _ = job_submit(
         user=bob,
         spec=JobSpec(
-            name="prod-refresh",
+            name=name,
             namespace="team-nlp",
             quota="team-nlp",
-            priority_class="koord-prod",
+            priority_class=priority_class,
             replicas=replicas,
-            pod=PodShape(requests={"cpu": 8000, "nvidia.com/gpu": 8}),
-            gather=(GatherRule("SpineLayer", "MustGather"),),
+            pod=PodShape(requests={"cpu": cpu, "nvidia.com/gpu": 8}),
+            gather=(GatherRule(gather, "MustGather"),) if gather else (),
         ),
     )
     return job
+
+
+def urgent_spine_gang(cluster: models.Cluster, replicas: int = 4) -> models.Job:
+    """prod-refresh: koord-prod pods of 8 GPUs that must share a spine of `busy_cluster()`.
+    After the first round fills the cluster, only evictions make room for it."""
+    return nlp_submits(
+        cluster, "prod-refresh", priority_class="koord-prod", replicas=replicas, gather="SpineLayer"
+    )

@@ -23,10 +23,9 @@ from koordweb.models import (
     Round,
 )
 from koordweb.services.engine import engine_profile
-from koordweb.services.jobs import JobSpec, PodShape, job_submit
 from koordweb.services.locks import round_lock
 from koordweb.tasks import run_round
-from tests.builders import busy_cluster, simulated_round, urgent_spine_gang
+from tests.builders import busy_cluster, nlp_submits, simulated_round, urgent_spine_gang
 
 GI = 1024**3
 
@@ -80,20 +79,9 @@ def test_kubelet_runs_then_finishes_jobs_on_the_injected_clock(busy):
 
 
 def test_unchanged_verdicts_write_no_new_decision_rows(busy):
-    admin = busy.quotas.get(name="team-nlp").members.first()
-    job, _ = job_submit(
-        user=admin,
-        spec=JobSpec(
-            name="too-big",
-            namespace="team-nlp",
-            quota="team-nlp",
-            priority_class="koord-free",
-            # 14 x 8 GPUs fit the empty cluster (a job that never could is refused at
-            # submission) but never team-nlp's quota (at most 96 GPUs).
-            replicas=14,
-            pod=PodShape(requests={"cpu": 1000, "nvidia.com/gpu": 8}),
-        ),
-    )
+    # 14 x 8 GPUs fit the empty cluster (a job that never could is refused at submission) but
+    # never team-nlp's quota (at most 96 GPUs).
+    job = nlp_submits(busy, "too-big", priority_class="koord-free", replicas=14, cpu=1000)
     simulated_round(busy)
     simulated_round(busy)
     simulated_round(busy)
