@@ -54,9 +54,9 @@ def _mirrored(client: KubeClusterClient) -> set[PodPlace]:
 
 
 def settle(kube: FakeKube, client: KubeClusterClient) -> None:
-    """Wait until the mirror has seen every pod the fake server holds."""
-    want = _served(client)
-    eventually(lambda: want <= _mirrored(client), timeout=10)
+    """Wait until the mirror holds exactly the pods the fake server holds, on their nodes (a pod
+    the server has deleted must be gone from the mirror too, or a round would still see it)."""
+    eventually(lambda: _served(client) == _mirrored(client), timeout=10)
 
 
 def caught_up(client: KubeClusterClient) -> bool:

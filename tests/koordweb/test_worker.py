@@ -79,14 +79,18 @@ def test_round_requests_after_commit_are_collapsed(settings, celery_queue):
 
     cluster = Cluster.objects.create(name="collapse")
     barrier = Cluster.objects.create(name="barrier")
-    cache.delete(f"round-requested:{cluster.id}")
+    marker = f"round-requested:{cluster.id}"
+    cache.delete(marker)
+    with transaction.atomic():
+        for _ in range(5):
+            round_request(cluster_id=cluster.id, trigger="submit")
+        assert cache.get(marker) is None  # nothing enqueued before the commit
+    assert cache.get(marker) == "submit"  # enqueued once the transaction committed
+    # The worker starts after the burst: a round that started between two of the burst's
+    # after-commit callbacks would let the next one enqueue again.
     with start_worker(
         app, pool="solo", perform_ping_check=False, shutdown_timeout=30, queues=[celery_queue]
     ):
-        with transaction.atomic():
-            for _ in range(5):
-                round_request(cluster_id=cluster.id, trigger="submit")
-            assert not cluster.rounds.exists()  # nothing before the commit
         rounds = _wait_rounds(cluster, 1)
         # One worker takes tasks in order: once a round asked for after the burst has run, every
         # round the burst enqueued has run too.
