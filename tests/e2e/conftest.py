@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, Route, sync_playwright
 from pytest_django.live_server_helper import LiveServer
+
+from koordweb.models import Cluster
+from tests.e2e.browser import Watch
+from tests.e2e.demo_data import seed
 
 # Playwright's sync API runs an event loop in this thread; the ORM calls the tests make between
 # page loads are still plain synchronous calls.
@@ -31,18 +35,6 @@ CHROMIUM_ARGS = [
 ]
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-output" / "screenshots"
-
-
-@dataclass
-class Watch:
-    """What a page did that it must not: leave the machine, or log an error."""
-
-    blocked: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-
-    def assert_clean(self) -> None:
-        assert not self.blocked, f"requests to non-loopback hosts: {self.blocked}"
-        assert not self.errors, f"console errors: {self.errors}"
 
 
 @pytest.fixture(scope="session")
@@ -100,3 +92,10 @@ def page(browser_context: BrowserContext, watch: Watch) -> Page:
 def screenshots() -> Path:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     return SCREENSHOTS
+
+
+@pytest.fixture
+def demo(settings: Any, tmp_path: Path) -> Cluster:
+    """The demo cluster (seed_demo) with its audit trail: the browser tests show the demo."""
+    settings.VAR_DIR = tmp_path  # seed_demo writes its credentials file there, not into var/
+    return seed()

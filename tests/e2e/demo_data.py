@@ -17,9 +17,9 @@ from koordweb.models import (
     Job,
     JobState,
     Preemption,
-    PreemptionVictim,
     Round,
 )
+from tests.builders import DecisionFactory, PreemptionFactory, RoundFactory, VictimFactory
 
 PASSWORD = "browser-test-password-9"
 
@@ -40,7 +40,7 @@ def seed() -> Cluster:
 def _history(cluster: Cluster) -> None:
     now = timezone.now()
     rounds = [
-        Round.objects.create(
+        RoundFactory(
             cluster=cluster,
             state=Round.State.FAILED if i == 7 else Round.State.SUCCEEDED,
             trigger=Round.Trigger.SUBMIT if i % 3 == 0 else Round.Trigger.TIMER,
@@ -56,7 +56,7 @@ def _history(cluster: Cluster) -> None:
     ]
     pending = Job.objects.filter(cluster=cluster, state=JobState.PENDING)
     for job in pending[:20]:
-        Decision.objects.create(
+        DecisionFactory(
             round=rounds[-1],
             job=job,
             outcome=Decision.Outcome.UNSCHEDULABLE,
@@ -77,7 +77,7 @@ def _history(cluster: Cluster) -> None:
         victim.state = JobState.PREEMPTED
         victim.started_at = now - timedelta(hours=3)  # so the timeline shows its lost run
         victim.save(update_fields=["state", "started_at"])
-        preemption = Preemption.objects.create(
+        preemption = PreemptionFactory(
             cluster=cluster,
             round=rounds[9],
             preemptor=preemptor,
@@ -86,7 +86,7 @@ def _history(cluster: Cluster) -> None:
             cost={"max_victim_priority": victim.priority, "jobs": 1},
             created_at=now - timedelta(minutes=20),
         )
-        PreemptionVictim.objects.create(
+        VictimFactory(
             preemption=preemption,
             job=victim,
             pods=[f"{victim.namespace}/{victim.name}-0"],

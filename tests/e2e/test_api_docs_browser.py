@@ -12,7 +12,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from playwright.sync_api import Page
 
-from tests.e2e.conftest import Watch
+from tests.e2e.browser import Watch
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 PASSWORD = "docs-reader-pw-1234"

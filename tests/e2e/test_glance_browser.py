@@ -26,8 +26,8 @@ from koordweb.models import (
     PriorityClass,
     Round,
 )
-from tests.e2e.conftest import Watch
-from tests.e2e.test_pages_browser import demo, drawn_charts, log_in  # noqa: F401 (fixture)
+from tests.builders import RoundFactory
+from tests.e2e.browser import Watch, drawn_charts, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -49,15 +49,13 @@ def assert_plain(page: Page) -> None:
 
 def a_round(cluster: Cluster) -> Round:
     now = timezone.now()
-    return Round.objects.create(
-        cluster=cluster, state=Round.State.SUCCEEDED, started_at=now, finished_at=now
-    )
+    return RoundFactory(cluster=cluster, started_at=now, finished_at=now)
 
 
 def test_1_engine_decisions_in_plain_words_with_details(
     page: Page,
     watch: Watch,
-    demo: Cluster,  # noqa: F811
+    demo: Cluster,
 ) -> None:
     job = Job.objects.filter(cluster=demo, state=JobState.PENDING).first()
     rnd = a_round(demo)
@@ -115,7 +113,7 @@ def test_1_engine_decisions_in_plain_words_with_details(
 def test_2_quantities_with_units_never_e_notation(
     page: Page,
     watch: Watch,
-    demo: Cluster,  # noqa: F811
+    demo: Cluster,
 ) -> None:
     ElasticQuota.objects.filter(cluster=demo, name="team-speech").update(
         max={
@@ -139,7 +137,7 @@ def test_2_quantities_with_units_never_e_notation(
 def test_3_a_job_that_can_never_fit_is_refused_in_submit_and_what_if(
     page: Page,
     watch: Watch,
-    demo: Cluster,  # noqa: F811
+    demo: Cluster,
 ) -> None:
     log_in(page, "admin")
     for action in ("what-if", "submit"):
@@ -162,7 +160,7 @@ def test_3_a_job_that_can_never_fit_is_refused_in_submit_and_what_if(
 def test_3_counterfactual_never_proposes_quota_for_a_job_that_cannot_fit(
     page: Page,
     watch: Watch,
-    demo: Cluster,  # noqa: F811
+    demo: Cluster,
 ) -> None:
     job = Job.objects.filter(cluster=demo, state=JobState.PENDING).first()
     job.topology_spec = {"gatherStrategy": [{"layer": "BlockLayer", "strategy": "MustGather"}]}
@@ -197,7 +195,7 @@ def test_3_counterfactual_never_proposes_quota_for_a_job_that_cannot_fit(
 def test_4_the_cluster_switcher_carries_the_cluster_everywhere(
     page: Page,
     watch: Watch,
-    demo: Cluster,  # noqa: F811
+    demo: Cluster,
 ) -> None:
     lab = Cluster.objects.create(name="lab")
     node = Node.objects.create(
@@ -241,7 +239,7 @@ def test_4_the_cluster_switcher_carries_the_cluster_everywhere(
 def test_5_devices_count_the_cluster_and_show_unhealthy_cards(
     page: Page,
     watch: Watch,
-    demo: Cluster,  # noqa: F811
+    demo: Cluster,
 ) -> None:
     broken = Device.objects.filter(node__cluster=demo, vendor="nvidia").order_by("id")[:3]
     Device.objects.filter(id__in=[d.id for d in broken]).update(health=False)
@@ -266,7 +264,7 @@ def test_5_devices_count_the_cluster_and_show_unhealthy_cards(
 def test_6_job_page_and_lists_update_in_place_after_a_round(
     page: Page,
     watch: Watch,
-    demo: Cluster,  # noqa: F811
+    demo: Cluster,
 ) -> None:
     job = Job.objects.filter(cluster=demo, state=JobState.PENDING).order_by("id").first()
     log_in(page, "admin")
@@ -326,7 +324,7 @@ def test_6_job_page_and_lists_update_in_place_after_a_round(
 def test_7_timeline_bars_end_at_the_preemption_and_link_to_jobs(
     page: Page,
     watch: Watch,
-    demo: Cluster,  # noqa: F811
+    demo: Cluster,
 ) -> None:
     preemption = Preemption.objects.first()
     victim = preemption.victims.first().job
@@ -352,7 +350,7 @@ def test_7_timeline_bars_end_at_the_preemption_and_link_to_jobs(
 def test_8_overview_is_an_admins_first_look(
     page: Page,
     watch: Watch,
-    demo: Cluster,  # noqa: F811
+    demo: Cluster,
 ) -> None:
     log_in(page, "admin")
     page.goto("/")
@@ -377,7 +375,7 @@ def test_8_overview_is_an_admins_first_look(
     watch.assert_clean()
 
 
-def test_10_smaller_fixes(page: Page, watch: Watch, demo: Cluster) -> None:  # noqa: F811
+def test_10_smaller_fixes(page: Page, watch: Watch, demo: Cluster) -> None:
     # Pods sort naturally: -0, -1, ..., -9, -10.
     job = Job.objects.filter(cluster=demo, total_number__gte=11).first()
     log_in(page, "admin")
@@ -432,7 +430,7 @@ def test_10_smaller_fixes(page: Page, watch: Watch, demo: Cluster) -> None:  # n
 def test_10_tenants_get_usable_choices_and_a_403_with_navigation(
     page: Page,
     watch: Watch,
-    demo: Cluster,  # noqa: F811
+    demo: Cluster,
 ) -> None:
     PriorityClass.objects.create(cluster=demo, name="system-cluster-critical", value=2000001000)
     log_in(page, "alice")

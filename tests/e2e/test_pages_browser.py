@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 from playwright.sync_api import Page
 
 from koordweb.models import Cluster, Job, JobState, Preemption, Round
-from tests.e2e.conftest import Watch
-from tests.e2e.demo_data import PASSWORD, seed
+from tests.e2e.browser import Watch, drawn_charts, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -29,36 +27,6 @@ PAGES = [
     ("tokens", "/tokens/", 0),
     ("job-submit", "/jobs/submit/", 0),
 ]
-
-
-@pytest.fixture
-def demo(settings: Any, tmp_path: Path) -> Cluster:
-    settings.VAR_DIR = tmp_path  # seed_demo writes its credentials file there, not into var/
-    return seed()
-
-
-def log_in(page: Page, username: str) -> None:
-    page.goto("/login/")
-    page.fill("input[name=username]", username)
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url("**/")
-
-
-def drawn_charts(page: Page, at_least: int) -> int:
-    """Charts whose plotly root exists and holds at least one trace."""
-    if at_least:
-        page.wait_for_function(
-            "n => [...document.querySelectorAll('[data-figure]')]"
-            ".filter(el => el.classList.contains('js-plotly-plot') && el.data && el.data.length)"
-            ".length >= n",
-            arg=at_least,
-            timeout=20_000,
-        )
-    return page.evaluate(
-        "[...document.querySelectorAll('.js-plotly-plot')].filter(el => el.data && el.data.length)"
-        ".length"
-    )
 
 
 def test_every_page_as_admin(page: Page, watch: Watch, screenshots: Path, demo: Cluster) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from celery.contrib.testing.worker import start_worker
@@ -14,18 +13,9 @@ from playwright.sync_api import Page
 
 from koordweb.celery import app
 from koordweb.models import Cluster, Job, JobState, Pod, PodPhase, Preemption
-from tests.e2e.conftest import Watch
-from tests.e2e.test_pages_browser import log_in
+from tests.e2e.browser import Watch, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def demo(settings: Any, tmp_path: Path) -> Cluster:
-    from tests.e2e.demo_data import seed
-
-    settings.VAR_DIR = tmp_path
-    return seed()
 
 
 def wait_for(check, what: str, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]

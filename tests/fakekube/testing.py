@@ -1,6 +1,6 @@
 """Test helpers around the fake server: manifest builders, a fixture body and a polling wait.
 
-Test modules declare the fixture with `kube = pytest.fixture(fake_kube, name="kube")`.
+A conftest declares the fixture with `kube = pytest.fixture(fake_kube, name="kube")`.
 """
 
 from __future__ import annotations

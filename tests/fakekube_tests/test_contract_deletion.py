@@ -97,7 +97,10 @@ def test_a_terminating_pod_is_force_deleted_with_grace_zero(
 def test_the_kubelet_finishes_it_and_deleted_carries_the_last_state(
     kube: FakeKube, core: client.CoreV1Api
 ) -> None:
-    kube.add(running("p1", terminationGracePeriodSeconds=5))
+    started = {"running": {"startedAt": "2026-12-01T00:00:00Z"}}
+    container = {"name": "main", "image": "busybox", "imageID": "", "ready": True}
+    status = {**RUNNING, "containerStatuses": [{**container, "restartCount": 0, "state": started}]}
+    kube.add(pod("p1", nodeName="node-1", status=status, terminationGracePeriodSeconds=5))
     listed = core.list_namespaced_pod("default")
     core.delete_namespaced_pod("p1", "default")
     assert kube.kubelet.finish_terminating() == [("default", "p1")]
@@ -116,9 +119,9 @@ def test_the_kubelet_finishes_it_and_deleted_carries_the_last_state(
     marked, killed, gone = (e["object"] for e in events)
     assert marked.metadata.deletion_grace_period_seconds == 5
     assert killed.status.phase == "Failed"
-    assert killed.status.container_statuses is None or all(
-        c.state.terminated is not None for c in killed.status.container_statuses
-    )
+    (main,) = killed.status.container_statuses
+    assert (main.name, main.ready, main.state.running) == ("main", False, None)
+    assert main.state.terminated.exit_code == 143  # killed: SIGTERM, not a clean exit
     assert gone.status.phase == "Failed"
     assert gone.metadata.deletion_timestamp == marked.metadata.deletion_timestamp
     assert int(gone.metadata.resource_version) > int(killed.metadata.resource_version)

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
@@ -15,25 +12,10 @@ from koordweb.backends.kube import (
     EvictOutcome,
     KubeClusterClient,
     KubeUnavailable,
-    RetryPolicy,
 )
 from tests.fakekube import FakeKube, policy
-from tests.fakekube.testing import RUNNING, fake_kube, pod
-
-kube = pytest.fixture(fake_kube, name="kube")
-
-
-def fast_retry(**overrides: Any) -> RetryPolicy:
-    return RetryPolicy(**{"attempts": 5, "base_delay": 0.01, "max_delay": 0.05, **overrides})
-
-
-@pytest.fixture
-def cluster(kube: FakeKube) -> Iterator[KubeClusterClient]:
-    with KubeClusterClient.from_url(
-        kube.url, retry=fast_retry(), watch_timeout=1, sync_timeout=10
-    ) as connected:
-        yield connected
-
+from tests.fakekube.testing import RUNNING, eventually, pod
+from tests.koordweb.kube_helpers import fast_retry
 
 DEVICE_ALLOCATED = "scheduling.koordinator.sh/device-allocated"
 
@@ -42,9 +24,9 @@ def add_pending(kube: FakeKube, name: str = "p1") -> str:
     return str(kube.add(pod(name, schedulerName="koordweb"))["metadata"]["uid"])
 
 
-def test_bind_writes_annotations_then_binds(kube: FakeKube, cluster: KubeClusterClient) -> None:
+def test_bind_writes_annotations_then_binds(kube: FakeKube, kube_client: KubeClusterClient) -> None:
     uid = add_pending(kube)
-    result = cluster.bind(
+    result = kube_client.bind(
         "default",
         "p1",
         uid,
@@ -68,74 +50,77 @@ def test_bind_writes_annotations_then_binds(kube: FakeKube, cluster: KubeCluster
     assert binding["metadata"]["uid"] == uid and binding["target"]["name"] == "node-1"
 
 
-def test_a_second_bind_to_our_node_is_success(kube: FakeKube, cluster: KubeClusterClient) -> None:
+def test_a_second_bind_to_our_node_is_success(
+    kube: FakeKube, kube_client: KubeClusterClient
+) -> None:
     uid = add_pending(kube)
-    assert cluster.bind("default", "p1", uid, "node-1").outcome is BindOutcome.BOUND
-    again = cluster.bind("default", "p1", uid, "node-1")
+    assert kube_client.bind("default", "p1", uid, "node-1").outcome is BindOutcome.BOUND
+    again = kube_client.bind("default", "p1", uid, "node-1")
     assert (again.outcome, again.ok) == (BindOutcome.ALREADY_BOUND, True)
 
 
 def test_bound_elsewhere_replaced_or_gone_is_dropped(
-    kube: FakeKube, cluster: KubeClusterClient
+    kube: FakeKube, kube_client: KubeClusterClient
 ) -> None:
     uid = add_pending(kube)
     policy.bind(kube.store, "default", "p1", {"target": {"kind": "Node", "name": "node-7"}})
-    elsewhere = cluster.bind("default", "p1", uid, "node-1")
+    elsewhere = kube_client.bind("default", "p1", uid, "node-1")
     assert (elsewhere.outcome, elsewhere.node) == (BindOutcome.DROPPED, "node-7")
     add_pending(kube, "p2")
-    replaced = cluster.bind("default", "p2", "an-older-uid", "node-1")
+    replaced = kube_client.bind("default", "p2", "an-older-uid", "node-1")
     assert replaced.outcome is BindOutcome.DROPPED and "replaced" in replaced.message
-    gone = cluster.bind("default", "ghost", None, "node-1")
+    gone = kube_client.bind("default", "ghost", None, "node-1")
     assert gone.outcome is BindOutcome.DROPPED and "not found" in gone.message
     assert kube.faults.requests_to("/binding$") == []  # nothing was posted for any of them
 
 
 def test_losing_the_race_to_another_binder_is_dropped(
-    kube: FakeKube, cluster: KubeClusterClient
+    kube: FakeKube, kube_client: KubeClusterClient
 ) -> None:
     uid = add_pending(kube)
     kube.faults.add(path="/binding$", latency=0.3)
     result = {}
     worker = threading.Thread(
-        target=lambda: result.update(r=cluster.bind("default", "p1", uid, "node-1"))
+        target=lambda: result.update(r=kube_client.bind("default", "p1", uid, "node-1"))
     )
     worker.start()
-    time.sleep(0.1)  # our GET saw the pod unbound; now someone else binds it first
+    # Once our GET has seen the pod unbound (its binding is held up), someone else binds it.
+    eventually(lambda: bool(kube.faults.requests_to(r"/namespaces/default/pods/p1$", "GET")))
     policy.bind(kube.store, "default", "p1", {"target": {"kind": "Node", "name": "node-2"}})
     worker.join(5)
     assert (result["r"].outcome, result["r"].node) == (BindOutcome.DROPPED, "node-2")
 
 
 def test_a_lost_binding_answer_is_retried_into_success(
-    kube: FakeKube, cluster: KubeClusterClient
+    kube: FakeKube, kube_client: KubeClusterClient
 ) -> None:
     uid = add_pending(kube)
     kube.faults.add(path="/binding$", drop_after=True)
-    result = cluster.bind("default", "p1", uid, "node-1")
+    result = kube_client.bind("default", "p1", uid, "node-1")
     assert result.ok and result.outcome is BindOutcome.ALREADY_BOUND
     assert [r.status for r in kube.faults.requests_to("/binding$")] == [None, 409]
 
 
 def test_server_errors_are_retried_then_reported(
-    kube: FakeKube, cluster: KubeClusterClient
+    kube: FakeKube, kube_client: KubeClusterClient
 ) -> None:
     uid = add_pending(kube)
     kube.faults.add(path="/binding$", status=503, count=2)
     kube.faults.add(path="/pods/p1$", method="PATCH", drop=True)
-    assert cluster.bind("default", "p1", uid, "node-1", labels={"a": "b"}).outcome is (
+    assert kube_client.bind("default", "p1", uid, "node-1", labels={"a": "b"}).outcome is (
         BindOutcome.BOUND
     )
     assert [r.status for r in kube.faults.requests_to("/binding$")] == [503, 503, 201]
     add_pending(kube, "p2")
     kube.faults.add(path="/binding$", status=500, count=100)
     with pytest.raises(KubeUnavailable, match="bind default/p2 to node-1"):
-        cluster.bind("default", "p2", None, "node-1")
+        kube_client.bind("default", "p2", None, "node-1")
 
 
-def test_evict_marks_the_victim_then_evicts(kube: FakeKube, cluster: KubeClusterClient) -> None:
+def test_evict_marks_the_victim_then_evicts(kube: FakeKube, kube_client: KubeClusterClient) -> None:
     kube.settings.pod_grace_seconds = 30  # keep the victim visible while it terminates
     kube.add(pod("victim", nodeName="node-1", status=RUNNING))
-    result = cluster.evict("default", "victim", preemptor="default/job-a")
+    result = kube_client.evict("default", "victim", preemptor="default/job-a")
     assert (result.outcome, result.ok) == (EvictOutcome.EVICTED, True)
     victim = kube.pod("default", "victim")
     assert victim is not None and victim["metadata"]["deletionTimestamp"]
@@ -150,8 +135,8 @@ def test_evict_marks_the_victim_then_evicts(kube: FakeKube, cluster: KubeCluster
     assert (eviction["apiVersion"], eviction["kind"]) == ("policy/v1", "Eviction")
 
 
-def test_evicting_a_missing_pod_is_success(cluster: KubeClusterClient) -> None:
-    result = cluster.evict("default", "ghost", preemptor="default/job-a")
+def test_evicting_a_missing_pod_is_success(kube_client: KubeClusterClient) -> None:
+    result = kube_client.evict("default", "ghost", preemptor="default/job-a")
     assert (result.outcome, result.ok) == (EvictOutcome.GONE, True)
 
 
@@ -194,15 +179,15 @@ def test_an_eviction_goes_through_once_the_budget_allows(kube: FakeKube) -> None
     assert kube.pod("default", "w0") is None
 
 
-def test_nominate_sets_and_clears(kube: FakeKube, cluster: KubeClusterClient) -> None:
+def test_nominate_sets_and_clears(kube: FakeKube, kube_client: KubeClusterClient) -> None:
     add_pending(kube)
-    assert cluster.nominate("default", "p1", "node-3")
+    assert kube_client.nominate("default", "p1", "node-3")
     stored = kube.pod("default", "p1")
     assert stored is not None and stored["status"]["nominatedNodeName"] == "node-3"
-    assert cluster.nominate("default", "p1", None)
+    assert kube_client.nominate("default", "p1", None)
     stored = kube.pod("default", "p1")
     assert stored is not None and "nominatedNodeName" not in stored["status"]
-    assert not cluster.nominate("default", "ghost", "node-3")
+    assert not kube_client.nominate("default", "ghost", "node-3")
 
 
 def test_enact_reports_each_pod_by_id(kube: FakeKube) -> None:
@@ -235,10 +220,10 @@ def test_enact_reports_each_pod_by_id(kube: FakeKube) -> None:
 
 
 def test_evicting_a_recreated_pod_leaves_the_new_one(
-    kube: FakeKube, cluster: KubeClusterClient
+    kube: FakeKube, kube_client: KubeClusterClient
 ) -> None:
     kube.add(pod("victim", nodeName="node-1", status=RUNNING))
-    result = cluster.evict("default", "victim", preemptor="default/job-a", uid="the-old-pod")
+    result = kube_client.evict("default", "victim", preemptor="default/job-a", uid="the-old-pod")
     assert (result.outcome, result.ok) == (EvictOutcome.REPLACED, False)
     assert "another pod now has this name" in result.message
     survivor = kube.pod("default", "victim")

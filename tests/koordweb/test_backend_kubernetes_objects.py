@@ -2,29 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
 import pytest
 
-from koordweb.backends.kube import KubeClusterClient, RetryPolicy, gang_pods
+from koordweb.backends.kube import KubeClusterClient, gang_pods
 from tests.fakekube import FakeKube
-from tests.fakekube.testing import fake_kube
-
-kube = pytest.fixture(fake_kube, name="kube")
-
-
-def fast_retry(**overrides: Any) -> RetryPolicy:
-    return RetryPolicy(**{"attempts": 5, "base_delay": 0.01, "max_delay": 0.05, **overrides})
-
-
-@pytest.fixture
-def cluster(kube: FakeKube) -> Iterator[KubeClusterClient]:
-    with KubeClusterClient.from_url(
-        kube.url, retry=fast_retry(), watch_timeout=1, sync_timeout=10
-    ) as connected:
-        yield connected
-
 
 KOORD = "scheduling.koordinator.sh/v1alpha1"
 SIGS = "scheduling.sigs.k8s.io/v1alpha1"
@@ -39,10 +20,10 @@ def topology(*layers: str) -> dict:
     }
 
 
-def test_apply_creates_then_replaces(kube: FakeKube, cluster: KubeClusterClient) -> None:
-    created = cluster.apply_object(topology("NodeTopologyLayer"))
+def test_apply_creates_then_replaces(kube: FakeKube, kube_client: KubeClusterClient) -> None:
+    created = kube_client.apply_object(topology("NodeTopologyLayer"))
     assert created["metadata"]["generation"] == 1
-    replaced = cluster.apply_object(topology("BlockLayer", "NodeTopologyLayer"))
+    replaced = kube_client.apply_object(topology("BlockLayer", "NodeTopologyLayer"))
     assert replaced["metadata"]["uid"] == created["metadata"]["uid"]
     assert replaced["metadata"]["generation"] == 2
     stored = kube.get(KOORD, "ClusterNetworkTopology", "default")
@@ -52,7 +33,9 @@ def test_apply_creates_then_replaces(kube: FakeKube, cluster: KubeClusterClient)
     ]
 
 
-def test_apply_namespaced_quota_and_builtins(kube: FakeKube, cluster: KubeClusterClient) -> None:
+def test_apply_namespaced_quota_and_builtins(
+    kube: FakeKube, kube_client: KubeClusterClient
+) -> None:
     quota = {
         "apiVersion": SIGS,
         "kind": "ElasticQuota",
@@ -63,11 +46,11 @@ def test_apply_namespaced_quota_and_builtins(kube: FakeKube, cluster: KubeCluste
         },
         "spec": {"min": {"cpu": "8"}, "max": {"cpu": "16"}},
     }
-    cluster.apply_object(quota)
+    kube_client.apply_object(quota)
     quota["spec"]["max"]["cpu"] = "32"
-    cluster.apply_object(quota)
+    kube_client.apply_object(quota)
     assert kube.get(SIGS, "ElasticQuota", "team-a", "default")["spec"]["max"] == {"cpu": "32"}
-    cluster.apply_object(
+    kube_client.apply_object(
         {
             "apiVersion": "scheduling.k8s.io/v1",
             "kind": "PriorityClass",
@@ -77,32 +60,34 @@ def test_apply_namespaced_quota_and_builtins(kube: FakeKube, cluster: KubeCluste
     )
     assert kube.get("scheduling.k8s.io/v1", "PriorityClass", "high")["value"] == 1000
     with pytest.raises(ValueError, match="does not manage"):
-        cluster.apply_object(
+        kube_client.apply_object(
             {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"}}
         )
 
 
-def test_apply_survives_a_lost_create_answer(kube: FakeKube, cluster: KubeClusterClient) -> None:
+def test_apply_survives_a_lost_create_answer(
+    kube: FakeKube, kube_client: KubeClusterClient
+) -> None:
     kube.faults.add(path="clusternetworktopologies$", method="POST", drop_after=True)
-    applied = cluster.apply_object(topology("NodeTopologyLayer"))
+    applied = kube_client.apply_object(topology("NodeTopologyLayer"))
     assert applied["metadata"]["name"] == "default"
     posts = kube.faults.requests_to("clusternetworktopologies$", "POST")
     assert [r.status for r in posts] == [None, 409]  # the retry found it created
 
 
 def test_apply_rereads_after_a_conflicting_write(
-    kube: FakeKube, cluster: KubeClusterClient
+    kube: FakeKube, kube_client: KubeClusterClient
 ) -> None:
-    cluster.apply_object(topology("NodeTopologyLayer"))
+    kube_client.apply_object(topology("NodeTopologyLayer"))
     # Someone else writes between our read and our replace: the first PUT conflicts.
     kube.faults.add(path="clusternetworktopologies/default$", method="PUT", status=409)
-    cluster.apply_object(topology("SpineLayer", "NodeTopologyLayer"))
+    kube_client.apply_object(topology("SpineLayer", "NodeTopologyLayer"))
     stored = kube.get(KOORD, "ClusterNetworkTopology", "default")
     assert stored["spec"]["networkTopologySpec"][0]["topologyLayer"] == "SpineLayer"
 
 
 def test_create_job_pods_with_a_pod_group_is_idempotent(
-    kube: FakeKube, cluster: KubeClusterClient
+    kube: FakeKube, kube_client: KubeClusterClient
 ) -> None:
     template = {
         "metadata": {"labels": {"pod-group.scheduling.sigs.k8s.io": "job-a"}},
@@ -121,10 +106,10 @@ def test_create_job_pods_with_a_pod_group_is_idempotent(
     }
     kube.faults.add(path="/namespaces/team-a/pods$", method="POST", status=503)
     kube.add({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}})
-    first = cluster.create_job_pods("team-a", pods, pod_group=group)
+    first = kube_client.create_job_pods("team-a", pods, pod_group=group)
     assert [p["metadata"]["name"] for p in first] == ["job-a-0", "job-a-1"]
     assert all(p["spec"]["schedulerName"] == "koordweb" for p in first)
     assert first[0]["metadata"]["annotations"]["gang.scheduling.koordinator.sh/name"] == "job-a"
     assert kube.get(SIGS, "PodGroup", "job-a", "team-a")["spec"]["minMember"] == 2
-    again = cluster.create_job_pods("team-a", pods, pod_group=group)
+    again = kube_client.create_job_pods("team-a", pods, pod_group=group)
     assert [p["metadata"]["uid"] for p in again] == [p["metadata"]["uid"] for p in first]

@@ -2,33 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import pytest
 import yaml
 
-from koordweb.backends.kube import KubeClusterClient, RetryPolicy, gang_pods
+from koordweb.backends.kube import KubeClusterClient, gang_pods
 from tests.fakekube import FakeKube
 from tests.fakekube.faults import LoggedRequest
 from tests.fakekube.resources import parse_path
-from tests.fakekube.testing import RUNNING, eventually, fake_kube, node, pod
-
-kube = pytest.fixture(fake_kube, name="kube")
-
-
-def fast_retry(**overrides: Any) -> RetryPolicy:
-    return RetryPolicy(**{"attempts": 5, "base_delay": 0.01, "max_delay": 0.05, **overrides})
-
-
-@pytest.fixture
-def cluster(kube: FakeKube) -> Iterator[KubeClusterClient]:
-    with KubeClusterClient.from_url(
-        kube.url, retry=fast_retry(), watch_timeout=1, sync_timeout=10
-    ) as connected:
-        yield connected
-
+from tests.fakekube.testing import RUNNING, eventually, node, pod
+from tests.koordweb.kube_helpers import fast_retry
 
 RBAC = Path(__file__).resolve().parents[2] / "docker" / "rbac.yaml"
 

@@ -2,29 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
 import pytest
 
-from koordweb.backends.kube import KubeClusterClient, KubeUnavailable, RetryPolicy
+from koordweb.backends.kube import KubeClusterClient, KubeUnavailable
 from tests.fakekube import FakeKube
 from tests.fakekube.resources import served
-from tests.fakekube.testing import RUNNING, eventually, fake_kube, node, pod
-
-kube = pytest.fixture(fake_kube, name="kube")
-
-
-def fast_retry(**overrides: Any) -> RetryPolicy:
-    return RetryPolicy(**{"attempts": 5, "base_delay": 0.01, "max_delay": 0.05, **overrides})
-
-
-@pytest.fixture
-def cluster(kube: FakeKube) -> Iterator[KubeClusterClient]:
-    with KubeClusterClient.from_url(
-        kube.url, retry=fast_retry(), watch_timeout=1, sync_timeout=10
-    ) as connected:
-        yield connected
+from tests.fakekube.testing import RUNNING, eventually, node, pod
+from tests.koordweb.kube_helpers import fast_retry
 
 
 def names(documents: list[dict], kind: str) -> list[str]:
@@ -64,9 +48,11 @@ def seed(kube: FakeKube) -> None:
     )
 
 
-def test_snapshot_lists_every_kind_as_manifests(kube: FakeKube, cluster: KubeClusterClient) -> None:
+def test_snapshot_lists_every_kind_as_manifests(
+    kube: FakeKube, kube_client: KubeClusterClient
+) -> None:
     seed(kube)
-    documents = cluster.snapshot()
+    documents = kube_client.snapshot()
     assert names(documents, "Node") == ["node-1"]
     # Ours whatever their state; others only while they hold a node's resources.
     assert sorted(names(documents, "Pod")) == ["ours-done", "ours-pending", "system"]
@@ -80,50 +66,50 @@ def test_snapshot_lists_every_kind_as_manifests(kube: FakeKube, cluster: KubeClu
     assert [d["kind"] for d in documents][:1] == ["Node"]
 
 
-def test_lists_are_paged(kube: FakeKube, cluster: KubeClusterClient, monkeypatch) -> None:
+def test_lists_are_paged(kube: FakeKube, kube_client: KubeClusterClient, monkeypatch) -> None:
     from koordweb.backends.kube import mirror
 
     monkeypatch.setattr(mirror, "PAGE_SIZE", 2)
     for i in range(5):
         kube.add(node(f"node-{i}"))
-    assert names(cluster.snapshot(), "Node") == [f"node-{i}" for i in range(5)]
+    assert names(kube_client.snapshot(), "Node") == [f"node-{i}" for i in range(5)]
     node_lists = [r for r in kube.faults.requests_to("/api/v1/nodes$") if "watch" not in r.query]
     assert len(node_lists) == 3
 
 
 def test_changes_arrive_by_watch_without_relisting(
-    kube: FakeKube, cluster: KubeClusterClient
+    kube: FakeKube, kube_client: KubeClusterClient
 ) -> None:
     kube.add(node("node-1"))
     kube.add(pod("p1", schedulerName="koordweb"))
-    cluster.snapshot()
+    kube_client.snapshot()
     kube.add(node("node-2"))
     kube.delete("v1", "Pod", "p1", "default")
     kube.add(pod("p2", schedulerName="koordweb"))
 
     def caught_up() -> bool:
-        documents = cluster.snapshot()
+        documents = kube_client.snapshot()
         return names(documents, "Node") == ["node-1", "node-2"] and names(documents, "Pod") == [
             "p2"
         ]
 
     eventually(caught_up)
-    assert cluster.mirror.reflectors["nodes"].relists == 1
-    assert cluster.mirror.reflectors["pods"].relists == 1
-    assert cluster.resource_versions()["pods"] is not None
+    assert kube_client.mirror.reflectors["nodes"].relists == 1
+    assert kube_client.mirror.reflectors["pods"].relists == 1
+    assert kube_client.resource_versions()["pods"] is not None
 
 
-def test_an_expired_watch_relists(kube: FakeKube, cluster: KubeClusterClient) -> None:
+def test_an_expired_watch_relists(kube: FakeKube, kube_client: KubeClusterClient) -> None:
     kube.add(node("node-1"))
-    cluster.snapshot()
+    kube_client.snapshot()
     # Keep the node watch from reconnecting while history is compacted away under it.
     outage = kube.faults.add(path="/api/v1/nodes$", status=503, count=10_000)
     eventually(lambda: outage.fired >= 1)
     kube.add(node("node-2"))
     kube.store.compact()
     kube.faults.clear()
-    eventually(lambda: names(cluster.snapshot(), "Node") == ["node-1", "node-2"])
-    assert cluster.mirror.reflectors["nodes"].relists == 2
+    eventually(lambda: names(kube_client.snapshot(), "Node") == ["node-1", "node-2"])
+    assert kube_client.mirror.reflectors["nodes"].relists == 2
     watches = [r for r in kube.faults.requests_to("/api/v1/nodes$") if "watch=true" in r.query]
     assert any(r.status == 200 for r in watches)
 
@@ -145,10 +131,10 @@ def test_an_unreachable_cluster_is_reported(kube: FakeKube) -> None:
 
 
 def test_an_earlier_snapshot_is_not_changed_by_later_events(
-    kube: FakeKube, cluster: KubeClusterClient
+    kube: FakeKube, kube_client: KubeClusterClient
 ) -> None:
     kube.add(node("node-1", rack="r1"))
-    before = cluster.snapshot()
+    before = kube_client.snapshot()
     kube.store.update(
         served("v1", "Node"),
         None,
@@ -159,30 +145,30 @@ def test_an_earlier_snapshot_is_not_changed_by_later_events(
     def rack(documents: list[dict]) -> str:
         return next(d for d in documents if d["kind"] == "Node")["metadata"]["labels"]["rack"]
 
-    eventually(lambda: rack(cluster.snapshot()) == "r2")
+    eventually(lambda: rack(kube_client.snapshot()) == "r2")
     assert rack(before) == "r1"
 
 
 def test_namespaced_custom_objects_follow_changes(
-    kube: FakeKube, cluster: KubeClusterClient
+    kube: FakeKube, kube_client: KubeClusterClient
 ) -> None:
-    cluster.snapshot()
+    kube_client.snapshot()
     quota = {
         "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
         "kind": "ElasticQuota",
         "metadata": {"name": "team-a", "namespace": "default"},
         "spec": {"max": {"cpu": "8"}},
     }
-    cluster.apply_object(quota)
+    kube_client.apply_object(quota)
     quota["spec"]["max"]["cpu"] = "16"
-    cluster.apply_object(quota)
+    kube_client.apply_object(quota)
 
     def quota_max() -> object:
-        found = [d for d in cluster.snapshot() if d["kind"] == "ElasticQuota"]
+        found = [d for d in kube_client.snapshot() if d["kind"] == "ElasticQuota"]
         return found[0]["spec"]["max"]["cpu"] if found else None
 
     eventually(lambda: quota_max() == "16")
-    assert cluster.mirror.reflectors["elasticquotas"].relists == 1
+    assert kube_client.mirror.reflectors["elasticquotas"].relists == 1
 
 
 def test_connects_through_a_kubeconfig(kube: FakeKube, tmp_path) -> None:

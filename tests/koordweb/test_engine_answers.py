@@ -12,7 +12,7 @@ import yaml
 from koordweb.manifests.scheduler_config import read_scheduler_config, scheduler_config_doc
 from koordweb.services.records import _preemption_rule, quota_runtime
 from scheduler.result import PreemptionRecord, RoundResult
-from tests.scheduler.test_plugin_contracts import EXAMPLE_DIR
+from tests.plugin_example import EXAMPLE_DIR
 
 
 def _record(rule: str, highest: int) -> PreemptionRecord:

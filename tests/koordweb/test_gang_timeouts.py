@@ -9,18 +9,11 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
-from koordweb.backends.simulated import SimulatedBackend
 from koordweb.manifests import import_manifests, load_documents
-from koordweb.models import Cluster, Job, JobState, Pod, Round
-from koordweb.services.records import round_execute
+from koordweb.models import Cluster, Job, JobState, Pod
+from tests.builders import simulated_round
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
-
-
-def _round(cluster: Cluster, now) -> None:  # type: ignore[no-untyped-def]
-    round_execute(
-        cluster=cluster, backend=SimulatedBackend(), trigger=Round.Trigger.MANUAL, now=now
-    )
 
 
 @pytest.mark.django_db
@@ -30,7 +23,7 @@ def test_an_expired_gang_gives_up_its_nominations_and_says_why() -> None:
     import_manifests(cluster, docs)
     gang = Pod.objects.filter(cluster=cluster, name__startswith="gang-a")
     assert all(p.nominated_node_id and p.nominated_at for p in gang)
-    _round(cluster, timezone.now())
+    simulated_round(cluster, timezone.now())
     assert not any(p.nominated_node_id or p.nominated_at for p in gang.all())
     job = Job.objects.get(cluster=cluster, pods__name="gang-a-1")
     assert job.state == JobState.PENDING
@@ -44,7 +37,7 @@ def test_a_fresh_nomination_is_kept_and_times_out_later() -> None:
     import_manifests(cluster, docs)
     gang = Pod.objects.filter(cluster=cluster, name__startswith="gang-a")
     since = gang.first().nominated_at  # type: ignore[union-attr]
-    _round(cluster, since + timedelta(seconds=29))
+    simulated_round(cluster, since + timedelta(seconds=29))
     assert all(p.nominated_node_id for p in gang.all())
-    _round(cluster, since + timedelta(seconds=30))
+    simulated_round(cluster, since + timedelta(seconds=30))
     assert not any(p.nominated_node_id for p in gang.all())

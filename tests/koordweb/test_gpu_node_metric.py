@@ -11,7 +11,7 @@ from koordweb.manifests import export_manifests, import_manifests, load_document
 from koordweb.models import CardSample, Cluster, Device, Node, NodeMetric
 from koordweb.models.gpu_usage import epoch
 from koordweb.services.gpu_usage import gpu_samples_ingest
-from tests.koordweb.api import factories as f
+from tests import builders as f
 
 GI = 1024**3
 NODE_METRIC = """

@@ -13,52 +13,11 @@ from django.db.models import Sum
 from koordweb.models import CARD_HOUR, CardSample, JobGpuState, JobUsageHour, NodeMetric
 from koordweb.services.gpu_history import gpu_history_compact
 from koordweb.services.gpu_usage import gpu_samples_ingest
-from tests.koordweb.api import factories as f
+from tests import builders as f
 
 pytestmark = pytest.mark.django_db
 T0 = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
 GI = 1024**3
-
-
-def allocated(*cards: tuple[int, int]) -> dict[str, str]:
-    """A device-allocated annotation for (minor, gpu-core percent) shares."""
-    entries = [
-        {"minor": minor, "resources": {"koordinator.sh/gpu-core": str(core)}}
-        for minor, core in cards
-    ]
-    return {"scheduling.koordinator.sh/device-allocated": json.dumps({"gpu": entries})}
-
-
-def report(node: Any, at: datetime, cards: dict[int, int], pods: dict[str, dict[int, int]]) -> None:
-    """A NodeMetric: card busy percents, and per pod (namespace/name) its busy percent per card."""
-    NodeMetric.objects.create(
-        node=node,
-        reported_at=at,
-        gpu_usage={
-            str(m): {"koordinator.sh/gpu-core": b, "koordinator.sh/gpu-memory": 10 * GI}
-            for m, b in cards.items()
-        },
-        pod_gpu_usage={
-            pod: {str(m): {"koordinator.sh/gpu-core": b} for m, b in usage.items()}
-            for pod, usage in pods.items()
-        },
-    )
-
-
-def running_job(quota: Any, node: Any, cards: tuple[tuple[int, int], ...], name: str) -> Any:
-    job = f.JobFactory(
-        cluster=node.cluster,
-        quota=quota,
-        name=name,
-        state="Running",
-        total_number=1,
-        min_available=1,
-        namespace=quota.name,
-    )
-    f.PodFactory(
-        job=job, name=f"{name}-0", node=node, phase="Running", annotations=allocated(*cards)
-    )
-    return job
 
 
 @pytest.fixture
@@ -79,9 +38,9 @@ def ingest_minute(cluster: Any, minute: int) -> dict[str, int]:
 def test_two_pods_sharing_one_card_each_get_their_share_and_their_own_use(card_node: Any) -> None:
     vision = f.QuotaFactory(cluster=card_node.cluster, name="vision")
     speech = f.QuotaFactory(cluster=card_node.cluster, name="speech")
-    busy = running_job(vision, card_node, ((0, 50),), "busy")
-    idle = running_job(speech, card_node, ((0, 30),), "idle")
-    report(
+    busy = f.card_holder(vision, card_node, {0: 50}, "busy")
+    idle = f.card_holder(speech, card_node, {0: 30}, "idle")
+    f.card_report(
         card_node,
         T0 + timedelta(seconds=50),
         {0: 40, 1: 0},
@@ -103,9 +62,9 @@ def test_two_pods_sharing_one_card_each_get_their_share_and_their_own_use(card_n
 
 def test_shared_card_without_pod_reports_is_split_by_share(card_node: Any) -> None:
     quota = f.QuotaFactory(cluster=card_node.cluster, name="team")
-    big = running_job(quota, card_node, ((1, 75),), "big")
-    small = running_job(quota, card_node, ((1, 25),), "small")
-    report(card_node, T0 + timedelta(seconds=30), {0: 0, 1: 80}, {})
+    big = f.card_holder(quota, card_node, {1: 75}, "big")
+    small = f.card_holder(quota, card_node, {1: 25}, "small")
+    f.card_report(card_node, T0 + timedelta(seconds=30), {0: 0, 1: 80}, {})
 
     ingest_minute(card_node.cluster, 0)
 
@@ -120,14 +79,14 @@ def test_a_job_that_moved_between_rounds_is_charged_on_each_card_in_its_time(
     other = f.NodeFactory(cluster=card_node.cluster, name="gpu-2")
     f.DeviceFactory(node=other, minor=0)
     quota = f.QuotaFactory(cluster=card_node.cluster, name="team")
-    job = running_job(quota, card_node, ((1, 100),), "mover")
-    report(card_node, T0 + timedelta(seconds=30), {0: 0, 1: 90}, {"team/mover-0": {1: 90}})
+    job = f.card_holder(quota, card_node, {1: 100}, "mover")
+    f.card_report(card_node, T0 + timedelta(seconds=30), {0: 0, 1: 90}, {"team/mover-0": {1: 90}})
     ingest_minute(card_node.cluster, 0)
 
     # Preempted and placed again elsewhere: the pod is now on gpu-2, card 0.
-    job.pods.update(node=other, annotations=allocated((0, 100)))
-    report(card_node, T0 + timedelta(seconds=90), {0: 0, 1: 0}, {})
-    report(other, T0 + timedelta(seconds=90), {0: 70}, {"team/mover-0": {0: 70}})
+    job.pods.update(node=other, annotations=f.card_allocation({0: 100}))
+    f.card_report(card_node, T0 + timedelta(seconds=90), {0: 0, 1: 0}, {})
+    f.card_report(other, T0 + timedelta(seconds=90), {0: 70}, {"team/mover-0": {0: 70}})
     ingest_minute(card_node.cluster, 1)
 
     mine = CardSample.objects.filter(job=job).order_by("period_start")
@@ -147,7 +106,7 @@ def test_a_job_that_moved_between_rounds_is_charged_on_each_card_in_its_time(
 
 
 def test_a_period_is_sampled_once(card_node: Any) -> None:
-    report(card_node, T0 + timedelta(seconds=30), {0: 10, 1: 0}, {})
+    f.card_report(card_node, T0 + timedelta(seconds=30), {0: 10, 1: 0}, {})
     assert ingest_minute(card_node.cluster, 0)["samples"] == 2
     assert ingest_minute(card_node.cluster, 0)["samples"] == 0
     assert CardSample.objects.count() == 2
@@ -157,14 +116,14 @@ def test_idle_streak_starts_at_the_first_idle_period_and_a_busy_one_ends_it(
     card_node: Any,
 ) -> None:
     quota = f.QuotaFactory(cluster=card_node.cluster, name="team")
-    job = running_job(quota, card_node, ((0, 100),), "nb")
+    job = f.card_holder(quota, card_node, {0: 100}, "nb")
     for minute, busy in enumerate([50, 0, 0, 0]):
-        report(card_node, T0 + timedelta(minutes=minute, seconds=30), {0: busy, 1: 0}, {})
+        f.card_report(card_node, T0 + timedelta(minutes=minute, seconds=30), {0: busy, 1: 0}, {})
         ingest_minute(card_node.cluster, minute)
     state = JobGpuState.objects.get(job=job)
     assert state.idle_since == T0 + timedelta(minutes=1)
     assert state.idle_allocated == 3 * 100 * 60  # three idle minutes of a whole card
-    report(card_node, T0 + timedelta(minutes=4, seconds=30), {0: 60, 1: 0}, {})
+    f.card_report(card_node, T0 + timedelta(minutes=4, seconds=30), {0: 60, 1: 0}, {})
     ingest_minute(card_node.cluster, 4)
     state.refresh_from_db()
     assert state.idle_since is None and state.idle_allocated == 0
@@ -173,10 +132,12 @@ def test_idle_streak_starts_at_the_first_idle_period_and_a_busy_one_ends_it(
 def test_downsampling_keeps_gpu_hours_within_one_percent(card_node: Any, settings: Any) -> None:
     settings.KOORDWEB_GPU_RAW_HOURS = 1
     quota = f.QuotaFactory(cluster=card_node.cluster, name="team")
-    job = running_job(quota, card_node, ((0, 100), (1, 40)), "long")
+    job = f.card_holder(quota, card_node, {0: 100, 1: 40}, "long")
     for minute in range(150):
         busy = (minute * 37) % 101
-        report(card_node, T0 + timedelta(minutes=minute, seconds=20), {0: busy, 1: busy // 3}, {})
+        f.card_report(
+            card_node, T0 + timedelta(minutes=minute, seconds=20), {0: busy, 1: busy // 3}, {}
+        )
         ingest_minute(card_node.cluster, minute)
 
     def totals() -> dict[str, int]:
@@ -203,7 +164,7 @@ def test_downsampling_keeps_gpu_hours_within_one_percent(card_node: Any, setting
 
 def test_history_older_than_its_days_is_pruned(card_node: Any, settings: Any) -> None:
     settings.KOORDWEB_GPU_HISTORY_DAYS = 1
-    report(card_node, T0 + timedelta(seconds=30), {0: 10, 1: 0}, {})
+    f.card_report(card_node, T0 + timedelta(seconds=30), {0: 10, 1: 0}, {})
     ingest_minute(card_node.cluster, 0)
     gpu_history_compact(now=T0 + timedelta(days=3))
     assert not CardSample.objects.exists()
@@ -218,25 +179,18 @@ def test_vnpu_and_smlu_slices_are_charged_by_their_share_of_the_card(card_node: 
     smlu = {"koordinator.sh/gpu-core": "25", "koordinator.sh/gpu-memory": str(8 * GI)}
     jobs = {}
     for name, resources in (("vnpu", vnpu), ("smlu", smlu)):
-        job = f.JobFactory(
-            cluster=card_node.cluster,
-            quota=quota,
-            name=name,
-            namespace="team",
-            state="Running",
-            total_number=1,
-            min_available=1,
-        )
         annotation = {"gpu": [{"minor": 0, "resources": resources}]}
-        f.PodFactory(
-            job=job,
-            name=f"{name}-0",
-            node=card_node,
-            phase="Running",
-            annotations={"scheduling.koordinator.sh/device-allocated": json.dumps(annotation)},
+        job = f.gang(
+            card_node.cluster,
+            name,
+            quota=quota,
+            namespace="team",
+            nodes=[card_node],
+            requests={"cpu": 4000, "nvidia.com/gpu": 1},
+            annotations={f.DEVICE_ALLOCATED: json.dumps(annotation)},
         )
         jobs[name] = job
-    report(card_node, T0 + timedelta(seconds=30), {0: 60, 1: 0}, {})
+    f.card_report(card_node, T0 + timedelta(seconds=30), {0: 60, 1: 0}, {})
 
     ingest_minute(card_node.cluster, 0)
 

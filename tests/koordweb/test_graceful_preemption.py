@@ -18,26 +18,21 @@ from django.utils import timezone
 
 from koordweb.backends.simulated import SimulatedBackend
 from koordweb.models import Cluster, Job, JobState, Pod, PodPhase, Preemption, Round
-from koordweb.services.demo import demo_seed
-from koordweb.services.jobs import GatherRule, JobSpec, PodShape, job_submit
-from koordweb.services.records import round_execute
 from koordweb.tasks import run_round
+from tests.builders import busy_cluster, simulated_round, urgent_spine_gang
 
 GRACE = 60
 
 
 @pytest.fixture
-def demo(db, settings):
+def busy(db, settings) -> Cluster:
     settings.KOORDWEB_CLUSTER = "default"
     settings.KOORDWEB_SIMULATED_GRACE_SECONDS = GRACE
-    demo_seed()
-    return Cluster.objects.get(name="default")
+    return busy_cluster().cluster
 
 
 def one_round(cluster: Cluster, now) -> Round:
-    return round_execute(
-        cluster=cluster, backend=SimulatedBackend(), trigger=Round.Trigger.MANUAL, now=now
-    ).round
+    return simulated_round(cluster, now).round
 
 
 def overcommitted(cluster: Cluster) -> list[str]:
@@ -56,24 +51,12 @@ def overcommitted(cluster: Cluster) -> list[str]:
     ]
 
 
-def test_victims_hold_their_nodes_until_gone_and_the_preemptor_then_binds_whole(demo):
+def test_victims_hold_their_nodes_until_gone_and_the_preemptor_then_binds_whole(busy):
     start = timezone.now()
-    one_round(demo, start)
-    bob = demo.quotas.get(name="team-nlp").members.first()
-    urgent, _ = job_submit(
-        user=bob,
-        spec=JobSpec(
-            name="prod-refresh",
-            namespace="team-nlp",
-            quota="team-nlp",
-            priority_class="koord-prod",
-            replicas=24,
-            pod=PodShape(requests={"cpu": 8000, "nvidia.com/gpu": 8}),
-            gather=(GatherRule("SpineLayer", "MustGather"),),
-        ),
-    )
+    one_round(busy, start)
+    urgent = urgent_spine_gang(busy)
     preempt_at = start + timedelta(seconds=20)
-    one_round(demo, preempt_at)
+    one_round(busy, preempt_at)
     preemption = Preemption.objects.get(preemptor=urgent)
     assert preemption.state == Preemption.State.ENACTED
     victims = [v.job for v in preemption.victims.select_related("job")]
@@ -82,8 +65,8 @@ def test_victims_hold_their_nodes_until_gone_and_the_preemptor_then_binds_whole(
     assert all(nominated.values()), nominated
     # Three rounds inside the grace period: the victims still hold every card.
     for step in (1, 2):
-        one_round(demo, preempt_at + timedelta(seconds=20 * step))
-        assert overcommitted(demo) == []
+        one_round(busy, preempt_at + timedelta(seconds=20 * step))
+        assert overcommitted(busy) == []
         assert not urgent.pods.filter(node__isnull=False).exists()
         for victim in victims:
             victim.refresh_from_db()
@@ -96,8 +79,8 @@ def test_victims_hold_their_nodes_until_gone_and_the_preemptor_then_binds_whole(
         ).exclude(job=urgent)
         assert not others.exists()
     # Past the grace period the victims are gone and the preemptor binds where it was nominated.
-    one_round(demo, preempt_at + timedelta(seconds=GRACE + 1))
-    assert overcommitted(demo) == []
+    one_round(busy, preempt_at + timedelta(seconds=GRACE + 1))
+    assert overcommitted(busy) == []
     urgent.refresh_from_db()
     assert urgent.state == JobState.SCHEDULED
     placed = dict(urgent.pods.values_list("name", "node__name"))
@@ -109,19 +92,19 @@ def test_victims_hold_their_nodes_until_gone_and_the_preemptor_then_binds_whole(
         assert not victim.pods.exclude(phase=PodPhase.FAILED).exists()
 
 
-def test_a_cancelled_jobs_pods_hold_their_nodes_until_the_kubelet_let_them_go(demo):
+def test_a_cancelled_jobs_pods_hold_their_nodes_until_the_kubelet_let_them_go(busy):
     from koordweb.services.jobs import job_cancel
 
     start = timezone.now()
-    one_round(demo, start)
-    running = Job.objects.filter(cluster=demo, state=JobState.SCHEDULED).first()
+    one_round(busy, start)
+    running = Job.objects.filter(cluster=busy, state=JobState.SCHEDULED).first()
     admin = running.owner
     job_cancel(job=running, user=admin)
     bound = running.pods.filter(node__isnull=False)
     assert bound.exists() and all(p.terminating for p in bound)
-    one_round(demo, start + timedelta(seconds=10))
+    one_round(busy, start + timedelta(seconds=10))
     assert running.pods.filter(terminating=True, phase=PodPhase.RUNNING).exists()
-    one_round(demo, start + timedelta(seconds=GRACE + 11))
+    one_round(busy, start + timedelta(seconds=GRACE + 11))
     assert not running.pods.exclude(phase=PodPhase.FAILED).exists()
     running.refresh_from_db()
     assert running.state == JobState.CANCELLED
@@ -144,8 +127,7 @@ def test_rounds_asked_for_during_a_round_start_exactly_one_successor_right_after
     settings, monkeypatch
 ):
     settings.KOORDWEB_CLUSTER = "default"
-    demo_seed()
-    cluster = Cluster.objects.get(name="default")
+    cluster = busy_cluster().cluster
     entered, release = threading.Event(), threading.Event()
     monkeypatch.setattr("koordweb.tasks.backend_for", lambda c: _SlowEnact(entered, release))
     successors: list[dict] = []

@@ -6,35 +6,16 @@ victim's name while the eviction is in flight is another pod and is left alone.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from django.utils import timezone
 
-from koordweb.backends.kube import KubeClusterClient, RetryPolicy
+from koordweb.backends.kube import KubeClusterClient
 from koordweb.backends.kubernetes import KubernetesBackend
 from koordweb.models import Cluster, Intent, Job, JobState, Preemption, Round
 from koordweb.services.records import round_execute
 from tests.fakekube import FakeKube
-from tests.fakekube.testing import LAYOUT, eventually, fake_kube, gang_pods, seed_blocks
-from tests.koordweb.test_kube_rounds import running_pod, settle
-
-kube = pytest.fixture(fake_kube, name="kube")
-
-
-@pytest.fixture
-def cluster_client(kube: FakeKube) -> Iterator[KubeClusterClient]:
-    seed_blocks(kube)
-    retry = RetryPolicy(attempts=4, base_delay=0.01, max_delay=0.05)
-    with KubeClusterClient.from_url(
-        kube.url, retry=retry, watch_timeout=1, sync_timeout=10, budget_attempts=3
-    ) as connected:
-        yield connected
-
-
-@pytest.fixture
-def cluster(db) -> Cluster:
-    return Cluster.objects.create(name="k8s", backend=Cluster.Backend.KUBERNETES)
+from tests.fakekube.testing import LAYOUT, eventually, gang_pods
+from tests.koordweb.kube_helpers import running_pod, settle
 
 
 class ReplacedInFlight(KubernetesBackend):
@@ -54,7 +35,7 @@ class ReplacedInFlight(KubernetesBackend):
         return super().enact(cluster, plan, now=now)
 
 
-def test_a_pod_recreated_under_a_victims_name_is_not_evicted(kube, cluster_client, cluster):
+def test_a_pod_recreated_under_a_victims_name_is_not_evicted(kube, cluster_client, kube_cluster):
     for i in (1, 2, 3):
         kube.add(running_pod(f"low-{i}", f"node-{i}", 1))
     for pod in gang_pods("urgent", 2, 1000):
@@ -62,7 +43,7 @@ def test_a_pod_recreated_under_a_victims_name_is_not_evicted(kube, cluster_clien
     settle(kube, cluster_client)
     backend = ReplacedInFlight(cluster_client, kube)
     round_execute(
-        cluster=cluster, backend=backend, trigger=Round.Trigger.MANUAL, now=timezone.now()
+        cluster=kube_cluster, backend=backend, trigger=Round.Trigger.MANUAL, now=timezone.now()
     )
     assert backend.replaced == ["low-3"]
     newcomer = kube.pod("batch", "low-3")
@@ -81,7 +62,7 @@ def test_a_pod_recreated_under_a_victims_name_is_not_evicted(kube, cluster_clien
     # The next round sees the new pod in the old row and plans again from what is there.
     settle(kube, cluster_client)
     round_execute(
-        cluster=cluster,
+        cluster=kube_cluster,
         backend=KubernetesBackend(cluster_client),
         trigger=Round.Trigger.MANUAL,
         now=timezone.now(),
@@ -109,7 +90,7 @@ def nodes_of(kube: FakeKube, names: list[str], namespace: str = "ml") -> list[st
 
 
 def test_preemption_waits_for_graceful_victims_then_binds_the_preemptor_whole(
-    kube, cluster_client, cluster
+    kube, cluster_client, kube_cluster
 ):
     kube.kubelet.manual = True  # victims terminate until the test lets them go
     for i in (1, 2, 3):
@@ -117,13 +98,13 @@ def test_preemption_waits_for_graceful_victims_then_binds_the_preemptor_whole(
     for pod in gang_pods("urgent", 2, 1000):
         kube.add(pod)
     urgent = ["urgent-0", "urgent-1"]
-    kube_round(cluster, cluster_client, kube)
+    kube_round(kube_cluster, cluster_client, kube)
     victim = kube.pod("batch", "low-3")
     assert victim is not None and victim["metadata"]["deletionTimestamp"]  # terminating
     assert kube.kubelet.terminating() == [("batch", "low-3")]
     # Several rounds inside the grace period: the victim holds node-3, nothing binds there.
     for _ in range(5):
-        kube_round(cluster, cluster_client, kube)
+        kube_round(kube_cluster, cluster_client, kube)
         assert nodes_of(kube, urgent) == [None, None]
         victim_job = Preemption.objects.get().victims.get().job
         victim_job.refresh_from_db()
@@ -136,11 +117,11 @@ def test_preemption_waits_for_graceful_victims_then_binds_the_preemptor_whole(
     # The kubelet has stopped the victim: the watch says DELETED, the preemptor binds whole.
     assert kube.kubelet.finish_terminating() == [("batch", "low-3")]
     eventually(lambda: kube.pod("batch", "low-3") is None)
-    kube_round(cluster, cluster_client, kube)
+    kube_round(kube_cluster, cluster_client, kube)
     assert sorted(nodes_of(kube, urgent)) == ["node-3", "node-4"]
     for name in urgent:
         assert kube.pod("ml", name)["status"]["phase"] == "Running"  # the kubelet admitted it
-    kube_round(cluster, cluster_client, kube)
+    kube_round(kube_cluster, cluster_client, kube)
     victim_job.refresh_from_db()
     assert victim_job.state == JobState.PREEMPTED
     assert victim_job.pods.get().phase == "Failed"
@@ -160,13 +141,15 @@ class IntruderBeforeBinding(KubernetesBackend):
         return super().enact(cluster, plan, now=now)
 
 
-def test_a_kubelet_refusal_of_one_member_requeues_the_gang_whole(kube, cluster_client, cluster):
+def test_a_kubelet_refusal_of_one_member_requeues_the_gang_whole(
+    kube, cluster_client, kube_cluster
+):
     kube.add(running_pod("busy", "node-1", 1))  # block b1 is half full: the gang goes to b2
     for pod in gang_pods("pair", 2, 500):
         kube.add(pod)
     settle(kube, cluster_client)
     round_execute(
-        cluster=cluster,
+        cluster=kube_cluster,
         backend=IntruderBeforeBinding(cluster_client, kube, "node-3"),
         trigger=Round.Trigger.MANUAL,
         now=timezone.now(),
@@ -176,7 +159,7 @@ def test_a_kubelet_refusal_of_one_member_requeues_the_gang_whole(kube, cluster_c
     status = kube.pod("ml", refused[0])["status"]
     assert status["reason"] == "OutOfcpu"
     # The next round reads the refusal, reports it on the job and takes the gang off whole.
-    rnd = kube_round(cluster, cluster_client, kube)
+    rnd = kube_round(kube_cluster, cluster_client, kube)
     assert rnd.metrics["kubelet_rejections"] == 1
     job = Job.objects.get(name="pair")
     assert job.state in (JobState.REQUEUEING, JobState.PENDING)
@@ -188,7 +171,7 @@ def test_a_kubelet_refusal_of_one_member_requeues_the_gang_whole(kube, cluster_c
     assert len(deletes) == 2  # both members, not only the refused one
     # Once they are gone the gang is queued again, created anew and placed whole elsewhere.
     for _ in range(5):
-        kube_round(cluster, cluster_client, kube)
+        kube_round(kube_cluster, cluster_client, kube)
         placed = nodes_of(kube, ["pair-0", "pair-1"])
         if None not in placed:
             break

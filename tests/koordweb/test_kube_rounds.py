@@ -6,14 +6,10 @@ Koordinator gang annotations; pods of other schedulers hold their nodes' resourc
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 from django.db import transaction
 from django.utils import timezone
-from kubernetes.client import CoreV1Api
 
-from koordweb.backends.kube import KubeClusterClient, RetryPolicy
+from koordweb.backends.kube import KubeClusterClient
 from koordweb.backends.kube.kinds import WATCHED_KINDS
 from koordweb.backends.kubernetes import KubernetesBackend
 from koordweb.models import Cluster, Job, JobState, Preemption, Round
@@ -21,45 +17,11 @@ from koordweb.services.records import round_execute
 from tests.fakekube import FakeKube
 from tests.fakekube.testing import (
     LAYOUT,
-    RUNNING,
     eventually,
-    fake_kube,
     gang_pods,
     seed_blocks,
 )
-
-kube = pytest.fixture(fake_kube, name="kube")
-
-
-def running_pod(name: str, node: str, priority: int, labels: dict | None = None) -> dict:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "batch", "labels": labels or {}},
-        "spec": {
-            "nodeName": node,
-            "priority": priority,
-            "containers": [
-                {"name": "main", "image": "x", "resources": {"requests": {"cpu": "16"}}}
-            ],
-        },
-        "status": RUNNING,
-    }
-
-
-@pytest.fixture
-def cluster_client(kube: FakeKube) -> Iterator[KubeClusterClient]:
-    seed_blocks(kube)
-    retry = RetryPolicy(attempts=4, base_delay=0.01, max_delay=0.05)
-    with KubeClusterClient.from_url(
-        kube.url, retry=retry, watch_timeout=1, sync_timeout=10, budget_attempts=3
-    ) as connected:
-        yield connected
-
-
-@pytest.fixture
-def cluster(db) -> Cluster:
-    return Cluster.objects.create(name="k8s", backend=Cluster.Backend.KUBERNETES)
+from tests.koordweb.kube_helpers import fast_retry, running_pod, settle
 
 
 def do_round(cluster: Cluster, client: KubeClusterClient):
@@ -77,27 +39,11 @@ def node_of(kube: FakeKube, name: str, namespace: str = "ml") -> str | None:
     return (pod or {}).get("spec", {}).get("nodeName")
 
 
-def settle(kube: FakeKube, client: KubeClusterClient) -> None:
-    """Wait until the mirror has seen every pod the fake server holds."""
-    pods = CoreV1Api(client.api).list_pod_for_all_namespaces().items
-    want = {(p.metadata.namespace, p.metadata.name, p.spec.node_name) for p in pods}
-
-    def seen() -> bool:
-        docs = [d for d in client.snapshot() if d.get("kind") == "Pod"]
-        have = {
-            (d["metadata"]["namespace"], d["metadata"]["name"], d["spec"].get("nodeName"))
-            for d in docs
-        }
-        return want <= have
-
-    eventually(seen, timeout=10)
-
-
-def test_a_gang_is_bound_only_whole(kube, cluster_client, cluster):
+def test_a_gang_is_bound_only_whole(kube, cluster_client, kube_cluster):
     for pod in gang_pods("big", 3, 10) + gang_pods("pair", 2, 10):
         kube.add(pod)
     settle(kube, cluster_client)
-    outcome = do_round(cluster, cluster_client)
+    outcome = do_round(kube_cluster, cluster_client)
     assert {node_of(kube, f"big-{i}") for i in range(3)} == {None}
     pair = {node_of(kube, "pair-0"), node_of(kube, "pair-1")}
     assert None not in pair and {LAYOUT[n] for n in pair} in ({"b1"}, {"b2"})
@@ -106,17 +52,17 @@ def test_a_gang_is_bound_only_whole(kube, cluster_client, cluster):
     assert Job.objects.get(name="big").state == JobState.PENDING
     # Enacting again is harmless: the next round binds nothing twice.
     settle(kube, cluster_client)
-    assert do_round(cluster, cluster_client).summary["placed_pods"] == 0
+    assert do_round(kube_cluster, cluster_client).summary["placed_pods"] == 0
 
 
-def test_preemption_evicts_then_binds_to_the_nominated_nodes(kube, cluster_client, cluster):
+def test_preemption_evicts_then_binds_to_the_nominated_nodes(kube, cluster_client, kube_cluster):
     kube.add(running_pod("low-1", "node-1", 1))
     kube.add(running_pod("low-2", "node-2", 1))
     kube.add(running_pod("low-3", "node-3", 1))
     for pod in gang_pods("urgent", 2, 1000):
         kube.add(pod)
     settle(kube, cluster_client)
-    first = do_round(cluster, cluster_client)
+    first = do_round(kube_cluster, cluster_client)
     assert first.summary["preemptions"] == 1
     preemption = Preemption.objects.get()
     assert preemption.state == Preemption.State.ENACTED
@@ -132,7 +78,7 @@ def test_preemption_evicts_then_binds_to_the_nominated_nodes(kube, cluster_clien
             if d["kind"] == "Pod"
         )
     )
-    do_round(cluster, cluster_client)
+    do_round(kube_cluster, cluster_client)
     assert {node_of(kube, "urgent-0"), node_of(kube, "urgent-1")} == {"node-3", "node-4"}
 
 
@@ -151,10 +97,10 @@ def _db_pods_with_budget(kube: FakeKube) -> None:
         kube.add(pod)
 
 
-def test_a_known_disruption_budget_is_honoured_by_the_engine(kube, cluster_client, cluster):
+def test_a_known_disruption_budget_is_honoured_by_the_engine(kube, cluster_client, kube_cluster):
     _db_pods_with_budget(kube)
     settle(kube, cluster_client)
-    outcome = do_round(cluster, cluster_client)
+    outcome = do_round(kube_cluster, cluster_client)
     verdict = outcome.result.unschedulable["ml/urgent"]
     assert "PodDisruptionBudget batch/db" in verdict.details["preemption"]["reason"]
     assert verdict.details["counterfactual"]["evict_jobs"]
@@ -162,17 +108,19 @@ def test_a_known_disruption_budget_is_honoured_by_the_engine(kube, cluster_clien
     assert all(kube.pod("batch", f"db-{i}") is not None for i in range(4))
 
 
-def test_a_budget_the_engine_cannot_see_turns_eviction_into_a_blocked_preemption(kube, cluster):
+def test_a_budget_the_engine_cannot_see_turns_eviction_into_a_blocked_preemption(
+    kube, kube_cluster
+):
     """The API server enforces a budget koordweb was not allowed to read: 429s, then blocked."""
     seed_blocks(kube)
     _db_pods_with_budget(kube)
     blind = tuple(k for k in WATCHED_KINDS if k.name != "poddisruptionbudgets")
-    retry = RetryPolicy(attempts=4, base_delay=0.01, max_delay=0.05)
+    retry = fast_retry(attempts=4)
     with KubeClusterClient.from_url(
         kube.url, retry=retry, watch_timeout=1, sync_timeout=10, budget_attempts=3, kinds=blind
     ) as client:
         settle(kube, client)
-        do_round(cluster, client)
+        do_round(kube_cluster, client)
     preemption = Preemption.objects.get(preemptor__name="urgent")
     assert preemption.state == Preemption.State.BLOCKED
     assert "budget" in preemption.reason.lower()
@@ -184,26 +132,26 @@ def test_a_budget_the_engine_cannot_see_turns_eviction_into_a_blocked_preemption
 
 
 def test_a_job_submitted_to_koordweb_is_created_in_the_cluster_then_bound(
-    kube, cluster_client, cluster, django_user_model
+    kube, cluster_client, kube_cluster, django_user_model
 ):
     from koordweb.services.jobs import GatherRule, JobSpec, PodShape, job_submit
 
     kube.add({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
     settle(kube, cluster_client)
-    do_round(cluster, cluster_client)  # learn the nodes and the topology
+    do_round(kube_cluster, cluster_client)  # learn the nodes and the topology
     admin = django_user_model.objects.create_user("root", is_staff=True, is_superuser=True)
     job, _ = job_submit(
         user=admin,
         spec=JobSpec(
             name="sweep",
             namespace="ml",
-            cluster=cluster.name,
+            cluster=kube_cluster.name,
             replicas=2,
             pod=PodShape(requests={"cpu": 16000}),
             gather=(GatherRule("BlockLayer", "MustGather"),),
         ),
     )
-    outcome = do_round(cluster, cluster_client)
+    outcome = do_round(kube_cluster, cluster_client)
     created = [kube.pod("ml", f"sweep-{i}") for i in range(2)]
     assert all(created)
     for doc in created:
@@ -217,17 +165,19 @@ def test_a_job_submitted_to_koordweb_is_created_in_the_cluster_then_bound(
     assert job.state == JobState.SCHEDULED
 
 
-def test_a_job_the_cluster_refuses_fails_alone(kube, cluster_client, cluster, django_user_model):
+def test_a_job_the_cluster_refuses_fails_alone(
+    kube, cluster_client, kube_cluster, django_user_model
+):
     from koordweb.services.jobs import JobSpec, PodShape, job_submit
 
     settle(kube, cluster_client)
-    do_round(cluster, cluster_client)
+    do_round(kube_cluster, cluster_client)
     admin = django_user_model.objects.create_user("root", is_staff=True, is_superuser=True)
     job, _ = job_submit(
         user=admin,
-        spec=JobSpec(name="lost", namespace="nowhere", cluster=cluster.name, pod=PodShape({})),
+        spec=JobSpec(name="lost", namespace="nowhere", cluster=kube_cluster.name, pod=PodShape({})),
     )
-    outcome = do_round(cluster, cluster_client)
+    outcome = do_round(kube_cluster, cluster_client)
     job.refresh_from_db()
     assert job.state == JobState.FAILED
     assert 'namespaces "nowhere" not found' in job.state_reason

@@ -14,7 +14,7 @@ from django.urls import path
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
-from koordweb.models import Cluster, Job, Preemption, Round
+from koordweb.models import Preemption, Round
 from koordweb.observability import (
     JsonFormatter,
     RoundContextFilter,
@@ -24,6 +24,7 @@ from koordweb.observability import (
 )
 from koordweb.observability.counters import api_error_count, api_error_counts
 from koordweb.observability.metrics import ApiErrorCountingMiddleware, metrics_view
+from tests import builders as f
 
 # This module is its own URLconf (the project's urls.py gains /metrics from the lead).
 urlpatterns = [path("metrics", metrics_view)]
@@ -61,11 +62,11 @@ def scrape(client, **headers) -> str:
 def history(db):
     """Two clusters' rounds: known durations, states, pods bound, and preemptions by state."""
     now = timezone.now()
-    a = Cluster.objects.create(name="alpha")
-    b = Cluster.objects.create(name="beta")
+    a = f.ClusterFactory(name="alpha")
+    b = f.ClusterFactory(name="beta")
 
     def rnd(cluster, ms, state=Round.State.SUCCEEDED, pods=0, ago=0):
-        return Round.objects.create(
+        return f.RoundFactory(
             cluster=cluster,
             state=state,
             started_at=now - timedelta(seconds=ago),
@@ -79,11 +80,9 @@ def history(db):
     rnd(a, 4000, ago=10)
     rnd(a, 0, state=Round.State.FAILED, ago=5)
     rnd(b, 70, pods=1)
-    job = Job.objects.create(cluster=a, name="urgent", namespace="ml", submitted_at=now)
+    job = f.JobFactory(cluster=a, name="urgent", namespace="ml", submitted_at=now, quota=None)
     for state in (Preemption.State.ENACTED, Preemption.State.ENACTED, Preemption.State.BLOCKED):
-        Preemption.objects.create(
-            cluster=a, round=first, preemptor=job, state=state, created_at=now
-        )
+        f.PreemptionFactory(round=first, preemptor=job, state=state, cost={}, created_at=now)
     return a, b, now
 
 

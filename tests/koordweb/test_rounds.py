@@ -22,36 +22,24 @@ from koordweb.models import (
     Preemption,
     Round,
 )
-from koordweb.services.demo import demo_seed
 from koordweb.services.engine import engine_profile
-from koordweb.services.jobs import GatherRule, JobSpec, PodShape, job_submit
 from koordweb.services.locks import round_lock
-from koordweb.services.records import round_execute
 from koordweb.tasks import run_round
+from tests.builders import busy_cluster, nlp_submits, simulated_round, urgent_spine_gang
 
 GI = 1024**3
 
 
 @pytest.fixture
-def demo(db, settings):
+def busy(db, settings) -> Cluster:
     settings.KOORDWEB_CLUSTER = "default"
-    demo_seed()
-    return Cluster.objects.get(name="default")
+    return busy_cluster().cluster
 
 
-def _round(cluster: Cluster, now=None):
-    return round_execute(
-        cluster=cluster,
-        backend=SimulatedBackend(),
-        trigger=Round.Trigger.MANUAL,
-        now=now or timezone.now(),
-    )
-
-
-def test_first_round_places_every_pending_demo_job_whole(demo):
-    pending = list(demo.jobs.filter(state=JobState.PENDING))
+def test_first_round_places_every_pending_job_whole(busy):
+    pending = list(busy.jobs.filter(state=JobState.PENDING))
     assert pending
-    summary = run_round(demo.id)
+    summary = run_round(busy.id)
     assert summary["placed_pods"] == sum(j.pods.count() for j in pending)
     for job in pending:
         job.refresh_from_db()
@@ -66,8 +54,8 @@ def test_first_round_places_every_pending_demo_job_whole(demo):
     )
 
 
-def test_must_gather_block_lands_in_one_block(demo):
-    run_round(demo.id)
+def test_must_gather_block_lands_in_one_block(busy):
+    run_round(busy.id)
     job = Job.objects.get(name="detector-sweep")
     blocks = {p.node.labels["network.topology.nvidia.com/block"] for p in job.pods.all()}
     assert len(blocks) == 1
@@ -76,62 +64,43 @@ def test_must_gather_block_lands_in_one_block(demo):
     assert decision.reason.startswith("placed in BlockLayer/")
 
 
-def test_kubelet_runs_then_finishes_jobs_on_the_injected_clock(demo):
+def test_kubelet_runs_then_finishes_jobs_on_the_injected_clock(busy):
     now = timezone.now()
-    _round(demo, now)
+    simulated_round(busy, now)
     job = Job.objects.get(name="tts-eval")  # declared duration 240 s
-    _round(demo, now + timedelta(seconds=1))
+    simulated_round(busy, now + timedelta(seconds=1))
     job.refresh_from_db()
     assert job.state == JobState.RUNNING
     assert set(job.pods.values_list("phase", flat=True)) == {PodPhase.RUNNING}
-    _round(demo, now + timedelta(seconds=600))
+    simulated_round(busy, now + timedelta(seconds=600))
     job.refresh_from_db()
     assert job.state == JobState.SUCCEEDED
     assert set(job.pods.values_list("phase", flat=True)) == {PodPhase.SUCCEEDED}
 
 
-def test_unchanged_verdicts_write_no_new_decision_rows(demo):
-    admin = demo.quotas.get(name="team-nlp").members.first()
-    job, _ = job_submit(
-        user=admin,
-        spec=JobSpec(
-            name="too-big",
-            namespace="team-nlp",
-            quota="team-nlp",
-            priority_class="koord-free",
-            # 60 x 8 GPUs fit the empty cluster (a job that never could is refused at
-            # submission) but never team-nlp's quota (at most 384 GPUs).
-            replicas=60,
-            pod=PodShape(requests={"cpu": 1000, "nvidia.com/gpu": 8}),
-        ),
-    )
-    _round(demo)
-    _round(demo)
-    _round(demo)
+def test_unchanged_verdicts_write_no_new_decision_rows(busy):
+    # 14 x 8 GPUs fit the empty cluster (a job that never could is refused at submission) but
+    # never team-nlp's quota (at most 96 GPUs).
+    job = nlp_submits(busy, "too-big", priority_class="koord-free", replicas=14, cpu=1000)
+    simulated_round(busy)
+    simulated_round(busy)
+    simulated_round(busy)
     rows = job.decisions.all()
     assert rows.count() == 1
-    assert rows[0].outcome in (Decision.Outcome.UNSCHEDULABLE, Decision.Outcome.PREEMPTING)
-    assert "SpineLayer" in rows[0].reason or rows[0].details
-
-
-def test_high_priority_job_preempts_whole_lower_priority_jobs_then_runs(demo):
-    now = timezone.now()
-    _round(demo, now)
-    bob = demo.quotas.get(name="team-nlp").members.first()
-    job, _ = job_submit(
-        user=bob,
-        spec=JobSpec(
-            name="prod-refresh",
-            namespace="team-nlp",
-            quota="team-nlp",
-            priority_class="koord-prod",
-            replicas=24,
-            pod=PodShape(requests={"cpu": 8000, "nvidia.com/gpu": 8}),
-            gather=(GatherRule("SpineLayer", "MustGather"),),
-        ),
+    assert rows[0].outcome == Decision.Outcome.UNSCHEDULABLE
+    assert rows[0].reason == (
+        "Insufficient quotas, quotaName: team-nlp, exceedDimensions: [nvidia.com/gpu]"
     )
+    assert rows[0].details["quota"] == "team-nlp"
+    assert rows[0].details["exceeded_dimensions"] == ["nvidia.com/gpu"]
+
+
+def test_high_priority_job_preempts_whole_lower_priority_jobs_then_runs(busy):
+    now = timezone.now()
+    simulated_round(busy, now)
+    job = urgent_spine_gang(busy)
     for step in range(1, 5):
-        _round(demo, now + timedelta(seconds=step))
+        simulated_round(busy, now + timedelta(seconds=step))
         job.refresh_from_db()
         if job.state != JobState.PENDING:
             break
@@ -150,21 +119,6 @@ def test_high_priority_job_preempts_whole_lower_priority_jobs_then_runs(demo):
     assert len(spines) == 1
 
 
-def test_no_node_holds_more_gpus_than_it_has_after_many_rounds(demo):
-    from koordweb.services.demo_arrivals import demo_arrival
-
-    now = timezone.now()
-    for step in range(12):
-        demo_arrival(cluster=demo)
-        _round(demo, now + timedelta(seconds=30 * step))
-    for node in demo.nodes.all():
-        used = sum(
-            p.requests.get("nvidia.com/gpu", 0)
-            for p in Pod.objects.filter(node=node, phase__in=[PodPhase.PENDING, PodPhase.RUNNING])
-        )
-        assert used <= node.allocatable.get("nvidia.com/gpu", 0)
-
-
 class _BrokenBackend(SimulatedBackend):
     """A cluster that fails half-way through enacting a committed plan."""
 
@@ -173,11 +127,11 @@ class _BrokenBackend(SimulatedBackend):
         raise ConnectionError("the cluster went away")
 
 
-def test_a_round_that_fails_to_enact_keeps_its_plan_for_the_next_round(demo, monkeypatch):
+def test_a_round_that_fails_to_enact_keeps_its_plan_for_the_next_round(busy, monkeypatch):
     monkeypatch.setattr("koordweb.tasks.backend_for", lambda cluster: _BrokenBackend())
     bound_before = Pod.objects.filter(node__isnull=False).count()
     with pytest.raises(ConnectionError):
-        run_round(demo.id)
+        run_round(busy.id)
     # The plan committed before anything was enacted; nothing of it is taken as done.
     assert Pod.objects.filter(node__isnull=False).count() == bound_before
     failed = Round.objects.get()
@@ -188,13 +142,13 @@ def test_a_round_that_fails_to_enact_keeps_its_plan_for_the_next_round(demo, mon
     assert planned
     # The next round enacts the leftover plan before it plans anything of its own.
     monkeypatch.setattr("koordweb.tasks.backend_for", lambda cluster: SimulatedBackend())
-    summary = run_round(demo.id)
+    summary = run_round(busy.id)
     assert not Intent.objects.filter(state=Intent.State.PENDING).exists()
     assert set(Pod.objects.filter(id__in=planned, node__isnull=False).values_list("id", flat=True))
     assert Round.objects.get(id=summary["round"]).metrics["leftover_intents"] == len(planned)
 
 
-def test_a_round_that_fails_before_its_commit_leaves_the_database_as_it_was(demo, monkeypatch):
+def test_a_round_that_fails_before_its_commit_leaves_the_database_as_it_was(busy, monkeypatch):
     class _BrokenSync(SimulatedBackend):
         def sync(self, cluster, *, now):
             super().sync(cluster, now=now)
@@ -202,7 +156,7 @@ def test_a_round_that_fails_before_its_commit_leaves_the_database_as_it_was(demo
 
     monkeypatch.setattr("koordweb.tasks.backend_for", lambda cluster: _BrokenSync())
     with pytest.raises(ConnectionError):
-        run_round(demo.id)
+        run_round(busy.id)
     assert not Decision.objects.exists()
     assert not Intent.objects.exists()
     assert Round.objects.get().state == Round.State.FAILED
@@ -239,8 +193,8 @@ def test_two_rounds_of_one_cluster_never_overlap_and_the_request_is_deferred():
         assert free is True
 
 
-def test_rounds_record_runtime_quota_for_the_quotas_page(demo):
-    outcome = _round(demo)
+def test_rounds_record_runtime_quota_for_the_quotas_page(busy):
+    outcome = simulated_round(busy)
     runtime = outcome.round.metrics["runtime_quota"]
     assert set(runtime) >= {"root", "team-vision", "team-nlp", "team-speech"}
     teams = sum(
@@ -249,63 +203,33 @@ def test_rounds_record_runtime_quota_for_the_quotas_page(demo):
     assert 0 < teams <= runtime["root"]["nvidia.com/gpu"]
 
 
-def test_demo_ascend_and_cambricon_jobs_get_their_cards_end_to_end(demo):
-    from koordweb.services.demo_arrivals import ARRIVALS, demo_arrival
-
-    wanted = {"ascend-vnpu-infer", "ascend-train", "mlu-smlu-serve"}
-    now = timezone.now()
-    for step in range(len(ARRIVALS)):
-        demo_arrival(cluster=demo, limit_active=1000)
-        _round(demo, now + timedelta(seconds=step))
-    jobs = [j for j in demo.jobs.all() if any(j.name.startswith(f"demo-{w}") for w in wanted)]
-    assert {j.name.split("-", 1)[1].rsplit("-", 1)[0] for j in jobs} == wanted
-    for job in jobs:
-        job.refresh_from_db()
-        assert job.state in (JobState.SCHEDULED, JobState.RUNNING), (job, job.decisions.first())
-        for pod in job.pods.all():
-            vendor = pod.node.labels["node.koordinator.sh/gpu-vendor"]
-            allocated = pod.annotations["scheduling.koordinator.sh/device-allocated"]
-            assert '"gpu"' in allocated
-            if "vnpu" in job.name:
-                assert vendor == "huawei"
-                assert pod.annotations["huawei.com/npu-core"].endswith("-vir10_4c_16g_m")
-            elif "ascend" in job.name:
-                assert vendor == "huawei"
-                assert len(pod.annotations["huawei.com/npu-core"].split(",")) == 4
-            else:
-                assert vendor == "cambricon"
-                _minor, vcore, blocks = pod.annotations["CAMBRICON_DSMLU_PROFILE"].split("_")
-                assert (vcore, blocks) == ("50", str(8 * 4))
-                assert pod.annotations["CAMBRICON_DSMLU_ASSIGHED"] == "false"
-
-
-def test_the_clusters_scheduler_args_reach_the_round(demo):
+def test_the_clusters_scheduler_args_reach_the_round(busy):
     # With candidateLimit 1 a preemption plans in one domain only: the round still runs, and the
     # same configuration is what a what-if and every later round use.
-    demo.scheduler_args = {"JobPreemption": {"candidateLimit": 1}, "NetworkTopology": {}}
-    demo.full_clean()
-    demo.save()
-    summary = run_round(demo.id)
+    busy.scheduler_args = {"JobPreemption": {"candidateLimit": 1}, "NetworkTopology": {}}
+    busy.full_clean()
+    busy.save()
+    summary = run_round(busy.id)
     assert Round.objects.get(id=summary["round"]).state == Round.State.SUCCEEDED
-    args = {s.name: dict(s.args) for s in engine_profile(demo).plugins}
+    args = {s.name: dict(s.args) for s in engine_profile(busy).plugins}
     assert args["JobPreemption"] == {"candidateLimit": 1}
 
 
-def test_bad_scheduler_args_are_refused_and_a_stored_bad_one_fails_the_round_cleanly(demo):
-    demo.scheduler_args = {"NetworkTopology": {"bestFit": "yes"}, "Nope": {}}
+def test_bad_scheduler_args_are_refused_and_a_stored_bad_one_fails_the_round_cleanly(busy):
+    busy.scheduler_args = {"NetworkTopology": {"bestFit": "yes"}, "Nope": {}}
     with pytest.raises(ValidationError) as caught:
-        demo.full_clean()
+        busy.full_clean()
     messages = caught.value.message_dict["scheduler_args"]
     assert messages[0] == "NetworkTopology.bestFit: expected true or false"
     assert messages[1].startswith("Nope: unknown plugin")
     # Written past validation (a shell, an old row): the round fails before it syncs anything.
-    Cluster.objects.filter(id=demo.id).update(
+    Cluster.objects.filter(id=busy.id).update(
         scheduler_args={"JobPreemption": {"candidateLimit": 0}}
     )
-    placed_before = Pod.objects.filter(cluster=demo, node__isnull=False).count()
+    placed_before = Pod.objects.filter(cluster=busy, node__isnull=False).count()
     with pytest.raises(ValueError, match=r"JobPreemption\.candidateLimit"):
-        run_round(demo.id)
-    failed = Round.objects.filter(cluster=demo).latest("id")
+        run_round(busy.id)
+    failed = Round.objects.filter(cluster=busy).latest("id")
     assert failed.state == Round.State.FAILED
     assert "JobPreemption.candidateLimit: expected at least 1" in failed.error
-    assert Pod.objects.filter(cluster=demo, node__isnull=False).count() == placed_before
+    assert Pod.objects.filter(cluster=busy, node__isnull=False).count() == placed_before

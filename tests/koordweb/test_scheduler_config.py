@@ -13,7 +13,7 @@ from django.core.management import call_command
 from django.db import transaction
 from django.utils import timezone
 
-from koordweb.backends.kube import KubeClusterClient, RetryPolicy
+from koordweb.backends.kube import KubeClusterClient
 from koordweb.backends.kubernetes import KubernetesBackend
 from koordweb.backends.reconcile import cluster_reconcile
 from koordweb.manifests import ManifestError, export_manifests, import_manifests
@@ -21,7 +21,8 @@ from koordweb.manifests.scheduler_config import read_scheduler_config
 from koordweb.models import Cluster, Round
 from koordweb.services.records import round_execute
 from tests.fakekube import FakeKube
-from tests.fakekube.testing import fake_kube, seed_blocks
+from tests.fakekube.testing import seed_blocks
+from tests.koordweb.kube_helpers import fast_retry
 
 # Our own configuration in the shape of Koordinator's config/manager/scheduler-config.yaml.
 KUBE_SCHEDULER_CONFIGURATION = """
@@ -143,15 +144,12 @@ def test_the_kubernetes_backend_reconcile_reads_it_too() -> None:
     )
 
 
-kube = pytest.fixture(fake_kube, name="kube")
-
-
 @pytest.mark.django_db(transaction=True)
 def test_a_round_against_a_cluster_takes_the_configmap(kube: FakeKube) -> None:
     seed_blocks(kube)
     kube.add(config_map())
     cluster = Cluster.objects.create(name="k8s", backend=Cluster.Backend.KUBERNETES)
-    retry = RetryPolicy(attempts=4, base_delay=0.01, max_delay=0.05)
+    retry = fast_retry(attempts=4)
     with (
         KubeClusterClient.from_url(
             kube.url, retry=retry, watch_timeout=1, sync_timeout=10, budget_attempts=3

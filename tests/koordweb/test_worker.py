@@ -6,8 +6,6 @@ behind the worker is the fake API server, reached through the kubernetes client 
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from celery.contrib.testing.worker import start_worker
 
@@ -15,21 +13,24 @@ from koordweb.backends import kubernetes as kube_backend
 from koordweb.celery import app
 from koordweb.models import Cluster, Job, JobState, Preemption, Round
 from koordweb.services.rounds import round_request
-from tests.fakekube.testing import LAYOUT, fake_kube, gang_pods, seed_blocks
-from tests.koordweb.test_kube_rounds import running_pod
+from tests.fakekube.testing import LAYOUT, eventually, gang_pods, seed_blocks
+from tests.koordweb.kube_helpers import caught_up, running_pod
 
-kube = pytest.fixture(fake_kube, name="kube")
+
+def _finished_rounds(cluster: Cluster) -> list[Round]:
+    # A round's row appears when its plan commits and is final once the plan is enacted.
+    return list(cluster.rounds.exclude(state=Round.State.RUNNING).order_by("id"))
 
 
 def _wait_rounds(cluster: Cluster, count: int, timeout: float = 60) -> list[Round]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        # A round's row appears when its plan commits and is final once the plan is enacted.
-        rounds = list(cluster.rounds.exclude(state=Round.State.RUNNING).order_by("id"))
-        if len(rounds) >= count:
-            return rounds
-        time.sleep(0.1)
-    raise AssertionError(f"only {cluster.rounds.count()} of {count} rounds ran")
+    eventually(lambda: len(_finished_rounds(cluster)) >= count, timeout=timeout)
+    return _finished_rounds(cluster)
+
+
+def _worker_caught_up() -> bool:
+    """The worker's watch mirror has seen every eviction through to the pod's deletion."""
+    clients = list(kube_backend._clients.values())
+    return bool(clients) and all(caught_up(c) for c in clients)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -56,7 +57,7 @@ def test_worker_rounds_bind_gangs_whole_and_preempt_through_evictions(
             # "pair" needs a whole block: b1 and b2 each hold one low pod, so it preempts.
             assert Preemption.objects.filter(preemptor__name="pair").exists()
             assert Job.objects.get(name="big").state == JobState.PENDING
-            time.sleep(1.5)  # the mirror sees the eviction
+            eventually(_worker_caught_up, timeout=30)  # it sees the eviction
             run_round.delay(cluster.id, "manual")
             _wait_rounds(cluster, 2)
         pair = [kube.pod("ml", f"pair-{i}")["spec"].get("nodeName") for i in range(2)]
@@ -74,16 +75,26 @@ def test_round_requests_after_commit_are_collapsed(settings, celery_queue):
     from django.core.cache import cache
     from django.db import transaction
 
+    from koordweb.tasks import run_round
+
     cluster = Cluster.objects.create(name="collapse")
-    cache.delete(f"round-requested:{cluster.id}")
+    barrier = Cluster.objects.create(name="barrier")
+    marker = f"round-requested:{cluster.id}"
+    cache.delete(marker)
+    with transaction.atomic():
+        for _ in range(5):
+            round_request(cluster_id=cluster.id, trigger="submit")
+        assert cache.get(marker) is None  # nothing enqueued before the commit
+    assert cache.get(marker) == "submit"  # enqueued once the transaction committed
+    # The worker starts after the burst: a round that started between two of the burst's
+    # after-commit callbacks would let the next one enqueue again.
     with start_worker(
         app, pool="solo", perform_ping_check=False, shutdown_timeout=30, queues=[celery_queue]
     ):
-        with transaction.atomic():
-            for _ in range(5):
-                round_request(cluster_id=cluster.id, trigger="submit")
-            assert not cluster.rounds.exists()  # nothing before the commit
         rounds = _wait_rounds(cluster, 1)
-        time.sleep(1.0)
+        # One worker takes tasks in order: once a round asked for after the burst has run, every
+        # round the burst enqueued has run too.
+        run_round.delay(barrier.id, "manual")
+        _wait_rounds(barrier, 1)
     assert len(rounds) == 1 and cluster.rounds.count() == 1
     assert rounds[0].trigger == "submit"

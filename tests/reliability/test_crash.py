@@ -33,7 +33,7 @@ from tests.reliability.cluster import (
     partly_bound_gangs,
     successful_bindings,
 )
-from tests.reliability.conftest import Worker, Workers
+from tests.reliability.stack import Worker, Workers
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 MAX_RECOVERY_ROUNDS = 2

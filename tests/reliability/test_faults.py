@@ -18,7 +18,6 @@ from koordweb.tasks import run_round
 from tests.fakekube import FakeKube
 from tests.fakekube.testing import eventually
 from tests.reliability.cluster import (
-    cluster_seed,
     database_disagreements,
     gang,
     gang_blocks,
@@ -27,13 +26,6 @@ from tests.reliability.cluster import (
     partly_bound_gangs,
     successful_bindings,
 )
-
-
-@pytest.fixture
-def kube() -> Iterator[FakeKube]:
-    with FakeKube() as fake:
-        cluster_seed(fake)
-        yield fake
 
 
 @pytest.fixture

@@ -41,7 +41,7 @@ from tests.reliability.cluster import (
     partly_bound_gangs,
     successful_bindings,
 )
-from tests.reliability.conftest import Workers
+from tests.reliability.stack import Workers
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ROUND_EVERY = 0.2

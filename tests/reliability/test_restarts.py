@@ -43,8 +43,14 @@ from kombu.exceptions import OperationalError as BrokerOperationalError
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from koordweb.outage import is_outage, round_enqueue_guarded
-from tests.reliability.conftest import ROOT
-from tests.reliability.test_load import AppStack, Submission, Submitter, free_port, private_broker
+from tests.reliability.stack import (
+    ROOT,
+    AppStack,
+    Submission,
+    Submitter,
+    free_port,
+    private_broker,
+)
 
 CLIENTS = int(os.environ.get("KOORDWEB_RESTART_CLIENTS", "4"))
 OUTAGE_SECONDS = float(os.environ.get("KOORDWEB_RESTART_OUTAGE_SECONDS", "4"))
@@ -270,7 +276,7 @@ def private_postgres() -> Iterator[PrivatePostgres]:
 
 
 SEED = (
-    "import json; from tests.reliability.test_load import load_world; "
+    "import json; from tests.builders import load_world; "
     "print('TOKENS=' + json.dumps(load_world(clients={clients}).tokens))"
 )
 
@@ -323,6 +329,16 @@ class Load:
                 time.sleep(0.25)
             time.sleep(0.05)
 
+    def answered_after(self, moment: float, timeout: float) -> bool:
+        """Wait until some client had a 2xx answer after `moment` (epoch); False if none came."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                if any(a.at > moment and a.status in (200, 201) for a in self.answers):
+                    return True
+            time.sleep(0.05)
+        return False
+
     def __enter__(self) -> Load:
         for thread in self.threads:
             thread.start()
@@ -365,7 +381,7 @@ def outage(name: str, stop: Any, start: Any, load: Load, db_url: str) -> dict[st
     start()
     up = time.time()
     resume = wait_for_round(db_url, up, RESUME_LIMIT)
-    time.sleep(1.0)
+    load.answered_after(up, 60)  # a client is answered again (else the check below names it)
     with load.lock:
         window = [a for a in load.answers if down <= a.at <= up]
         after = [a for a in load.answers if a.at > up and a.status in (200, 201)]
@@ -396,12 +412,10 @@ def test_postgres_and_redis_restart_under_load(tmp_path: Path) -> None:
         assert wait_for_round(pg.url, time.time(), 30) is not None, stack.logs_tail()
         outages = []
         with Load(stack.url, tokens) as load:
-            time.sleep(2)
+            assert load.answered_after(0, 60), stack.logs_tail()  # the load is flowing
             for _ in range(CYCLES):
                 outages.append(outage("postgresql", pg.stop, pg.start, load, pg.url))
-                time.sleep(1)
                 outages.append(outage("redis", broker.redis_stop, broker.redis_start, load, pg.url))
-                time.sleep(1)
         alive = {name: p.poll() is None for name, p in stack.processes.items()}
         jobs = query(pg.url, "SELECT idempotency_key, id FROM koordweb_job")
         rounds = query(pg.url, "SELECT state, count(*) FROM koordweb_round GROUP BY state")

@@ -7,17 +7,13 @@ priority and never protected, quota runtime never exceeded by admission, same in
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scheduler import ClusterSnapshot, QuotaInfo, RoundResult, plan_round
-from scheduler.plugins.quota import ElasticQuota, quota_book
-from scheduler.state import CycleState
+from scheduler import ClusterSnapshot, QuotaInfo, plan_round
 from tests.scheduler.builders import CORE, SPINE_BLOCK, cluster, gang, node, pod
-
-PROTECT = "scheduling.koordinator.sh/disable-preemptible"
+from tests.scheduler.invariants import PROTECT, check_invariants
 
 
 @st.composite
@@ -72,61 +68,6 @@ def clusters(draw: st.DrawFn) -> ClusterSnapshot:
             job.quota(draw(st.sampled_from(["qa", "qb"])))
         c.submit(job)
     return c.snapshot()
-
-
-def check_invariants(snap: ClusterSnapshot, result: RoundResult) -> None:
-    nodes = {n.name: n for n in snap.nodes}
-    pods = {p.key: p for p in snap.pods}
-    jobs = {j.id: j for j in snap.jobs}
-    load: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for p in snap.pods:
-        if p.consumes_node:
-            for r, v in p.requests.items():
-                load[p.node or ""][r] += v
-    for key, placed in result.placements.items():
-        for r, v in pods[key].requests.items():
-            load[placed.node][r] += v
-    for name, used in load.items():
-        for r, v in used.items():
-            assert v <= nodes[name].allocatable.get(r, 0), (name, r)
-    state = CycleState(snap)
-    tree = state.topology
-    for job in snap.jobs:
-        placed = [k for k in job.pod_keys if k in result.placements]
-        assert len(placed) in (0, len(job.pod_keys)), job.id  # min-available = total here
-        for gather in job.topology.gather if job.topology and placed else ():
-            if gather.strategy != "MustGather":
-                continue
-            level = tree.layer_position(gather.layer)
-            assert level is not None
-            where = tree.node_domain_at(level)
-            domains = {int(where[state.node_index[result.placements[k].node]]) for k in placed}
-            assert len(domains) == 1 and -1 not in domains, job.id
-    ElasticQuota().setup(state)
-    book = quota_book(state)
-    for record in result.preemptions:
-        preemptor = jobs[record.preemptor]
-        for key in record.victim_pods:
-            victim = pods[key]
-            assert victim.labels.get(PROTECT) != "true"
-            if victim.priority >= preemptor.priority:
-                # only a quota within its min may reclaim from quotas over their runtime
-                assert book is not None and victim.quota is not None
-    if book is not None:
-        after: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-        for key in result.placements:
-            q = pods[key].quota
-            for r, v in pods[key].requests.items():
-                after[q or ""][r] += v
-        for name, added in after.items():
-            if name not in book.runtime:
-                continue
-            for r, v in added.items():
-                if r not in book.tree.checked_dimensions(name):
-                    continue  # a quota limits only the dimensions its min/max declare
-                before = book.used[name].get(r, 0)
-                limit = book.runtime[name].get(r, 0)
-                assert before + v <= max(limit, before), (name, r)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -5,7 +5,6 @@ declares, in-tree or out-of-tree, and an out-of-tree plugin registered by the ca
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,9 +24,9 @@ from scheduler.profile import (
     plugin_class,
 )
 from scheduler.state import CycleState
+from tests.plugin_example import EXAMPLE_DIR
 from tests.scheduler.builders import gang, pod, t8
 
-EXAMPLE_DIR = Path(__file__).resolve().parents[2] / "examples" / "prefer-label-plugin"
 HERE = "tests.scheduler.test_plugin_contracts"
 
 

@@ -23,8 +23,15 @@ from django.test import Client
 from django.urls import resolve
 from knox.models import AuthToken
 
-from koordweb.models import ElasticQuota, Job, Pod, Preemption, PreemptionVictim, PriorityClass
-from tests.security.conftest import B_SECRET, Tenant, World
+from koordweb.models import ElasticQuota, Job, Pod, Preemption, PriorityClass
+from tests.builders import (
+    B_SECRET,
+    PreemptionFactory,
+    PriorityClassFactory,
+    Tenant,
+    Tenants,
+    VictimFactory,
+)
 from tests.security.hostile import (
     HostileCase,
     graft,
@@ -81,7 +88,7 @@ def owned_by_tenant(route: Route) -> bool:
     return any(found)
 
 
-def filler(world: World, owner: Tenant) -> Any:
+def filler(world: Tenants, owner: Tenant) -> Any:
     job_type = ContentType.objects.get_for_model(Job)
 
     def fill(name: str, collection: str) -> str:
@@ -116,7 +123,7 @@ def filler(world: World, owner: Tenant) -> Any:
     return fill
 
 
-def url_for(route: Route, world: World, owner: Tenant) -> str:
+def url_for(route: Route, world: Tenants, owner: Tenant) -> str:
     path = concrete(route, filler(world, owner))
     match = resolve(path)
     assert match.url_name == route.name, f"{route.template} filled as {path} resolves elsewhere"
@@ -152,7 +159,7 @@ def _redirects_to_login(response: Any, login_path: str) -> bool:
     return response.status_code == 302 and response["Location"].startswith(login_path)
 
 
-def test_every_route_is_covered(world: World) -> None:
+def test_every_route_is_covered(world: Tenants) -> None:
     """The walk sees all three areas, and every route's parameters can be filled."""
     areas = {area(route) for route in ALL_ROUTES}
     assert areas == {"admin", "api", "ui"}
@@ -161,7 +168,7 @@ def test_every_route_is_covered(world: World) -> None:
     assert len(ALL_ROUTES) > 100
 
 
-def test_anonymous_is_sent_to_login_or_refused(world: World) -> None:
+def test_anonymous_is_sent_to_login_or_refused(world: Tenants) -> None:
     client = Client(raise_request_exception=False)
     holes = []
     for route in ALL_ROUTES:
@@ -192,7 +199,7 @@ PAIRS = pytest.mark.parametrize(("actor", "other"), [("a", "b"), ("b", "a")])
 
 
 @PAIRS
-def test_a_tenant_never_reads_another(world: World, actor: str, other: str) -> None:
+def test_a_tenant_never_reads_another(world: Tenants, actor: str, other: str) -> None:
     me, them = getattr(world, actor), getattr(world, other)
     client = client_for(me.user, me.token)
     holes = []
@@ -222,7 +229,7 @@ def test_a_tenant_never_reads_another(world: World, actor: str, other: str) -> N
 
 
 @pytest.mark.parametrize("tenant", ["a", "b"])
-def test_each_tenant_reads_its_own_job(world: World, tenant: str) -> None:
+def test_each_tenant_reads_its_own_job(world: Tenants, tenant: str) -> None:
     """The other side of the matrix: the same routes with one's own ids answer 200, so the 404s
     above are about ownership, not about badly filled paths."""
     me: Tenant = getattr(world, tenant)
@@ -241,7 +248,7 @@ def test_each_tenant_reads_its_own_job(world: World, tenant: str) -> None:
 
 
 @PAIRS
-def test_a_tenant_never_writes_another(world: World, actor: str, other: str) -> None:
+def test_a_tenant_never_writes_another(world: Tenants, actor: str, other: str) -> None:
     me, them = getattr(world, actor), getattr(world, other)
     client = client_for(me.user, me.token)
     before = state_of(them)
@@ -276,7 +283,7 @@ def test_a_tenant_never_writes_another(world: World, actor: str, other: str) -> 
     assert not holes, f"tenant {actor} wrote:\n" + "\n".join(holes)
 
 
-def test_tenant_cannot_submit_into_another_tenants_quota(world: World) -> None:
+def test_tenant_cannot_submit_into_another_tenants_quota(world: Tenants) -> None:
     client = client_for(world.a.user, world.a.token)
     jobs = Job.objects.count()
     body = {"name": "sneaky", "quota": world.b.quota.name, "pod": {"requests": {"cpu": "1"}}}
@@ -290,7 +297,7 @@ def test_tenant_cannot_submit_into_another_tenants_quota(world: World) -> None:
     assert Job.objects.count() == jobs
 
 
-def test_admin_reaches_everything_without_errors(world: World) -> None:
+def test_admin_reaches_everything_without_errors(world: Tenants) -> None:
     client = client_for(world.admin)
     errors = []
     for route in ALL_ROUTES:
@@ -306,23 +313,22 @@ def test_admin_reaches_everything_without_errors(world: World) -> None:
     assert not errors, "\n".join(errors)
 
 
-def _a_preempts_b(world: World) -> Preemption:
+def _a_preempts_b(world: Tenants) -> Preemption:
     """A cross-tenant preemption: tenant A's job evicted tenant B's job."""
-    preemption = Preemption.objects.create(
-        cluster=world.cluster,
+    preemption = PreemptionFactory(
         preemptor=world.a.job,
         round=world.round,
-        state=Preemption.State.ENACTED,
         reason="priority",
+        cost={},
         created_at=world.round.started_at,
     )
-    PreemptionVictim.objects.create(
+    VictimFactory(
         preemption=preemption, job=world.b.job, pods=[f"{world.b.job.name}-0"], freed={"cpu": 1000}
     )
     return preemption
 
 
-def test_api_hides_other_tenants_victims_from_the_preemptor(world: World) -> None:
+def test_api_hides_other_tenants_victims_from_the_preemptor(world: Tenants) -> None:
     preemption = _a_preempts_b(world)
     client = client_for(world.a.user, world.a.token)
     for path in (f"/api/v1/preemptions/{preemption.pk}/", "/api/v1/preemptions/"):
@@ -331,7 +337,7 @@ def test_api_hides_other_tenants_victims_from_the_preemptor(world: World) -> Non
         assert B_SECRET not in response.content.decode(), path
 
 
-def test_ui_hides_other_tenants_victims_from_the_preemptor(world: World) -> None:
+def test_ui_hides_other_tenants_victims_from_the_preemptor(world: Tenants) -> None:
     """Fix in koordweb/selectors/preemptions.py: `_row(item, member_quota_ids)` keeps only victims
     whose job.quota_id is in the user's member quotas (None for admins), as the API's
     PreemptionSerializer does; preemption_list/detail compute the set once per call."""
@@ -352,8 +358,8 @@ HOSTILE = hostile_cases()
 
 
 @pytest.fixture
-def never_class(world: World) -> PriorityClass:
-    return PriorityClass.objects.create(
+def never_class(world: Tenants) -> PriorityClass:
+    return PriorityClassFactory(
         cluster=world.cluster, name="koord-free", value=1000, preemption_policy="Never"
     )
 
@@ -383,7 +389,7 @@ def test_the_hostile_column_covers_what_the_issue_names() -> None:
 
 @pytest.mark.parametrize("case", HOSTILE, ids=[case.id for case in HOSTILE])
 def test_hostile_tenant_yaml_is_refused_naming_the_field(
-    world: World, never_class: PriorityClass, case: HostileCase
+    world: Tenants, never_class: PriorityClass, case: HostileCase
 ) -> None:
     client = client_for(world.a.user, world.a.token)
     documents = valid_documents(world.a.quota.name, world.a.quota.namespace, "hostile")
@@ -399,7 +405,7 @@ def test_hostile_tenant_yaml_is_refused_naming_the_field(
     assert _written() == before
 
 
-def test_the_same_submission_without_the_field_is_accepted(world: World) -> None:
+def test_the_same_submission_without_the_field_is_accepted(world: Tenants) -> None:
     """The control: the base every hostile case grafts onto is itself a valid submission."""
     client = client_for(world.a.user, world.a.token)
     documents = valid_documents(world.a.quota.name, world.a.quota.namespace, "benign")
@@ -411,7 +417,9 @@ def test_the_same_submission_without_the_field_is_accepted(world: World) -> None
 
 
 @pytest.mark.parametrize("label", sorted(refused_json_labels()))
-def test_hostile_tenant_json_labels_are_refused_naming_the_field(world: World, label: str) -> None:
+def test_hostile_tenant_json_labels_are_refused_naming_the_field(
+    world: Tenants, label: str
+) -> None:
     client = client_for(world.a.user, world.a.token)
     body = {
         "name": "hostile-json",
@@ -426,7 +434,7 @@ def test_hostile_tenant_json_labels_are_refused_naming_the_field(world: World, l
     assert _written() == before
 
 
-def test_hostile_tenant_submits_into_another_teams_namespace(world: World) -> None:
+def test_hostile_tenant_submits_into_another_teams_namespace(world: Tenants) -> None:
     """Namespaces belong to teams: A's quota in A's namespace, B's in B's (issue #16 item 2)."""
     ElasticQuota.objects.filter(pk=world.a.quota.pk).update(namespace="alpha")
     ElasticQuota.objects.filter(pk=world.b.quota.pk).update(namespace="bravo")
@@ -450,7 +458,7 @@ def test_hostile_tenant_submits_into_another_teams_namespace(world: World) -> No
     assert _written() == before
 
 
-def test_ui_does_not_name_another_teams_preemptor_to_the_victim(world: World) -> None:
+def test_ui_does_not_name_another_teams_preemptor_to_the_victim(world: Tenants) -> None:
     """Issue #16: B, whose job A's job preempted, reads "another team's job", not A's job name,
     on the preemption pages and on its job's page (the API: `preemptor.name` is null)."""
     preemption = _a_preempts_b(world)

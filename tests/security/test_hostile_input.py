@@ -24,7 +24,7 @@ from django.core.management import ManagementUtility
 from django.db import connections
 from django.test import Client
 
-from tests.security.conftest import World
+from tests.builders import Tenants
 
 CORPUS = Path(__file__).parent / "corpus"
 TEN_MB = 10 * 1024 * 1024
@@ -138,7 +138,7 @@ def _status(response: Any) -> int:
 
 
 @pytest.mark.parametrize("case", sorted(JSON_CASES))
-def test_api_job_submission_json(world: World, case: str) -> None:
+def test_api_job_submission_json(world: Tenants, case: str) -> None:
     client = _client(world.a.user, world.a.token)
     before = row_counts()
     response = timed(
@@ -152,7 +152,7 @@ def test_api_job_submission_json(world: World, case: str) -> None:
 
 
 @pytest.mark.parametrize("case", yaml_cases("jobs"))
-def test_api_job_submission_yaml(world: World, case: str) -> None:
+def test_api_job_submission_yaml(world: Tenants, case: str) -> None:
     client = _client(world.a.user, world.a.token)
     before = row_counts()
     response = timed(
@@ -166,7 +166,7 @@ def test_api_job_submission_yaml(world: World, case: str) -> None:
 
 
 @pytest.mark.parametrize("case", yaml_cases("manifests"))
-def test_api_manifests_import(world: World, case: str) -> None:
+def test_api_manifests_import(world: Tenants, case: str) -> None:
     client = _client(world.admin)
     before = row_counts()
     response = timed(
@@ -187,7 +187,7 @@ def _post_import(client: Client, case: str) -> Any:
 
 
 @pytest.mark.parametrize("case", yaml_cases("ui-import"))
-def test_ui_import_form(world: World, case: str) -> None:
+def test_ui_import_form(world: Tenants, case: str) -> None:
     """Refused on the form (an error shown) and nothing written; the status is checked below."""
     client = _client(world.admin)
     before = row_counts()
@@ -198,14 +198,14 @@ def test_ui_import_form(world: World, case: str) -> None:
     assert response.status_code >= 400 or (form is not None and form.errors), response.content
 
 
-def test_ui_import_form_answers_4xx_when_refused(world: World) -> None:
+def test_ui_import_form_answers_4xx_when_refused(world: Tenants) -> None:
     """Fix in koordweb/views/actions.py import_page: render(..., status=400 if form.errors
     else 200), so scripts and monitors see the refusal."""
     response = _post_import(_client(world.admin), "billion_laughs.yaml")
     _refused(response)
 
 
-def test_ui_import_form_pasted_10mb(world: World) -> None:
+def test_ui_import_form_pasted_10mb(world: Tenants) -> None:
     client = _client(world.admin)
     before = row_counts()
     text = YAML_CASES["body_10mb.yaml"].decode()
@@ -243,7 +243,7 @@ def run_cli(args: list[str], capsys: Any, monkeypatch: Any) -> tuple[int, list[s
     ],
 )
 def test_cli(
-    world: World, case: str, command: str, tmp_path: Path, capsys: Any, monkeypatch: Any
+    world: Tenants, case: str, command: str, tmp_path: Path, capsys: Any, monkeypatch: Any
 ) -> None:
     path = tmp_path / case
     path.write_bytes(YAML_CASES[case])
@@ -260,7 +260,7 @@ def test_cli(
 
 
 def test_controls_valid_input_is_accepted(
-    world: World, tmp_path: Path, capsys: Any, monkeypatch: Any
+    world: Tenants, tmp_path: Path, capsys: Any, monkeypatch: Any
 ) -> None:
     """The doors are open to good input, so the refusals above are about the input itself."""
     client = _client(world.a.user, world.a.token)

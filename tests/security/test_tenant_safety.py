@@ -26,7 +26,7 @@ from koordweb.models import (
     PriorityClass,
     Round,
 )
-from tests.security.conftest import B_SECRET, World
+from tests.builders import B_SECRET, Tenants
 from tests.security.hostile import valid_documents
 from tests.security.urlwalk import routes
 
@@ -51,7 +51,7 @@ def written() -> tuple[int, int]:
     return Job.objects.count(), Pod.objects.count()
 
 
-def test_1_a_pod_cannot_bring_its_own_device_allocation(world: World) -> None:
+def test_1_a_pod_cannot_bring_its_own_device_allocation(world: Tenants) -> None:
     """1 CPU asked, all eight cards claimed by annotation, pinned by a node selector: refused."""
     documents = valid_documents(world.a.quota.name, world.a.quota.namespace, "cards")
     pod = documents["Pod"]
@@ -65,7 +65,7 @@ def test_1_a_pod_cannot_bring_its_own_device_allocation(world: World) -> None:
     assert written() == before
 
 
-def test_1_an_admin_import_keeps_the_allocation(world: World) -> None:
+def test_1_an_admin_import_keeps_the_allocation(world: Tenants) -> None:
     """Admins are not held to the tenant policy: a cluster dump keeps full fidelity."""
     documents = valid_documents(world.a.quota.name, world.a.quota.namespace, "dumped")
     pod = documents["Pod"]
@@ -76,7 +76,7 @@ def test_1_an_admin_import_keeps_the_allocation(world: World) -> None:
     assert DEVICE_ALLOCATED in stored.annotations
 
 
-def test_2_a_quota_names_its_namespaces_koordinator_style(world: World) -> None:
+def test_2_a_quota_names_its_namespaces_koordinator_style(world: Tenants) -> None:
     """The quota's own namespace and `quota.scheduling.koordinator.sh/namespaces` are the team's;
     any other is refused, JSON or YAML."""
     quota = world.a.quota
@@ -96,7 +96,7 @@ def test_2_a_quota_names_its_namespaces_koordinator_style(world: World) -> None:
     assert "namespace" in response.json()
 
 
-def test_2_the_quota_api_shows_and_checks_the_namespaces(world: World) -> None:
+def test_2_the_quota_api_shows_and_checks_the_namespaces(world: Tenants) -> None:
     admin = client_for(world.admin)
     path = f"/api/v1/quotas/{world.a.quota.pk}/"
     bad = {"annotations": {"quota.scheduling.koordinator.sh/namespaces": "alpha-dev"}}
@@ -108,7 +108,7 @@ def test_2_the_quota_api_shows_and_checks_the_namespaces(world: World) -> None:
     assert seen["namespaces"] == ["alpha-dev", "default"]
 
 
-def test_2_a_name_collision_answers_the_same_for_anyones_job(world: World) -> None:
+def test_2_a_name_collision_answers_the_same_for_anyones_job(world: Tenants) -> None:
     """Tenant A reusing B's job name learns what it would learn about its own: the name is taken."""
     client = client_for(world.a.user)
 
@@ -133,7 +133,7 @@ def test_2_a_name_collision_answers_the_same_for_anyones_job(world: World) -> No
         assert all(key.startswith(f"default/{name}-") for key in answer["placement"])
 
 
-def test_3_counterfactuals_in_job_details_count_other_teams_jobs(world: World) -> None:
+def test_3_counterfactuals_in_job_details_count_other_teams_jobs(world: Tenants) -> None:
     Decision.objects.create(
         round=world.round,
         job=world.a.job,
@@ -160,7 +160,7 @@ def test_3_counterfactuals_in_job_details_count_other_teams_jobs(world: World) -
     assert B_SECRET in admin
 
 
-def test_3_what_if_counts_other_teams_jobs(world: World) -> None:
+def test_3_what_if_counts_other_teams_jobs(world: Tenants) -> None:
     """B's job fills the node; A asks what-if with a Never class: the counterfactual would evict
     B's job, and A's answer counts it without naming it."""
     never = PriorityClass.objects.create(
@@ -199,7 +199,7 @@ def _ui_and_api_paths() -> list[str]:
     )
 
 
-def test_5_nul_in_a_query_parameter_is_refused_at_the_edge(world: World) -> None:
+def test_5_nul_in_a_query_parameter_is_refused_at_the_edge(world: Tenants) -> None:
     client = client_for(world.admin)
     paths = _ui_and_api_paths()
     assert "/api/v1/topology/" in paths and "/topology/" in paths
@@ -212,20 +212,20 @@ def test_5_nul_in_a_query_parameter_is_refused_at_the_edge(world: World) -> None
     assert client.get("/api/v1/quotas/tree/", {"cluster": "a\x1bb"}).status_code == 400
 
 
-def test_5_nul_in_a_token_key_is_refused(world: World) -> None:
+def test_5_nul_in_a_token_key_is_refused(world: Tenants) -> None:
     client = client_for(world.a.user)
     response = client.delete("/api/v1/tokens/ab%00cd/")
     assert response.status_code == 400 and "token_key" in response.json()
     assert client.post("/tokens/ab%00cd/revoke/").status_code in (400, 404)
 
 
-def test_5_nul_in_a_header_is_refused(world: World) -> None:
+def test_5_nul_in_a_header_is_refused(world: Tenants) -> None:
     client = Client(raise_request_exception=False)
     response = client.get("/api/v1/jobs/", HTTP_AUTHORIZATION=f"Token {world.a.token}\x00")
     assert response.status_code == 400 and "Authorization header" in response.json()
 
 
-def test_5_control_characters_in_a_form_field_are_refused(world: World) -> None:
+def test_5_control_characters_in_a_form_field_are_refused(world: Tenants) -> None:
     response = client_for(world.a.user).post(
         "/jobs/submit/", {"name": "x\x00y", "namespace": "default", "replicas": 1}
     )
@@ -243,7 +243,7 @@ def test_5_control_characters_in_a_form_field_are_refused(world: World) -> None:
     ],
 )
 def test_6_absurd_numbers_are_400_naming_the_field(
-    world: World, where: str, value: Any, field: str
+    world: Tenants, where: str, value: Any, field: str
 ) -> None:
     documents = valid_documents(world.a.quota.name, "default", "absurd")
     pod, group = documents["Pod"], documents["PodGroup"]
@@ -268,7 +268,7 @@ def test_6_absurd_numbers_are_400_naming_the_field(
     assert Job.objects.filter(name="absurd").count() == 0
 
 
-def test_6_a_5000_digit_json_number_is_400_naming_the_field(world: World) -> None:
+def test_6_a_5000_digit_json_number_is_400_naming_the_field(world: Tenants) -> None:
     digits = "9" * 5000
     quota = world.a.quota.name
     body = f'{{"name": "absurd", "quota": "{quota}", "pod": {{"requests": {{"cpu": {digits}}}}}}}'
@@ -279,7 +279,7 @@ def test_6_a_5000_digit_json_number_is_400_naming_the_field(world: World) -> Non
     assert response.status_code == 400 and "replicas" in response.json(), response.content[:300]
 
 
-def test_7_round_metrics_show_only_the_tenants_quotas(world: World) -> None:
+def test_7_round_metrics_show_only_the_tenants_quotas(world: Tenants) -> None:
     Round.objects.filter(pk=world.round.pk).update(
         metrics={
             "runtime_quota": {
@@ -298,7 +298,7 @@ def test_7_round_metrics_show_only_the_tenants_quotas(world: World) -> None:
     assert world.b.quota.name in everything["metrics"]["runtime_quota"]
 
 
-def test_10_an_idempotency_key_reused_with_another_body_is_422(world: World) -> None:
+def test_10_an_idempotency_key_reused_with_another_body_is_422(world: Tenants) -> None:
     client = client_for(world.a.user)
     body = {"name": "once", "quota": world.a.quota.name, "pod": {"requests": {"cpu": "1"}}}
     first = client.post(JOBS, body, content_type="application/json", HTTP_IDEMPOTENCY_KEY="k-1")

@@ -12,8 +12,8 @@ import pytest
 from rest_framework.test import APIClient
 
 from koordweb.models import Job, JobState
-from tests.koordweb.api import factories as f
-from tests.koordweb.api.conftest import submission, token_client
+from tests import builders as f
+from tests.builders import submission, token_client
 
 V1 = "/api/v1/"
 READ_ENDPOINTS = [

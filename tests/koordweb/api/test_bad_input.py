@@ -7,7 +7,7 @@ import json
 import pytest
 
 from koordweb.models import Job, Pod
-from tests.koordweb.api.conftest import submission
+from tests.builders import submission
 
 JOBS = "/api/v1/jobs/"
 

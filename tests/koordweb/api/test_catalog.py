@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from koordweb.models import ElasticQuota, JobState, Node
-from tests.koordweb.api import factories as f
+from tests import builders as f
 
 V1 = "/api/v1/"
 

@@ -10,7 +10,7 @@ from django.core.cache import cache
 from django.db import OperationalError, connection
 
 from koordweb.models import Job, Pod
-from tests.koordweb.api.conftest import submission, token_client
+from tests.builders import submission, token_client
 
 THREADS = 6
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.utils import timezone
 
 from koordweb.models import Decision, Round
-from tests.koordweb.api import factories as f
+from tests import builders as f
 
 
 def test_a_tenant_sees_other_tenants_victims_counted_not_named(alice_api, admin_api, world):

@@ -3,24 +3,17 @@ query parameters answer 400 with field messages."""
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.utils import timezone
 
-from koordweb.models import NodeMetric
 from koordweb.models.gpu_usage import epoch, from_epoch
 from koordweb.services.gpu_usage import gpu_samples_ingest
-from tests.koordweb.api import factories as f
+from tests import builders as f
 
 V1 = "/api/v1"
-
-
-def _allocated(minor: int, core: int) -> dict[str, str]:
-    entry = {"minor": minor, "resources": {"koordinator.sh/gpu-core": str(core)}}
-    return {"scheduling.koordinator.sh/device-allocated": json.dumps({"gpu": [entry]})}
 
 
 @pytest.fixture
@@ -29,32 +22,18 @@ def usage(world: Any) -> dict[str, Any]:
     node = world.nodes[0]
     jobs = {}
     for quota, name in ((world.team_a, "a-train"), (world.team_b, "b-notebook")):
-        job = f.JobFactory(
-            cluster=world.cluster,
-            quota=quota,
-            namespace=quota.name,
-            name=name,
-            state="Running",
-            total_number=1,
-            min_available=1,
-        )
-        f.PodFactory(
-            job=job, name=f"{name}-0", node=node, phase="Running", annotations=_allocated(0, 50)
-        )
+        job = f.card_holder(quota, node, {0: 50}, name)
         jobs[name] = job
     now = timezone.now()
     first = epoch(now) // 60 * 60 - 90 * 60
     for minute in range(90):
         start = first + 60 * minute
         moment = from_epoch(start + 30)
-        NodeMetric.objects.create(
-            node=node,
-            reported_at=moment,
-            gpu_usage={str(m): {"koordinator.sh/gpu-core": 45 if m == 0 else 0} for m in range(8)},
-            pod_gpu_usage={
-                "team-a/a-train-0": {"0": {"koordinator.sh/gpu-core": 45}},
-                "team-b/b-notebook-0": {"0": {"koordinator.sh/gpu-core": 0}},
-            },
+        f.card_report(
+            node,
+            moment,
+            {m: 45 if m == 0 else 0 for m in range(8)},
+            {"team-a/a-train-0": {0: 45}, "team-b/b-notebook-0": {0: 0}},
         )
         gpu_samples_ingest(
             cluster=world.cluster, now=moment + timedelta(seconds=31), period_start=start

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from koordweb.models import Job, JobState, Pod
-from tests.koordweb.api import factories as f
-from tests.koordweb.api.conftest import submission
+from tests import builders as f
+from tests.builders import submission
 
 JOBS = "/api/v1/jobs/"
 

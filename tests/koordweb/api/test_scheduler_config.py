@@ -7,7 +7,7 @@ from typing import Any
 
 from rest_framework.test import APIClient
 
-from tests.koordweb.api.conftest import World
+from tests.builders import Teams
 
 URL = "/api/v1/scheduler/"
 
@@ -21,7 +21,7 @@ def test_admin_reads_the_arguments_and_what_each_plugin_takes(admin_api: APIClie
     assert body["arguments"]["PrioritySort"] == {"largestFirst": topology["bestFit"]}
 
 
-def test_admin_replaces_them_and_the_next_read_shows_it(admin_api: APIClient, world: World) -> None:
+def test_admin_replaces_them_and_the_next_read_shows_it(admin_api: APIClient, world: Teams) -> None:
     wanted = {"NetworkTopology": {"bestFit": True}, "PrioritySort": {"largestFirst": True}}
     response = admin_api.put(URL, {"scheduler_args": wanted}, format="json")
     assert response.status_code == 200, response.content
@@ -32,7 +32,7 @@ def test_admin_replaces_them_and_the_next_read_shows_it(admin_api: APIClient, wo
 
 
 def test_bad_arguments_get_400_per_entry_and_nothing_changes(
-    admin_api: APIClient, world: World
+    admin_api: APIClient, world: Teams
 ) -> None:
     before: dict[str, Any] = {"JobPreemption": {"candidateLimit": 3}}
     world.cluster.scheduler_args = before
@@ -49,7 +49,7 @@ def test_bad_arguments_get_400_per_entry_and_nothing_changes(
 
 
 def test_tenants_and_anonymous_callers_get_no_access(
-    alice_api: APIClient, anon_api: APIClient, world: World
+    alice_api: APIClient, anon_api: APIClient, world: Teams
 ) -> None:
     assert alice_api.get(URL).status_code == 403
     put = alice_api.put(URL, {"scheduler_args": {"NetworkTopology": {}}}, format="json")
@@ -67,9 +67,9 @@ EXAMPLE = "prefer_label_plugin.prefer_label:PreferLabel"
 
 
 def test_an_unknown_or_invalid_plugin_is_refused_by_name_with_400(
-    admin_api: APIClient, world: World, settings: Any, monkeypatch: Any
+    admin_api: APIClient, world: Teams, settings: Any, monkeypatch: Any
 ) -> None:
-    from tests.scheduler.test_plugin_contracts import EXAMPLE_DIR
+    from tests.plugin_example import EXAMPLE_DIR
 
     monkeypatch.syspath_prepend(str(EXAMPLE_DIR))
     settings.KOORDWEB_SCHEDULER_PLUGINS = {
@@ -95,9 +95,9 @@ def test_an_unknown_or_invalid_plugin_is_refused_by_name_with_400(
 
 
 def test_a_registered_plugin_is_enabled_with_its_args_and_listed(
-    admin_api: APIClient, world: World, settings: Any, monkeypatch: Any
+    admin_api: APIClient, world: Teams, settings: Any, monkeypatch: Any
 ) -> None:
-    from tests.scheduler.test_plugin_contracts import EXAMPLE_DIR
+    from tests.plugin_example import EXAMPLE_DIR
 
     monkeypatch.syspath_prepend(str(EXAMPLE_DIR))
     settings.KOORDWEB_SCHEDULER_PLUGINS = {"PreferLabel": EXAMPLE}

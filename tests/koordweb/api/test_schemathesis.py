@@ -29,8 +29,8 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from tests.koordweb.api import factories as f
-from tests.koordweb.api.conftest import token_client
+from tests import builders as f
+from tests.builders import token_client
 
 CHECKS = [
     not_a_server_error,

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from koordweb.models import Job, JobState, Pod
-from tests.koordweb.api import factories as f
-from tests.koordweb.api.conftest import submission
+from tests import builders as f
+from tests.builders import simulated_round, submission
 
 WHATIF = "/api/v1/whatif/"
 
@@ -91,15 +91,9 @@ def test_whatif_validates_like_a_submission(alice_api, world):
 
 def _next_round(world) -> None:
     from django.db import transaction
-    from django.utils import timezone
-
-    from koordweb.backends.simulated import SimulatedBackend
-    from koordweb.services.records import round_execute
 
     with transaction.atomic():
-        round_execute(
-            cluster=world.cluster, backend=SimulatedBackend(), trigger="manual", now=timezone.now()
-        )
+        simulated_round(world.cluster)
 
 
 def test_whatif_agrees_with_what_the_next_round_does(alice_api, world):

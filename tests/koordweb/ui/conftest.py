@@ -1,4 +1,5 @@
-"""Fixtures for the UI tests: the small cluster and logged-in clients for each role."""
+"""Fixtures for the UI tests: the pages' cluster (`builders.pages_world`) and logged-in clients
+for each role."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from tests.koordweb.ui.cluster_builder import UiCluster, build_ui_cluster
+from tests.builders import Pages, pages_world
 
 
 @pytest.fixture(autouse=True)
@@ -17,8 +18,8 @@ def _fast_passwords(settings: Any) -> None:
 
 
 @pytest.fixture
-def ui(db: None) -> UiCluster:
-    return build_ui_cluster()
+def ui(db: None) -> Pages:
+    return pages_world()
 
 
 def _client_for(user: object) -> Client:
@@ -28,15 +29,15 @@ def _client_for(user: object) -> Client:
 
 
 @pytest.fixture
-def as_admin(ui: UiCluster) -> Client:
+def as_admin(ui: Pages) -> Client:
     return _client_for(ui.admin)
 
 
 @pytest.fixture
-def as_alice(ui: UiCluster) -> Client:
+def as_alice(ui: Pages) -> Client:
     return _client_for(ui.alice)
 
 
 @pytest.fixture
-def as_bob(ui: UiCluster) -> Client:
+def as_bob(ui: Pages) -> Client:
     return _client_for(ui.bob)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
 from django.test import Client
 from django.urls import reverse
 
-from tests.koordweb.ui.cluster_builder import UiCluster
+from tests.builders import Pages
+from tests.koordweb.ui.html import figures
 
 PAGES = [
     "overview",
@@ -26,14 +26,6 @@ PAGES = [
 ]
 
 
-def figures(html: str) -> dict[str, dict]:
-    """The figure JSON blocks of a page, by id (what figures.js draws)."""
-    found = re.findall(
-        r'<script id="(fig-[\w-]+)" type="application/json">(.*?)</script>', html, re.S
-    )
-    return {fig_id: json.loads(body) for fig_id, body in found}
-
-
 @pytest.mark.parametrize("name", PAGES)
 def test_pages_answer_admin_and_tenant(name: str, as_admin: Client, as_alice: Client) -> None:
     for client in (as_admin, as_alice):
@@ -43,13 +35,13 @@ def test_pages_answer_admin_and_tenant(name: str, as_admin: Client, as_alice: Cl
 
 
 @pytest.mark.parametrize("name", [*PAGES, "import"])
-def test_pages_require_login(name: str, ui: UiCluster, client: Client) -> None:
+def test_pages_require_login(name: str, ui: Pages, client: Client) -> None:
     response = client.get(reverse(name))
     assert response.status_code == 302
     assert response["Location"].startswith(reverse("login"))
 
 
-def test_detail_pages_answer(ui: UiCluster, as_admin: Client) -> None:
+def test_detail_pages_answer(ui: Pages, as_admin: Client) -> None:
     for url in (
         reverse("job-detail", args=[ui.running.pk]),
         reverse("job-detail", args=[ui.pending.pk]),
@@ -61,7 +53,7 @@ def test_detail_pages_answer(ui: UiCluster, as_admin: Client) -> None:
 
 
 def test_tenant_cannot_open_another_tenants_job(
-    ui: UiCluster, as_alice: Client, as_bob: Client
+    ui: Pages, as_alice: Client, as_bob: Client
 ) -> None:
     assert as_alice.get(reverse("job-detail", args=[ui.running.pk])).status_code == 200
     assert as_alice.get(reverse("job-detail", args=[ui.pending.pk])).status_code == 404
@@ -72,7 +64,7 @@ def test_tenant_cannot_open_another_tenants_job(
     assert ui.pending.state == "Pending"
 
 
-def test_job_queue_is_scoped_and_ordered(ui: UiCluster, as_admin: Client, as_bob: Client) -> None:
+def test_job_queue_is_scoped_and_ordered(ui: Pages, as_admin: Client, as_bob: Client) -> None:
     html = as_admin.get(reverse("jobs")).content.decode()
     # Scheduling order: prod (9000) before batch (5000).
     assert html.index("train-a") < html.index("big-b")
@@ -84,13 +76,13 @@ def test_job_queue_is_scoped_and_ordered(ui: UiCluster, as_admin: Client, as_bob
     assert "4 x 8 GPUs, 8 cores" in bob_html
 
 
-def test_job_detail_shows_decisions_and_counterfactual(ui: UiCluster, as_bob: Client) -> None:
+def test_job_detail_shows_decisions_and_counterfactual(ui: Pages, as_bob: Client) -> None:
     html = as_bob.get(reverse("job-detail", args=[ui.pending.pk])).content.decode()
     assert "fits block b1 if train-a is preempted" in html
     assert f"#{ui.good_round.pk}" in html
 
 
-def test_running_job_detail_highlights_its_placement(ui: UiCluster, as_alice: Client) -> None:
+def test_running_job_detail_highlights_its_placement(ui: Pages, as_alice: Client) -> None:
     html = as_alice.get(reverse("job-detail", args=[ui.running.pk])).content.decode()
     sunburst = figures(html)["fig-placement"]["data"][0]
     widths = dict(zip(sunburst["ids"], sunburst["marker"]["line"]["width"], strict=True))
@@ -99,7 +91,7 @@ def test_running_job_detail_highlights_its_placement(ui: UiCluster, as_alice: Cl
     assert widths["BlockLayer/b2"] == 1
 
 
-def test_overview_counts_alerts_and_figures(ui: UiCluster, as_admin: Client) -> None:
+def test_overview_counts_alerts_and_figures(ui: Pages, as_admin: Client) -> None:
     html = as_admin.get(reverse("overview")).content.decode()
     assert 'hx-get="/overview/live/"' in html
     assert "node-5" in html  # outside the topology
@@ -111,15 +103,13 @@ def test_overview_counts_alerts_and_figures(ui: UiCluster, as_admin: Client) -> 
     assert re.search(r'data-count="pending">1<', html)
 
 
-def test_overview_hides_alerts_and_foreign_counts_from_tenants(
-    ui: UiCluster, as_alice: Client
-) -> None:
+def test_overview_hides_alerts_and_foreign_counts_from_tenants(ui: Pages, as_alice: Client) -> None:
     html = as_alice.get(reverse("overview-live")).content.decode()
     assert "snapshot failed" not in html
     assert re.search(r'data-count="pending">0<', html)  # big-b belongs to team-b
 
 
-def test_topology_counts_slots_for_a_shape(ui: UiCluster, as_admin: Client) -> None:
+def test_topology_counts_slots_for_a_shape(ui: Pages, as_admin: Client) -> None:
     html = as_admin.get(
         reverse("topology"), {"resource": "nvidia.com/gpu", "count": 4, "cpu": 0, "memory": 0}
     ).content.decode()
@@ -133,7 +123,7 @@ def test_topology_counts_slots_for_a_shape(ui: UiCluster, as_admin: Client) -> N
     assert "node-5" in html.split("Nodes outside the topology")[1]
 
 
-def test_topology_highlights_a_visible_job_only(ui: UiCluster, as_bob: Client) -> None:
+def test_topology_highlights_a_visible_job_only(ui: Pages, as_bob: Client) -> None:
     response = as_bob.get(
         reverse("topology"),
         {"resource": "nvidia.com/gpu", "count": 8, "cpu": 0, "memory": 0, "job": ui.running.pk},
@@ -148,7 +138,7 @@ def test_topology_highlights_a_visible_job_only(ui: UiCluster, as_bob: Client) -
 
 
 def test_devices_heatmap_marks_shared_and_hides_foreign_jobs(
-    ui: UiCluster, as_admin: Client, as_alice: Client
+    ui: Pages, as_admin: Client, as_alice: Client
 ) -> None:
     html = as_admin.get(reverse("devices"), {"vendor": "nvidia"}).content.decode()
     heat = figures(html)["fig-heatmap"]["data"][0]
@@ -175,7 +165,7 @@ def test_devices_heatmap_marks_shared_and_hides_foreign_jobs(
     assert "train-a" in hover[0][0]
 
 
-def test_devices_filter_by_vendor_and_block(ui: UiCluster, as_admin: Client) -> None:
+def test_devices_filter_by_vendor_and_block(ui: Pages, as_admin: Client) -> None:
     ascend = figures(as_admin.get(reverse("devices"), {"vendor": "huawei"}).content.decode())
     assert ascend["fig-heatmap"]["data"][0]["y"] == ["b3 · node-4"]
     block = figures(as_admin.get(reverse("devices"), {"block": "b1"}).content.decode())
@@ -183,7 +173,7 @@ def test_devices_filter_by_vendor_and_block(ui: UiCluster, as_admin: Client) -> 
 
 
 def test_preemptions_scoped_filtered_and_costed(
-    ui: UiCluster, as_admin: Client, as_alice: Client
+    ui: Pages, as_admin: Client, as_alice: Client
 ) -> None:
     html = as_admin.get(reverse("preemptions")).content.decode()
     assert "old-b" in html and "8.0 GPUs freed" not in html
@@ -198,7 +188,7 @@ def test_preemptions_scoped_filtered_and_costed(
     assert alice_detail.status_code == 200
 
 
-def test_preemption_hidden_from_uninvolved_tenant(ui: UiCluster, django_user_model: object) -> None:
+def test_preemption_hidden_from_uninvolved_tenant(ui: Pages, django_user_model: object) -> None:
     from django.contrib.auth import get_user_model
 
     carol = get_user_model().objects.create_user("carol", password="x-very-long-pass")
@@ -208,7 +198,7 @@ def test_preemption_hidden_from_uninvolved_tenant(ui: UiCluster, django_user_mod
     assert "old-b" not in client.get(reverse("preemptions")).content.decode()
 
 
-def test_quotas_tree_with_used(ui: UiCluster, as_admin: Client) -> None:
+def test_quotas_tree_with_used(ui: Pages, as_admin: Client) -> None:
     html = as_admin.get(reverse("quotas")).content.decode()
     bars = figures(html)["fig-quotas"]["data"]
     used = dict(zip(bars[0]["x"], bars[0]["y"], strict=True))
@@ -216,7 +206,7 @@ def test_quotas_tree_with_used(ui: UiCluster, as_admin: Client) -> None:
     assert html.index("root") < html.index("— team-a")
 
 
-def test_rounds_history_and_detail(ui: UiCluster, as_admin: Client, as_alice: Client) -> None:
+def test_rounds_history_and_detail(ui: Pages, as_admin: Client, as_alice: Client) -> None:
     html = as_admin.get(reverse("rounds")).content.decode()
     assert "snapshot failed" in html
     latency = figures(html)["fig-rounds"]["data"][0]
@@ -225,11 +215,11 @@ def test_rounds_history_and_detail(ui: UiCluster, as_admin: Client, as_alice: Cl
     assert "train-a" in alice_round and "big-b" not in alice_round
 
 
-def test_import_is_admin_only(ui: UiCluster, as_alice: Client) -> None:
+def test_import_is_admin_only(ui: Pages, as_alice: Client) -> None:
     assert as_alice.get(reverse("import")).status_code == 403
 
 
-def test_import_validates_and_writes(ui: UiCluster, as_admin: Client) -> None:
+def test_import_validates_and_writes(ui: Pages, as_admin: Client) -> None:
     yaml_text = (
         "apiVersion: v1\nkind: Node\nmetadata:\n  name: node-9\n"
         "  labels: {network.topology.nvidia.com/spine: s2, network.topology.nvidia.com/block: b3}\n"
@@ -245,7 +235,7 @@ def test_import_validates_and_writes(ui: UiCluster, as_admin: Client) -> None:
     assert 'role="alert"' in bad.content.decode()
 
 
-def test_submit_and_cancel_through_the_services(ui: UiCluster, as_alice: Client) -> None:
+def test_submit_and_cancel_through_the_services(ui: Pages, as_alice: Client) -> None:
     form = {
         "name": "ui-job",
         "namespace": "default",
@@ -270,7 +260,7 @@ def test_submit_and_cancel_through_the_services(ui: UiCluster, as_alice: Client)
     assert job.state == "Cancelled"
 
 
-def test_submit_shows_service_errors(ui: UiCluster, as_alice: Client) -> None:
+def test_submit_shows_service_errors(ui: Pages, as_alice: Client) -> None:
     form = {
         "name": "too-big",
         "namespace": "default",
@@ -285,7 +275,7 @@ def test_submit_shows_service_errors(ui: UiCluster, as_alice: Client) -> None:
     assert "more than any node has" in response.content.decode()
 
 
-def test_tokens_create_show_once_and_revoke(ui: UiCluster, as_alice: Client) -> None:
+def test_tokens_create_show_once_and_revoke(ui: Pages, as_alice: Client) -> None:
     created = as_alice.post(reverse("tokens"), {"expiry_days": 7}).content.decode()
     token = re.search(r"<pre data-new-token>(\S+)</pre>", created)
     assert token is not None
@@ -300,7 +290,7 @@ def test_tokens_create_show_once_and_revoke(ui: UiCluster, as_alice: Client) -> 
     assert f"/tokens/{key}/revoke/" not in after
 
 
-def test_what_if_plans_without_writing(ui: UiCluster, as_alice: Client) -> None:
+def test_what_if_plans_without_writing(ui: Pages, as_alice: Client) -> None:
     form = {
         "name": "maybe",
         "namespace": "default",
@@ -325,7 +315,7 @@ def test_what_if_plans_without_writing(ui: UiCluster, as_alice: Client) -> None:
     assert not ui.cluster.jobs.filter(name__startswith="maybe").exists()
 
 
-def test_a_tenant_sees_only_its_quotas_and_their_ancestors(ui: UiCluster, as_alice: Client) -> None:
+def test_a_tenant_sees_only_its_quotas_and_their_ancestors(ui: Pages, as_alice: Client) -> None:
     html = as_alice.get(reverse("quotas")).content.decode()
     names = figures(html)["fig-quotas"]["data"][0]["x"]
     assert "team-a" in names and "root" in names

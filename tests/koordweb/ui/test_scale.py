@@ -11,9 +11,9 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from koordweb.models import Cluster, Device, Job, JobState, Node, Pod, PodPhase, TopologyLayer
-from tests.koordweb.ui.cluster_builder import BLOCK, SPINE
-from tests.koordweb.ui.test_pages import figures
+from koordweb.models import Cluster, Device, Job, JobState, Node, Pod, PodPhase
+from tests.builders import BLOCK, SPINE, ClusterFactory, topology
+from tests.koordweb.ui.html import figures
 
 NODES = 5000
 NODES_PER_BLOCK = 16
@@ -21,17 +21,9 @@ BLOCKS_PER_SPINE = 16
 
 
 def build_large_cluster() -> Cluster:
-    cluster = Cluster.objects.create(name="default")
-    for position, (name, parent, keys) in enumerate(
-        [
-            ("SpineLayer", "", [SPINE]),
-            ("BlockLayer", "SpineLayer", [BLOCK]),
-            ("NodeTopologyLayer", "BlockLayer", []),
-        ]
-    ):
-        TopologyLayer.objects.create(
-            cluster=cluster, name=name, parent_name=parent, label_keys=keys, position=position
-        )
+    cluster = ClusterFactory(name="default")
+    topology(cluster)
+    # Row by row, 5,000 nodes and their 40,000 cards would take minutes: in bulk.
     nodes = Node.objects.bulk_create(
         Node(
             cluster=cluster,

@@ -9,10 +9,10 @@ from typing import Any
 from django.test import Client
 from django.urls import reverse
 
-from tests.koordweb.ui.cluster_builder import UiCluster
+from tests.builders import Pages
 
 
-def _form(ui: UiCluster, scheduler_args: Any) -> dict[str, str]:
+def _form(ui: Pages, scheduler_args: Any) -> dict[str, str]:
     cluster = ui.cluster
     return {
         "name": cluster.name,
@@ -23,7 +23,7 @@ def _form(ui: UiCluster, scheduler_args: Any) -> dict[str, str]:
     }
 
 
-def test_admin_refuses_bad_arguments_with_field_messages(ui: UiCluster, as_admin: Client) -> None:
+def test_admin_refuses_bad_arguments_with_field_messages(ui: Pages, as_admin: Client) -> None:
     url = reverse("admin:koordweb_cluster_change", args=[ui.cluster.pk])
     bad = {"NetworkTopology": {"bestFit": "yes"}, "JobPreemption": {"candidateLimit": 0}}
     response = as_admin.post(url, _form(ui, bad))
@@ -39,7 +39,7 @@ def test_admin_refuses_bad_arguments_with_field_messages(ui: UiCluster, as_admin
     assert ui.cluster.scheduler_args == good
 
 
-def test_topology_page_shows_the_profile_arguments(ui: UiCluster, as_admin: Client) -> None:
+def test_topology_page_shows_the_profile_arguments(ui: Pages, as_admin: Client) -> None:
     page = as_admin.get(reverse("topology")).content.decode()
     assert "Scheduler profile: Koordinator's reference behaviour." in page
     ui.cluster.scheduler_args = {"NetworkTopology": {"bestFit": True, "parentFragmentation": False}}

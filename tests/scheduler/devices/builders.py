@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from scheduler.devices import (
     Device,
     DeviceRequest,
@@ -13,6 +15,8 @@ from scheduler.devices import (
     parse_device_request,
 )
 from scheduler.devices.names import ANNOTATION_JOINT_ALLOCATE
+from scheduler.model import NodeInfo
+from tests.scheduler.builders import node
 
 GiB = 1024**3
 JOINT = {ANNOTATION_JOINT_ALLOCATE: '{"deviceTypes":["gpu","rdma"],"requiredScope":"SamePCIe"}'}
@@ -66,3 +70,14 @@ def request(annotations: dict[str, str] | None = None, **resources: int) -> Devi
 
 def empty_usage(node: NodeDevices) -> DeviceUsage:
     return DeviceUsage(node)
+
+
+def gpu_node(name: str, labels: dict[str, str] | None = None) -> NodeInfo:
+    """A node of 64 CPUs, 8 GPUs and 4 RDMA NICs, as Koordinator's device examples show it."""
+    built = node(name).cpu(64).memory(512).gpus(8)
+    built.resource("koordinator.sh/gpu-core", 800).resource("koordinator.sh/gpu-memory-ratio", 800)
+    built.resource("koordinator.sh/rdma", 400)
+    for key, value in (labels or {}).items():
+        built.label(key, value)
+    info = built.build()
+    return replace(info, devices=eight_gpu_node(name, labels=dict(info.labels)))

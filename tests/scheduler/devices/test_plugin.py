@@ -22,19 +22,9 @@ from scheduler.profile import Profile
 from scheduler.round import plan_round
 from scheduler.state import CycleState, template_key
 from tests.scheduler.builders import cluster, gang, node, pod
-from tests.scheduler.devices.builders import JOINT, GiB, eight_gpu_node
+from tests.scheduler.devices.builders import JOINT, GiB, gpu_node
 
 PROFILE = Profile.default().with_args("DeviceShare")
-
-
-def gpu_node(name: str, labels: dict[str, str] | None = None) -> NodeInfo:
-    built = node(name).cpu(64).memory(512).gpus(8)
-    built.resource("koordinator.sh/gpu-core", 800).resource("koordinator.sh/gpu-memory-ratio", 800)
-    built.resource("koordinator.sh/rdma", 400)
-    for key, value in (labels or {}).items():
-        built.label(key, value)
-    info = built.build()
-    return replace(info, devices=eight_gpu_node(name, labels=dict(info.labels)))
 
 
 def with_annotations(pods: list[PodInfo], annotations: dict[str, str]) -> list[PodInfo]:

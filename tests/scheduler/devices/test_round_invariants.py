@@ -18,8 +18,7 @@ from scheduler import ClusterSnapshot, Profile, plan_round
 from scheduler.devices import AllocatedDevice, parse_device_allocated, render_device_allocated
 from scheduler.devices.names import ANNOTATION_DEVICE_ALLOCATED
 from tests.scheduler.builders import cluster, gang, pod
-from tests.scheduler.devices.builders import GiB
-from tests.scheduler.devices.test_plugin import gpu_node
+from tests.scheduler.devices.builders import GiB, gpu_node
 
 HALF = 50
 PROFILE = Profile.default()
