@@ -31,7 +31,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from koordweb.models import Cluster, ClusterLease, Round, RoundWorker
-from tests.reliability.conftest import ROOT, Worker, database_url
+from tests.reliability.stack import ROOT, Worker, database_url
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
