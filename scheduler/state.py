@@ -23,6 +23,7 @@ from scheduler.framework import BoolArray, IntArray, NodeMask
 from scheduler.model import PODS, ClusterSnapshot, JobInfo, PodInfo
 from scheduler.nominations import timed_out_jobs
 from scheduler.topology import TopologyTree
+from scheduler.vocabulary import SCHEDULING_ANNOTATION_PREFIX
 
 UNLIMITED_PODS = 1 << 40  # a node that declares no "pods" allocatable does not limit pod count
 
@@ -50,9 +51,6 @@ def placement_order(pods: Sequence[PodInfo]) -> list[PodInfo]:
     )
 
 
-SCHEDULING_ANNOTATIONS = "scheduling.koordinator.sh/"  # e.g. device-joint-allocate
-
-
 def template_key(pod: PodInfo) -> tuple[Any, ...]:
     """What makes two pods interchangeable for node fit: requests, node constraints and the
     Koordinator scheduling annotations (a joint GPU+RDMA allocation fits fewer nodes)."""
@@ -63,7 +61,9 @@ def template_key(pod: PodInfo) -> tuple[Any, ...]:
         pod.tolerations,
         tuple(
             sorted(
-                (k, v) for k, v in pod.annotations.items() if k.startswith(SCHEDULING_ANNOTATIONS)
+                (k, v)
+                for k, v in pod.annotations.items()
+                if k.startswith(SCHEDULING_ANNOTATION_PREFIX)
             )
         ),
     )
