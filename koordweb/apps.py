@@ -7,3 +7,8 @@ class KoordwebConfig(AppConfig):
     name = "koordweb"
     verbose_name = "koordweb"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from koordweb.rows import lookups
+
+        lookups.register()

@@ -412,19 +412,21 @@ def read_rows(cluster_id: int, *, devices: bool) -> ClusterRows:
     rows = ClusterRows()
     rows.nodes = {
         r[0]: NodeRow(*r)
-        for r in Node.objects.filter(cluster_id=cluster_id).values_list(*NODE_FIELDS)
+        for r in Node.objects.filter(cluster_id=cluster_id).order_by().values_list(*NODE_FIELDS)
     }
     rows.pods = {
         r[0]: PodRow(*r)
         for r in Pod.objects.filter(cluster_id=cluster_id)
         .exclude(phase__in=FINISHED_PHASES)
+        .order_by()
         .values_list(*POD_FIELDS)
     }
     referenced = {pod.job_id for pod in rows.pods.values()}
     rows.jobs = {
         r[0]: JobRow(*r)
         for r in Job.objects.filter(cluster_id=cluster_id)
-        .filter(Q(state__in=JobState.HOLDING) | Q(id__in=list(referenced)))
+        .filter(Q(state__in=JobState.HOLDING) | Q(id__any=list(referenced)))
+        .order_by()
         .values_list(*JOB_FIELDS)
     }
     latest_ids = (

@@ -30,10 +30,10 @@ class SimulatedBackend:
         gone = cluster.pods.filter(terminating=True, terminating_since__lte=now - grace).exclude(
             phase__in=pod_services.FINISHED_PHASES
         )
-        touched = set(gone.values_list("job_id", flat=True))
+        touched = set(gone.order_by().values_list("job_id", flat=True))
         pods_gone = gone.update(phase=PodPhase.FAILED, finished_at=now)
         started = cluster.pods.filter(node__isnull=False, phase=PodPhase.PENDING)
-        touched |= set(started.values_list("job_id", flat=True))
+        touched |= set(started.order_by().values_list("job_id", flat=True))
         started.update(phase=PodPhase.RUNNING, started_at=now)
         running_jobs = cluster.jobs.filter(state__in=JobState.PLACED)
         for job in running_jobs.filter(duration_seconds__isnull=False, started_at__isnull=False):
@@ -43,7 +43,7 @@ class SimulatedBackend:
                     phase=PodPhase.SUCCEEDED, finished_at=now
                 )
                 touched.add(job.id)
-        jobs = Job.objects.filter(id__in=touched)
+        jobs = Job.objects.filter(id__any=list(touched)).order_by()
         pod_services.job_refresh_states(jobs=jobs, now=now)
         return {"pods_gone": pods_gone}
 
@@ -51,10 +51,11 @@ class SimulatedBackend:
         """Every action succeeds unless the database says the cluster has moved on."""
         report = EnactReport()
         nodes = set(cluster.nodes.values_list("name", flat=True))
+        # Only pods already on a node can conflict: the others are read no further.
         bound_to = dict(
-            Pod.objects.filter(id__in=[b.pod_id for b in plan.bindings]).values_list(
-                "id", "node__name"
-            )
+            Pod.objects.filter(id__any=[b.pod_id for b in plan.bindings], node__isnull=False)
+            .order_by()
+            .values_list("id", "node__name")
         )
         report.evicted = [e.pod_id for e in plan.evictions]
         for binding in plan.bindings:

@@ -33,7 +33,10 @@ class Intent(models.Model):
         DONE = "done", "done"
         DROPPED = "dropped", "dropped: the cluster refused it or it no longer applies"
 
-    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="intents")
+    # (cluster, state, step, id) leads with the cluster: no index of its own.
+    cluster = models.ForeignKey(
+        Cluster, on_delete=models.CASCADE, related_name="intents", db_index=False
+    )
     round = models.ForeignKey(
         Round, on_delete=models.SET_NULL, null=True, blank=True, related_name="intents"
     )

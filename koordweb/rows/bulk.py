@@ -1,74 +1,136 @@
 """Many rows at once, in the fewest statements: the round's hot path writes thousands a round.
 
-Django's bulk_update builds CASE expressions, and bulk_create builds a model instance per row:
-both cost seconds of Python at 5,000 rows. These write plain values.
+Django's bulk_update builds CASE expressions, bulk_create builds a model instance per row, and
+psycopg's client-side binding (Django's default) quotes every element of a large array in
+Python: each costs seconds at 5,000 rows. These write plain values. On PostgreSQL they go
+through a server-side-binding cursor of the same connection (so the same transaction): inserts
+with COPY, updates as one UPDATE ... FROM unnest(arrays) per chunk, with arrays sent as
+parameters; elsewhere (SQLite) one prepared statement run for each row.
+
+Values are given in `fields` order as Python values (foreign keys as ids, JSON fields as Python
+objects, choices as their values).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import enum
+import json
+from collections.abc import Callable, Sequence
 from typing import Any
 
+import psycopg
 from django.db import connection
-from django.db.models import Field, Model
+from django.db.models import Field, JSONField, Model
 
-CHUNK = 1000
+CHUNK = 5000
 
 
-def rows_update(model: type[Model], rows: list[Any], fields: list[str]) -> None:
-    """Write `fields` of many model instances: on PostgreSQL one UPDATE ... FROM unnest(arrays)
-    per CHUNK rows (a short statement, one array per column), elsewhere one prepared UPDATE run
-    for each row."""
+def rows_update(model: type[Model], rows: Sequence[Model], fields: Sequence[str]) -> None:
+    """Write `fields` of many model instances (see `rows_write`)."""
+    columns = _columns(model, fields)
+    rows_write(
+        model,
+        fields,
+        [(row.pk, *(getattr(row, c.attname) for c in columns)) for row in rows],
+    )
+
+
+def rows_write(model: type[Model], fields: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    """Set `fields` of many rows given as plain values: (primary key, *values in `fields`
+    order)."""
     if not rows:
         return
     columns = _columns(model, fields)
-    values = [
-        [c.get_db_prep_save(getattr(row, c.attname), connection) for c in columns] for row in rows
-    ]
     quote = connection.ops.quote_name
     table = quote(model._meta.db_table)
     names = [quote(c.column or c.name) for c in columns]
-    with connection.cursor() as cursor:
-        if connection.vendor != "postgresql":
-            assignments = ", ".join(f"{n} = %s" for n in names)
-            params = [[*v, row.pk] for v, row in zip(values, rows, strict=True)]
+    if connection.vendor != "postgresql":
+        assignments = ", ".join(f"{n} = %s" for n in names)
+        params = [
+            [
+                *(c.get_db_prep_save(v, connection) for c, v in zip(columns, row[1:], strict=True)),
+                row[0],
+            ]
+            for row in rows
+        ]
+        with connection.cursor() as cursor:
             cursor.executemany(f"UPDATE {table} SET {assignments} WHERE id = %s", params)
-            return
-        arrays = ", ".join(f"%s::{c.db_type(connection)}[]" for c in columns)
-        assignments = ", ".join(f"{n} = v.{n}" for n in names)
-        sql = (
-            f"UPDATE {table} SET {assignments} FROM unnest({arrays}, %s::bigint[]) "
-            f"AS v({', '.join(names)}, id) WHERE {table}.id = v.id"
-        )
+        return
+    arrays = ", ".join(f"%s::{c.db_type(connection)}[]" for c in columns)
+    assignments = ", ".join(f"{n} = v.{n}" for n in names)
+    sql = (
+        f"UPDATE {table} SET {assignments} FROM unnest({arrays}, %s::bigint[]) "
+        f"AS v({', '.join(names)}, id) WHERE {table}.id = v.id"
+    )
+    prepare = [_plain(c) for c in columns]
+    with _server_cursor() as cursor:
         for start in range(0, len(rows), CHUNK):
-            chunk = values[start : start + CHUNK]
-            ids = [row.pk for row in rows[start : start + CHUNK]]
-            cursor.execute(sql, [*[list(col) for col in zip(*chunk, strict=True)], ids])
+            chunk = rows[start : start + CHUNK]
+            arrays_of = [[prep(row[i + 1]) for row in chunk] for i, prep in enumerate(prepare)]
+            cursor.execute(sql, [*arrays_of, [row[0] for row in chunk]])
 
 
 def rows_insert(model: type[Model], fields: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    """Insert rows given as plain values in `fields` order (JSON fields as Python values):
-    on PostgreSQL INSERT ... SELECT FROM unnest(arrays) per CHUNK rows, elsewhere executemany."""
+    """Insert rows given as plain values in `fields` order: COPY on PostgreSQL, executemany
+    elsewhere."""
     if not rows:
         return
     columns = _columns(model, fields)
-    values = [
-        [c.get_db_prep_save(value, connection) for c, value in zip(columns, row, strict=True)]
-        for row in rows
-    ]
     quote = connection.ops.quote_name
     table = quote(model._meta.db_table)
     names = ", ".join(quote(c.column or c.name) for c in columns)
-    with connection.cursor() as cursor:
-        if connection.vendor != "postgresql":
-            marks = ", ".join(["%s"] * len(columns))
-            cursor.executemany(f"INSERT INTO {table} ({names}) VALUES ({marks})", values)
-            return
-        arrays = ", ".join(f"%s::{c.db_type(connection)}[]" for c in columns)
-        sql = f"INSERT INTO {table} ({names}) SELECT * FROM unnest({arrays})"
-        for start in range(0, len(values), CHUNK):
-            chunk = values[start : start + CHUNK]
-            cursor.execute(sql, [list(col) for col in zip(*chunk, strict=True)])
+    if connection.vendor != "postgresql":
+        marks = ", ".join(["%s"] * len(columns))
+        values = [
+            [c.get_db_prep_save(v, connection) for c, v in zip(columns, row, strict=True)]
+            for row in rows
+        ]
+        with connection.cursor() as django_cursor:
+            django_cursor.executemany(f"INSERT INTO {table} ({names}) VALUES ({marks})", values)
+        return
+    prepare = [_plain(c) for c in columns]
+    with _server_cursor() as server, server.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row([prep(v) for prep, v in zip(prepare, row, strict=True)])
+
+
+def rows_set(model: type[Model], ids: Sequence[int], **values: Any) -> int:
+    """Set the same `values` on the rows `ids` (one statement with the ids as one array
+    parameter on PostgreSQL; a Django IN list elsewhere). Returns how many rows changed."""
+    if not ids:
+        return 0
+    if connection.vendor != "postgresql":
+        return model._default_manager.filter(pk__in=list(ids)).update(**values)
+    columns = _columns(model, list(values))
+    quote = connection.ops.quote_name
+    assignments = ", ".join(f"{quote(c.column or c.name)} = %s" for c in columns)
+    params = [_plain(c)(values[c.name]) for c in columns]
+    sql = f"UPDATE {quote(model._meta.db_table)} SET {assignments} WHERE id = ANY(%s::bigint[])"
+    with _server_cursor() as cursor:
+        cursor.execute(sql, [*params, list(ids)])
+        return cursor.rowcount
+
+
+def _server_cursor() -> psycopg.Cursor[Any]:
+    """A cursor binding parameters on the server, on Django's connection (its transaction)."""
+    connection.ensure_connection()
+    return psycopg.Cursor(connection.connection)
+
+
+def _plain(column: Field[Any, Any]) -> Callable[[Any], Any]:
+    """How a Python value of `column` goes to psycopg: JSON as text, choices as their value."""
+    if isinstance(column, JSONField):
+        encoder = column.encoder
+
+        def as_json(value: Any) -> Any:
+            return None if value is None else json.dumps(value, cls=encoder)
+
+        return as_json
+    return _plain_value
+
+
+def _plain_value(value: Any) -> Any:
+    return value.value if isinstance(value, enum.Enum) else value
 
 
 def _columns(model: type[Model], fields: Sequence[str]) -> list[Field[Any, Any]]:

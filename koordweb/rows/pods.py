@@ -173,7 +173,7 @@ def job_refresh_states(*, jobs: Iterable[Job], now: datetime) -> None:
     phases: dict[int, Counter[str]] = defaultdict(Counter)
     bound: dict[int, int] = defaultdict(int)
     for row in (
-        Pod.objects.filter(job_id__in=list(active))
+        Pod.objects.filter(job__id__any=list(active))
         .values("job_id", "phase")
         .annotate(pods=Count("id"), bound=Count("node_id"))
         .order_by()

@@ -30,7 +30,7 @@ from koordweb.backends.base import (
 )
 from koordweb.models import Cluster, Intent, Job, JobState, Node, Pod, PodPhase, Preemption
 from koordweb.rows import pods as pod_services
-from koordweb.rows.bulk import rows_update
+from koordweb.rows.bulk import rows_set, rows_write
 
 CHUNK = 2000  # intents enacted between two outcome records
 KEEP_DONE = timedelta(minutes=10)  # done intents are kept this long, for a look after the fact
@@ -67,6 +67,16 @@ class _Pending(NamedTuple):
     on_node: int | None
     job_id: int
     job_state: str
+    annotations: dict[str, str]
+
+
+class _Recorded(NamedTuple):
+    """What recording an enacted action needs of its pod."""
+
+    id: int
+    job_id: int
+    annotations: dict[str, str]
+    node_id: int | None
 
 
 _PENDING_FIELDS = (
@@ -84,6 +94,7 @@ _PENDING_FIELDS = (
     "pod__node_id",
     "pod__job_id",
     "pod__job__state",
+    "pod__annotations",
 )
 
 
@@ -101,11 +112,15 @@ def intents_enact(*, cluster: Cluster, backend: ClusterBackend, now: datetime) -
         if not batch:
             return summary
         # Not through cluster.nodes: a related manager would set each row's deferred cluster.
-        nodes = {n.name: n for n in Node.objects.filter(cluster_id=cluster.id).only("id", "name")}
+        nodes = dict(Node.objects.filter(cluster_id=cluster.id).values_list("name", "id"))
         plan, settled = _plan_of(batch, set(nodes))
         report = backend.enact(cluster, plan, now=now) if len(plan) else EnactReport()
         with transaction.atomic():
-            _enact_record(cluster_nodes=nodes, plan=plan, report=report, now=now)
+            pods = {
+                it.pod_id: _Recorded(it.pod_id, it.job_id, it.annotations, it.on_node)
+                for it in batch
+            }
+            _enact_record(cluster_nodes=nodes, pods=pods, plan=plan, report=report, now=now)
             _preemption_states(plan, report)
             summary.dropped += _mark(batch, report, settled, now)
         summary.intents += len(batch)
@@ -207,7 +222,7 @@ def _mark(
         state, outcome = settled.get(intent.id) or _outcome(intent, report)
         groups[(state, outcome[:2000])].append(intent.id)
     for (state, outcome), ids in groups.items():
-        Intent.objects.filter(id__in=ids).update(state=state, outcome=outcome, done_at=now)
+        rows_set(Intent, ids, state=state, outcome=outcome, done_at=now)
     return sum(len(ids) for (state, _), ids in groups.items() if state == Intent.State.DROPPED)
 
 
@@ -256,70 +271,64 @@ def _prune(cluster: Cluster, now: datetime) -> None:
 
 
 def _enact_record(
-    *, cluster_nodes: dict[str, Node], plan: EnactPlan, report: EnactReport, now: datetime
+    *,
+    cluster_nodes: dict[str, int],
+    pods: dict[int, _Recorded],
+    plan: EnactPlan,
+    report: EnactReport,
+    now: datetime,
 ) -> None:
-    """Write down what the cluster accepted of a plan (whichever backend enacted it)."""
-    ids = (
-        [c.pod_id for c in plan.creations]
-        + [b.pod_id for b in plan.bindings]
-        + [e.pod_id for e in plan.evictions]
-        + [n.pod_id for n in plan.nominations]
-    )
-    pods = {
-        p.id: p
-        for p in Pod.objects.filter(id__in=ids).only(
-            "id",
-            "job_id",
-            "bound_at",
-            "uid",
-            "phase",
-            "annotations",
-            "node_id",
-            "nominated_node_id",
-            "terminating",
-            "terminating_since",
-        )
-    }
-    created = [pods[i] for i in report.created if i in pods]
-    for pod in created:
-        pod.uid = report.created[pod.id]
-    rows_update(Pod, created, ["uid"])
+    """Write down what the cluster accepted of a plan (whichever backend enacted it): plain
+    values in batched writes, model instances only for the few evicted pods and their jobs.
+    `pods`: the plan's pods as its intents were read."""
+    rows_write(Pod, ["uid"], [(i, uid) for i, uid in report.created.items() if i in pods])
     for job in Job.objects.filter(id__in=list(report.refused_jobs)):
         pod_services.job_mark_failed(job=job, reason=report.refused_jobs[job.id], now=now)
     evicted = set(report.evicted)
-    victims = [pods[e.pod_id] for e in plan.evictions if e.pod_id in evicted and e.pod_id in pods]
+    victims = Pod.objects.filter(
+        id__in=[e.pod_id for e in plan.evictions if e.pod_id in evicted]
+    ).only("id", "job_id", "phase", "terminating", "terminating_since", "nominated_node_id")
+    victims_by_id = {p.id: p for p in victims}
     pod_services.pods_terminating(
-        pods=[p for p in victims if p.phase not in pod_services.FINISHED_PHASES], now=now
+        pods=[p for p in victims_by_id.values() if p.phase not in pod_services.FINISHED_PHASES],
+        now=now,
     )
     preemptors = {
-        pods[e.pod_id].job_id: e.preemptor
+        victims_by_id[e.pod_id].job_id: e.preemptor
         for e in plan.evictions
-        if e.pod_id in evicted and e.pod_id in pods
+        if e.pod_id in victims_by_id
     }
     for job in Job.objects.filter(id__in=list(preemptors)):
         pod_services.job_mark_preempting(job=job, preemptor=preemptors[job.id])
     bound = {i for i in report.bound if i in pods}
-    to_bind: list[Pod] = []
-    for binding in plan.bindings:
-        if binding.pod_id not in bound:
-            continue
-        pod = pods[binding.pod_id]
-        pod.node = cluster_nodes[binding.node]
-        pod.nominated_node = None
-        pod.bound_at = now
-        pod.annotations = {**pod.annotations, **binding.annotations}
-        to_bind.append(pod)
-    rows_update(Pod, to_bind, ["node", "nominated_node", "bound_at", "annotations"])
+    rows_write(
+        Pod,
+        ["node", "nominated_node", "bound_at", "annotations"],
+        [
+            (
+                b.pod_id,
+                cluster_nodes[b.node],
+                None,
+                now,
+                {**pods[b.pod_id].annotations, **b.annotations},
+            )
+            for b in plan.bindings
+            if b.pod_id in bound
+        ],
+    )
     nominated = set(report.nominated)
-    to_nominate: list[Pod] = []
-    for nomination in plan.nominations:
-        if nomination.pod_id in nominated and nomination.pod_id in pods:
-            pod = pods[nomination.pod_id]
-            if pod.node_id is None and (not nomination.node or nomination.node in cluster_nodes):
-                pod.nominated_node = cluster_nodes.get(nomination.node)  # "" gives it up
-                pod.nominated_at = now if nomination.node else None
-                to_nominate.append(pod)
-    rows_update(Pod, to_nominate, ["nominated_node", "nominated_at"])
+    rows_write(
+        Pod,
+        ["nominated_node", "nominated_at"],
+        [
+            (n.pod_id, cluster_nodes.get(n.node), now if n.node else None)  # "" gives it up
+            for n in plan.nominations
+            if n.pod_id in nominated
+            and n.pod_id in pods
+            and pods[n.pod_id].node_id is None
+            and (not n.node or n.node in cluster_nodes)
+        ],
+    )
     touched = {pods[i].job_id for i in bound}
-    jobs = Job.objects.filter(id__in=touched).only(*pod_services.JOB_STATE_FIELDS)
+    jobs = Job.objects.filter(id__any=list(touched)).order_by().only(*pod_services.JOB_STATE_FIELDS)
     pod_services.job_refresh_states(jobs=jobs, now=now)

@@ -370,7 +370,8 @@ def _write_decisions(
     ids = [job.id for job, *_ in decisions]
     last = {
         row[0]: (row[1], row[2])
-        for row in Job.objects.filter(id__in=ids)
+        for row in Job.objects.filter(id__any=ids)
+        .order_by()
         .annotate(last_outcome=latest_decision("outcome"), last_reason=latest_decision("reason"))
         .values_list("id", "last_outcome", "last_reason")
     }

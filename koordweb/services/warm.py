@@ -283,7 +283,7 @@ def _cold_state(cluster: Cluster, templates: Any) -> WarmState:
 
 def _changed(queryset: Any, table: str, since: int) -> Any:
     seq = RawSQL(f'"{table}"."change_seq"', (), output_field=BigIntegerField())
-    return queryset.alias(change_seq=seq).filter(change_seq__gte=since)
+    return queryset.alias(change_seq=seq).filter(change_seq__gte=since).order_by()
 
 
 def _refresh(state: WarmState) -> int:
@@ -328,7 +328,7 @@ def _refresh(state: WarmState) -> int:
     referenced = {pod.job_id for pod in rows.pods.values()}
     missing = referenced - rows.jobs.keys()
     if missing:
-        for r in Job.objects.filter(id__in=list(missing)).values_list(*snap.JOB_FIELDS):
+        for r in Job.objects.filter(id__any=list(missing)).order_by().values_list(*snap.JOB_FIELDS):
             rows.jobs[r[0]] = snap.JobRow(*r)
     rows.jobs = {
         job_id: job
