@@ -19,12 +19,12 @@ class AnyOf(Lookup):
     lookup_name = "any"
     prepare_rhs = False
 
-    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
+    def as_sql(self, compiler: Any, connection: Any) -> Any:
         values = [int(v) for v in self.rhs]
         if connection.vendor != "postgresql":
-            return In(self.lhs, values).as_sql(compiler, connection)  # type: ignore[no-any-return]
+            return In(self.lhs, values).as_sql(compiler, connection)
         lhs, lhs_params = self.process_lhs(compiler, connection)
-        return f"{lhs} = ANY(%s::bigint[])", [*lhs_params, values]
+        return f"{lhs} = ANY(%s::bigint[])", (*lhs_params, values)
 
 
 def register() -> None:
