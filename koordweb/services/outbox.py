@@ -193,21 +193,29 @@ def _plan_of(
     return plan, settled
 
 
-def _outcome(intent: _Pending, report: EnactReport) -> tuple[str, str]:
+def _outcome(intent: _Pending, report: EnactReport, accepted: _Accepted) -> tuple[str, str]:
     pod_id, kind = intent.pod_id, intent.kind
     failed: str | None = None
     if kind == Intent.Kind.CREATE:
         if pod_id not in report.created:
             failed = report.refused_jobs.get(intent.job_id, "not created")
     elif kind == Intent.Kind.BIND:
-        failed = report.dropped.get(pod_id) if pod_id not in report.bound else None
+        failed = report.dropped.get(pod_id) if pod_id not in accepted.bound else None
     elif kind == Intent.Kind.EVICT:
         failed = report.blocked.get(pod_id) or report.replaced.get(pod_id)
     elif kind == Intent.Kind.NOMINATE:
-        failed = None if pod_id in report.nominated else "the pod is gone"
-    elif pod_id not in report.deleted:
+        failed = None if pod_id in accepted.nominated else "the pod is gone"
+    elif pod_id not in accepted.deleted:
         failed = "not deleted"
     return (Intent.State.DROPPED, failed) if failed else (Intent.State.DONE, "")
+
+
+class _Accepted(NamedTuple):
+    """The report's lists as sets, for one look-up per intent."""
+
+    bound: set[int]
+    nominated: set[int]
+    deleted: set[int]
 
 
 def _mark(
@@ -218,8 +226,9 @@ def _mark(
 ) -> int:
     """Mark the intents with their outcomes: one UPDATE per distinct outcome."""
     groups: dict[tuple[str, str], list[int]] = defaultdict(list)
+    accepted = _Accepted(set(report.bound), set(report.nominated), set(report.deleted))
     for intent in intents:
-        state, outcome = settled.get(intent.id) or _outcome(intent, report)
+        state, outcome = settled.get(intent.id) or _outcome(intent, report, accepted)
         groups[(state, outcome[:2000])].append(intent.id)
     for (state, outcome), ids in groups.items():
         rows_set(Intent, ids, state=state, outcome=outcome, done_at=now)
