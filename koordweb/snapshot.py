@@ -26,6 +26,7 @@ from koordweb.models import (
     Pod,
     PodPhase,
 )
+from koordweb.rows.read import rows_read
 from scheduler.devices.inventory import device_allocatable
 from scheduler.model import (
     ClusterSnapshot,
@@ -412,22 +413,28 @@ def read_rows(cluster_id: int, *, devices: bool) -> ClusterRows:
     rows = ClusterRows()
     rows.nodes = {
         r[0]: NodeRow(*r)
-        for r in Node.objects.filter(cluster_id=cluster_id).order_by().values_list(*NODE_FIELDS)
+        for r in rows_read(
+            Node.objects.filter(cluster_id=cluster_id).order_by().values_list(*NODE_FIELDS)
+        )
     }
     rows.pods = {
         r[0]: PodRow(*r)
-        for r in Pod.objects.filter(cluster_id=cluster_id)
-        .exclude(phase__in=FINISHED_PHASES)
-        .order_by()
-        .values_list(*POD_FIELDS)
+        for r in rows_read(
+            Pod.objects.filter(cluster_id=cluster_id)
+            .exclude(phase__in=FINISHED_PHASES)
+            .order_by()
+            .values_list(*POD_FIELDS)
+        )
     }
     referenced = {pod.job_id for pod in rows.pods.values()}
     rows.jobs = {
         r[0]: JobRow(*r)
-        for r in Job.objects.filter(cluster_id=cluster_id)
-        .filter(Q(state__in=JobState.HOLDING) | Q(id__any=list(referenced)))
-        .order_by()
-        .values_list(*JOB_FIELDS)
+        for r in rows_read(
+            Job.objects.filter(cluster_id=cluster_id)
+            .filter(Q(state__in=JobState.HOLDING) | Q(id__any=list(referenced)))
+            .order_by()
+            .values_list(*JOB_FIELDS)
+        )
     }
     latest_ids = (
         NodeMetric.objects.filter(node__cluster_id=cluster_id)

@@ -31,6 +31,7 @@ from koordweb.backends.base import (
 from koordweb.models import Cluster, Intent, Job, JobState, Node, Pod, PodPhase, Preemption
 from koordweb.rows import pods as pod_services
 from koordweb.rows.bulk import rows_set, rows_write
+from koordweb.rows.read import rows_read
 
 CHUNK = 2000  # intents enacted between two outcome records
 KEEP_DONE = timedelta(minutes=10)  # done intents are kept this long, for a look after the fact
@@ -105,9 +106,11 @@ def intents_enact(*, cluster: Cluster, backend: ClusterBackend, now: datetime) -
     while True:
         batch = [
             _Pending(*row)
-            for row in Intent.objects.filter(cluster=cluster, state=Intent.State.PENDING)
-            .order_by("step", "id")
-            .values_list(*_PENDING_FIELDS)[:CHUNK]
+            for row in rows_read(
+                Intent.objects.filter(cluster=cluster, state=Intent.State.PENDING)
+                .order_by("step", "id")
+                .values_list(*_PENDING_FIELDS)[:CHUNK]
+            )
         ]
         if not batch:
             return summary

@@ -41,6 +41,7 @@ from django.db.models.expressions import RawSQL
 
 from koordweb import snapshot as snap
 from koordweb.models import Cluster, DeviceTemplateConfig, Job, Node, NodeMetric, Pod
+from koordweb.rows.read import rows_read
 from koordweb.services.engine import node_devices_builder
 from scheduler.model import ClusterSnapshot
 from scheduler.profile import Profile
@@ -300,7 +301,7 @@ def _refresh(state: WarmState) -> int:
     count = sum(len(ids) for ids in deleted.values())
 
     nodes = _changed(Node.objects.filter(cluster_id=cid), "koordweb_node", start)
-    for r in nodes.values_list(*snap.NODE_FIELDS):
+    for r in rows_read(nodes.values_list(*snap.NODE_FIELDS)):
         rows.nodes[r[0]] = snap.NodeRow(*r)
         count += 1
     for node_id in deleted["koordweb_node"]:
@@ -309,7 +310,7 @@ def _refresh(state: WarmState) -> int:
         rows.devices.pop(node_id, None)
 
     pods = _changed(Pod.objects.filter(cluster_id=cid), "koordweb_pod", start)
-    for r in pods.values_list(*snap.POD_FIELDS):
+    for r in rows_read(pods.values_list(*snap.POD_FIELDS)):
         count += 1
         pod = snap.PodRow(*r)
         if pod.phase in snap.FINISHED_PHASES:
@@ -320,7 +321,7 @@ def _refresh(state: WarmState) -> int:
         rows.pods.pop(pod_id, None)
 
     jobs = _changed(Job.objects.filter(cluster_id=cid), "koordweb_job", start)
-    for r in jobs.values_list(*snap.JOB_FIELDS):
+    for r in rows_read(jobs.values_list(*snap.JOB_FIELDS)):
         rows.jobs[r[0]] = snap.JobRow(*r)
         count += 1
     for job_id in deleted["koordweb_job"]:

@@ -120,3 +120,22 @@ def test_any_lookup_matches_in() -> None:
         pods[1].id
     }
     assert not Pod.objects.filter(id__any=[]).exists()
+
+
+def test_rows_read_equals_values_list() -> None:
+    from koordweb.rows.read import rows_read
+    from koordweb.snapshot import POD_FIELDS
+
+    cluster = ClusterFactory()
+    node = NodeFactory(cluster=cluster)
+    job = JobFactory(cluster=cluster)
+    PodFactory(job=job, labels={"team": "a"}, tolerations=[{"key": "gpu"}], node=node)
+    PodFactory(job=job, labels={"team": "a"}, bound_at=timezone.now())
+    PodFactory(job=job, annotations={"x": "1"}, topology_index=3)
+    query = Pod.objects.filter(cluster=cluster).order_by("id").values_list(*POD_FIELDS)
+    read = rows_read(query)
+    assert read == list(query) and len(read) == 3
+    labels = POD_FIELDS.index("labels")
+    # Equal JSON texts are decoded once: the two rows share the object.
+    assert read[0][labels] is read[1][labels]
+    assert rows_read(Pod.objects.none().values_list("id")) == []
