@@ -36,7 +36,13 @@ from koordweb.rows.bulk import rows_insert
 from koordweb.services.engine import engine_profile
 from koordweb.services.gang_timeouts import gang_timeouts_record
 from koordweb.services.outbox import intents_enact
-from koordweb.services.warm import WarmReport, warm_engine, warm_forget, warm_snapshot
+from koordweb.services.warm import (
+    WarmReport,
+    warm_engine,
+    warm_forget,
+    warm_heap_settle,
+    warm_snapshot,
+)
 from koordweb.snapshot import JobRow, PodRow
 from scheduler.plugins.preemption import RULE_IN_QUOTA, RULE_QUOTA_RECLAIM
 from scheduler.result import PreemptionRecord, RoundResult
@@ -151,6 +157,8 @@ def _round_execute(
     if report.dropped:
         rnd.metrics["dropped"] = {str(k): v for k, v in report.dropped.items()}
     rnd.save()
+    if warm:
+        warm_heap_settle(made.mode)
     summary = {
         "round": rnd.id,
         "placed_pods": len(report.bound),

@@ -24,6 +24,7 @@ API (the round calls these): `warm_snapshot(cluster, now=...)` -> (snapshot, ind
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import threading
@@ -123,6 +124,18 @@ def warm_engine(
     if state is not None:
         state.idle = (snapshot, args, result) if idle else None
     return result, False
+
+
+def warm_heap_settle(mode: str) -> None:
+    """After a round: the objects alive now (warm states above all) move out of the garbage
+    collector's reach (`gc.freeze`), so its full collections during the next rounds scan only
+    what those rounds make instead of the whole warm heap (at 5,000 nodes they cost about 100 ms
+    a round). After a cold build or a check (`mode` other than "warm") everything is unfrozen
+    and collected first, so cycles among states dropped since then are reclaimed."""
+    if mode != "warm":
+        gc.unfreeze()
+        gc.collect()
+    gc.freeze()
 
 
 def warm_forget(cluster_id: int | None = None) -> None:

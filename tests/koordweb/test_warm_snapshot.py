@@ -207,3 +207,27 @@ def test_strict_checking_fails_the_round_on_a_difference(demo, settings):
     with pytest.raises(WarmMismatch):
         one_round(demo, now)
     assert Round.objects.filter(cluster=demo, state=Round.State.FAILED).exists()
+
+
+def test_heap_settle_freezes_warm_heap_and_reclaims_cycles_at_the_next_cold_build() -> None:
+    import gc
+    import weakref
+
+    from koordweb.services.warm import warm_heap_settle
+
+    class Node:
+        pass
+
+    try:
+        cycle = Node()
+        cycle.me = cycle  # type: ignore[attr-defined]
+        alive = weakref.ref(cycle)
+        warm_heap_settle("warm")
+        assert gc.get_freeze_count() > 0
+        del cycle
+        gc.collect()
+        assert alive() is not None  # frozen: full collections leave it alone
+        warm_heap_settle("cold")
+        assert alive() is None  # unfrozen and collected before freezing again
+    finally:
+        gc.unfreeze()
