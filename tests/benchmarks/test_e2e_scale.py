@@ -69,7 +69,13 @@ def test_e2e_scale_rounds_through_a_worker(tmp_path) -> None:
     # the first round binds every pending pod (they exactly fill the idle half), the second none
     assert run["rounds"][0]["pods_bound"] == 48
     assert run["rounds"][1]["pods_bound"] == 0
-    assert run["pods_bound"] == 48 and run["pods_per_s_end_to_end"] > 0
+    assert run["cold_pods_bound"] == 48 and run["cold_pods_per_s_end_to_end"] > 0
+    # then every gang pod finished and a new wave of 48 arrived at the warm worker
+    arrival = run["arrival_round"]
+    assert set(arrival) == ROUND_KEYS and arrival["state"] == "succeeded", arrival["error"]
+    assert arrival["snapshot"] == "warm" and arrival["changed_rows"] >= 48
+    assert run["pods_bound"] == arrival["pods_bound"] == 48
+    assert run["pods_per_s_end_to_end"] > 0
     profile = run["cprofile"]
     assert profile["queries"] > 0
     assert any("round_execute" in f["function"] for f in profile["functions"])
