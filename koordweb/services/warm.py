@@ -315,7 +315,7 @@ def _refresh(state: WarmState) -> int:
 
     nodes = _changed(Node.objects.filter(cluster_id=cid), "koordweb_node", start)
     for r in rows_read(nodes.values_list(*snap.NODE_FIELDS)):
-        rows.nodes[r[0]] = snap.NodeRow(*r)
+        _keep(rows.nodes, r[0], snap.NodeRow(*r))
         count += 1
     for node_id in deleted["koordweb_node"]:
         rows.nodes.pop(node_id, None)
@@ -329,13 +329,13 @@ def _refresh(state: WarmState) -> int:
         if pod.phase in snap.FINISHED_PHASES:
             rows.pods.pop(pod.id, None)
         else:
-            rows.pods[pod.id] = pod
+            _keep(rows.pods, pod.id, pod)
     for pod_id in deleted["koordweb_pod"]:
         rows.pods.pop(pod_id, None)
 
     jobs = _changed(Job.objects.filter(cluster_id=cid), "koordweb_job", start)
     for r in rows_read(jobs.values_list(*snap.JOB_FIELDS)):
-        rows.jobs[r[0]] = snap.JobRow(*r)
+        _keep(rows.jobs, r[0], snap.JobRow(*r))
         count += 1
     for job_id in deleted["koordweb_job"]:
         rows.jobs.pop(job_id, None)
@@ -356,6 +356,14 @@ def _refresh(state: WarmState) -> int:
     state.since = since
     _prune_deleted()
     return count
+
+
+def _keep(rows: dict[Any, Any], key: Any, row: Any) -> None:
+    """Store a row read again, unless it equals the one kept: a row read twice (the previous
+    round's own writes come back once more) keeps its object, so the assembly reuses the engine
+    objects made from it."""
+    if rows.get(key) != row:
+        rows[key] = row
 
 
 def _refresh_metrics(rows: snap.ClusterRows, cid: int, start: int, deleted: set[int]) -> int:
