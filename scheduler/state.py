@@ -54,18 +54,19 @@ def placement_order(pods: Sequence[PodInfo]) -> list[PodInfo]:
 def template_key(pod: PodInfo) -> tuple[Any, ...]:
     """What makes two pods interchangeable for node fit: requests, node constraints and the
     Koordinator scheduling annotations (a joint GPU+RDMA allocation fits fewer nodes)."""
+    annotations = pod.annotations
     return (
         tuple(sorted(pod.requests.items())),
-        tuple(sorted(pod.node_selector.items())),
+        tuple(sorted(pod.node_selector.items())) if pod.node_selector else (),
         pod.required_affinity,
         pod.tolerations,
         tuple(
             sorted(
-                (k, v)
-                for k, v in pod.annotations.items()
-                if k.startswith(SCHEDULING_ANNOTATION_PREFIX)
+                (k, v) for k, v in annotations.items() if k.startswith(SCHEDULING_ANNOTATION_PREFIX)
             )
-        ),
+        )
+        if annotations
+        else (),
     )
 
 

@@ -39,6 +39,7 @@ from scheduler.framework import (
     Failure,
     Handle,
     IntArray,
+    NodeCheck,
     Plan,
     PostFilterResult,
     Status,
@@ -284,19 +285,49 @@ class JobPreemption:
         ties it with more victim jobs already, this plan cannot win and None is returned."""
         book = self.book(state)
         on_node: dict[int, list[PodInfo]] = {}
+        all_pods = state.pods
         for key, idx in plan.assignment.items():
-            on_node.setdefault(idx, []).append(state.pods[key])
+            placed = on_node.get(idx)
+            if placed is None:
+                on_node[idx] = [all_pods[key]]
+            else:
+                placed.append(all_pods[key])
         pool = book.pool
         pairs = pool.pairs_on(np.array(sorted(on_node), dtype=np.int64))
         pairs = pairs[eligible[pool.pair_job[pairs]]]
-        chosen = np.flatnonzero(eligible) if quota_need else np.unique(pool.pair_job[pairs])
-        consider = [pool.jobs[int(i)] for i in _reprieve_order(book, chosen)]
+        if quota_need:
+            ordered = _reprieve_order(book, np.flatnonzero(eligible))
+        elif book.budgets.pdbs:
+            ordered = _reprieve_order(book, np.unique(pool.pair_job[pairs]))
+        else:  # each job once, in reprieve order: its rank sorted, mapped back
+            ordered = pool.reprieve_order[np.unique(pool.reprieve_rank[pool.pair_job[pairs]])]
+        jobs = pool.jobs
+        consider = [jobs[i] for i in ordered.tolist()]
         # The dry run released exactly `consider`'s pods on these nodes. A node with none of
         # them never changes: the dry run that made the plan holds there.
         standing = np.unique(pool.pair_node[pairs]).tolist()
         checks = self.handle.node_checks(state, {n: on_node[n] for n in standing})
-        if not all(c.holds_keeping(()) for node_checks in checks.values() for c in node_checks):
+        for node_checks in checks.values():
+            for c in node_checks:
+                if not c.holds_keeping(()):
+                    return None
+        if quota_need:
+            victims = self._reprieve_for_quota(consider, checks, quota_need, beat)
+        else:
+            victims = _reprieve(consider, checks, beat)
+        if victims is None:
             return None
+        return _costed(state, plan, victims, book, rank)
+
+    def _reprieve_for_quota(
+        self,
+        consider: Sequence[VictimJob],
+        checks: Mapping[int, Sequence[NodeCheck]],
+        quota_need: Mapping[str, int],
+        beat: tuple[Any, ...] | None,
+    ) -> list[VictimJob] | None:
+        """`_reprieve` when the job's own quota must also free `quota_need`: a victim is kept
+        back only while the rest still free enough of it."""
         quota_room = {r: sum(_amount(v, r) for v in consider) for r in quota_need}
         if any(quota_room[r] < amount for r, amount in quota_need.items()):
             return None
@@ -315,7 +346,39 @@ class JobPreemption:
                 victims.append(v)
                 if beat is not None and _loses(victims, beat):
                     return None
-        return _costed(state, plan, victims, book, rank)
+        return victims
+
+
+def _reprieve(
+    consider: Sequence[VictimJob],
+    checks: Mapping[int, Sequence[NodeCheck]],
+    beat: tuple[Any, ...] | None,
+) -> list[VictimJob] | None:
+    """The victims among `consider` (in reprieve order): each is kept back when every check of
+    the nodes it holds pods on still holds with its pods there; None once the plan is sure to
+    lose to the plan keyed `beat` (see `_loses`)."""
+    victims: list[VictimJob] = []
+    for v in consider:
+        fits = True
+        for n, ids in v.holders.items():
+            node_checks = checks.get(n)
+            if node_checks is None:
+                continue
+            for c in node_checks:
+                if not c.holds_keeping(ids):
+                    fits = False
+                    break
+            if not fits:
+                break
+        if fits:
+            for n, ids in v.holders.items():
+                for c in checks.get(n, ()):
+                    c.keep(ids)
+            continue
+        victims.append(v)
+        if beat is not None and _loses(victims, beat):
+            return None
+    return victims
 
 
 def _rule(job: JobInfo, victims: Sequence[VictimJob], in_quota: bool) -> str:
@@ -430,9 +493,10 @@ def _costed(
     pods = [p for v in victims for p in v.pods]
     violations = book.budgets.violations(pods)
     resources: dict[str, int] = {}
-    for pod in pods:
-        for r, amount in pod.requests.items():
-            resources[r] = resources.get(r, 0) + int(amount)
+    index = book.pool.index
+    for v in victims:
+        for r, amount in book.pool.requests(index[v.id]).items():
+            resources[r] = resources.get(r, 0) + amount
     totals = state.totals()
     weight = sum(
         amount / max(1, int(totals[state.resource_index[r]])) for r, amount in resources.items()
