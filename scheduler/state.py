@@ -149,6 +149,9 @@ class CycleState:
                 self.reservation_priority[p.job_id] = max(held, p.priority)
 
         self.free_now: IntArray = np.asfortranarray(self.allocatable - self.used)  # tracks `used`
+        # Per node, how many times pods were taken onto or given back from it this round: what a
+        # plugin's per-node answer depends on changes only with it (see `node_checks`).
+        self.node_version: list[int] = [0] * n_nodes
         self._free_released: IntArray | None = None
         self.topology = TopologyTree.build(snapshot.topology, nodes)
         self.assumed: dict[str, int] = {}  # pod key -> node index, placed this round
@@ -211,10 +214,12 @@ class CycleState:
     def _take(self, idx: int, vec: IntArray) -> None:
         self.used[idx] += vec
         self.free_now[idx] -= vec
+        self.node_version[idx] += 1
 
     def _give(self, idx: int, vec: IntArray) -> None:
         self.used[idx] -= vec
         self.free_now[idx] += vec
+        self.node_version[idx] += 1
 
     def template(self, pod: PodInfo) -> tuple[Any, ...]:
         """`template_key(pod)`, computed once per pod per round."""

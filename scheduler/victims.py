@@ -77,6 +77,7 @@ class VictimPool:
             np.array(vectors, dtype=np.int64) if vectors else np.zeros((0, n_res), dtype=np.int64)
         )
         self.priority: IntArray = np.array([j.priority for j in self.jobs], dtype=np.int64)
+        self.priorities: list[int] = [j.priority for j in self.jobs]  # the same, for loops
         self.protected: BoolArray = np.array([j.protected for j in self.jobs], dtype=np.bool_)
         self.index = {j.id: i for i, j in enumerate(self.jobs)}
         # A job's pod rows are consecutive: [job_start, job_stop).

@@ -69,6 +69,12 @@ class PreemptionBook:
     # nothing for (shape, rule, mode) at priority p and n pods finds nothing for a later job of
     # that shape at priority <= p with >= n pods: remember (p, n, status) to skip repeats.
     hopeless: dict[tuple[Any, ...], list[tuple[int, int, Status]]] = field(default_factory=dict)
+    # The victims of a plan (see `JobPreemption._victims_for`) by what they depend on.
+    # (None: the plan does not hold even with every candidate gone; else the victims and whether
+    # they are all of them, or only the first ones, found before the plan was sure to lose.)
+    reprieved: dict[tuple[Any, ...], tuple[tuple[VictimJob, ...], bool] | None] = field(
+        default_factory=dict
+    )
 
 
 @dataclass(frozen=True)
@@ -306,15 +312,42 @@ class JobPreemption:
         # The dry run released exactly `consider`'s pods on these nodes. A node with none of
         # them never changes: the dry run that made the plan holds there.
         standing = np.unique(pool.pair_node[pairs]).tolist()
+        # Without a quota need or budgets the victims depend only on `consider` (in order) and,
+        # per standing node, its state (`state.node_version`: a node's checks change only when
+        # pods are taken onto or given back from it) and the templates planned there, so a plan
+        # seen before in this round (a later search of the same shape tries the same domains)
+        # is answered from `book.reprieved`.
+        memo: tuple[Any, ...] | None = None
+        if not quota_need and not book.budgets.pdbs:
+            version, template = state.node_version, state.template
+            memo = (
+                ordered.tobytes(),
+                *[(n, version[n], *[template(p) for p in on_node[n]]) for n in standing],
+            )
+            if memo in book.reprieved:
+                known = book.reprieved[memo]
+                if known is None:
+                    return None
+                first, complete = known
+                if beat is not None and first and _loses(first, beat):
+                    return None  # the first victims lose already: so do all of them
+                if complete:
+                    return _costed(state, plan, first, book, rank)
         checks = self.handle.node_checks(state, {n: on_node[n] for n in standing})
         for node_checks in checks.values():
             for c in node_checks:
                 if not c.holds_keeping(()):
+                    if memo is not None:
+                        book.reprieved[memo] = None
                     return None
+        victims: Sequence[VictimJob] | None
         if quota_need:
             victims = self._reprieve_for_quota(consider, checks, quota_need, beat)
         else:
-            victims = _reprieve(consider, checks, beat)
+            found, complete = _reprieve(consider, checks, beat)
+            if memo is not None:
+                book.reprieved[memo] = (tuple(found), complete)
+            victims = found if complete else None
         if victims is None:
             return None
         return _costed(state, plan, victims, book, rank)
@@ -353,10 +386,11 @@ def _reprieve(
     consider: Sequence[VictimJob],
     checks: Mapping[int, Sequence[NodeCheck]],
     beat: tuple[Any, ...] | None,
-) -> list[VictimJob] | None:
+) -> tuple[list[VictimJob], bool]:
     """The victims among `consider` (in reprieve order): each is kept back when every check of
-    the nodes it holds pods on still holds with its pods there; None once the plan is sure to
-    lose to the plan keyed `beat` (see `_loses`)."""
+    the nodes it holds pods on still holds with its pods there. With whether that is all of
+    them: the search stops (False) once the plan is sure to lose to the plan keyed `beat` (see
+    `_loses`)."""
     victims: list[VictimJob] = []
     for v in consider:
         fits = True
@@ -377,8 +411,8 @@ def _reprieve(
             continue
         victims.append(v)
         if beat is not None and _loses(victims, beat):
-            return None
-    return victims
+            return victims, False
+    return victims, True
 
 
 def _rule(job: JobInfo, victims: Sequence[VictimJob], in_quota: bool) -> str:
@@ -455,26 +489,33 @@ def _fewest_new_victims(
     if not len(usable_nodes) or len(usable_nodes) > GREEDY_NODE_LIMIT:
         return None
     usable = usable_nodes.tolist()
+    slot_of = dict(zip(usable, slots[usable_nodes].tolist(), strict=True))
     jobs_on: dict[int, set[int]] = {}
     for n, j in zip(pool.pair_node[pairs].tolist(), pool.pair_job[pairs].tolist(), strict=True):
-        jobs_on.setdefault(n, set()).add(j)
-    top = {n: max(int(pool.priority[j]) for j in jobs) for n, jobs in jobs_on.items()}
+        on = jobs_on.get(n)
+        if on is None:
+            jobs_on[n] = {j}
+        else:
+            on.add(j)
+    priorities = pool.priorities
+    top = {n: max(priorities[j] for j in jobs) for n, jobs in jobs_on.items()}
     bands = sorted(set(top.values()) | {min(top.values(), default=0)})
+    nothing: set[int] = set()
     for band in bands:
         remaining = [n for n in usable if top.get(n, band) <= band]
-        if sum(int(slots[n]) for n in remaining) < wanted:
+        if sum(slot_of[n] for n in remaining) < wanted:
             continue
         chosen: set[int] = set()
         picked: list[int] = []
         covered = 0
         while covered < wanted and remaining:
             best = min(
-                remaining, key=lambda n: (len(jobs_on.get(n, set()) - chosen), -int(slots[n]), n)
+                remaining, key=lambda n: (len(jobs_on.get(n, nothing) - chosen), -slot_of[n], n)
             )
             remaining.remove(best)
             picked.append(best)
-            chosen |= jobs_on.get(best, set())
-            covered += int(slots[best])
+            chosen |= jobs_on.get(best, nothing)
+            covered += slot_of[best]
         return np.array(sorted(picked), dtype=np.int64)
     return None
 
