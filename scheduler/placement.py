@@ -98,8 +98,9 @@ def place(
     With `among`, the only nodes whose slots may be non-zero, domains are summed over those."""
     options = options or PlacementOptions()
     topological = bool(rule and rule.gather)
+    depth = len(tree.levels)
     # Jobs without a topology rule use every node: the root and the nodes are their only levels.
-    levels = list(range(len(tree.levels))) if topological else [0, len(tree.levels) - 1]
+    levels = list(range(depth)) if topological else [0, depth - 1]
     if topological and tree.has_outside:
         slots = np.where(tree.outside, 0, slots)
     sums = {lv: _sums(tree, lv, slots, topological, among) for lv in levels}
@@ -107,17 +108,19 @@ def place(
     if not (sums[start] >= desired).any():
         return _failure(tree, start, sums[start], desired, slots)
     searched = [lv for lv in levels if lv >= start]
-    domain_scores = {lv: scores.at(lv) if scores is not None else None for lv in levels}
+    domain_scores = _LevelScores(scores)
     if options.prefer_gather_score and topological:
         prefer = [tree.layer_position(g.layer) or 0 for g in (rule.gather if rule else ())]
         bonus = {lv: sum(1 for p in prefer if p <= lv) for lv in searched}
         candidate_levels = [lv for lv in searched if (sums[lv] >= desired).any()]
     else:
         bonus = {}
-        candidate_levels = [max(lv for lv in searched if (sums[lv] >= desired).any())]
+        # the deepest covering level: `start` covers, so the walk up from the nodes ends there
+        deepest = next(lv for lv in reversed(searched) if (sums[lv] >= desired).any())
+        candidate_levels = [deepest]
     ranked: list[tuple[tuple[Any, ...], int, IntArray]] = []
     for lv in candidate_levels:
-        cand, best_key = _rank(tree, lv, sums, domain_scores[lv], desired, levels, options)
+        cand, best_key = _rank(tree, lv, sums, domain_scores.at(lv), desired, levels, options)
         first = best_key[0]
         own, parent, neg_score, index = first
         # across levels, equal slots go to the shallower (already fragmented) domain
@@ -132,7 +135,7 @@ def place(
             continue
         dom = tree.node_domain_at(lv)[members]
         sort_keys.append(sums[lv][dom] if options.best_fit else -sums[lv][dom])
-        level_scores = domain_scores[lv]
+        level_scores = domain_scores.at(lv)
         if level_scores is not None:
             sort_keys.append(-level_scores[dom])
         sort_keys.append(dom)
@@ -153,6 +156,18 @@ def place(
     }
     shortlist = tuple((level, int(d)) for d in ordered_candidates[:MESSAGE_DOMAIN_LIMIT])
     return PlacementOutcome(order[used], counts[used], decision=decision, candidates=shortlist)
+
+
+class _LevelScores:
+    """A placement's view of `NodeScores`: a level's sums only when the walk reads them."""
+
+    __slots__ = ("scores",)
+
+    def __init__(self, scores: NodeScores | None) -> None:
+        self.scores = scores
+
+    def at(self, level: int) -> FloatArray | None:
+        return self.scores.at(level) if self.scores is not None else None
 
 
 def domain_nodes(

@@ -54,18 +54,19 @@ def placement_order(pods: Sequence[PodInfo]) -> list[PodInfo]:
 def template_key(pod: PodInfo) -> tuple[Any, ...]:
     """What makes two pods interchangeable for node fit: requests, node constraints and the
     Koordinator scheduling annotations (a joint GPU+RDMA allocation fits fewer nodes)."""
+    annotations = pod.annotations
     return (
         tuple(sorted(pod.requests.items())),
-        tuple(sorted(pod.node_selector.items())),
+        tuple(sorted(pod.node_selector.items())) if pod.node_selector else (),
         pod.required_affinity,
         pod.tolerations,
         tuple(
             sorted(
-                (k, v)
-                for k, v in pod.annotations.items()
-                if k.startswith(SCHEDULING_ANNOTATION_PREFIX)
+                (k, v) for k, v in annotations.items() if k.startswith(SCHEDULING_ANNOTATION_PREFIX)
             )
-        ),
+        )
+        if annotations
+        else (),
     )
 
 
@@ -148,6 +149,9 @@ class CycleState:
                 self.reservation_priority[p.job_id] = max(held, p.priority)
 
         self.free_now: IntArray = np.asfortranarray(self.allocatable - self.used)  # tracks `used`
+        # Per node, how many times pods were taken onto or given back from it this round: what a
+        # plugin's per-node answer depends on changes only with it (see `node_checks`).
+        self.node_version: list[int] = [0] * n_nodes
         self._free_released: IntArray | None = None
         self.topology = TopologyTree.build(snapshot.topology, nodes)
         self.assumed: dict[str, int] = {}  # pod key -> node index, placed this round
@@ -210,10 +214,12 @@ class CycleState:
     def _take(self, idx: int, vec: IntArray) -> None:
         self.used[idx] += vec
         self.free_now[idx] -= vec
+        self.node_version[idx] += 1
 
     def _give(self, idx: int, vec: IntArray) -> None:
         self.used[idx] -= vec
         self.free_now[idx] += vec
+        self.node_version[idx] += 1
 
     def template(self, pod: PodInfo) -> tuple[Any, ...]:
         """`template_key(pod)`, computed once per pod per round."""

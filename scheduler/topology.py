@@ -74,6 +74,7 @@ class TopologyTree:
     _levels: list[str] = field(default_factory=list)
     _groups: dict[int, tuple[IntArray, IntArray]] = field(default_factory=dict)
     _fixed: dict[str, IntArray] = field(default_factory=dict)  # see `_read_only`
+    _has_outside: bool | None = None
 
     @property
     def levels(self) -> list[str]:
@@ -238,7 +239,9 @@ class TopologyTree:
     @property
     def has_outside(self) -> bool:
         """Whether some node lies outside the tree (its label missing or inconsistent)."""
-        return len(self.nodes_in(0, 0)) < len(self.outside)
+        if self._has_outside is None:  # asked by every placement: answered once
+            self._has_outside = len(self.nodes_in(0, 0)) < len(self.outside)
+        return self._has_outside
 
     def _read_only(self, name: str, build: Callable[[], npt.NDArray[Any]]) -> IntArray:
         """A per-node index array built once and handed out read-only (the tree is fixed)."""

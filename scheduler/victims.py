@@ -77,6 +77,7 @@ class VictimPool:
             np.array(vectors, dtype=np.int64) if vectors else np.zeros((0, n_res), dtype=np.int64)
         )
         self.priority: IntArray = np.array([j.priority for j in self.jobs], dtype=np.int64)
+        self.priorities: list[int] = [j.priority for j in self.jobs]  # the same, for loops
         self.protected: BoolArray = np.array([j.protected for j in self.jobs], dtype=np.bool_)
         self.index = {j.id: i for i, j in enumerate(self.jobs)}
         # A job's pod rows are consecutive: [job_start, job_stop).
@@ -93,10 +94,22 @@ class VictimPool:
         levels = np.unique(self.priority)
         self.priority_rank: IntArray = np.searchsorted(levels, self.priority).astype(np.int64) + 1
         # Each job's place when victims are kept back: highest priority first, then by id.
+        # (`reprieve_order`: the jobs in that order, so sorted ranks map back to jobs.)
+        self.reprieve_order: IntArray = np.lexsort((np.arange(len(self.jobs)), -self.priority))
         self.reprieve_rank: IntArray = np.empty(len(self.jobs), dtype=np.int64)
-        self.reprieve_rank[np.lexsort((np.arange(len(self.jobs)), -self.priority))] = np.arange(
-            len(self.jobs)
-        )
+        self.reprieve_rank[self.reprieve_order] = np.arange(len(self.jobs))
+        self._requests: dict[int, dict[str, int]] = {}
+
+    def requests(self, job: int) -> dict[str, int]:
+        """A job's pods' requests summed, resources in order of first appearance (its pods in
+        key order); remembered, as a job is costed in many plans. The caller must not change it."""
+        found = self._requests.get(job)
+        if found is None:
+            found = self._requests[job] = {}
+            for pod in self.jobs[job].pods:
+                for r, amount in pod.requests.items():
+                    found[r] = found.get(r, 0) + int(amount)
+        return found
 
     def pairs_on(self, nodes: IntArray) -> IntArray:
         """The (node, job) pairs (indices into `pair_node` / `pair_job`) of sorted `nodes`."""

@@ -87,6 +87,7 @@ class DeviceFleet:
         self._memos: dict[Runs, Memo] = {}
         # For preemption drafts (`CardCheck`): usage with some pods gone, and the answers.
         self._freed_usage: dict[tuple[Any, ...], tuple[DeviceUsage, int]] = {}
+        self._taken: dict[tuple[int, tuple[int, ...]], tuple[DeviceUsage, int]] = {}
         self._answers: dict[tuple[Any, ...], bool] = {}
         self._shape_ids: dict[Runs, int] = {}
         self._runs_shape: dict[int, tuple[Runs, Runs, int, int]] = {}
@@ -128,6 +129,7 @@ class DeviceFleet:
         self._wide = {idx for idx, entries in self._holders.items() if len(entries) > BITS}
         self._memos.clear()
         self._freed_usage.clear()
+        self._taken.clear()
 
     # --- usage ----------------------------------------------------------------------------------
     def apply(self, idx: int, devices: Held) -> None:
@@ -284,6 +286,24 @@ class DeviceFleet:
             found = self._freed_usage[question] = (usage, self._state_id(idx, usage))
         return found
 
+    def _taken_back(
+        self, idx: int, usage: DeviceUsage, key: int, back: tuple[int, ...]
+    ) -> tuple[DeviceUsage, int]:
+        """Node `idx`'s `usage` (state id `key`) with the holdings `back` taken again, and its
+        state id; never to be changed. The result depends only on the state and the holdings
+        (the state names the layout and every usage count), so it is shared by every check
+        that asks the same."""
+        if not back:
+            return usage, key
+        question = (key, back)
+        found = self._taken.get(question)
+        if found is None:
+            taken = usage.copy()
+            for holding_id in back:
+                taken.apply(self._holdings[holding_id])
+            found = self._taken[question] = (taken, self._state_id(idx, taken))
+        return found
+
     def _shape_of(self, runs: Runs) -> tuple[Runs, int, int]:
         """`shape_key(runs)` and the shape's id, remembered per runs object (the plugin keeps
         one per pod list for the round, so its id is not reused meanwhile)."""
@@ -431,8 +451,7 @@ class CardCheck:
         self.fleet, self.idx = fleet, idx
         self.shape, self.asked, self.shape_id = fleet._shape_of(runs)
         self.held = fleet._holders.get(idx, {})
-        self.usage, self.key = fleet._freed(idx, released)
-        self.owned = False  # the freed usage is shared until this check keeps a pod back
+        self.usage, self.key = fleet._freed(idx, released)  # shared: never changed here
 
     def holds_keeping(self, kept: Sequence[int]) -> bool:
         holding, held = self.fleet._holding, self.held
@@ -440,22 +459,12 @@ class CardCheck:
         question = (self.key, back, self.shape_id, self.asked)
         answer = self.fleet._answers.get(question)
         if answer is None:
-            usage: DeviceUsage = self.usage
-            key: int | None = self.key
-            if back:
-                usage, key = usage.copy(), None
-                for holding_id in back:
-                    usage.apply(self.fleet._holdings[holding_id])
+            usage, key = self.fleet._taken_back(self.idx, self.usage, self.key, back)
             fits, _ = self.fleet._usage_count(self.idx, usage, self.shape, self.asked, key)
             answer = self.fleet._answers[question] = fits >= self.asked
         return answer
 
     def keep(self, kept: Sequence[int]) -> None:
-        back = [held for pod_id in kept if (held := self.held.get(pod_id))]
-        if not back:
-            return
-        if not self.owned:
-            self.usage, self.owned = self.usage.copy(), True
-        for held in back:
-            self.usage.apply(held)
-        self.key = self.fleet._state_id(self.idx, self.usage)
+        holding, held = self.fleet._holding, self.held
+        back = tuple(holding[pod_id] for pod_id in kept if pod_id in held)
+        self.usage, self.key = self.fleet._taken_back(self.idx, self.usage, self.key, back)

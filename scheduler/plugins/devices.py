@@ -194,10 +194,10 @@ class DeviceShare:
         self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo], node_indices: IntArray
     ) -> dict[str, int]:
         ds = self._state(state)
-        request = next((r for r, _ in _runs(ds.request, pods) if r is not None), None)
-        if request is None:
+        device_runs, _ = ds.device_runs(pods)  # remembered: the failed try counted the same list
+        if not device_runs:
             return {}
-        return ds.fleet.reasons(node_indices, request)
+        return ds.fleet.reasons(node_indices, device_runs[0][0])
 
     # --- Score ----------------------------------------------------------------------------------
     def score_nodes(self, state: CycleState, job: JobInfo, node_indices: IntArray) -> FloatArray:

@@ -39,6 +39,7 @@ from scheduler.framework import (
     Failure,
     Handle,
     IntArray,
+    NodeCheck,
     Plan,
     PostFilterResult,
     Status,
@@ -68,6 +69,12 @@ class PreemptionBook:
     # nothing for (shape, rule, mode) at priority p and n pods finds nothing for a later job of
     # that shape at priority <= p with >= n pods: remember (p, n, status) to skip repeats.
     hopeless: dict[tuple[Any, ...], list[tuple[int, int, Status]]] = field(default_factory=dict)
+    # The victims of a plan (see `JobPreemption._victims_for`) by what they depend on.
+    # (None: the plan does not hold even with every candidate gone; else the victims and whether
+    # they are all of them, or only the first ones, found before the plan was sure to lose.)
+    reprieved: dict[tuple[Any, ...], tuple[tuple[VictimJob, ...], bool] | None] = field(
+        default_factory=dict
+    )
 
 
 @dataclass(frozen=True)
@@ -284,19 +291,76 @@ class JobPreemption:
         ties it with more victim jobs already, this plan cannot win and None is returned."""
         book = self.book(state)
         on_node: dict[int, list[PodInfo]] = {}
+        all_pods = state.pods
         for key, idx in plan.assignment.items():
-            on_node.setdefault(idx, []).append(state.pods[key])
+            placed = on_node.get(idx)
+            if placed is None:
+                on_node[idx] = [all_pods[key]]
+            else:
+                placed.append(all_pods[key])
         pool = book.pool
         pairs = pool.pairs_on(np.array(sorted(on_node), dtype=np.int64))
         pairs = pairs[eligible[pool.pair_job[pairs]]]
-        chosen = np.flatnonzero(eligible) if quota_need else np.unique(pool.pair_job[pairs])
-        consider = [pool.jobs[int(i)] for i in _reprieve_order(book, chosen)]
+        if quota_need:
+            ordered = _reprieve_order(book, np.flatnonzero(eligible))
+        elif book.budgets.pdbs:
+            ordered = _reprieve_order(book, np.unique(pool.pair_job[pairs]))
+        else:  # each job once, in reprieve order: its rank sorted, mapped back
+            ordered = pool.reprieve_order[np.unique(pool.reprieve_rank[pool.pair_job[pairs]])]
+        jobs = pool.jobs
+        consider = [jobs[i] for i in ordered.tolist()]
         # The dry run released exactly `consider`'s pods on these nodes. A node with none of
         # them never changes: the dry run that made the plan holds there.
         standing = np.unique(pool.pair_node[pairs]).tolist()
+        # Without a quota need or budgets the victims depend only on `consider` (in order) and,
+        # per standing node, its state (`state.node_version`: a node's checks change only when
+        # pods are taken onto or given back from it) and the templates planned there, so a plan
+        # seen before in this round (a later search of the same shape tries the same domains)
+        # is answered from `book.reprieved`.
+        memo: tuple[Any, ...] | None = None
+        if not quota_need and not book.budgets.pdbs:
+            version, template = state.node_version, state.template
+            memo = (
+                ordered.tobytes(),
+                *[(n, version[n], *[template(p) for p in on_node[n]]) for n in standing],
+            )
+            if memo in book.reprieved:
+                known = book.reprieved[memo]
+                if known is None:
+                    return None
+                first, complete = known
+                if beat is not None and first and _loses(first, beat):
+                    return None  # the first victims lose already: so do all of them
+                if complete:
+                    return _costed(state, plan, first, book, rank)
         checks = self.handle.node_checks(state, {n: on_node[n] for n in standing})
-        if not all(c.holds_keeping(()) for node_checks in checks.values() for c in node_checks):
+        for node_checks in checks.values():
+            for c in node_checks:
+                if not c.holds_keeping(()):
+                    if memo is not None:
+                        book.reprieved[memo] = None
+                    return None
+        victims: Sequence[VictimJob] | None
+        if quota_need:
+            victims = self._reprieve_for_quota(consider, checks, quota_need, beat)
+        else:
+            found, complete = _reprieve(consider, checks, beat)
+            if memo is not None:
+                book.reprieved[memo] = (tuple(found), complete)
+            victims = found if complete else None
+        if victims is None:
             return None
+        return _costed(state, plan, victims, book, rank)
+
+    def _reprieve_for_quota(
+        self,
+        consider: Sequence[VictimJob],
+        checks: Mapping[int, Sequence[NodeCheck]],
+        quota_need: Mapping[str, int],
+        beat: tuple[Any, ...] | None,
+    ) -> list[VictimJob] | None:
+        """`_reprieve` when the job's own quota must also free `quota_need`: a victim is kept
+        back only while the rest still free enough of it."""
         quota_room = {r: sum(_amount(v, r) for v in consider) for r in quota_need}
         if any(quota_room[r] < amount for r, amount in quota_need.items()):
             return None
@@ -315,7 +379,40 @@ class JobPreemption:
                 victims.append(v)
                 if beat is not None and _loses(victims, beat):
                     return None
-        return _costed(state, plan, victims, book, rank)
+        return victims
+
+
+def _reprieve(
+    consider: Sequence[VictimJob],
+    checks: Mapping[int, Sequence[NodeCheck]],
+    beat: tuple[Any, ...] | None,
+) -> tuple[list[VictimJob], bool]:
+    """The victims among `consider` (in reprieve order): each is kept back when every check of
+    the nodes it holds pods on still holds with its pods there. With whether that is all of
+    them: the search stops (False) once the plan is sure to lose to the plan keyed `beat` (see
+    `_loses`)."""
+    victims: list[VictimJob] = []
+    for v in consider:
+        fits = True
+        for n, ids in v.holders.items():
+            node_checks = checks.get(n)
+            if node_checks is None:
+                continue
+            for c in node_checks:
+                if not c.holds_keeping(ids):
+                    fits = False
+                    break
+            if not fits:
+                break
+        if fits:
+            for n, ids in v.holders.items():
+                for c in checks.get(n, ()):
+                    c.keep(ids)
+            continue
+        victims.append(v)
+        if beat is not None and _loses(victims, beat):
+            return victims, False
+    return victims, True
 
 
 def _rule(job: JobInfo, victims: Sequence[VictimJob], in_quota: bool) -> str:
@@ -392,26 +489,33 @@ def _fewest_new_victims(
     if not len(usable_nodes) or len(usable_nodes) > GREEDY_NODE_LIMIT:
         return None
     usable = usable_nodes.tolist()
+    slot_of = dict(zip(usable, slots[usable_nodes].tolist(), strict=True))
     jobs_on: dict[int, set[int]] = {}
     for n, j in zip(pool.pair_node[pairs].tolist(), pool.pair_job[pairs].tolist(), strict=True):
-        jobs_on.setdefault(n, set()).add(j)
-    top = {n: max(int(pool.priority[j]) for j in jobs) for n, jobs in jobs_on.items()}
+        on = jobs_on.get(n)
+        if on is None:
+            jobs_on[n] = {j}
+        else:
+            on.add(j)
+    priorities = pool.priorities
+    top = {n: max(priorities[j] for j in jobs) for n, jobs in jobs_on.items()}
     bands = sorted(set(top.values()) | {min(top.values(), default=0)})
+    nothing: set[int] = set()
     for band in bands:
         remaining = [n for n in usable if top.get(n, band) <= band]
-        if sum(int(slots[n]) for n in remaining) < wanted:
+        if sum(slot_of[n] for n in remaining) < wanted:
             continue
         chosen: set[int] = set()
         picked: list[int] = []
         covered = 0
         while covered < wanted and remaining:
             best = min(
-                remaining, key=lambda n: (len(jobs_on.get(n, set()) - chosen), -int(slots[n]), n)
+                remaining, key=lambda n: (len(jobs_on.get(n, nothing) - chosen), -slot_of[n], n)
             )
             remaining.remove(best)
             picked.append(best)
-            chosen |= jobs_on.get(best, set())
-            covered += int(slots[best])
+            chosen |= jobs_on.get(best, nothing)
+            covered += slot_of[best]
         return np.array(sorted(picked), dtype=np.int64)
     return None
 
@@ -430,9 +534,10 @@ def _costed(
     pods = [p for v in victims for p in v.pods]
     violations = book.budgets.violations(pods)
     resources: dict[str, int] = {}
-    for pod in pods:
-        for r, amount in pod.requests.items():
-            resources[r] = resources.get(r, 0) + int(amount)
+    index = book.pool.index
+    for v in victims:
+        for r, amount in book.pool.requests(index[v.id]).items():
+            resources[r] = resources.get(r, 0) + amount
     totals = state.totals()
     weight = sum(
         amount / max(1, int(totals[state.resource_index[r]])) for r, amount in resources.items()

@@ -32,6 +32,7 @@ class PodRun:
     count: int
     allowed: BoolArray
     first: PodInfo
+    columns: tuple[tuple[int, int], ...] = ()  # the vector's non-zero (column, amount) pairs
 
 
 def pod_runs(handle: Handle, state: CycleState, pods: Sequence[PodInfo]) -> list[PodRun]:
@@ -63,7 +64,9 @@ def _pod_runs(handle: Handle, state: CycleState, pods: Sequence[PodInfo]) -> lis
 
 
 def _run(handle: Handle, state: CycleState, pod: PodInfo, count: int) -> PodRun:
-    return PodRun(state.vector(pod), count, handle.pod_mask(state, pod).allowed, pod)
+    vector = state.vector(pod)
+    columns = tuple((int(c), int(vector[c])) for c in np.flatnonzero(vector > 0))
+    return PodRun(vector, count, handle.pod_mask(state, pod).allowed, pod, columns)
 
 
 def fit_counts(free: IntArray, runs: Sequence[PodRun], node_indices: IntArray) -> IntArray:
@@ -75,10 +78,15 @@ def fit_counts(free: IntArray, runs: Sequence[PodRun], node_indices: IntArray) -
     everywhere = len(node_indices) == len(runs[0].allowed) if runs else False
     for run in runs:
         need = run.vector
-        cols = np.flatnonzero(need > 0)
-        fit = np.full(len(node_indices), _BIG, dtype=np.int64)
-        for c in cols:
-            np.minimum(fit, free[:, c] // need[c], out=fit)
+        columns = run.columns or tuple((int(c), int(need[c])) for c in np.flatnonzero(need > 0))
+        if columns:
+            # a Python int divisor: numpy divides by a scalar far faster than by an array item
+            (c, amount), *rest = columns
+            fit = free[:, c] // amount
+            for c, amount in rest:
+                np.minimum(fit, free[:, c] // amount, out=fit)
+        else:
+            fit = np.full(len(node_indices), _BIG, dtype=np.int64)
         np.minimum(fit, run.count, out=fit)
         np.maximum(fit, 0, out=fit)
         # a rejected node holds none (every node asked: the mask as it is, no gather)

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
+import pytest
 
 from scheduler import PDBInfo, apply_round, plan_round
+from scheduler.cycle import Framework
+from scheduler.framework import Plan
+from scheduler.plugins import preemption
 from scheduler.state import CycleState
 from scheduler.victims import VictimPool
 from tests.scheduler.builders import CORE, SPINE_BLOCK, cluster, gang, node, pod
@@ -215,3 +220,89 @@ def test_a_release_adjusted_from_the_last_one_equals_a_fresh_one() -> None:
         fresh_freed, fresh_pods = VictimPool(state).release(state, jobs)
         assert (freed == fresh_freed).all() and (pods == fresh_pods).all()
     assert pods.all() and freed.sum() > 0
+
+
+class CountingMemo(dict):  # type: ignore[type-arg]
+    """`PreemptionBook.reprieved` that counts its hits, or (`forget`) never has an answer."""
+
+    def __init__(self, forget: bool = False) -> None:
+        super().__init__()
+        self.forget, self.hits = forget, 0
+
+    def __contains__(self, key: object) -> bool:
+        found = not self.forget and super().__contains__(key)
+        self.hits += found
+        return found
+
+
+def test_a_plan_seen_in_an_earlier_search_keeps_the_victims_a_fresh_search_finds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Eight nodes of low jobs and six preemptors of one shape: each search plans on nodes the
+    # searches before it already costed, untouched since.
+    c = cluster().node(*(node(f"n{i}").cpu(16) for i in range(8)))
+    for i in range(8):
+        c.running(pod(f"low-{i}-a").cpu(8).priority(1 + i % 3).job(f"batch/a{i}").on(f"n{i}"))
+        c.running(pod(f"low-{i}-b").cpu(4).priority(2).job(f"batch/b{i}").on(f"n{i}"))
+    for k in range(6):
+        c.submit(gang(f"ml/g{k}", pods=1).cpu(12).priority(9))
+    snap = c.snapshot()
+    memos: list[CountingMemo] = []
+
+    def book_with(forget: bool) -> type:
+        class Book(preemption.PreemptionBook):
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                super().__init__(*args, **kwargs)
+                memos.append(CountingMemo(forget))
+                self.reprieved = memos[-1]
+
+        return Book
+
+    monkeypatch.setattr(preemption, "PreemptionBook", book_with(forget=False))
+    remembered = plan_round(snap, CORE)
+    assert memos[-1].hits > 0
+    monkeypatch.setattr(preemption, "PreemptionBook", book_with(forget=True))
+    fresh = plan_round(snap, CORE)
+    assert memos[-1].hits == 0
+    assert len(remembered.preemptions) == 6
+    assert remembered.preemptions == fresh.preemptions
+    assert remembered.unschedulable == fresh.unschedulable
+
+
+def test_a_node_version_moves_only_with_the_pods_taken_onto_or_given_back_from_it() -> None:
+    state = CycleState(two_nodes().submit(gang("ml/g", pods=2).cpu(4)).snapshot())
+    a, b = state.node_index["a"], state.node_index["b"]
+    assert state.node_version == [0, 0]
+    state.assume({"ml/g-1": a})
+    assert state.node_version[a] == 1 and state.node_version[b] == 0
+    state.forget({"ml/g-1": a})
+    assert state.node_version[a] == 2 and state.node_version[b] == 0
+
+
+def test_a_remembered_plan_is_costed_again_once_pods_are_taken_onto_its_node() -> None:
+    # a (4 CPUs, priority 1) and b (4, priority 2) on a 16-CPU node. A 10-CPU pod needs only a
+    # gone; once 4 more CPUs are taken there it needs both.
+    c = cluster().node(node("n").cpu(16))
+    c.running(pod("a").cpu(4).priority(1).on("n"), pod("b").cpu(4).priority(2).on("n"))
+    c.submit(gang("ml/big", pods=1).cpu(10).priority(9), gang("ml/filler", pods=1).cpu(4))
+    state = CycleState(c.snapshot())
+    framework = Framework(CORE)
+    framework.start(state)
+    plugin = framework.plugin("JobPreemption")
+    assert isinstance(plugin, preemption.JobPreemption)
+    book = plugin.book(state)
+    job = state.jobs["ml/big"]
+    pods = state.pending_pods(job)
+    plan = Plan({"ml/big-1": state.node_index["n"]})
+    everyone = np.ones(len(book.pool.jobs), dtype=np.bool_)
+
+    def victims() -> list[str]:
+        with state.releasing(*book.pool.release(state, np.flatnonzero(everyone))):
+            found = plugin._victims_for(state, job, pods, plan, everyone, {}, 0)
+        assert found is not None
+        return [v.id for v in found.victims]
+
+    assert victims() == ["default/a"]
+    assert victims() == ["default/a"]  # remembered
+    state.assume({"ml/filler-1": state.node_index["n"]})
+    assert victims() == ["default/a", "default/b"]

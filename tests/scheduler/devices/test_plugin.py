@@ -9,6 +9,7 @@ import numpy as np
 
 from scheduler.cycle import Framework
 from scheduler.devices import AllocatedDevice, render_device_allocated
+from scheduler.devices.fleet import CardCheck
 from scheduler.devices.names import (
     ANNOTATION_DEVICE_ALLOCATED,
     ANNOTATION_JOINT_ALLOCATE,
@@ -267,3 +268,30 @@ def test_a_joint_allocation_is_a_template_of_its_own() -> None:
     # Pods that fit nodes differently never share masks, offer-slot answers or hopeless searches.
     assert template_key(joint) != template_key(plain)
     assert template_key(labelled) == template_key(plain)
+
+
+def test_checks_keeping_the_same_pods_back_share_one_usage_and_leave_the_node_alone() -> None:
+    running = [busy("gpu-1", [0, 1, 2, 3], "low"), busy("gpu-1", [4, 5], "high")]
+    snapshot = snapshot_of(
+        [gpu_node("gpu-1")], gang("default/train", pods=4).gpu(2), running=running
+    )
+    state = CycleState(snapshot)
+    framework = Framework(Profile.default())
+    framework.start(state)
+    fleet = state.plugin_data["DeviceShare"].fleet
+    before = list(fleet.usage[0].core)
+    pods = state.pending_pods(state.jobs["default/train"])[:3]
+    high = state.bound_id["default/high"]
+    released = np.zeros_like(state.used)
+    released[0] = state.vector(state.pods["default/low"]) + state.vector(state.pods["default/high"])
+    both = np.ones(len(state.bound_keys), dtype=np.bool_)
+    with state.releasing(released, both):
+        first, second = (
+            next(c for c in framework.node_checks(state, {0: pods})[0] if isinstance(c, CardCheck))
+            for _ in range(2)
+        )
+    first.keep([high])
+    second.keep([high])
+    assert first.usage is second.usage and first.key == second.key
+    assert first.usage.core == [0, 0, 0, 0, 100, 100, 0, 0]  # only high's cards taken again
+    assert fleet.usage[0].core == before  # the node's own usage is never changed by a check
