@@ -231,7 +231,8 @@ PHASE_COLOURS = ("#8fb3dc", "#2f6fb3", "#16a085")
 
 
 def round_phases(phases: Sequence[tuple[str, int]]) -> dict:
-    """Where one round's time went: one horizontal bar split by phase, labelled in ms."""
+    """Where one round's time went: one horizontal bar split by phase, each part labelled with
+    its phase and ms (no legend: on a phone a wrapped legend covered the axis)."""
     figure = go.Figure(
         [
             go.Bar(
@@ -240,7 +241,7 @@ def round_phases(phases: Sequence[tuple[str, int]]) -> dict:
                 orientation="h",
                 name=label,
                 marker={"color": PHASE_COLOURS[i % len(PHASE_COLOURS)]},
-                text=[f"{ms:,} ms"],
+                text=[f"{label} {ms:,} ms"],
                 textposition="inside",
                 insidetextanchor="middle",
                 hovertext=[f"{label}: {ms:,} ms"],
@@ -249,12 +250,12 @@ def round_phases(phases: Sequence[tuple[str, int]]) -> dict:
             for i, (label, ms) in enumerate(phases)
         ],
         layout=base_layout(
-            height=130,
+            height=110,
             barmode="stack",
+            showlegend=False,
             margin={"l": 10, "r": 10, "t": 10, "b": 30},
             xaxis={"rangemode": "tozero", "tickformat": ",d", "ticksuffix": " ms"},
             yaxis={"visible": False},
-            legend={"orientation": "h", "y": -0.45, "traceorder": "normal"},
         ),
     )
     return figure_dict(figure)

@@ -18,7 +18,7 @@ from koordweb.figures.timeline import (
 )
 from koordweb.forms import PreemptionFilterForm, QuotaResourceForm, default_resource
 from koordweb.presenters.details import cost_lines
-from koordweb.presenters.quantities import quantity_text
+from koordweb.presenters.quantities import quantity_text, resource_name
 from koordweb.presenters.reasons import preemption_reason_sentence
 from koordweb.presenters.rounds import round_metrics
 from koordweb.presenters.rounds import round_phases as phase_times
@@ -146,7 +146,7 @@ def round_page(request: HttpRequest, pk: int) -> HttpResponse:
         "metrics": round_metrics(
             found.metrics, duration_ms=found.duration_ms, admin=user_is_admin(request.user)
         ),
-        "figure": round_phases(phases) if phases else None,
+        "figure": round_phases(phases) if any(ms for _, ms in phases) else None,
         "preemptions": [(row, preemption_reason_sentence(row.reason)) for row in preempted],
     }
     return render(request, "round_detail.html", context)
@@ -168,23 +168,28 @@ def quotas(request: HttpRequest) -> HttpResponse:
         request.GET or None, resources=resources, initial={"resource": default}
     )
     resource = form.cleaned_data["resource"] if form.is_valid() else default
-    rows = [
-        {
-            "quota": q,
-            "indent": "— " * q.depth,
-            "cells": [
+    rows = []
+    for q in tree:
+        # Only the resources the quota limits or uses: ten columns of dashes hid the GPUs.
+        shown = [
+            name
+            for name in resources
+            if q.min.get(name) or q.max.get(name) or q.used.get(name) or (q.runtime or {}).get(name)
+        ] or resources[:1]
+        for i, name in enumerate(shown):
+            rows.append(
                 {
+                    "quota": q,
+                    "first": i == 0,
+                    "span": len(shown),
                     "resource": name,
+                    "label": resource_name(name),
                     "min": _shown(name, q.min.get(name)),
                     "max": _shown(name, q.max.get(name)),
                     "used": _shown(name, q.used.get(name)),
                     "runtime": _shown(name, q.runtime.get(name)) if q.runtime is not None else "—",
                 }
-                for name in resources
-            ],
-        }
-        for q in tree
-    ]
+            )
     figure = (
         quota_bars([(q.name, q.min, q.max, q.used, q.runtime) for q in tree], resource)
         if tree
