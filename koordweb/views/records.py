@@ -180,6 +180,7 @@ def quotas(request: HttpRequest) -> HttpResponse:
             rows.append(
                 {
                     "quota": q,
+                    "indent": "— " * q.depth,
                     "first": i == 0,
                     "span": len(shown),
                     "resource": name,
