@@ -400,9 +400,14 @@ def preemption_rule_sentence(rule: str) -> str:
     return f"{rule[:1].upper()}{rule[1:]}."
 
 
-def preemption_reason_sentence(reason: str) -> str:
-    """A recorded preemption reason ('<rule>: <why the preemptor did not fit>') in words."""
+def preemption_reason_sentence(reason: str, *, preemptor_named: bool = True) -> str:
+    """A recorded preemption reason ('<rule>: <why the preemptor did not fit>') in words.
+
+    Without `preemptor_named` (another team's preemptor, for a tenant) only the rule is said:
+    why the preemptor did not fit names its quota."""
     rule, sep, engine = reason.partition(": ")
+    if not preemptor_named:
+        return preemption_rule_sentence(rule) if sep else "Evicted to make room for it."
     if not sep:
         return decision_sentence("unschedulable", reason).sentence
     why = decision_sentence("unschedulable", engine)

@@ -41,6 +41,11 @@ def _job_url(pk: int | None) -> str:
     return reverse("job-detail", args=[pk]) if pk is not None else ""
 
 
+def _reason(row: PreemptionRow) -> str:
+    """The reason in words; for another team's preemptor only the rule (its quota unnamed)."""
+    return preemption_reason_sentence(row.reason, preemptor_named=row.preemptor_visible)
+
+
 def _events(rows: list[PreemptionRow]) -> list[PreemptionEvent]:
     return [
         PreemptionEvent(
@@ -48,7 +53,7 @@ def _events(rows: list[PreemptionRow]) -> list[PreemptionEvent]:
             r.at,
             r.preemptor,
             r.state,
-            preemption_reason_sentence(r.reason),
+            _reason(r),
             tuple(
                 VictimSpan(v.job, v.started_at, v.gpus_freed, v.gpu_hours_lost, _job_url(v.job_id))
                 for v in r.victims
@@ -78,7 +83,7 @@ def preemptions(request: HttpRequest) -> HttpResponse:
     context = {
         "cluster": cluster,
         "form": form,
-        "rows": [(row, preemption_reason_sentence(row.reason)) for row in rows],
+        "rows": [(row, _reason(row)) for row in rows],
         "total": total,
         "live_seconds": LIVE_SECONDS,
         "figure": preemption_timeline(_events(rows[:100])) if rows else None,
@@ -98,7 +103,7 @@ def preemption_page(request: HttpRequest, pk: int) -> HttpResponse:
     context = {
         "row": row,
         "nominations": sorted(row.nominations.items(), key=lambda item: natural_key(item[0])),
-        "reason": preemption_reason_sentence(row.reason),
+        "reason": _reason(row),
         "cost": cost_lines(row.cost),
         "figure": preemption_timeline(_events([row])),
     }
@@ -147,7 +152,7 @@ def round_page(request: HttpRequest, pk: int) -> HttpResponse:
             found.metrics, duration_ms=found.duration_ms, admin=user_is_admin(request.user)
         ),
         "figure": round_phases(phases) if any(ms for _, ms in phases) else None,
-        "preemptions": [(row, preemption_reason_sentence(row.reason)) for row in preempted],
+        "preemptions": [(row, _reason(row)) for row in preempted],
     }
     return render(request, "round_detail.html", context)
 

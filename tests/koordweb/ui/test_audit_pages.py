@@ -159,3 +159,24 @@ def test_admin_round_is_read_only_and_in_words(ui: Pages, as_admin: Client) -> N
     assert "29 ms of the worker's CPU" in unescape(page)
     assert "snapshot_changed_rows" not in page and 'name="metrics"' not in page
     assert 'name="_save"' not in page
+
+
+def test_victims_tenant_reads_no_word_of_the_other_teams_preemptor(
+    ui: Pages, as_bob: Client
+) -> None:
+    # alice's train-a preempted bob's old-b: its name, and its reason (which names its quota),
+    # stay out of every page bob reads about it.
+    ui.preemption.reason = (
+        "lower-priority jobs evicted (priority 9000 over at most 5000): Insufficient quotas, "
+        "quotaName: team-a, exceedDimensions: [nvidia.com/gpu]"
+    )
+    ui.preemption.save(update_fields=["reason"])
+    for url in (
+        reverse("preemption-detail", args=[ui.preemption.pk]),
+        reverse("preemptions"),
+        reverse("round-detail", args=[ui.good_round.pk]),
+        reverse("job-detail", args=[ui.preempted.pk]),
+    ):
+        text = _plain(as_bob.get(url).content.decode())
+        assert "train-a" not in text and "team-a" not in text, url
+        assert "the preemptor has priority 9000" in text, url
