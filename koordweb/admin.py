@@ -9,9 +9,13 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
+from django.utils.html import format_html_join
+from django.utils.safestring import mark_safe
 
 from koordweb import models
-from koordweb.selectors.leases import lease_owner_text
+from koordweb.presenters.reasons import decision_sentence
+from koordweb.presenters.rounds import ms_text, round_metrics, snapshot_text
+from koordweb.selectors.leases import ago_text, lease_owner_text
 from koordweb.services.ownership import (
     KOORDWEB_OWNED_FIELDS,
     cluster_of,
@@ -67,7 +71,7 @@ class ClusterAdmin(admin.ModelAdmin):
     search_fields = ("name", "description")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[models.Cluster]:
-        return super().get_queryset(request).select_related("lease")
+        return super().get_queryset(request).select_related("lease", "lease__owner")
 
     @admin.display(description="rounds run on")
     def round_owner(self, obj: models.Cluster) -> str:
@@ -78,7 +82,7 @@ class ClusterAdmin(admin.ModelAdmin):
 
 @admin.register(models.RoundWorker)
 class RoundWorkerAdmin(admin.ModelAdmin):
-    list_display = ("name", "queue", "host", "pid", "started_at", "seen_at", "expires_at")
+    list_display = ("name", "alive", "last_heartbeat", "queue", "host", "pid", "started_at")
     readonly_fields = ("name", "queue", "host", "pid", "started_at", "seen_at", "expires_at")
 
     def has_add_permission(self, request: HttpRequest) -> bool:
@@ -87,16 +91,36 @@ class RoundWorkerAdmin(admin.ModelAdmin):
     def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
 
+    @admin.display(description="alive", boolean=True)
+    def alive(self, obj: models.RoundWorker) -> bool:
+        return bool(obj.expires_at and obj.expires_at > timezone.now())
+
+    @admin.display(description="last heartbeat", ordering="seen_at")
+    def last_heartbeat(self, obj: models.RoundWorker) -> str:
+        return ago_text(obj.seen_at, timezone.now())
+
 
 @admin.register(models.ClusterLease)
 class ClusterLeaseAdmin(admin.ModelAdmin):
-    list_display = ("cluster", "owner", "generation", "acquired_at", "expires_at")
+    """Who runs each cluster's rounds. A lease is renewed at every heartbeat, so its expiry is
+    seconds away while its owner lives; 'holds' says whether it counts now."""
+
+    list_display = ("cluster", "owner", "holds", "acquired_at", "renewed_until", "generation")
+    list_select_related = ("cluster", "owner")
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
     def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
+
+    @admin.display(description="holds now")
+    def holds(self, obj: models.ClusterLease) -> str:
+        return lease_owner_text(obj, timezone.now())
+
+    @admin.display(description="renewed until", ordering="expires_at")
+    def renewed_until(self, obj: models.ClusterLease) -> str:
+        return obj.expires_at.strftime("%H:%M:%S UTC") if obj.expires_at else "-"
 
 
 @admin.register(models.TopologyLayer)
@@ -198,26 +222,62 @@ class PodDisruptionBudgetAdmin(admin.ModelAdmin):
 class DecisionInline(admin.TabularInline):
     model = models.Decision
     extra = 0
-    fields = ("job", "outcome", "reason")
-    raw_id_fields = ("job",)
+    fields = ("job", "outcome", "in_words")
+    readonly_fields = ("job", "outcome", "in_words")
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    @admin.display(description="reason")
+    def in_words(self, obj: models.Decision) -> str:
+        return decision_sentence(obj.outcome, obj.reason, obj.details).sentence
 
 
 @admin.register(models.Round)
 class RoundAdmin(admin.ModelAdmin):
+    """A round is a record of what happened: read it, never edit it (the round page says the
+    same in more detail)."""
+
     list_display = (
         "id",
         "cluster",
         "state",
         "trigger",
         "started_at",
-        "duration_ms",
+        "took",
         "worker",
+        "cluster_state",
         "jobs_placed",
         "preemption_count",
     )
     list_filter = ("cluster", "state", "trigger", "worker")
     date_hierarchy = "started_at"
     inlines = [DecisionInline]
+    exclude = ("metrics",)
+    readonly_fields = ("how_it_ran",)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    @admin.display(description="duration", ordering="duration_ms")
+    def took(self, obj: models.Round) -> str:
+        return ms_text(obj.duration_ms)
+
+    @admin.display(description="cluster state")
+    def cluster_state(self, obj: models.Round) -> str:
+        return snapshot_text(obj.metrics or {}) or "-"
+
+    @admin.display(description="how it ran")
+    def how_it_ran(self, obj: models.Round) -> str:
+        shown = round_metrics(obj.metrics, duration_ms=obj.duration_ms)
+        lines = [f"{label}: {text}" for label, text in shown.lines]
+        if shown.warning:
+            lines.insert(0, shown.warning)
+        return format_html_join(mark_safe("<br>"), "{}", ((line,) for line in lines)) or "-"
 
 
 @admin.register(models.Decision)

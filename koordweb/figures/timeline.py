@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import plotly.graph_objects as go
 
@@ -81,6 +81,13 @@ def preemption_timeline(events: Sequence[PreemptionEvent]) -> dict:
             link_x += [_iso(event.at), _iso(event.at), None]
             link_y += [event.preemptor, victim.job, None]
     rows = list(dict.fromkeys([*(e.preemptor for e in events), *bars["y"], *instant["y"]]))
+    moments = [e.at for e in events] + [
+        v.started_at for e in events for v in e.victims if v.started_at is not None
+    ]
+    last = max(moments, default=None)
+    # At least ten minutes across, so a lone preemption is not drawn on a millisecond axis.
+    first = min(min(moments), last - timedelta(minutes=10)) if last else None
+    pad = (last - first) / 25 if last and first else timedelta(0)
     traces: list[go.BaseTraceType] = [
         go.Bar(
             y=bars["y"],
@@ -131,8 +138,11 @@ def preemption_timeline(events: Sequence[PreemptionEvent]) -> dict:
     figure = go.Figure(
         traces,
         layout=base_layout(
-            height=max(240, 26 * len(rows) + 110),
-            xaxis={"type": "date"},
+            height=max(260, 26 * len(rows) + 140),
+            xaxis={
+                "type": "date",
+                **({"range": [_iso(first - pad), _iso(last + pad)]} if first and last else {}),
+            },
             yaxis={
                 "type": "category",
                 "automargin": True,
@@ -142,7 +152,9 @@ def preemption_timeline(events: Sequence[PreemptionEvent]) -> dict:
                 "tickvals": rows,
                 "ticktext": [_link(name, urls.get(name, "")) for name in rows],
             },
-            legend={"orientation": "h", "y": -0.15},
+            # Below the date line plotly writes under the first tick.
+            legend={"orientation": "h", "y": -0.28, "yanchor": "top"},
+            margin={"l": 60, "r": 20, "t": 30, "b": 70},
             bargap=0.35,
         ),
     )
@@ -208,6 +220,42 @@ def round_latency(points: Sequence[RoundPoint]) -> dict:
                 "title": {"text": "jobs placed"},
             },
             legend={"orientation": "h", "y": -0.35},
+            # Room for the right axis's title beside its tick labels.
+            margin={"l": 60, "r": 60, "t": 30, "b": 40},
+        ),
+    )
+    return figure_dict(figure)
+
+
+PHASE_COLOURS = ("#8fb3dc", "#2f6fb3", "#16a085")
+
+
+def round_phases(phases: Sequence[tuple[str, int]]) -> dict:
+    """Where one round's time went: one horizontal bar split by phase, each part labelled with
+    its phase and ms (no legend: on a phone a wrapped legend covered the axis)."""
+    figure = go.Figure(
+        [
+            go.Bar(
+                y=["time"],
+                x=[ms],
+                orientation="h",
+                name=label,
+                marker={"color": PHASE_COLOURS[i % len(PHASE_COLOURS)]},
+                text=[f"{label} {ms:,} ms"],
+                textposition="inside",
+                insidetextanchor="middle",
+                hovertext=[f"{label}: {ms:,} ms"],
+                hoverinfo="text",
+            )
+            for i, (label, ms) in enumerate(phases)
+        ],
+        layout=base_layout(
+            height=110,
+            barmode="stack",
+            showlegend=False,
+            margin={"l": 10, "r": 10, "t": 10, "b": 30},
+            xaxis={"rangemode": "tozero", "tickformat": ",d", "ticksuffix": " ms"},
+            yaxis={"visible": False},
         ),
     )
     return figure_dict(figure)

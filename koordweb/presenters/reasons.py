@@ -57,6 +57,7 @@ _CAUSES = {
 
 NEVER_FITS_PREFIX = "can never run: "
 _AVAILABLE = re.compile(r"(\d+)/(\d+) nodes are available")
+_DOMAIN_SLOTS = re.compile(r"(\w+Layer/[^:;\s]+): (\d+)")
 
 
 @dataclass(frozen=True)
@@ -156,14 +157,19 @@ def _topology(reason: str, d: dict[str, Any], state: str) -> str:
         found = re.search(r"desiredOfferSlot: (\d+)", reason)
         desired = int(found[1]) if found else None
     slots = {str(k): int(v) for k, v in as_dict(d.get("domain_offer_slots")).items()}
+    if not slots:  # Koordinator's message lists them: "topologyNode BlockLayer/b1: 2; ..."
+        slots = {
+            m[1]: int(m[2]) for m in _DOMAIN_SLOTS.finditer(reason.partition("topologyNode")[2])
+        }
     if not slots:
         if desired is None:
             return "No topology domain has room for all of the job's pods together."
         return f"No topology domain has room for all {pods(desired)} of the job together."
+    what = f"all {pods(desired)} of the job" if desired is not None else "all of the job's pods"
     layer = next(iter(slots)).partition("/")[0]
     best, room = max(slots.items(), key=lambda item: (item[1], item[0]))
     return (
-        f"No {layer_word(layer)} has room for all {pods(desired)} together: "
+        f"No {layer_word(layer)} has room for {what} together: "
         f"the roomiest, {domain_text(best)}, has room for {pods(room)} now."
     )
 
@@ -367,13 +373,46 @@ def counterfactual_sentence(
     return " ".join(parts)
 
 
-def preemption_reason_sentence(reason: str) -> str:
-    """A recorded preemption reason ('<rule>: <why the preemptor did not fit>') in words."""
+_RULE_PRIORITY = re.compile(
+    r"lower-priority jobs evicted \(priority (\d+) over at most (\d+)(, of the same quota, to free"
+    r" quota)?\)"
+)
+_RULE_RECLAIM = "borrowed quota reclaimed"
+
+
+def preemption_rule_sentence(rule: str) -> str:
+    """The rule a preemption followed, as recorded by `services.records`, in words that say
+    which priority is whose: 'Evicted lower-priority jobs: the preemptor has priority 9000,
+    the victims 5000 at most.'"""
+    found = _RULE_PRIORITY.match(rule)
+    if found:
+        own, highest, same_quota = found[1], found[2], found[3]
+        whom = "jobs of its own quota, to make room within the quota" if same_quota else "jobs"
+        return (
+            f"Evicted lower-priority {whom}: the preemptor has priority {own}, "
+            f"the victims {highest} at most."
+        )
+    if rule.startswith(_RULE_RECLAIM):
+        return (
+            "Took back quota that other teams had borrowed: the preemptor's quota is still within"
+            " its guaranteed minimum."
+        )
+    return f"{rule[:1].upper()}{rule[1:]}."
+
+
+def preemption_reason_sentence(reason: str, *, preemptor_named: bool = True) -> str:
+    """A recorded preemption reason ('<rule>: <why the preemptor did not fit>') in words.
+
+    Without `preemptor_named` (another team's preemptor, for a tenant) only the rule is said:
+    why the preemptor did not fit names its quota."""
     rule, sep, engine = reason.partition(": ")
+    if not preemptor_named:
+        return preemption_rule_sentence(rule) if sep else "Evicted to make room for it."
     if not sep:
         return decision_sentence("unschedulable", reason).sentence
     why = decision_sentence("unschedulable", engine)
-    rule_text = rule[:1].upper() + rule[1:]
+    rule_text = preemption_rule_sentence(rule)
     if why.code == OTHER:
-        return f"{rule_text}: {engine}"
-    return f"{rule_text}. It did not fit because: {why.sentence[:1].lower()}{why.sentence[1:]}"
+        return f"{rule_text} Without that it did not fit: {engine}"
+    because = why.sentence[:1].lower() + why.sentence[1:]
+    return f"{rule_text} Without that it did not fit, because {because}"

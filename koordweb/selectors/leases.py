@@ -62,9 +62,25 @@ def round_workers() -> list[RoundWorker]:
 
 
 def lease_owner_text(lease: ClusterLease, now: datetime) -> str:
-    """A lease in a few words: the owner, or why none holds it now."""
+    """A lease in a few words: the owner, or why none holds it now (the same rule as
+    `cluster_owners`: the lease and its owner's heartbeat both unexpired)."""
     if lease.owner_id is None:
         return "unowned"
     if lease.expires_at is None or lease.expires_at <= now:
         return f"{lease.owner_id} (lease expired)"
+    owner = lease.owner
+    if owner is not None and owner.expires_at <= now:
+        return f"{lease.owner_id} (worker stopped heartbeating)"
     return str(lease.owner_id)
+
+
+def ago_text(moment: datetime | None, now: datetime) -> str:
+    """'12 s ago', '5 min ago', '3 h ago' ('never' when unset)."""
+    if moment is None:
+        return "never"
+    seconds = max(0, int((now - moment).total_seconds()))
+    if seconds < 120:
+        return f"{seconds} s ago"
+    if seconds < 2 * 3600:
+        return f"{seconds // 60} min ago"
+    return f"{seconds // 3600} h ago"

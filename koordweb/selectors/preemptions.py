@@ -34,13 +34,14 @@ def gpu_count(resources: Mapping[str, Any]) -> float:
 
 @dataclass
 class VictimRow:
-    job_id: int
+    job_id: int | None  # None: another team's job, counted but not named (a tenant's view)
     job: str
     quota: str
     started_at: datetime | None
     pods: list[str]
     gpus_freed: float
     gpu_hours_lost: float
+    pod_count: int = 0
 
 
 @dataclass
@@ -56,6 +57,7 @@ class PreemptionRow:
     round_id: int | None
     nominations: dict[str, Any]
     victims: list[VictimRow] = field(default_factory=list)
+    preemptor_visible: bool = True  # False: another team's job (a tenant's view), not linked
 
     @property
     def gpus_freed(self) -> float:
@@ -73,20 +75,30 @@ def _victim_row(victim: PreemptionVictim, at: datetime) -> VictimRow:
     job = victim.job
     gpus = gpu_count(victim.freed or {})
     ran = (at - job.started_at).total_seconds() / 3600 if job.started_at else 0.0
+    pods = [str(p) for p in victim.pods or []]
     return VictimRow(
         job.pk,
         str(job),
         job.quota.name if job.quota else "",
         job.started_at,
-        [str(p) for p in victim.pods or []],
+        pods,
         gpus,
         round(gpus * max(ran, 0.0), 2),
+        len(pods),
+    )
+
+
+def _unnamed(row: VictimRow) -> VictimRow:
+    """Another team's victim for a tenant: its GPUs and pods counted, its name, quota, pods and
+    start left out."""
+    return VictimRow(
+        None, OTHER_TEAMS_JOB, "", None, [], row.gpus_freed, row.gpu_hours_lost, row.pod_count
     )
 
 
 def _row(item: Preemption, visible_quotas: set[int] | None = None) -> PreemptionRow:
-    """One preemption; with `visible_quotas` (a tenant), other tenants' victims are left out and
-    another team's preemptor is shown without its name, quota or nominations."""
+    """One preemption; with `visible_quotas` (a tenant), other tenants' victims are counted but
+    not named, and another team's preemptor is shown without its name, quota or nominations."""
     preemptor = item.preemptor
     own = visible_quotas is None or preemptor.quota_id in visible_quotas
     return PreemptionRow(
@@ -101,10 +113,11 @@ def _row(item: Preemption, visible_quotas: set[int] | None = None) -> Preemption
         item.round_id,
         dict(item.nominations or {}) if own else {},
         [
-            _victim_row(v, item.created_at)
+            row if visible_quotas is None or v.job.quota_id in visible_quotas else _unnamed(row)
             for v in item.victims.all()
-            if visible_quotas is None or v.job.quota_id in visible_quotas
+            if (row := _victim_row(v, item.created_at))
         ],
+        preemptor_visible=own,
     )
 
 
@@ -134,11 +147,14 @@ def preemption_list(
     quota: str = "",
     since: datetime | None = None,
     until: datetime | None = None,
+    round_id: int | None = None,
     limit: int = 200,
 ) -> tuple[list[PreemptionRow], int]:
-    """The newest preemptions the user may see, filtered by tenant quota and time, and how
-    many there are in all (the list stops at `limit`)."""
+    """The newest preemptions the user may see, filtered by tenant quota, time and round, and
+    how many there are in all (the list stops at `limit`)."""
     items = _queryset(cluster, user)
+    if round_id is not None:
+        items = items.filter(round_id=round_id)
     if quota:
         items = items.filter(Q(preemptor__quota__name=quota) | Q(victims__job__quota__name=quota))
         items = items.distinct()
@@ -149,6 +165,12 @@ def preemption_list(
     visible = _visible_quotas(user)
     rows = [_row(item, visible) for item in items.order_by("-created_at", "-id")[:limit]]
     return rows, items.count()
+
+
+def preemption_cluster(pk: int) -> Cluster | None:
+    """The cluster a preemption belongs to (its page shows that cluster)."""
+    found = Preemption.objects.filter(pk=pk).select_related("cluster").first()
+    return found.cluster if found else None
 
 
 def preemption_detail(cluster: Cluster, pk: int, *, user: Any) -> PreemptionRow | None:

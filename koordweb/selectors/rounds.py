@@ -6,15 +6,15 @@ from dataclasses import dataclass
 
 from django.db.models import QuerySet
 
-from koordweb.models import Cluster, Decision, Job, Preemption, Round
+from koordweb.models import Cluster, Decision, Job, Round
 
 
 @dataclass
 class RoundDetail:
     round: Round
     decisions: list[Decision]
-    preemptions: list[Preemption]
-    hidden_decisions: int
+    hidden_decisions: int  # about jobs the viewer may not see
+    more_decisions: int = 0  # visible, beyond the page's limit
 
 
 def round_history(cluster: Cluster) -> QuerySet[Round]:
@@ -22,19 +22,30 @@ def round_history(cluster: Cluster) -> QuerySet[Round]:
     return Round.objects.filter(cluster=cluster).order_by("-started_at", "-id")
 
 
+def round_cluster(pk: int) -> Cluster | None:
+    """The cluster a round belongs to (its page shows that cluster, whichever was chosen)."""
+    found = Round.objects.filter(pk=pk).select_related("cluster").first()
+    return found.cluster if found else None
+
+
 def round_detail(
     cluster: Cluster, pk: int, *, visible_jobs: QuerySet[Job] | None = None
 ) -> RoundDetail | None:
-    """A round with the decisions and preemptions the viewer may see (None when absent)."""
+    """A round with the decisions the viewer may see (None when absent); its preemptions are
+    the ledger's (`selectors.preemptions.preemption_list(round_id=...)`)."""
     found = Round.objects.filter(cluster=cluster, pk=pk).first()
     if found is None:
         return None
     decisions = Decision.objects.filter(round=found).select_related("job__quota")
-    preemptions = Preemption.objects.filter(round=found).select_related("preemptor")
     total = decisions.count()
     if visible_jobs is not None:
         ids = visible_jobs.values("pk")
         decisions = decisions.filter(job__in=ids)
-        preemptions = preemptions.filter(preemptor__in=ids)
+    visible = decisions.count()
     shown = list(decisions.order_by("-job__priority", "job__submitted_at", "id")[:500])
-    return RoundDetail(found, shown, list(preemptions), total - len(shown))
+    return RoundDetail(
+        found,
+        shown,
+        hidden_decisions=total - visible,
+        more_decisions=visible - len(shown),
+    )

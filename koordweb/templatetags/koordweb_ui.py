@@ -32,5 +32,6 @@ def decision_words(decision: Any) -> Explanation:
 
 
 @register.filter
-def preemption_words(reason: str) -> str:
-    return preemption_reason_sentence(reason or "")
+def preemption_words(reason: str, preemptor_named: bool = True) -> str:
+    """`{{ reason|preemption_words }}`; `|preemption_words:False` for another team's preemptor."""
+    return preemption_reason_sentence(reason or "", preemptor_named=bool(preemptor_named))

@@ -155,6 +155,7 @@ def _preempted_by(request: HttpRequest, job: Job) -> list[PreemptionVictim]:
     for victim in victims:
         name = redactor.job_name(victim.preemption.preemptor.gang_id)
         victim.preemptor_name = name or OTHER_TEAMS_JOB  # type: ignore[attr-defined]
+        victim.preemptor_named = name is not None  # type: ignore[attr-defined]
     return victims
 
 

@@ -14,21 +14,36 @@ from koordweb.figures.timeline import (
     VictimSpan,
     preemption_timeline,
     round_latency,
+    round_phases,
 )
 from koordweb.forms import PreemptionFilterForm, QuotaResourceForm, default_resource
 from koordweb.presenters.details import cost_lines
-from koordweb.presenters.quantities import quantity_text
+from koordweb.presenters.quantities import quantity_text, resource_name
 from koordweb.presenters.reasons import preemption_reason_sentence
+from koordweb.presenters.rounds import round_metrics
+from koordweb.presenters.rounds import round_phases as phase_times
+from koordweb.selectors.devices import natural_key
 from koordweb.selectors.overview import latest_runtime_quota, quota_usage
-from koordweb.selectors.preemptions import PreemptionRow, preemption_detail, preemption_list
-from koordweb.selectors.rounds import round_detail, round_history
+from koordweb.selectors.preemptions import (
+    PreemptionRow,
+    preemption_cluster,
+    preemption_detail,
+    preemption_list,
+)
+from koordweb.selectors.rounds import round_cluster, round_detail, round_history
 from koordweb.selectors.tenancy import quotas_of_member, quotas_visible, user_is_admin
-from koordweb.views.common import current_cluster, job_scope, paginate
+from koordweb.views.common import current_cluster, job_scope, paginate, select_cluster
 from koordweb.views.jobs import LIVE_SECONDS
 
 
-def _job_url(pk: int) -> str:
-    return reverse("job-detail", args=[pk])
+def _job_url(pk: int | None) -> str:
+    """A job's page; '' for another team's job (a tenant may not open it)."""
+    return reverse("job-detail", args=[pk]) if pk is not None else ""
+
+
+def _reason(row: PreemptionRow) -> str:
+    """The reason in words; for another team's preemptor only the rule (its quota unnamed)."""
+    return preemption_reason_sentence(row.reason, preemptor_named=row.preemptor_visible)
 
 
 def _events(rows: list[PreemptionRow]) -> list[PreemptionEvent]:
@@ -38,12 +53,12 @@ def _events(rows: list[PreemptionRow]) -> list[PreemptionEvent]:
             r.at,
             r.preemptor,
             r.state,
-            preemption_reason_sentence(r.reason),
+            _reason(r),
             tuple(
                 VictimSpan(v.job, v.started_at, v.gpus_freed, v.gpu_hours_lost, _job_url(v.job_id))
                 for v in r.victims
             ),
-            _job_url(r.preemptor_id),
+            _job_url(r.preemptor_id if r.preemptor_visible else None),
         )
         for r in rows
     ]
@@ -68,7 +83,7 @@ def preemptions(request: HttpRequest) -> HttpResponse:
     context = {
         "cluster": cluster,
         "form": form,
-        "rows": [(row, preemption_reason_sentence(row.reason)) for row in rows],
+        "rows": [(row, _reason(row)) for row in rows],
         "total": total,
         "live_seconds": LIVE_SECONDS,
         "figure": preemption_timeline(_events(rows[:100])) if rows else None,
@@ -80,13 +95,15 @@ def preemptions(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def preemption_page(request: HttpRequest, pk: int) -> HttpResponse:
-    cluster = current_cluster(request)
+    cluster = preemption_cluster(pk)
     row = preemption_detail(cluster, pk, user=request.user) if cluster else None
-    if row is None:
+    if cluster is None or row is None:
         raise Http404("no such preemption")
+    select_cluster(request, cluster)
     context = {
         "row": row,
-        "reason": preemption_reason_sentence(row.reason),
+        "nominations": sorted(row.nominations.items(), key=lambda item: natural_key(item[0])),
+        "reason": _reason(row),
         "cost": cost_lines(row.cost),
         "figure": preemption_timeline(_events([row])),
     }
@@ -115,15 +132,29 @@ def rounds(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def round_page(request: HttpRequest, pk: int) -> HttpResponse:
-    cluster = current_cluster(request)
+    # The round's own cluster, whichever was chosen (as a job's page does): the header follows.
+    cluster = round_cluster(pk)
     detail = (
         round_detail(cluster, pk, visible_jobs=job_scope(request.user, cluster))
         if cluster
         else None
     )
-    if detail is None:
+    if cluster is None or detail is None:
         raise Http404("no such round")
-    return render(request, "round_detail.html", {"detail": detail, "round": detail.round})
+    select_cluster(request, cluster)
+    found = detail.round
+    phases = phase_times(found.metrics)
+    preempted, _ = preemption_list(cluster, user=request.user, round_id=found.pk)
+    context = {
+        "detail": detail,
+        "round": found,
+        "metrics": round_metrics(
+            found.metrics, duration_ms=found.duration_ms, admin=user_is_admin(request.user)
+        ),
+        "figure": round_phases(phases) if any(ms for _, ms in phases) else None,
+        "preemptions": [(row, _reason(row)) for row in preempted],
+    }
+    return render(request, "round_detail.html", context)
 
 
 @login_required
@@ -142,23 +173,29 @@ def quotas(request: HttpRequest) -> HttpResponse:
         request.GET or None, resources=resources, initial={"resource": default}
     )
     resource = form.cleaned_data["resource"] if form.is_valid() else default
-    rows = [
-        {
-            "quota": q,
-            "indent": "— " * q.depth,
-            "cells": [
+    rows = []
+    for q in tree:
+        # Only the resources the quota limits or uses: ten columns of dashes hid the GPUs.
+        shown = [
+            name
+            for name in resources
+            if q.min.get(name) or q.max.get(name) or q.used.get(name) or (q.runtime or {}).get(name)
+        ] or resources[:1]
+        for i, name in enumerate(shown):
+            rows.append(
                 {
+                    "quota": q,
+                    "indent": "— " * q.depth,
+                    "first": i == 0,
+                    "span": len(shown),
                     "resource": name,
+                    "label": resource_name(name),
                     "min": _shown(name, q.min.get(name)),
                     "max": _shown(name, q.max.get(name)),
                     "used": _shown(name, q.used.get(name)),
                     "runtime": _shown(name, q.runtime.get(name)) if q.runtime is not None else "—",
                 }
-                for name in resources
-            ],
-        }
-        for q in tree
-    ]
+            )
     figure = (
         quota_bars([(q.name, q.min, q.max, q.used, q.runtime) for q in tree], resource)
         if tree

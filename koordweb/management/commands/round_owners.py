@@ -11,7 +11,7 @@ from koordweb.services.leases import db_now
 
 
 def _when(value: Any) -> str:
-    return value.strftime("%Y-%m-%d %H:%M:%S") if value else "-"
+    return value.strftime("%Y-%m-%d %H:%M:%S UTC") if value else "-"
 
 
 class Command(BaseCommand):
@@ -39,5 +39,5 @@ class Command(BaseCommand):
             state = " (expired: moves at the next heartbeat)" if expired else ""
             self.stdout.write(
                 f"  {lease.cluster}  {owner}{state}  generation {lease.generation}  since "
-                f"{_when(lease.acquired_at)}  until {_when(lease.expires_at)}"
+                f"{_when(lease.acquired_at)}  renewed until {_when(lease.expires_at)}"
             )

@@ -59,8 +59,8 @@ CASES: list[tuple[str | None, str, dict[str, Any], str, str]] = [
             "domain_offer_slots": {"SpineLayer/s0": 2, "SpineLayer/s1": 3},
         },
         r.TOPOLOGY,
-        "No spine has room for all 24 pods together: the roomiest, spine s1, has room for 3 "
-        "pods now.",
+        "No spine has room for all 24 pods of the job together: the roomiest, spine s1, has "
+        "room for 3 pods now.",
     ),
     (
         "unschedulable",
@@ -258,8 +258,9 @@ def test_preemption_cost_and_reason_in_words() -> None:
         "nodes can accommodate job, desiredOfferSlot: 4, topology topologyNode BlockLayer/b1: 2"
     )
     assert sentence == (
-        "Lower-priority jobs evicted (priority 9000 over at most 5000). It did not fit because: "
-        "no topology domain has room for all 4 pods of the job together."
+        "Evicted lower-priority jobs: the preemptor has priority 9000, the victims 5000 at "
+        "most. Without that it did not fit, because no block has room for all 4 pods of the job "
+        "together: the roomiest, block b1, has room for 2 pods now."
     )
 
 
