@@ -410,7 +410,7 @@ def preemption_sentence(
         return rule or "Evicted to make room for it."
     why = decision_sentence("unschedulable", reason)
     if not rule:
-        return why.sentence
+        return why.sentence[:1].upper() + why.sentence[1:]
     if why.code == OTHER:
         return f"{rule} Without that it did not fit: {reason}"
     because = why.sentence[:1].lower() + why.sentence[1:]
