@@ -385,7 +385,9 @@ def _preemption_rule_words(cost: Mapping[str, Any]) -> str:
         )
     if rule not in (RULE_LOWER_PRIORITY, RULE_IN_QUOTA):
         return ""
-    whom = "jobs of its own quota, to make room within the quota" if rule == RULE_IN_QUOTA else "jobs"
+    whom = "jobs"
+    if rule == RULE_IN_QUOTA:
+        whom = "jobs of its own quota, to make room within the quota"
     own, highest = cost.get("preemptor_priority"), cost.get("highest_victim_priority")
     if own is None or highest is None:
         return f"Evicted lower-priority {whom}."

@@ -179,9 +179,7 @@ def _preemption_explained(victim: PreemptionVictim, redactor: Redactor) -> dict[
         "state": preemption.state,
         "rule": cost.get("rule") or None,
         "reason": preemption.reason if name is not None else "",
-        "sentence": preemption_sentence(
-            preemption.reason, cost, preemptor_named=name is not None
-        ),
+        "sentence": preemption_sentence(preemption.reason, cost, preemptor_named=name is not None),
         "cost": cost,
         "pods": victim.pods,
         "freed": victim.freed,
