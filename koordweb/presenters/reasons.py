@@ -412,7 +412,7 @@ def preemption_sentence(
         return rule or "Evicted to make room for it."
     why = decision_sentence("unschedulable", reason)
     if not rule:
-        return why.sentence[:1].upper() + why.sentence[1:]
+        return why.sentence  # as recorded: it may start with a job's name
     if why.code == OTHER:
         return f"{rule} Without that it did not fit: {reason}"
     because = why.sentence[:1].lower() + why.sentence[1:]

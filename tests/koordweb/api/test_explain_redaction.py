@@ -72,4 +72,4 @@ def test_a_preemption_recorded_before_the_rule_was_data_has_no_rule(alice_api, w
     explained = alice_api.get(f"/api/v1/jobs/{victim.pk}/explain/").json()["why_preempted"][0]
     assert explained["rule"] is None
     assert explained["preemptor_priority"] == 9
-    assert explained["sentence"] == "The block was needed."
+    assert explained["sentence"] == "the block was needed."

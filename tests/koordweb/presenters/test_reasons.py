@@ -363,7 +363,7 @@ def test_a_preemption_without_a_rule_is_said_by_its_reason() -> None:
             "Evicted to make room for it."
         )
     assert preemption_sentence("", None) == "Evicted to make room for it."
-    assert preemption_sentence("the node was drained", {}) == "The node was drained."
+    assert preemption_sentence("train-a needs block b1", {}) == "train-a needs block b1."
     assert preemption_sentence("the node was drained", _rule("LowerPriority")) == (
         "Evicted lower-priority jobs: the preemptor has priority 9000, the victims 5000 at most."
         " Without that it did not fit: the node was drained"
