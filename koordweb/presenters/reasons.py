@@ -24,6 +24,7 @@ from koordweb.presenters.details import detail_lines, preemption_status_sentence
 from koordweb.presenters.quantities import amounts_text, number, resource_name
 from koordweb.presenters.words import as_dict, domain_text, layer_word, node_reason, pods
 from scheduler.placement import NO_CANDIDATE
+from scheduler.plugins.preemption import RULE_IN_QUOTA, RULE_LOWER_PRIORITY, RULE_QUOTA_RECLAIM
 from scheduler.plugins.quota import INSUFFICIENT
 
 # Reason codes, one per kind of answer a page can give.
@@ -373,46 +374,46 @@ def counterfactual_sentence(
     return " ".join(parts)
 
 
-_RULE_PRIORITY = re.compile(
-    r"lower-priority jobs evicted \(priority (\d+) over at most (\d+)(, of the same quota, to free"
-    r" quota)?\)"
-)
-_RULE_RECLAIM = "borrowed quota reclaimed"
-
-
-def preemption_rule_sentence(rule: str) -> str:
-    """The rule a preemption followed, as recorded by `services.records`, in words that say
-    which priority is whose: 'Evicted lower-priority jobs: the preemptor has priority 9000,
-    the victims 5000 at most.'"""
-    found = _RULE_PRIORITY.match(rule)
-    if found:
-        own, highest, same_quota = found[1], found[2], found[3]
-        whom = "jobs of its own quota, to make room within the quota" if same_quota else "jobs"
+def _preemption_rule_words(cost: Mapping[str, Any]) -> str:
+    """The rule the engine applied (`cost["rule"]`, recorded by `services.records`), in words
+    that say whose priority is which; '' for a record without a rule this module knows."""
+    rule = cost.get("rule")
+    if rule == RULE_QUOTA_RECLAIM:
         return (
-            f"Evicted lower-priority {whom}: the preemptor has priority {own}, "
-            f"the victims {highest} at most."
+            "Took back quota that other quotas had borrowed beyond their guaranteed minimum: the"
+            " preemptor's quota is still within its own minimum."
         )
-    if rule.startswith(_RULE_RECLAIM):
-        return (
-            "Took back quota that other teams had borrowed: the preemptor's quota is still within"
-            " its guaranteed minimum."
-        )
-    return f"{rule[:1].upper()}{rule[1:]}."
+    if rule not in (RULE_LOWER_PRIORITY, RULE_IN_QUOTA):
+        return ""
+    whom = "jobs"
+    if rule == RULE_IN_QUOTA:
+        whom = "jobs of its own quota, to make room within the quota"
+    own, highest = cost.get("preemptor_priority"), cost.get("highest_victim_priority")
+    if own is None or highest is None:
+        return f"Evicted lower-priority {whom}."
+    return (
+        f"Evicted lower-priority {whom}: the preemptor has priority {own}, "
+        f"the victims {highest} at most."
+    )
 
 
-def preemption_reason_sentence(reason: str, *, preemptor_named: bool = True) -> str:
-    """A recorded preemption reason ('<rule>: <why the preemptor did not fit>') in words.
+def preemption_sentence(
+    reason: str, cost: Mapping[str, Any] | None, *, preemptor_named: bool = True
+) -> str:
+    """A recorded preemption in words: the rule the engine applied (`cost["rule"]`), then why the
+    preemptor did not fit without it (`reason`, the engine's words).
 
-    Without `preemptor_named` (another team's preemptor, for a tenant) only the rule is said:
-    why the preemptor did not fit names its quota."""
-    rule, sep, engine = reason.partition(": ")
-    if not preemptor_named:
-        return preemption_rule_sentence(rule) if sep else "Evicted to make room for it."
-    if not sep:
-        return decision_sentence("unschedulable", reason).sentence
-    why = decision_sentence("unschedulable", engine)
-    rule_text = preemption_rule_sentence(rule)
+    Without `preemptor_named` (another team's preemptor, for a tenant) only the rule is said: the
+    reason may name that team's quota. A record without a rule (older, not converted by migration
+    0011) is said by its reason alone."""
+    rule = _preemption_rule_words(as_dict(cost))
+    reason = (reason or "").strip()
+    if not preemptor_named or not reason:
+        return rule or "Evicted to make room for it."
+    why = decision_sentence("unschedulable", reason)
+    if not rule:
+        return why.sentence  # as recorded: it may start with a job's name
     if why.code == OTHER:
-        return f"{rule_text} Without that it did not fit: {engine}"
+        return f"{rule} Without that it did not fit: {reason}"
     because = why.sentence[:1].lower() + why.sentence[1:]
-    return f"{rule_text} Without that it did not fit, because {because}"
+    return f"{rule} Without that it did not fit, because {because}"

@@ -15,7 +15,7 @@ from django.db.models import Prefetch, QuerySet
 
 from koordweb.models import Cluster, Decision, Job, JobState, Pod, Preemption, PreemptionVictim
 from koordweb.models.records import latest_decision
-from koordweb.presenters.reasons import decision_sentence, preemption_reason_sentence
+from koordweb.presenters.reasons import decision_sentence, preemption_sentence
 from koordweb.selectors.redaction import Redactor
 from koordweb.selectors.tenancy import jobs_visible
 
@@ -160,22 +160,31 @@ def _why_preempted(job: Job, redactor: Redactor) -> list[dict[str, Any]]:
         .select_related("preemption__preemptor")
         .order_by("-preemption__created_at", "-preemption_id")
     )
-    return [
-        {
-            "preemption": victim.preemption_id,
-            # The preemptor may belong to another team: its priority only, no name.
-            "preemptor": redactor.job_name(victim.preemption.preemptor.gang_id),
-            "preemptor_priority": victim.preemption.preemptor.priority,
-            "state": victim.preemption.state,
-            "reason": victim.preemption.reason,
-            "sentence": preemption_reason_sentence(victim.preemption.reason),
-            "cost": victim.preemption.cost,
-            "pods": victim.pods,
-            "freed": victim.freed,
-            "at": victim.preemption.created_at,
-        }
-        for victim in victims
-    ]
+    return [_preemption_explained(victim, redactor) for victim in victims]
+
+
+def _preemption_explained(victim: PreemptionVictim, redactor: Redactor) -> dict[str, Any]:
+    """One preemption of the job: the engine's rule and reason, and both in words. The preemptor
+    may belong to another team: then its priority and the rule only, neither its name nor the
+    reason it did not fit (which may name its quota)."""
+    preemption = victim.preemption
+    cost = preemption.cost or {}
+    name = redactor.job_name(preemption.preemptor.gang_id)
+    priority = cost.get("preemptor_priority")
+    return {
+        "preemption": victim.preemption_id,
+        "preemptor": name,
+        # The priority it preempted with; the job's own for a record older than migration 0011.
+        "preemptor_priority": priority if priority is not None else preemption.preemptor.priority,
+        "state": preemption.state,
+        "rule": cost.get("rule") or None,
+        "reason": preemption.reason if name is not None else "",
+        "sentence": preemption_sentence(preemption.reason, cost, preemptor_named=name is not None),
+        "cost": cost,
+        "pods": victim.pods,
+        "freed": victim.freed,
+        "at": preemption.created_at,
+    }
 
 
 def job_explain(*, job: Job, user: Any = None) -> dict[str, Any]:

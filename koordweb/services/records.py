@@ -44,7 +44,6 @@ from koordweb.services.warm import (
     warm_snapshot,
 )
 from koordweb.snapshot import JobRow, PodRow
-from scheduler.plugins.preemption import RULE_IN_QUOTA, RULE_QUOTA_RECLAIM
 from scheduler.result import PreemptionRecord, RoundResult
 from scheduler.round import plan_round
 
@@ -272,8 +271,8 @@ def _record(
             cluster=cluster,
             round=rnd,
             preemptor_id=preemptor_jobs[0].id,
-            reason=_preemption_rule(record, preemptor_jobs[0].priority) + record.reason,
-            cost=record_plain["cost"],
+            reason=record.reason,
+            cost={**record_plain["cost"], **_preemption_rule(record, preemptor_jobs[0].priority)},
             nominations=dict(record.nominations),
             created_at=now,
         )
@@ -354,18 +353,11 @@ def _nominations_given_up(
     ]
 
 
-def _preemption_rule(record: PreemptionRecord, priority: int) -> str:
-    """The rule the engine applied (`record.rule`) in words, in front of why the preemptor did
-    not fit."""
-    highest = record.cost.get("highest_victim_priority")
-    if record.rule == RULE_QUOTA_RECLAIM:
-        return "borrowed quota reclaimed (the preemptor's quota is within its min): "
-    if record.rule == RULE_IN_QUOTA:
-        return (
-            f"lower-priority jobs evicted (priority {priority} over at most {highest}, of the"
-            " same quota, to free quota): "
-        )
-    return f"lower-priority jobs evicted (priority {priority} over at most {highest}): "
+def _preemption_rule(record: PreemptionRecord, priority: int) -> dict[str, Any]:
+    """The rule the engine applied (`record.rule`: LowerPriority, InQuota, QuotaReclaim) and the
+    preemptor's priority, kept beside the engine's cost as data; `presenters.reasons` words them
+    (migration 0011 turned the prefix older records carried in their reason into these)."""
+    return {"rule": record.rule, "preemptor_priority": int(priority)}
 
 
 def _write_decisions(

@@ -2,7 +2,7 @@
 
 - `{{ amount|quantity:"memory" }}`: an amount with its unit ('512 GiB', '64 cores', '8 GPUs');
 - `{{ decision|decision_words }}`: a Decision row's sentence and details (for includes/why.html);
-- `{{ preemption.reason|preemption_words }}`: a recorded preemption reason in words.
+- `{{ preemption|preemption_words }}`: a recorded preemption (its rule and reason) in words.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from koordweb.presenters.quantities import quantity_text
 from koordweb.presenters.reasons import (
     Explanation,
     decision_sentence,
-    preemption_reason_sentence,
+    preemption_sentence,
 )
 
 register = template.Library()
@@ -32,6 +32,12 @@ def decision_words(decision: Any) -> Explanation:
 
 
 @register.filter
-def preemption_words(reason: str, preemptor_named: bool = True) -> str:
-    """`{{ reason|preemption_words }}`; `|preemption_words:False` for another team's preemptor."""
-    return preemption_reason_sentence(reason or "", preemptor_named=bool(preemptor_named))
+def preemption_words(preemption: Any, preemptor_named: bool = True) -> str:
+    """`{{ preemption|preemption_words }}`; `|preemption_words:False` for another team's
+    preemptor. The rule is in the row's cost: given only a reason (`preemption.reason`), the
+    reason alone is said."""
+    if preemption is None or isinstance(preemption, str):
+        reason, cost = preemption or "", None
+    else:
+        reason, cost = preemption.reason, preemption.cost
+    return preemption_sentence(reason, cost, preemptor_named=bool(preemptor_named))

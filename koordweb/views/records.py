@@ -19,7 +19,7 @@ from koordweb.figures.timeline import (
 from koordweb.forms import PreemptionFilterForm, QuotaResourceForm, default_resource
 from koordweb.presenters.details import cost_lines
 from koordweb.presenters.quantities import quantity_text, resource_name
-from koordweb.presenters.reasons import preemption_reason_sentence
+from koordweb.presenters.reasons import preemption_sentence
 from koordweb.presenters.rounds import round_metrics
 from koordweb.presenters.rounds import round_phases as phase_times
 from koordweb.selectors.devices import natural_key
@@ -42,8 +42,9 @@ def _job_url(pk: int | None) -> str:
 
 
 def _reason(row: PreemptionRow) -> str:
-    """The reason in words; for another team's preemptor only the rule (its quota unnamed)."""
-    return preemption_reason_sentence(row.reason, preemptor_named=row.preemptor_visible)
+    """The rule and reason in words; for another team's preemptor only the rule (its quota
+    unnamed)."""
+    return preemption_sentence(row.reason, row.cost, preemptor_named=row.preemptor_visible)
 
 
 def _events(rows: list[PreemptionRow]) -> list[PreemptionEvent]:

@@ -108,7 +108,9 @@ def test_high_priority_job_preempts_whole_lower_priority_jobs_then_runs(busy):
     preemption = Preemption.objects.get(preemptor=job)
     victims = [v.job for v in preemption.victims.select_related("job")]
     assert victims
-    assert preemption.reason.startswith("lower-priority jobs evicted (priority 9000 over")
+    assert preemption.cost["rule"] == "LowerPriority"
+    assert preemption.cost["preemptor_priority"] == 9000
+    assert not preemption.reason.startswith("lower-priority")  # the engine's words only
     for row in preemption.victims.all():
         assert row.pods and row.freed.get("nvidia.com/gpu", 0) == 8 * len(row.pods)
     for victim in victims:

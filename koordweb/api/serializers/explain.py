@@ -36,11 +36,23 @@ class PlacementExplanationSerializer(serializers.Serializer):  # type: ignore[ty
 
 class PreemptionExplanationSerializer(serializers.Serializer):  # type: ignore[type-arg]
     preemption = serializers.IntegerField()
-    preemptor = serializers.CharField()
-    preemptor_priority = serializers.IntegerField()
+    preemptor = serializers.CharField(
+        allow_null=True, help_text="The preempting job; null when it is another team's."
+    )
+    preemptor_priority = serializers.IntegerField(help_text="The priority it preempted with.")
     state = serializers.CharField()
-    reason = serializers.CharField(allow_blank=True)
-    sentence = serializers.CharField(help_text="The preemption's reason in plain words.")
+    rule = serializers.CharField(
+        allow_null=True,
+        help_text="The engine's rule: LowerPriority (lower-priority jobs), InQuota (lower-priority"
+        " jobs of the preemptor's quota), QuotaReclaim (quota other quotas borrowed beyond their"
+        " min); null for a record that does not say.",
+    )
+    reason = serializers.CharField(
+        allow_blank=True,
+        help_text="The engine's words for why the preemptor did not fit without evicting; empty"
+        " when the preemptor is another team's job (it may name that team's quota).",
+    )
+    sentence = serializers.CharField(help_text="The rule and the reason in plain words.")
     cost = serializers.JSONField()
     pods = serializers.JSONField()
     freed = serializers.JSONField()

@@ -33,3 +33,43 @@ def test_a_tenant_sees_other_tenants_victims_counted_not_named(alice_api, admin_
     assert "their-batch" not in alice_api.get(url).content.decode()
     full = admin_api.get(url).json()["why_pending"]["counterfactual"]
     assert full["evict_jobs"] == ["default/my-batch", "default/their-batch"]
+
+
+def test_a_preemption_explained_gives_the_rule_and_hides_another_teams_reason(
+    alice_api, bob_api, admin_api, world
+):
+    # bob's quota-reclaiming job took back what alice's batch job had borrowed.
+    victim = f.JobFactory(cluster=world.cluster, quota=world.team_a, name="borrower")
+    preemptor = f.JobFactory(cluster=world.cluster, quota=world.team_b, name="mine", priority=10)
+    reason = "Insufficient quotas, quotaName: team-b, exceedDimensions: [nvidia.com/gpu]"
+    cost = {"rule": "QuotaReclaim", "preemptor_priority": 5000, "highest_victim_priority": 7000}
+    preemption = f.PreemptionFactory(preemptor=preemptor, reason=reason, cost=cost)
+    f.VictimFactory(preemption=preemption, job=victim)
+    for_admin = admin_api.get(f"/api/v1/jobs/{victim.pk}/explain/").json()["why_preempted"][0]
+    assert for_admin["rule"] == "QuotaReclaim"
+    assert for_admin["preemptor"] == "default/mine"
+    assert for_admin["preemptor_priority"] == 5000  # as recorded, not the job's priority now
+    assert for_admin["reason"] == reason
+    assert for_admin["sentence"] == (
+        "Took back quota that other quotas had borrowed beyond their guaranteed minimum: the "
+        "preemptor's quota is still within its own minimum. Without that it did not fit, because "
+        "quota team-b has too little left."
+    )
+    # alice's job was the victim of bob's: the rule, not bob's job, nor its quota.
+    response = alice_api.get(f"/api/v1/jobs/{victim.pk}/explain/")
+    for_alice = response.json()["why_preempted"][0]
+    assert for_alice["rule"] == "QuotaReclaim"
+    assert for_alice["preemptor"] is None and for_alice["reason"] == ""
+    assert for_alice["sentence"] == for_admin["sentence"].partition(" Without")[0]
+    assert "team-b" not in response.content.decode()
+
+
+def test_a_preemption_recorded_before_the_rule_was_data_has_no_rule(alice_api, world):
+    victim = f.JobFactory(cluster=world.cluster, quota=world.team_a, name="old")
+    preemptor = f.JobFactory(cluster=world.cluster, quota=world.team_a, name="new", priority=9)
+    preemption = f.PreemptionFactory(preemptor=preemptor, reason="the block was needed", cost={})
+    f.VictimFactory(preemption=preemption, job=victim)
+    explained = alice_api.get(f"/api/v1/jobs/{victim.pk}/explain/").json()["why_preempted"][0]
+    assert explained["rule"] is None
+    assert explained["preemptor_priority"] == 9
+    assert explained["sentence"] == "the block was needed."

@@ -11,7 +11,7 @@ from koordweb.presenters.details import cost_lines, detail_lines
 from koordweb.presenters.reasons import (
     counterfactual_sentence,
     decision_sentence,
-    preemption_reason_sentence,
+    preemption_sentence,
 )
 
 ENGINE_WORDS = ("desiredOfferSlot", "exceedDimensions", "None slots", "quotaName", "{'", "e+")
@@ -253,9 +253,10 @@ def test_preemption_cost_and_reason_in_words() -> None:
         ("Freed", "256 cores and 128 GPUs"),
         ("Disruption budgets broken", "none"),
     ]
-    sentence = preemption_reason_sentence(
-        "lower-priority jobs evicted (priority 9000 over at most 5000): no candidate topology "
-        "nodes can accommodate job, desiredOfferSlot: 4, topology topologyNode BlockLayer/b1: 2"
+    sentence = preemption_sentence(
+        "no candidate topology nodes can accommodate job, desiredOfferSlot: 4, topology "
+        "topologyNode BlockLayer/b1: 2",
+        {**cost, "rule": "LowerPriority", "preemptor_priority": 9000},
     )
     assert sentence == (
         "Evicted lower-priority jobs: the preemptor has priority 9000, the victims 5000 at "
@@ -303,4 +304,67 @@ def test_a_topology_refusal_states_the_jobs_size_and_the_layer_it_needs() -> Non
     assert explained.sentence.startswith(
         "No spine has room for all 16 pods of the job together: the roomiest, spine s2, has "
         "room for 12 pods now."
+    )
+
+
+QUOTA_REASON = "Insufficient quotas, quotaName: team-a, exceedDimensions: [nvidia.com/gpu]"
+RULE_NAMES = ("LowerPriority", "InQuota", "QuotaReclaim")
+
+
+def _rule(rule: str, highest: int | None = 5000) -> dict[str, Any]:
+    return {"rule": rule, "preemptor_priority": 9000, "highest_victim_priority": highest}
+
+
+@pytest.mark.parametrize(
+    ("cost", "rule_sentence"),
+    [
+        (
+            _rule("LowerPriority"),
+            "Evicted lower-priority jobs: the preemptor has priority 9000, the victims 5000 at "
+            "most.",
+        ),
+        (
+            _rule("InQuota", 7000),
+            "Evicted lower-priority jobs of its own quota, to make room within the quota: the "
+            "preemptor has priority 9000, the victims 7000 at most.",
+        ),
+        (
+            # the victims' priority may be higher: reclaim does not depend on it
+            _rule("QuotaReclaim", 9500),
+            "Took back quota that other quotas had borrowed beyond their guaranteed minimum: the "
+            "preemptor's quota is still within its own minimum.",
+        ),
+        (_rule("LowerPriority", None), "Evicted lower-priority jobs."),
+    ],
+)
+def test_preemption_sentence_says_the_rule_then_why_the_preemptor_did_not_fit(
+    cost: dict[str, Any], rule_sentence: str
+) -> None:
+    assert preemption_sentence(QUOTA_REASON, cost) == (
+        f"{rule_sentence} Without that it did not fit, because quota team-a has too little left."
+    )
+    # Another team's preemptor: the rule only, never the reason (it names that team's quota).
+    assert preemption_sentence(QUOTA_REASON, cost, preemptor_named=False) == rule_sentence
+    for sentence in (
+        preemption_sentence(QUOTA_REASON, cost),
+        preemption_sentence("", cost),
+        preemption_sentence("something the engine said", cost),
+    ):
+        assert not any(name in sentence for name in RULE_NAMES), sentence
+        assert not any(word in sentence for word in ENGINE_WORDS), sentence
+
+
+def test_a_preemption_without_a_rule_is_said_by_its_reason() -> None:
+    # A record older than migration 0011 that it could not convert, or a rule this version does
+    # not know: the reason alone, in words; a tenant of another team reads no reason at all.
+    for cost in ({}, {"victim_jobs": 1}, {"rule": "SomePluginsRule", "preemptor_priority": 1}):
+        assert preemption_sentence(QUOTA_REASON, cost) == "Quota team-a has too little left."
+        assert preemption_sentence(QUOTA_REASON, cost, preemptor_named=False) == (
+            "Evicted to make room for it."
+        )
+    assert preemption_sentence("", None) == "Evicted to make room for it."
+    assert preemption_sentence("train-a needs block b1", {}) == "train-a needs block b1."
+    assert preemption_sentence("the node was drained", _rule("LowerPriority")) == (
+        "Evicted lower-priority jobs: the preemptor has priority 9000, the victims 5000 at most."
+        " Without that it did not fit: the node was drained"
     )
