@@ -38,6 +38,9 @@ class RoundSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
 
 
 class VictimSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+    """A victim job (`selectors.catalog.preemption_list` leaves out those the viewer may not
+    see)."""
+
     job_name = serializers.CharField(source="job.gang_id")
 
     class Meta:
@@ -81,6 +84,13 @@ class PreemptionSerializer(serializers.ModelSerializer):  # type: ignore[type-ar
             "created_at",
         ]
         read_only_fields = fields
+
+    def to_representation(self, instance: Preemption) -> dict[str, Any]:
+        data: dict[str, Any] = super().to_representation(instance)
+        if redactor_for(self.context).job_name(instance.preemptor.gang_id) is None:
+            # Why another team's job did not fit names its quota: only the rule is its business.
+            data["reason"] = ""
+        return data
 
     @extend_schema_field({"type": "object", "additionalProperties": True})
     def get_nominations(self, preemption: Preemption) -> Any:

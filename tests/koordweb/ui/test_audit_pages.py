@@ -10,7 +10,6 @@ import re
 from html import unescape
 from typing import Any
 
-import pytest
 from django.test import Client
 from django.urls import reverse
 
@@ -187,11 +186,6 @@ def test_victims_tenant_reads_no_word_of_the_other_teams_preemptor(
         assert "the preemptor has priority 9000" in _plain(as_bob.get(url).content.decode()), url
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="templates/job_detail.html passes `v.preemption.reason` to preemption_words: the rule "
-    "is in the row's cost, so it must pass the row (`v.preemption|preemption_words:...`)",
-)
 def test_victims_job_page_says_the_rule_of_the_other_teams_preemption(
     ui: Pages, as_bob: Client
 ) -> None:
