@@ -252,6 +252,7 @@ class RoundAdmin(admin.ModelAdmin):
         "preemption_count",
     )
     list_filter = ("cluster", "state", "trigger", "worker")
+    list_select_related = ("cluster",)
     date_hierarchy = "started_at"
     inlines = [DecisionInline]
     exclude = ("metrics",)
@@ -286,6 +287,8 @@ class DecisionAdmin(admin.ModelAdmin):
     list_filter = ("outcome",)
     search_fields = ("job__name", "reason")
     raw_id_fields = ("job", "round")
+    # A round names its cluster: one query for the page, not one per row.
+    list_select_related = ("job", "round__cluster")
 
 
 class VictimInline(admin.TabularInline):
@@ -300,4 +303,5 @@ class PreemptionAdmin(admin.ModelAdmin):
     list_filter = ("cluster", "state")
     search_fields = ("preemptor__name", "reason")
     raw_id_fields = ("preemptor", "round")
+    list_select_related = ("preemptor", "round__cluster")
     inlines = [VictimInline]

@@ -8,6 +8,8 @@ from django import forms
 from django.db.models import QuerySet
 
 from koordweb.models import Job
+from koordweb.presenters.quantities import resource_choices
+from koordweb.presenters.words import layer_word
 from koordweb.selectors.devices import VENDORS
 from scheduler.vocabulary import NVIDIA_GPU
 
@@ -35,7 +37,7 @@ class PodShapeForm(forms.Form):
     def __init__(self, *args: Any, resources: list[str], jobs: QuerySet[Job], **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.jobs = jobs
-        _choices(self, "resource").choices = [(r, r) for r in resources]
+        _choices(self, "resource").choices = resource_choices(resources)
         self.fields["resource"].initial = default_resource(resources)
         self.fields["job"].widget.choices = [("", "none")] + [(j.pk, str(j)) for j in jobs[:300]]
 
@@ -93,11 +95,13 @@ class PreemptionFilterForm(forms.Form):
 
 
 class QuotaResourceForm(forms.Form):
+    """The resource the quota chart shows: words with units on screen, the key submitted."""
+
     resource = forms.ChoiceField(label="Resource")
 
     def __init__(self, *args: Any, resources: list[str], **kwargs: Any):
         super().__init__(*args, **kwargs)
-        _choices(self, "resource").choices = [(r, r) for r in resources]
+        _choices(self, "resource").choices = resource_choices(resources)
 
 
 class ManifestUploadForm(forms.Form):
@@ -160,7 +164,9 @@ class JobSubmitForm(forms.Form):
         _choices(self, "priority_class").choices = [("", "cluster default")] + [
             (p, p) for p in priority_classes
         ]
-        _choices(self, "gather_layer").choices = [("", "no constraint")] + [(n, n) for n in layers]
+        _choices(self, "gather_layer").choices = [("", "no constraint")] + [
+            (n, layer_word(n)) for n in layers
+        ]
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}

@@ -50,4 +50,4 @@ class ClusterLease(models.Model):
         ordering = ["cluster"]
 
     def __str__(self) -> str:
-        return f"{self.cluster_id}: {self.owner_id or 'unowned'}"
+        return f"rounds of cluster {self.cluster.name}: {self.owner_id or 'no worker'}"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
@@ -152,6 +154,10 @@ class NodeMetric(models.Model):
         ordering = ["node", "-reported_at"]
         indexes = [models.Index(fields=["node", "-reported_at"])]
 
+    def __str__(self) -> str:
+        when = self.reported_at.astimezone(UTC)
+        return f"usage of node {self.node.name} reported {when:%Y-%m-%d %H:%M:%S} UTC"
+
 
 class DeviceTemplateConfig(models.Model):
     """A vendor template ConfigMap (e.g. Ascend vNPU templates), kept whole for round-trips."""
@@ -168,3 +174,6 @@ class DeviceTemplateConfig(models.Model):
                 fields=["cluster", "namespace", "name"], name="uniq_template_config"
             ),
         ]
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"

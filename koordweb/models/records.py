@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC
 from typing import Any
 
 from django.db import models
@@ -46,6 +47,11 @@ class Round(models.Model):
         ordering = ["-started_at", "-id"]
         indexes = [models.Index(fields=["cluster", "-started_at"])]
 
+    def __str__(self) -> str:
+        # The admin's title for a round: which, where and when (in UTC, as the round page).
+        when = self.started_at.astimezone(UTC)
+        return f"round {self.pk} of cluster {self.cluster.name}, {when:%Y-%m-%d %H:%M:%S} UTC"
+
 
 class Decision(models.Model):
     """What a round decided for one job: placed, preempting or unschedulable, and why."""
@@ -66,6 +72,9 @@ class Decision(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["job", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.get_outcome_display()}: job {self.job} in round {self.round_id}"
 
 
 def latest_decision(field: str) -> Subquery:
@@ -97,6 +106,10 @@ class Preemption(models.Model):
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["cluster", "-created_at"])]
 
+    def __str__(self) -> str:
+        when = self.created_at.astimezone(UTC)
+        return f"preemption by job {self.preemptor}, {when:%Y-%m-%d %H:%M:%S} UTC"
+
 
 class PreemptionVictim(models.Model):
     """One victim job of a preemption, with the pods evicted and the resources freed."""
@@ -110,3 +123,6 @@ class PreemptionVictim(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["preemption", "job"], name="uniq_victim"),
         ]
+
+    def __str__(self) -> str:
+        return f"job {self.job}, a victim of preemption {self.preemption_id}"

@@ -30,6 +30,7 @@ class PriorityClass(models.Model):
     description = models.CharField(max_length=500, blank=True)
 
     class Meta:
+        verbose_name_plural = "priority classes"
         ordering = ["cluster", "-value", "name"]
         constraints = [
             models.UniqueConstraint(fields=["cluster", "name"], name="uniq_priority_class"),

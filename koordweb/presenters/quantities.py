@@ -8,7 +8,8 @@ heading. GPU monitoring's amounts are here too: GPU-hours, percents and idle dur
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping
 
 from koordweb.quantity import Unit, resource_unit
 from scheduler.vocabulary import (
@@ -16,6 +17,7 @@ from scheduler.vocabulary import (
     CAMBRICON_MLU,
     CAMBRICON_MLU_VCORE,
     GPU_CORE,
+    GPU_MEMORY,
     GPU_MEMORY_RATIO,
     GPU_SHARED,
     HUAWEI_NPU,
@@ -39,11 +41,20 @@ WHOLE_DEVICES = {
 # Resources whose amount is a percentage of one card (100 = a whole card).
 CARD_SHARES = {
     GPU_CORE: "GPU core",
-    GPU_MEMORY_RATIO: "GPU memory",
+    GPU_MEMORY_RATIO: "share of a GPU's memory",
     GPU_SHARED: "GPU",
     RDMA: "RDMA NIC",
     NPU_CORE: "NPU core",
     CAMBRICON_MLU_VCORE: "MLU core",
+}
+# Byte-sized device memory, named so that it never reads as the node's memory.
+DEVICE_MEMORY = {GPU_MEMORY: "GPU memory"}
+# Vendors by a resource's domain, to tell apart resources that read the same ("GPUs").
+VENDOR_WORDS = {
+    "nvidia.com": "NVIDIA",
+    "amd.com": "AMD",
+    "dcu.com": "Hygon",
+    "koordinator.sh": "Koordinator",
 }
 # Display order in a pod shape: what people look at first.
 LEADING = (NVIDIA_GPU, HUAWEI_NPU, CAMBRICON_MLU, GPU_CORE)
@@ -73,12 +84,17 @@ def amount_in_unit(resource: str, amount: float) -> tuple[float, str]:
 
 
 def quantity_text(resource: str, amount: float | None) -> str:
-    """'64 cores', '512 GiB', '8 GPUs', '50% of a card (GPU core)', '1.5 cards of GPU core'."""
+    """'64 cores', '512 GiB', '8 GPUs', '50% of a card (GPU core)', '1.5 cards of GPU core',
+    '16 GiB of GPU memory', '25% of a GPU's memory'."""
     if amount is None:
         return "—"
     if resource in WHOLE_DEVICES:
         kind = WHOLE_DEVICES[resource]
         return f"{number(amount)} {kind}{'' if amount == 1 else 's'}"
+    if resource == GPU_MEMORY_RATIO:
+        if amount > 100:
+            return f"the memory of {number(amount / 100)} GPUs"
+        return f"{number(amount)}% of a GPU's memory"
     if resource in CARD_SHARES:
         kind = CARD_SHARES[resource]
         if amount > 100:
@@ -88,23 +104,49 @@ def quantity_text(resource: str, amount: float | None) -> str:
     if unit is Unit.MILLI:
         return f"{number(amount / MILLI)} cores"
     if unit is Unit.BYTES:
+        of = f" of {DEVICE_MEMORY[resource]}" if resource in DEVICE_MEMORY else ""
         if 0 < amount < GIB / 10:
-            return f"{number(amount / MIB)} MiB"
-        return f"{number(amount / GIB)} GiB"
+            return f"{number(amount / MIB)} MiB{of}"
+        return f"{number(amount / GIB)} GiB{of}"
     if resource == "pods":
         return f"{number(amount)} pods"
     return f"{number(amount)} {resource_name(resource)}"
 
 
 def resource_name(resource: str) -> str:
-    """A short name people say: 'GPUs' for nvidia.com/gpu, 'memory', else the last segment."""
+    """A short name people say: 'GPUs' for nvidia.com/gpu, 'memory', 'GPU memory' for
+    koordinator.sh/gpu-memory, else the last segment."""
     if resource in WHOLE_DEVICES:
         return f"{WHOLE_DEVICES[resource]}s"
     if resource in CARD_SHARES:
         return CARD_SHARES[resource]
+    if resource in DEVICE_MEMORY:
+        return DEVICE_MEMORY[resource]
     if resource == "cpu":
         return "CPU"
     return resource.rsplit("/", 1)[-1]
+
+
+def resource_label(resource: str) -> str:
+    """A resource as a heading or a choice names it, with its unit: 'GPUs', 'CPU (cores)',
+    'Memory (GiB)', 'GPU memory (GiB)', 'Share of a GPU's memory (% of a card)'."""
+    name = resource_name(resource)
+    unit = amount_in_unit(resource, 0)[1]
+    label = name if unit in ("", "cards", name) else f"{name} ({unit})"
+    return label[:1].upper() + label[1:]
+
+
+def resource_choices(resources: Iterable[str]) -> list[tuple[str, str]]:
+    """(key, label) pairs for a picker: the key is submitted, the label shown; resources that
+    read the same ('GPUs' of NVIDIA and AMD) are told apart by their vendor."""
+    labels = [(key, resource_label(key)) for key in resources]
+    seen = Counter(label for _, label in labels)
+    return [(key, label if seen[label] == 1 else _with_vendor(key, label)) for key, label in labels]
+
+
+def _with_vendor(resource: str, label: str) -> str:
+    domain = resource.split("/", 1)[0] if "/" in resource else ""
+    return f"{label} ({VENDOR_WORDS.get(domain, domain or 'Kubernetes')})"
 
 
 def shape_text(requests: Mapping[str, int]) -> str:

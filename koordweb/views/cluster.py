@@ -16,6 +16,7 @@ from koordweb.figures.topology import TreeNode, domain_sunburst, topology_graph
 from koordweb.forms import DeviceFilterForm, PodShapeForm
 from koordweb.models import Cluster, JobState
 from koordweb.presenters.quantities import amount_in_unit, resource_name, shape_text
+from koordweb.presenters.words import domain_text, layer_word
 from koordweb.selectors.devices import VENDORS, Card, device_counts, device_grid
 from koordweb.selectors.jobs import job_node_names
 from koordweb.selectors.topology import (
@@ -73,6 +74,24 @@ def _free_in_unit(resource: str, amount: int) -> float:
     if resource.endswith("gpu-core"):
         return round(amount / 100, 2)  # percent of a card -> cards
     return round(amount_in_unit(resource, amount)[0], 2)
+
+
+def domain_rows(entries: list[TreeNode], *, limit: int = 200) -> list[dict[str, Any]]:
+    """The topology page's table: every domain between the root and the nodes, its layer and
+    parent in words ('block', 'spine s3', 'the whole cluster'), never a layer's key."""
+    return [
+        {
+            "layer": layer_word(e.layer),
+            "label": e.label,
+            "parent": domain_text(e.parent),
+            "nodes": e.nodes,
+            "allocated_pct": e.allocated_pct,
+            "free": e.free,
+            "slots": e.slots,
+        }
+        for e in entries
+        if e.layer != NODE_LAYER and e.depth > 0
+    ][:limit]
 
 
 def placement_keys(tree: TopologyTree, node_names: set[str]) -> set[str]:
@@ -136,8 +155,8 @@ def topology(request: HttpRequest) -> HttpResponse:
         "sunburst": domain_sunburst(entries, highlighted=highlighted, unit=unit),
         "graph": topology_graph(entries, highlighted=highlighted, unit=unit),
         "outside": tree.outside,
-        "layers": tree.layers,
-        "domains": [e for e in entries if e.layer not in (NODE_LAYER,) and e.depth > 0][:200],
+        "layers": [layer_word(layer) for layer in tree.layers],
+        "domains": domain_rows(entries),
         "root": entries[0] if entries else None,
         "resource": resource,
         "free_unit": free_unit(resource),

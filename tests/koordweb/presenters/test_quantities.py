@@ -10,6 +10,9 @@ from koordweb.presenters.quantities import (
     gpu_hours_text,
     percent_text,
     quantity_text,
+    resource_choices,
+    resource_label,
+    resource_name,
     shape_text,
 )
 
@@ -23,7 +26,8 @@ GIB = 1024**3
         ("memory", 1536 * 1024**2, "1.5 GiB"),
         ("memory", 64 * 1024**2, "64 MiB"),
         ("cambricon.com/mlu.smlu.vmemory", 8589934592, "8 GiB"),
-        ("koordinator.sh/gpu-memory", 42949672960, "40 GiB"),
+        ("koordinator.sh/gpu-memory", 42949672960, "40 GiB of GPU memory"),
+        ("koordinator.sh/gpu-memory", 512 * 1024**2, "0.5 GiB of GPU memory"),
         ("cpu", 64000, "64 cores"),
         ("cpu", 500, "0.5 cores"),
         ("cpu", 15_000_000, "15,000 cores"),
@@ -32,7 +36,8 @@ GIB = 1024**3
         ("huawei.com/npu", 16, "16 NPUs"),
         ("koordinator.sh/gpu-core", 50, "50% of a card (GPU core)"),
         ("koordinator.sh/gpu-core", 800, "8 cards of GPU core"),
-        ("koordinator.sh/gpu-memory-ratio", 25, "25% of a card (GPU memory)"),
+        ("koordinator.sh/gpu-memory-ratio", 25, "25% of a GPU's memory"),
+        ("koordinator.sh/gpu-memory-ratio", 200, "the memory of 2 GPUs"),
         ("pods", 110, "110 pods"),
         ("example.com/widget", 3, "3 widget"),
         ("memory", None, "—"),
@@ -41,6 +46,46 @@ GIB = 1024**3
 def test_quantity_text(resource: str, amount: int | None, text: str) -> None:
     assert quantity_text(resource, amount) == text
     assert "e+" not in text
+
+
+def test_the_two_gpu_memory_shares_read_apart() -> None:
+    """Bytes of GPU memory and a percent of a card's memory are different requests: their
+    names, labels and amounts never read the same, and never as the node's memory."""
+    gib, ratio = "koordinator.sh/gpu-memory", "koordinator.sh/gpu-memory-ratio"
+    assert resource_name(gib) == "GPU memory"
+    assert resource_name(ratio) == "share of a GPU's memory"
+    assert resource_label(gib) == "GPU memory (GiB)"
+    assert resource_label(ratio) == "Share of a GPU's memory (% of a card)"
+    assert quantity_text(gib, 16 * GIB) != quantity_text("memory", 16 * GIB)
+    assert "gpu-memory" not in resource_name(gib) + resource_label(gib) + resource_label(ratio)
+    shape = {"koordinator.sh/gpu-core": 50, gib: 16 * GIB, ratio: 50, "memory": 16 * GIB}
+    assert shape_text(shape) == (
+        "50% of a card (GPU core), 16 GiB, 16 GiB of GPU memory, 50% of a GPU's memory"
+    )
+
+
+@pytest.mark.parametrize(
+    ("resource", "label"),
+    [
+        ("nvidia.com/gpu", "GPUs"),
+        ("cpu", "CPU (cores)"),
+        ("memory", "Memory (GiB)"),
+        ("pods", "Pods"),
+        ("koordinator.sh/gpu-core", "GPU core (% of a card)"),
+        ("huawei.com/npu", "NPUs"),
+    ],
+)
+def test_resource_label_is_a_word_with_its_unit(resource: str, label: str) -> None:
+    assert resource_label(resource) == label
+
+
+def test_resource_choices_keep_keys_and_tell_apart_same_words() -> None:
+    choices = resource_choices(["amd.com/gpu", "cpu", "nvidia.com/gpu"])
+    assert choices == [
+        ("amd.com/gpu", "GPUs (AMD)"),
+        ("cpu", "CPU (cores)"),
+        ("nvidia.com/gpu", "GPUs (NVIDIA)"),
+    ]
 
 
 def test_shape_text_puts_accelerators_first() -> None:
