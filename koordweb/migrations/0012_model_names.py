@@ -7,7 +7,7 @@ from django.db import migrations
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("koordweb", "0010_pod_intent_fewer_indexes"),
+        ("koordweb", "0011_preemption_rule_data"),
     ]
 
     operations = [
