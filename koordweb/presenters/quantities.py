@@ -33,16 +33,18 @@ MIB = 1024**2
 # Resources whose amount is a number of whole cards.
 WHOLE_DEVICES = {
     NVIDIA_GPU: "GPU",
-    KOORD_GPU: "GPU",
     HUAWEI_NPU: "NPU",
     CAMBRICON_MLU: "MLU",
     AMD_GPU: "GPU",
+    # Koordinator's count of cards a shared request spreads over (with a core or memory share).
+    GPU_SHARED: "shared GPU",
 }
 # Resources whose amount is a percentage of one card (100 = a whole card).
 CARD_SHARES = {
+    # Koordinator's own GPU percentage: core and memory at once (200 = two whole cards).
+    KOORD_GPU: "GPU",
     GPU_CORE: "GPU core",
     GPU_MEMORY_RATIO: "share of a GPU's memory",
-    GPU_SHARED: "GPU",
     RDMA: "RDMA NIC",
     NPU_CORE: "NPU core",
     CAMBRICON_MLU_VCORE: "MLU core",
@@ -85,12 +87,18 @@ def amount_in_unit(resource: str, amount: float) -> tuple[float, str]:
 
 def quantity_text(resource: str, amount: float | None) -> str:
     """'64 cores', '512 GiB', '8 GPUs', '50% of a card (GPU core)', '1.5 cards of GPU core',
-    '16 GiB of GPU memory', '25% of a GPU's memory'."""
+    '16 GiB of GPU memory', '25% of a GPU's memory', '2 GPUs' (koordinator.sh/gpu: 200), '2 shared
+    GPUs' (koordinator.sh/gpu.shared: 2)."""
     if amount is None:
         return "—"
     if resource in WHOLE_DEVICES:
         kind = WHOLE_DEVICES[resource]
         return f"{number(amount)} {kind}{'' if amount == 1 else 's'}"
+    if resource == KOORD_GPU:
+        if amount >= 100:
+            cards = amount / 100
+            return f"{number(cards)} GPU{'' if cards == 1 else 's'}"
+        return f"{number(amount)}% of a GPU"
     if resource == GPU_MEMORY_RATIO:
         if amount > 100:
             return f"the memory of {number(amount / 100)} GPUs"

@@ -38,6 +38,13 @@ GIB = 1024**3
         ("koordinator.sh/gpu-core", 800, "8 cards of GPU core"),
         ("koordinator.sh/gpu-memory-ratio", 25, "25% of a GPU's memory"),
         ("koordinator.sh/gpu-memory-ratio", 200, "the memory of 2 GPUs"),
+        # Koordinator's own GPU percentage (core and memory at once), and the count of cards a
+        # shared request spreads over: not to be read the other way round.
+        ("koordinator.sh/gpu", 200, "2 GPUs"),
+        ("koordinator.sh/gpu", 100, "1 GPU"),
+        ("koordinator.sh/gpu", 50, "50% of a GPU"),
+        ("koordinator.sh/gpu.shared", 1, "1 shared GPU"),
+        ("koordinator.sh/gpu.shared", 2, "2 shared GPUs"),
         ("pods", 110, "110 pods"),
         ("example.com/widget", 3, "3 widget"),
         ("memory", None, "—"),
