@@ -14,6 +14,7 @@ import networkx as nx
 import plotly.graph_objects as go
 
 from koordweb.figures.base import ALLOCATION_SCALE, base_layout, figure_dict
+from koordweb.presenters.words import domain_text
 
 HIGHLIGHT = "#d6336c"
 
@@ -33,7 +34,7 @@ class TreeNode:
 
 def _hover(entry: TreeNode, unit: str) -> str:
     return (
-        f"<b>{entry.layer}/{entry.label}</b><br>{entry.nodes} node(s), "
+        f"<b>{domain_text(f'{entry.layer}/{entry.label}')}</b><br>{entry.nodes} node(s), "
         f"{entry.allocated_pct:g}% allocated<br>free {unit}: {entry.free:g}"
         f"<br>free slots: {entry.slots}"
     )

@@ -35,6 +35,24 @@ def domain_text(label: Any) -> str:
     return f"{layer_word(layer)} {name}"
 
 
+def topology_rule_text(spec: Any) -> str:
+    """A job's network-topology rule in words: 'all in one block; preferably in one spine'."""
+    spec = spec if isinstance(spec, dict) else {}
+    parts: list[str] = []
+    for rule in spec.get("gatherStrategy") or []:
+        if not isinstance(rule, dict):
+            continue
+        where = layer_word(str(rule.get("layer") or ""))
+        if rule.get("strategy") == "MustGather":
+            parts.append(f"all in one {where}")
+        else:
+            parts.append(f"preferably in one {where}")
+    multiple = spec.get("podCountMultiple")
+    if isinstance(multiple, int) and multiple > 1:
+        parts.append(f"pods placed in multiples of {multiple}")
+    return "; ".join(parts) or "no constraint"
+
+
 def pods(n: Any) -> str:
     count = int(n) if isinstance(n, (int, float)) else 0
     return f"{number(count)} pod{'' if count == 1 else 's'}"

@@ -2,7 +2,8 @@
 
 - `{{ amount|quantity:"memory" }}`: an amount with its unit ('512 GiB', '64 cores', '8 GPUs');
 - `{{ decision|decision_words }}`: a Decision row's sentence and details (for includes/why.html);
-- `{{ preemption|preemption_words }}`: a recorded preemption (its rule and reason) in words.
+- `{{ preemption|preemption_words }}`: a recorded preemption (its rule and reason) in words;
+- `{{ job.topology_spec|topology_words }}`: a network-topology rule ('all in one block').
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from koordweb.presenters.reasons import (
     decision_sentence,
     preemption_sentence,
 )
+from koordweb.presenters.words import topology_rule_text
 
 register = template.Library()
 
@@ -41,3 +43,8 @@ def preemption_words(preemption: Any, preemptor_named: bool = True) -> str:
     else:
         reason, cost = preemption.reason, preemption.cost
     return preemption_sentence(reason, cost, preemptor_named=bool(preemptor_named))
+
+
+@register.filter
+def topology_words(spec: Any) -> str:
+    return topology_rule_text(spec)

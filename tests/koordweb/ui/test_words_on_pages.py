@@ -133,3 +133,29 @@ def test_topology_shape_picker_shows_words(ui: Pages, as_admin: Client) -> None:
     options = option_texts(html, "resource")
     assert options["nvidia.com/gpu"] == "GPUs"
     assert all(not RAW_KEY.search(text) for text in options.values()), options
+
+
+def test_job_page_and_topology_hover_say_layers_in_words(ui: Pages, as_admin: Client) -> None:
+    from koordweb.presenters.words import topology_rule_text
+
+    spec = {
+        "gatherStrategy": [
+            {"layer": "SpineLayer", "strategy": "PreferGather"},
+            {"layer": "BlockLayer", "strategy": "MustGather"},
+        ]
+    }
+    assert topology_rule_text(spec) == "preferably in one spine; all in one block"
+    assert topology_rule_text({}) == "no constraint"
+    Job.objects.filter(pk=ui.running.pk).update(topology_spec=spec)
+    html = as_admin.get(reverse("job-detail", args=[ui.running.pk])).content.decode()
+    assert "preferably in one spine; all in one block" in html
+    assert "MustGather" not in html and "PreferGather" not in html
+    from koordweb.figures.topology import TreeNode, domain_sunburst
+
+    tree = [
+        TreeNode("root", "", "", "ClusterTopologyLayer", 0, 2, 50.0, 8, 2),
+        TreeNode("b1", "b1", "root", "BlockLayer", 1, 2, 50.0, 8, 2),
+    ]
+    hovers = domain_sunburst(tree)["data"][0]["hovertext"]
+    assert hovers[1].startswith("<b>block b1</b>") and hovers[0].startswith("<b>the whole cluster")
+    assert not any(RAW_LAYER.search(text) for text in hovers), hovers
