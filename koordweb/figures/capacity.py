@@ -10,7 +10,13 @@ from collections.abc import Mapping, Sequence
 import plotly.graph_objects as go
 
 from koordweb.figures.base import base_layout, figure_dict, percent
-from koordweb.presenters.quantities import amount_in_unit, number, quantity_text, resource_name
+from koordweb.presenters.quantities import (
+    amount_in_unit,
+    number,
+    quantity_text,
+    resource_label,
+    resource_name,
+)
 
 
 def capacity_bars(usage: Sequence[tuple[str, float, float]], *, title: str = "") -> dict:
@@ -152,8 +158,7 @@ def quota_bars(
     used = [amount_in_unit(resource, q[3].get(resource, 0))[0] for q in quotas]
     guaranteed = [min(u, m) for u, m in zip(used, mins, strict=True)]
     borrowed = [round(max(u - m, 0), 2) for u, m in zip(used, mins, strict=True)]
-    unit = amount_in_unit(resource, 0)[1]
-    title = resource_name(resource) + (f" ({unit})" if unit not in ("", "cards") else "")
+    title = resource_label(resource)
     traces: list[go.BaseTraceType] = [
         go.Bar(x=names, y=guaranteed, name="used within min", marker={"color": "#2f6fb3"}),
         go.Bar(x=names, y=borrowed, name="borrowed above min", marker={"color": "#f2b134"}),
