@@ -16,6 +16,7 @@ from itertools import chain
 from typing import Any
 
 from django.db.models import JSONField, QuerySet
+from django.db.models.expressions import Col
 from django.db.models.sql.constants import MULTI
 
 
@@ -31,7 +32,7 @@ def rows_read(queryset: QuerySet[Any, Any]) -> list[tuple[Any, ...]]:
     steps: list[tuple[int, Callable[[Any], Any]]] = []
     for position, (convs, expression) in converters.items():
         field = getattr(expression, "output_field", None)
-        if isinstance(field, JSONField) and type(expression).__name__ == "Col":
+        if isinstance(field, JSONField) and isinstance(expression, Col):
             steps.append((position, _json_once(field)))
         else:
             steps.append((position, _converted(convs, expression, connection)))

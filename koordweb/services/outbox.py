@@ -71,15 +71,6 @@ class _Pending(NamedTuple):
     annotations: dict[str, str]
 
 
-class _Recorded(NamedTuple):
-    """What recording an enacted action needs of its pod."""
-
-    id: int
-    job_id: int
-    annotations: dict[str, str]
-    node_id: int | None
-
-
 _PENDING_FIELDS = (
     "id",
     "kind",
@@ -119,10 +110,7 @@ def intents_enact(*, cluster: Cluster, backend: ClusterBackend, now: datetime) -
         plan, settled = _plan_of(batch, set(nodes))
         report = backend.enact(cluster, plan, now=now) if len(plan) else EnactReport()
         with transaction.atomic():
-            pods = {
-                it.pod_id: _Recorded(it.pod_id, it.job_id, it.annotations, it.on_node)
-                for it in batch
-            }
+            pods = {it.pod_id: it for it in batch}
             _enact_record(cluster_nodes=nodes, pods=pods, plan=plan, report=report, now=now)
             _preemption_states(plan, report)
             summary.dropped += _mark(batch, report, settled, now)
@@ -285,7 +273,7 @@ def _prune(cluster: Cluster, now: datetime) -> None:
 def _enact_record(
     *,
     cluster_nodes: dict[str, int],
-    pods: dict[int, _Recorded],
+    pods: dict[int, _Pending],
     plan: EnactPlan,
     report: EnactReport,
     now: datetime,
@@ -337,7 +325,7 @@ def _enact_record(
             for n in plan.nominations
             if n.pod_id in nominated
             and n.pod_id in pods
-            and pods[n.pod_id].node_id is None
+            and pods[n.pod_id].on_node is None
             and (not n.node or n.node in cluster_nodes)
         ],
     )
