@@ -107,6 +107,10 @@ class EnactReport:
 class ClusterBackend(Protocol):
     """What a round needs from a cluster."""
 
+    # How many intents one `enact` call is given; their outcomes are recorded after each call,
+    # so a worker that dies while enacting redoes at most this many (each action idempotent).
+    enact_chunk: int
+
     def prepare(self, cluster: Cluster) -> None:
         """Before the round's transaction: wait for what `sync` reads (the kubernetes backend's
         watch mirror lists every kind once), so that no wait happens inside it."""

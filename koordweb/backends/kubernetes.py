@@ -46,6 +46,8 @@ def client_from_settings(scheduler_name: str) -> KubeClusterClient:
 
 class KubernetesBackend:
     name = "kubernetes"
+    # Each intent is a call to the API server: outcomes are recorded every 2,000 of them.
+    enact_chunk = 2000
 
     def __init__(self, client: KubeClusterClient) -> None:
         self.client = client

@@ -21,6 +21,9 @@ from koordweb.rows import pods as pod_services
 
 class SimulatedBackend:
     name = "simulated"
+    # Enacting is a few statements on the database that is the cluster: a round's whole plan
+    # is one call.
+    enact_chunk = 50_000
 
     def prepare(self, cluster: Cluster) -> None:
         """The database is the cluster: nothing to wait for."""

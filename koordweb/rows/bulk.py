@@ -1,11 +1,11 @@
 """Many rows at once, in the fewest statements: the round's hot path writes thousands a round.
 
 Django's bulk_update builds CASE expressions, bulk_create builds a model instance per row, and
-psycopg's client-side binding (Django's default) quotes every element of a large array in
-Python: each costs seconds at 5,000 rows. These write plain values. On PostgreSQL they go
-through a server-side-binding cursor of the same connection (so the same transaction): inserts
-with COPY, updates as one UPDATE ... FROM unnest(arrays) per chunk, with arrays sent as
-parameters; elsewhere (SQLite) one prepared statement run for each row.
+psycopg dumps every element of a list parameter in Python: each costs seconds at 5,000 rows.
+These write plain values. On PostgreSQL they go through a server-side-binding cursor of the same
+connection (so the same transaction): inserts with COPY, updates as one UPDATE ... FROM
+unnest(arrays) per chunk, each array sent as one text literal (`rows.arrays`); elsewhere (SQLite)
+one prepared statement run for each row.
 
 Values are given in `fields` order as Python values (foreign keys as ids, JSON fields as Python
 objects, choices as their values).
@@ -21,6 +21,8 @@ from typing import Any
 import psycopg
 from django.db import connection
 from django.db.models import Field, JSONField, Model
+
+from koordweb.rows.arrays import array_literal, int_array_literal
 
 CHUNK = 5000
 
@@ -66,8 +68,10 @@ def rows_write(model: type[Model], fields: Sequence[str], rows: Sequence[Sequenc
     with _server_cursor() as cursor:
         for start in range(0, len(rows), CHUNK):
             chunk = rows[start : start + CHUNK]
-            arrays_of = [[prep(row[i + 1]) for row in chunk] for i, prep in enumerate(prepare)]
-            cursor.execute(sql, [*arrays_of, [row[0] for row in chunk]])
+            arrays_of = [
+                array_literal(prep(row[i + 1]) for row in chunk) for i, prep in enumerate(prepare)
+            ]
+            cursor.execute(sql, [*arrays_of, int_array_literal(row[0] for row in chunk)])
 
 
 def rows_insert(model: type[Model], fields: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
@@ -107,7 +111,21 @@ def rows_set(model: type[Model], ids: Sequence[int], **values: Any) -> int:
     params = [_plain(c)(values[c.name]) for c in columns]
     sql = f"UPDATE {quote(model._meta.db_table)} SET {assignments} WHERE id = ANY(%s::bigint[])"
     with _server_cursor() as cursor:
-        cursor.execute(sql, [*params, list(ids)])
+        cursor.execute(sql, [*params, int_array_literal(ids)])
+        return cursor.rowcount
+
+
+def rows_delete(model: type[Model], ids: Sequence[int]) -> int:
+    """Delete the rows `ids` of a model nothing refers to (no cascade is looked for): one
+    statement with the ids as one array parameter on PostgreSQL. Returns how many went."""
+    if not ids:
+        return 0
+    if connection.vendor != "postgresql":
+        return model._default_manager.filter(pk__in=list(ids))._raw_delete(connection.alias)
+    table = connection.ops.quote_name(model._meta.db_table)
+    with _server_cursor() as cursor:
+        sql = f"DELETE FROM {table} WHERE id = ANY(%s::bigint[])"
+        cursor.execute(sql, [int_array_literal(ids)])
         return cursor.rowcount
 
 

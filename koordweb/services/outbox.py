@@ -1,9 +1,10 @@
-"""The round's outbox: intents written with the plan, enacted after it commits, marked done.
+"""The round's outbox: intents written with the plan, enacted after it commits, then gone.
 
 `backends.intents.intents_write` writes them inside the round's transaction; `intents_enact` runs
 after it, outside any transaction: it reads pending intents in enact order, asks the backend to
-apply them (cluster calls only), then records the outcomes and marks the intents done in one short
-transaction per chunk.
+apply them (cluster calls only), then records the outcomes in one short transaction per chunk
+(`backend.enact_chunk` intents): an intent done is deleted in it (what it did is in the pod's and
+the job's rows and the round's counts), one dropped is kept a day with the cluster's reason.
 Pending intents left by a worker that died are enacted by the next round before it plans; every
 action is idempotent, so a chunk enacted twice binds, evicts or creates nothing twice.
 """
@@ -30,11 +31,9 @@ from koordweb.backends.base import (
 )
 from koordweb.models import Cluster, Intent, Job, JobState, Node, Pod, PodPhase, Preemption
 from koordweb.rows import pods as pod_services
-from koordweb.rows.bulk import rows_set, rows_write
+from koordweb.rows.bulk import rows_delete, rows_set, rows_write
 from koordweb.rows.read import rows_read
 
-CHUNK = 2000  # intents enacted between two outcome records
-KEEP_DONE = timedelta(minutes=10)  # done intents are kept this long, for a look after the fact
 KEEP_DROPPED = timedelta(days=1)  # dropped ones carry the cluster's reason: kept longer
 
 
@@ -68,7 +67,6 @@ class _Pending(NamedTuple):
     on_node: int | None
     job_id: int
     job_state: str
-    annotations: dict[str, str]
 
 
 _PENDING_FIELDS = (
@@ -86,7 +84,6 @@ _PENDING_FIELDS = (
     "pod__node_id",
     "pod__job_id",
     "pod__job__state",
-    "pod__annotations",
 )
 
 
@@ -100,7 +97,7 @@ def intents_enact(*, cluster: Cluster, backend: ClusterBackend, now: datetime) -
             for row in rows_read(
                 Intent.objects.filter(cluster=cluster, state=Intent.State.PENDING)
                 .order_by("step", "id")
-                .values_list(*_PENDING_FIELDS)[:CHUNK]
+                .values_list(*_PENDING_FIELDS)[: backend.enact_chunk]
             )
         ]
         if not batch:
@@ -111,7 +108,10 @@ def intents_enact(*, cluster: Cluster, backend: ClusterBackend, now: datetime) -
         report = backend.enact(cluster, plan, now=now) if len(plan) else EnactReport()
         with transaction.atomic():
             pods = {it.pod_id: it for it in batch}
-            _enact_record(cluster_nodes=nodes, pods=pods, plan=plan, report=report, now=now)
+            binds = {it.pod_id: it.id for it in batch if it.kind == Intent.Kind.BIND}
+            _enact_record(
+                cluster_nodes=nodes, pods=pods, binds=binds, plan=plan, report=report, now=now
+            )
             _preemption_states(plan, report)
             summary.dropped += _mark(batch, report, settled, now)
         summary.intents += len(batch)
@@ -215,15 +215,21 @@ def _mark(
     settled: dict[int, tuple[str, str]],
     now: datetime,
 ) -> int:
-    """Mark the intents with their outcomes: one UPDATE per distinct outcome."""
-    groups: dict[tuple[str, str], list[int]] = defaultdict(list)
+    """Settle the intents: the done ones deleted, the dropped ones marked with their reason (one
+    UPDATE per distinct reason). Returns how many were dropped."""
+    done: list[int] = []
+    dropped: dict[str, list[int]] = defaultdict(list)
     accepted = _Accepted(set(report.bound), set(report.nominated), set(report.deleted))
     for intent in intents:
         state, outcome = settled.get(intent.id) or _outcome(intent, report, accepted)
-        groups[(state, outcome[:2000])].append(intent.id)
-    for (state, outcome), ids in groups.items():
-        rows_set(Intent, ids, state=state, outcome=outcome, done_at=now)
-    return sum(len(ids) for (state, _), ids in groups.items() if state == Intent.State.DROPPED)
+        if state == Intent.State.DONE:
+            done.append(intent.id)
+        else:
+            dropped[outcome[:2000]].append(intent.id)
+    rows_delete(Intent, done)
+    for outcome, ids in dropped.items():
+        rows_set(Intent, ids, state=Intent.State.DROPPED, outcome=outcome, done_at=now)
+    return sum(len(ids) for ids in dropped.values())
 
 
 def _preemption_states(plan: EnactPlan, report: EnactReport) -> None:
@@ -262,11 +268,10 @@ def _merge(total: EnactReport, part: EnactReport) -> None:
 
 
 def _prune(cluster: Cluster, now: datetime) -> None:
-    Intent.objects.filter(
-        cluster=cluster, state=Intent.State.DONE, done_at__lt=now - KEEP_DONE
-    ).delete()
-    Intent.objects.filter(
-        cluster=cluster, state=Intent.State.DROPPED, done_at__lt=now - KEEP_DROPPED
+    """Settled intents past their keeping time go (dropped ones; done ones an older version
+    kept)."""
+    Intent.objects.filter(cluster=cluster, done_at__lt=now - KEEP_DROPPED).exclude(
+        state=Intent.State.PENDING
     ).delete()
 
 
@@ -274,13 +279,14 @@ def _enact_record(
     *,
     cluster_nodes: dict[str, int],
     pods: dict[int, _Pending],
+    binds: dict[int, int],
     plan: EnactPlan,
     report: EnactReport,
     now: datetime,
 ) -> None:
     """Write down what the cluster accepted of a plan (whichever backend enacted it): plain
     values in batched writes, model instances only for the few evicted pods and their jobs.
-    `pods`: the plan's pods as its intents were read."""
+    `pods`: the plan's pods as its intents were read; `binds`: pod id -> its bind intent."""
     rows_write(Pod, ["uid"], [(i, uid) for i, uid in report.created.items() if i in pods])
     for job in Job.objects.filter(id__in=list(report.refused_jobs)):
         pod_services.job_mark_failed(job=job, reason=report.refused_jobs[job.id], now=now)
@@ -300,22 +306,8 @@ def _enact_record(
     }
     for job in Job.objects.filter(id__in=list(preemptors)):
         pod_services.job_mark_preempting(job=job, preemptor=preemptors[job.id])
-    bound = {i for i in report.bound if i in pods}
-    rows_write(
-        Pod,
-        ["node", "nominated_node", "bound_at", "annotations"],
-        [
-            (
-                b.pod_id,
-                cluster_nodes[b.node],
-                None,
-                now,
-                {**pods[b.pod_id].annotations, **b.annotations},
-            )
-            for b in plan.bindings
-            if b.pod_id in bound
-        ],
-    )
+    bound = {i for i in report.bound if i in binds}
+    pod_services.pods_bind(intent_ids=[binds[i] for i in bound], now=now)
     nominated = set(report.nominated)
     rows_write(
         Pod,

@@ -139,3 +139,59 @@ def test_rows_read_equals_values_list() -> None:
     # Equal JSON texts are decoded once: the two rows share the object.
     assert read[0][labels] is read[1][labels]
     assert rows_read(Pod.objects.none().values_list("id")) == []
+
+
+ODD_TEXTS = ['say "hi"', "back\\slash", "a,b", "{braces}", "NULL", "", "ünï ✓", " lead", "x\ny"]
+
+
+def test_rows_write_carries_texts_an_array_literal_must_escape() -> None:
+    cluster = ClusterFactory()
+    pods = PodFactory.create_batch(len(ODD_TEXTS), job=JobFactory(cluster=cluster))
+    rows_write(
+        Pod,
+        ["annotations", "uid"],
+        [
+            (p.id, {"note": text, text: "key"}, text)
+            for p, text in zip(pods, ODD_TEXTS, strict=True)
+        ],
+    )
+    stored = {p.id: p for p in Pod.objects.filter(cluster=cluster)}
+    for pod, text in zip(pods, ODD_TEXTS, strict=True):
+        assert stored[pod.id].annotations == {"note": text, text: "key"}
+        assert stored[pod.id].uid == text
+
+
+def test_rows_delete_removes_only_the_rows_named() -> None:
+    from koordweb.rows.bulk import rows_delete
+
+    pods = PodFactory.create_batch(3)
+    now = timezone.now()
+    rows_insert(
+        Intent,
+        (
+            "cluster",
+            "pod",
+            "kind",
+            "step",
+            "state",
+            "node",
+            "uid",
+            "payload",
+            "outcome",
+            "created_at",
+        ),
+        [(p.cluster_id, p.id, "bind", 1, "pending", "", "", {}, "", now) for p in pods],
+    )
+    ids = sorted(Intent.objects.values_list("id", flat=True))
+    assert rows_delete(Intent, ids[:2]) == 2
+    assert list(Intent.objects.values_list("id", flat=True)) == ids[2:]
+    assert rows_delete(Intent, []) == 0
+
+
+def test_array_literals_quote_and_refuse() -> None:
+    from koordweb.rows.arrays import array_literal, int_array_literal
+
+    assert int_array_literal([3, 1]) == "{3,1}" and int_array_literal([]) == "{}"
+    assert array_literal([None, True, 2, 'a"b\\c']) == '{NULL,t,2,"a\\"b\\\\c"}'
+    with pytest.raises(TypeError, match="no array literal for a dict"):
+        array_literal([{"a": 1}])

@@ -185,5 +185,6 @@ def test_a_nomination_past_its_waiting_time_is_given_up(db):
     assert late.state == JobState.PENDING
     # Past its waiting time it lets the node go, through an intent (so in a cluster too).
     assert Pod.objects.get(name="late-0").nominated_node is None
-    given_up = rnd.intents.get(kind="nominate")
-    assert (given_up.node, given_up.state) == ("", "done")
+    # The intent that gave it up was enacted (so deleted), and counted by the round.
+    assert not rnd.intents.exists()
+    assert rnd.metrics["intents"] >= 1

@@ -1,0 +1,112 @@
+"""The outbox's settled intents and the bind write that goes from intent rows to pod rows.
+
+An accepted bind puts the intent's node and annotations on its pod in the database (no value
+passes through Python), and the intent is then deleted; a dropped intent stays with its reason.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from koordweb.backends.base import EnactReport
+from koordweb.backends.simulated import SimulatedBackend
+from koordweb.models import Intent, Pod
+from koordweb.rows.bulk import rows_insert
+from koordweb.rows.pods import pods_bind
+from koordweb.services.outbox import intents_enact
+from tests.builders import ClusterFactory, JobFactory, NodeFactory, PodFactory
+
+pytestmark = pytest.mark.django_db
+
+FIELDS = (
+    "cluster",
+    "pod",
+    "kind",
+    "step",
+    "state",
+    "node",
+    "uid",
+    "payload",
+    "outcome",
+    "created_at",
+)
+
+
+def _binds(pods, nodes, payloads, now):
+    rows_insert(
+        Intent,
+        FIELDS,
+        [
+            (p.cluster_id, p.id, "bind", 1, "pending", n, "", payload, "", now)
+            for p, n, payload in zip(pods, nodes, payloads, strict=True)
+        ],
+    )
+    return {i.pod_id: i.id for i in Intent.objects.filter(pod__in=pods)}
+
+
+def test_pods_bind_merges_annotations_and_spends_the_nomination() -> None:
+    cluster = ClusterFactory()
+    a, b = NodeFactory(cluster=cluster, name="a"), NodeFactory(cluster=cluster, name="b")
+    job = JobFactory(cluster=cluster)
+    kept = PodFactory(job=job, annotations={"keep": "me", "over": "old"}, nominated_node=b)
+    bare = PodFactory(job=job)
+    untouched = PodFactory(job=job, annotations={"x": "1"})
+    now = timezone.now()
+    intents = _binds(
+        [kept, bare, untouched],
+        ["a", "b", "a"],
+        [{"annotations": {"over": "new", "q": 'say "x"'}}, {}, {"annotations": {"y": "2"}}],
+        now,
+    )
+    assert pods_bind(intent_ids=[intents[kept.id], intents[bare.id]], now=now) == 2
+    rows = {p.id: p for p in Pod.objects.filter(job=job)}
+    assert rows[kept.id].node_id == a.id and rows[kept.id].nominated_node_id is None
+    assert rows[kept.id].annotations == {"keep": "me", "over": "new", "q": 'say "x"'}
+    assert rows[kept.id].bound_at == now
+    assert (rows[bare.id].node_id, rows[bare.id].annotations) == (b.id, {})
+    assert (rows[untouched.id].node_id, rows[untouched.id].annotations) == (None, {"x": "1"})
+    assert pods_bind(intent_ids=[], now=now) == 0
+
+
+def test_a_bind_to_a_node_of_another_cluster_writes_nothing() -> None:
+    cluster, other = ClusterFactory(), ClusterFactory(name="other")
+    NodeFactory(cluster=other, name="elsewhere")
+    pod = PodFactory(job=JobFactory(cluster=cluster))
+    now = timezone.now()
+    intents = _binds([pod], ["elsewhere"], [{}], now)
+    assert pods_bind(intent_ids=list(intents.values()), now=now) == 0
+    assert Pod.objects.get(id=pod.id).node_id is None
+
+
+class _Refusing(SimulatedBackend):
+    """Accepts every binding but the pod named `refused`."""
+
+    def __init__(self, refused: int) -> None:
+        self.refused = refused
+
+    def enact(self, cluster, plan, *, now):
+        report: EnactReport = super().enact(cluster, plan, now=now)
+        report.bound.remove(self.refused)
+        report.dropped[self.refused] = "the node said no"
+        return report
+
+
+def test_enacted_intents_go_and_dropped_ones_stay_with_their_reason() -> None:
+    cluster = ClusterFactory()
+    NodeFactory(cluster=cluster, name="a")
+    job = JobFactory(cluster=cluster)
+    ok, refused = PodFactory(job=job), PodFactory(job=job)
+    now = timezone.now()
+    _binds([ok, refused], ["a", "a"], [{"annotations": {"k": "v"}}, {}], now)
+    summary = intents_enact(cluster=cluster, backend=_Refusing(refused.id), now=now)
+    assert (summary.intents, summary.dropped) == (2, 1)
+    left = Intent.objects.get()
+    assert (left.pod_id, left.state, left.outcome) == (refused.id, "dropped", "the node said no")
+    assert Pod.objects.get(id=ok.id).annotations == {"k": "v"}
+    assert Pod.objects.get(id=refused.id).node_id is None
+    # A dropped intent is kept a day, then pruned by a later enact.
+    intents_enact(cluster=cluster, backend=SimulatedBackend(), now=now + timedelta(days=2))
+    assert not Intent.objects.exists()
