@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 from django.db import transaction
+from django.db.models import Exists, OuterRef
 
 from koordweb.backends.base import (
     Binding,
@@ -269,9 +270,14 @@ def _merge(total: EnactReport, part: EnactReport) -> None:
 
 def _prune(cluster: Cluster, now: datetime) -> None:
     """Settled intents past their keeping time go (dropped ones; done ones an older version
-    kept)."""
+    kept), and so do intents whose pod is gone (the ORM deletes them with their pod; a pod
+    deleted by other means leaves them, and the enact, which reads intents with their pods,
+    would never see them)."""
     Intent.objects.filter(cluster=cluster, done_at__lt=now - KEEP_DROPPED).exclude(
         state=Intent.State.PENDING
+    ).delete()
+    Intent.objects.filter(cluster=cluster).exclude(
+        Exists(Pod.objects.filter(id=OuterRef("pod_id")))
     ).delete()
 
 

@@ -110,3 +110,26 @@ def test_enacted_intents_go_and_dropped_ones_stay_with_their_reason() -> None:
     # A dropped intent is kept a day, then pruned by a later enact.
     intents_enact(cluster=cluster, backend=SimulatedBackend(), now=now + timedelta(days=2))
     assert not Intent.objects.exists()
+
+
+def test_an_intent_whose_pod_is_gone_is_pruned_not_left_pending() -> None:
+    from django.db import connection
+
+    cluster = ClusterFactory()
+    NodeFactory(cluster=cluster, name="a")
+    kept, gone = PodFactory.create_batch(2, job=JobFactory(cluster=cluster))
+    now = timezone.now()
+    _binds([kept, gone], ["a", "a"], [{}, {}], now)
+    with connection.cursor() as cursor:  # not through the ORM: no cascade
+        cursor.execute("DELETE FROM koordweb_pod WHERE id = %s", [gone.id])
+    summary = intents_enact(cluster=cluster, backend=SimulatedBackend(), now=now)
+    assert summary.intents == 1 and not Intent.objects.exists()
+    assert Pod.objects.get(id=kept.id).node is not None
+
+
+def test_deleting_a_pod_through_the_orm_takes_its_intents() -> None:
+    cluster = ClusterFactory()
+    pod = PodFactory(job=JobFactory(cluster=cluster))
+    _binds([pod], ["a"], [{}], timezone.now())
+    Pod.objects.filter(id=pod.id).delete()
+    assert not Intent.objects.exists()
