@@ -28,7 +28,9 @@ def intents_write(*, cluster: Cluster, round_id: int | None, plan: EnactPlan, no
     for c in plan.creations:
         add(Intent.Kind.CREATE, c.pod_id)
     for b in plan.bindings:
-        payload: dict[str, Any] = {"annotations": b.annotations, "labels": b.labels}
+        payload: dict[str, Any] = {"annotations": b.annotations}
+        if b.labels:
+            payload["labels"] = b.labels
         add(Intent.Kind.BIND, b.pod_id, b.node, b.uid, payload)
     for e in plan.evictions:
         payload = {"preemptor": e.preemptor, "preemption": e.preemption_id}

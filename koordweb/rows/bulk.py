@@ -92,10 +92,16 @@ def rows_insert(model: type[Model], fields: Sequence[str], rows: Sequence[Sequen
         with connection.cursor() as django_cursor:
             django_cursor.executemany(f"INSERT INTO {table} ({names}) VALUES ({marks})", values)
         return
-    prepare = [_plain(c) for c in columns]
+    # Only JSON and choice columns need converting: the others go to psycopg as they are.
+    converted = [(i, _plain(c)) for i, c in enumerate(columns) if _converts(c)]
     with _server_cursor() as server, server.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
         for row in rows:
-            copy.write_row([prep(v) for prep, v in zip(prepare, row, strict=True)])
+            if len(row) != len(columns):
+                raise ValueError(f"{len(row)} values for {len(columns)} columns")
+            values = list(row)
+            for i, prep in converted:
+                values[i] = prep(values[i])
+            copy.write_row(values)
 
 
 def rows_set(model: type[Model], ids: Sequence[int], **values: Any) -> int:
@@ -145,6 +151,11 @@ def _plain(column: Field[Any, Any]) -> Callable[[Any], Any]:
 
         return as_json
     return _plain_value
+
+
+def _converts(column: Field[Any, Any]) -> bool:
+    """Whether `_plain` changes values of `column` (JSON to text, choices to their value)."""
+    return isinstance(column, JSONField) or bool(column.choices)
 
 
 def _plain_value(value: Any) -> Any:
