@@ -236,8 +236,15 @@ class Pod(models.Model):
     node = models.ForeignKey(
         Node, on_delete=models.SET_NULL, null=True, blank=True, related_name="pods", db_index=False
     )
+    # No index of its own (migration 0014): nothing looks pods up by their nominated node but a
+    # node's deletion, and every bind writes the column.
     nominated_node = models.ForeignKey(
-        Node, on_delete=models.SET_NULL, null=True, blank=True, related_name="nominated_pods"
+        Node,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="nominated_pods",
+        db_index=False,
     )
     # When the current nomination was recorded: a gang that keeps nominated nodes longer than its
     # waiting time lets them go (scheduler/nominations.py).

@@ -1,0 +1,79 @@
+"""Migrations 0013 and 0014 take indexes and constraints off hot tables without losing what else
+is there: the intent table loses its foreign-key constraints and single-column indexes, the pod
+table its nominated-node index, and the pod table keeps the change-position triggers of migration
+0008 (SQLite would drop them if the table were rebuilt). Forward and back, on the test database."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+
+BEFORE = [("koordweb", "0012_model_names")]
+
+
+def _migrate(targets: list[tuple[str, str]]) -> None:
+    MigrationExecutor(connection).migrate(targets)
+
+
+@pytest.fixture
+def latest(transactional_db: None) -> Iterator[list[tuple[str, str]]]:
+    executor = MigrationExecutor(connection)
+    leaves = executor.loader.graph.leaf_nodes("koordweb")
+    yield leaves
+    _migrate(leaves)
+
+
+def _constraints(table: str) -> dict[str, Any]:
+    with connection.cursor() as cursor:
+        return connection.introspection.get_constraints(cursor, table)
+
+
+def _single_indexes(table: str, column: str) -> list[str]:
+    return [
+        name
+        for name, c in _constraints(table).items()
+        if c["index"] and not c["unique"] and not c["primary_key"] and c["columns"] == [column]
+    ]
+
+
+def _foreign_keys(table: str) -> set[str]:
+    return {c["columns"][0] for c in _constraints(table).values() if c["foreign_key"]}
+
+
+def _pod_triggers() -> set[str]:
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                "SELECT tgname FROM pg_trigger WHERE tgrelid = 'koordweb_pod'::regclass "
+                "AND NOT tgisinternal"
+            )
+        else:
+            cursor.execute(
+                "SELECT name FROM sqlite_master "
+                "WHERE type = 'trigger' AND tbl_name = 'koordweb_pod'"
+            )
+        return {row[0] for row in cursor.fetchall()}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_indexes_and_constraints_go_and_come_back_and_triggers_stay(latest: Any) -> None:
+    triggers = _pod_triggers()
+    assert triggers, "the change-position triggers of migration 0008 are there"
+    assert not _single_indexes("koordweb_pod", "nominated_node_id")
+    assert not _foreign_keys("koordweb_intent")
+    assert not _single_indexes("koordweb_intent", "pod_id")
+    assert not _single_indexes("koordweb_intent", "round_id")
+
+    _migrate(BEFORE)
+    assert _single_indexes("koordweb_pod", "nominated_node_id")
+    assert {"cluster_id", "pod_id", "round_id"} <= _foreign_keys("koordweb_intent")
+    assert _pod_triggers() == triggers
+
+    _migrate(latest)
+    assert not _single_indexes("koordweb_pod", "nominated_node_id")
+    assert not _foreign_keys("koordweb_intent")
+    assert _pod_triggers() == triggers
