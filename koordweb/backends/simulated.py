@@ -15,8 +15,9 @@ from typing import Any
 from django.conf import settings
 
 from koordweb.backends.base import EnactPlan, EnactReport
-from koordweb.models import Cluster, Job, JobState, Pod, PodPhase
+from koordweb.models import Cluster, Job, JobState, Node, Pod, PodPhase
 from koordweb.rows import pods as pod_services
+from koordweb.rows.read import rows_read
 
 
 class SimulatedBackend:
@@ -53,12 +54,19 @@ class SimulatedBackend:
     def enact(self, cluster: Cluster, plan: EnactPlan, *, now: datetime) -> EnactReport:
         """Every action succeeds unless the database says the cluster has moved on."""
         report = EnactReport()
-        nodes = set(cluster.nodes.values_list("name", flat=True))
+        nodes = {
+            name
+            for (name,) in rows_read(
+                Node.objects.filter(cluster_id=cluster.id).order_by().values_list("name")
+            )
+        }
         # Only pods already on a node can conflict: the others are read no further.
         bound_to = dict(
-            Pod.objects.filter(id__any=[b.pod_id for b in plan.bindings], node__isnull=False)
-            .order_by()
-            .values_list("id", "node__name")
+            rows_read(
+                Pod.objects.filter(id__any=[b.pod_id for b in plan.bindings], node__isnull=False)
+                .order_by()
+                .values_list("id", "node__name")
+            )
         )
         report.evicted = [e.pod_id for e in plan.evictions]
         for binding in plan.bindings:

@@ -104,7 +104,8 @@ def intents_enact(*, cluster: Cluster, backend: ClusterBackend, now: datetime) -
         if not batch:
             return summary
         # Not through cluster.nodes: a related manager would set each row's deferred cluster.
-        nodes = dict(Node.objects.filter(cluster_id=cluster.id).values_list("name", "id"))
+        names = Node.objects.filter(cluster_id=cluster.id).order_by().values_list("name", "id")
+        nodes = dict(rows_read(names))
         plan, settled = _plan_of(batch, set(nodes))
         report = backend.enact(cluster, plan, now=now) if len(plan) else EnactReport()
         with transaction.atomic():
