@@ -13,7 +13,8 @@ from django.utils.html import format_html_join
 from django.utils.safestring import mark_safe
 
 from koordweb import models
-from koordweb.presenters.reasons import decision_sentence
+from koordweb.presenters.quantities import amounts_text
+from koordweb.presenters.reasons import decision_sentence, preemption_sentence
 from koordweb.presenters.rounds import ms_text, round_metrics, snapshot_text
 from koordweb.selectors.leases import ago_text, lease_owner_text
 from koordweb.services.ownership import (
@@ -283,25 +284,71 @@ class RoundAdmin(admin.ModelAdmin):
 
 @admin.register(models.Decision)
 class DecisionAdmin(admin.ModelAdmin):
+    """A decision is a record of a round: read in words, never edited (the job page says the
+    same with its placements)."""
+
     list_display = ("job", "round", "outcome", "created_at")
     list_filter = ("outcome",)
     search_fields = ("job__name", "reason")
-    raw_id_fields = ("job", "round")
     # A round names its cluster: one query for the page, not one per row.
     list_select_related = ("job", "round__cluster")
+    fields = ("round", "job", "outcome", "in_words", "created_at")
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    @admin.display(description="why")
+    def in_words(self, obj: models.Decision) -> str:
+        return decision_sentence(obj.outcome, obj.reason, obj.details).sentence
 
 
 class VictimInline(admin.TabularInline):
     model = models.PreemptionVictim
     extra = 0
-    raw_id_fields = ("job",)
+    fields = ("job", "pods_text", "freed_text")
+    readonly_fields = fields
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    @admin.display(description="pods evicted")
+    def pods_text(self, obj: models.PreemptionVictim) -> str:
+        return ", ".join(obj.pods) if obj.pods else "none"
+
+    @admin.display(description="resources freed")
+    def freed_text(self, obj: models.PreemptionVictim) -> str:
+        return amounts_text(obj.freed or {})
 
 
 @admin.register(models.Preemption)
 class PreemptionAdmin(admin.ModelAdmin):
+    """A preemption is a record of a round: its rule and reason in words, its victims with what
+    they freed; never edited."""
+
     list_display = ("preemptor", "state", "created_at", "round")
     list_filter = ("cluster", "state")
     search_fields = ("preemptor__name", "reason")
-    raw_id_fields = ("preemptor", "round")
     list_select_related = ("preemptor", "round__cluster")
+    fields = ("cluster", "round", "preemptor", "state", "in_words", "nominated", "created_at")
+    readonly_fields = fields
     inlines = [VictimInline]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    @admin.display(description="why")
+    def in_words(self, obj: models.Preemption) -> str:
+        return preemption_sentence(obj.reason, obj.cost)
+
+    @admin.display(description="nodes held for the preemptor")
+    def nominated(self, obj: models.Preemption) -> str:
+        pairs = sorted((obj.nominations or {}).items())
+        return "; ".join(f"{pod} on {node}" for pod, node in pairs) if pairs else "none"

@@ -63,3 +63,30 @@ def test_the_priority_class_list_says_priority_classes(ui: Pages, as_admin: Clie
     index = as_admin.get("/admin/").content.decode()
     assert "Priority classes" in index and "Priority classs" not in index
     assert Round._meta.verbose_name_plural == "rounds"
+
+
+def test_preemption_and_decision_records_read_in_words_and_cannot_be_edited(
+    ui: Pages, as_admin: Client
+) -> None:
+    from koordweb.models import Decision, PreemptionVictim
+
+    preemption = Preemption.objects.get(pk=ui.preemption.pk)
+    victim = PreemptionVictim.objects.create(
+        preemption=preemption,
+        job=preemption.preemptor,
+        pods=["train/low-0"],
+        freed={"nvidia.com/gpu": 8},
+    )
+    html = as_admin.get(f"/admin/koordweb/preemption/{preemption.pk}/change/").content.decode()
+    assert 'name="_save"' not in html
+    page = unescape(re.sub(r"<[^>]*>", " ", html))  # the text a reader sees
+    assert "8 GPUs" in page and victim.pods[0] in page
+    for raw in ('{"', "highest_victim_priority", "preemptor_priority", "nvidia.com/gpu"):
+        assert raw not in page, raw
+    decision = Decision.objects.filter(round__cluster=ui.cluster).first()
+    assert decision is not None
+    page = unescape(
+        as_admin.get(f"/admin/koordweb/decision/{decision.pk}/change/").content.decode()
+    )
+    assert 'name="_save"' not in page and '{"' not in page
+    assert as_admin.get("/admin/koordweb/preemption/add/").status_code == 403
