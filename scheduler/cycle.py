@@ -43,12 +43,14 @@ from scheduler.framework import (
 from scheduler.model import JobInfo, PodInfo
 from scheduler.placement import NodeScores, PlacementOutcome
 from scheduler.profile import Profile, ProfileError
+from scheduler.slot_memo import SlotMemo
 from scheduler.state import CycleState
 
 # Cause codes of the failures the cycle itself words (`Status.cause`, docs/plugins.md "Reasons").
 TOPOLOGY_NO_DOMAIN = "TopologyNoDomain"  # no domain of the gather layer has room for the job
 NODES_UNAVAILABLE = "NodesUnavailable"  # the nodes together do not offer enough slots
 SHAPES_DO_NOT_FIT = "PodShapesDoNotFit"  # pods of several shapes do not fit the planned nodes
+SLOT_MEMO = "Framework/SlotMemo"  # `state.plugin_data` key of the round's `SlotMemo`
 
 
 @dataclass
@@ -216,10 +218,15 @@ class Framework:
         """Per node, how many of `pods` fit in order, by every slot-limit Filter (the minimum)."""
         everywhere = np.arange(len(state.nodes), dtype=np.int64)
         slots: IntArray | None = None
+        memo = _slot_memo(state) if state.released is None else None  # no dry run
+        runs = memo.runs(state, pods) if memo is not None else ()
         for plugin in self.slot_limits:
-            limit = plugin.slot_limits(state, job, pods, everywhere)
+            if memo is not None and getattr(plugin, "slots_by_template", False):
+                limit = memo.slot_limits(plugin, state, job, pods, runs)
+            else:
+                limit = plugin.slot_limits(state, job, pods, everywhere)
             if limit is not None:
-                slots = limit if slots is None else np.minimum(slots, limit)
+                slots = limit.copy() if slots is None else np.minimum(slots, limit)
         if slots is None:
             slots = np.full(len(state.nodes), len(pods), dtype=np.int64)
         return slots
@@ -366,6 +373,14 @@ class Framework:
             message += f" The job needs {len(pods)} offer slots, the nodes offer {offered}."
         status = Status(Code.UNSCHEDULABLE, message, details, "NodeResourcesFit", NODES_UNAVAILABLE)
         return Failure(status, reasons, explained, values)
+
+
+def _slot_memo(state: CycleState) -> SlotMemo:
+    """The round's `SlotMemo` (kept with the state, as every answer it holds is of that state)."""
+    memo = state.plugin_data.get(SLOT_MEMO)
+    if not isinstance(memo, SlotMemo):
+        memo = state.plugin_data[SLOT_MEMO] = SlotMemo(state)
+    return memo
 
 
 def _reason_order(item: tuple[str, int]) -> tuple[int, str]:

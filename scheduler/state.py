@@ -152,6 +152,7 @@ class CycleState:
         # Per node, how many times pods were taken onto or given back from it this round: what a
         # plugin's per-node answer depends on changes only with it (see `node_checks`).
         self.node_version: list[int] = [0] * n_nodes
+        self.touched: list[int] = []  # every such move's node, in order (see `slot_memo`)
         self._free_released: IntArray | None = None
         self.topology = TopologyTree.build(snapshot.topology, nodes)
         self.assumed: dict[str, int] = {}  # pod key -> node index, placed this round
@@ -215,11 +216,13 @@ class CycleState:
         self.used[idx] += vec
         self.free_now[idx] -= vec
         self.node_version[idx] += 1
+        self.touched.append(idx)
 
     def _give(self, idx: int, vec: IntArray) -> None:
         self.used[idx] -= vec
         self.free_now[idx] += vec
         self.node_version[idx] += 1
+        self.touched.append(idx)
 
     def template(self, pod: PodInfo) -> tuple[Any, ...]:
         """`template_key(pod)`, computed once per pod per round."""
