@@ -285,14 +285,20 @@ class Framework:
         return Plan(assignment, outcome.decision, outcome.candidates)
 
     def node_scores(self, state: CycleState, job: JobInfo) -> NodeScores | None:
-        """Every Score plugin's per-node score for the job, summed (None without Score plugins)."""
+        """Every Score plugin's per-node score for the job, summed (None without Score plugins),
+        counted when a placement first reads them (one that fails never does): the state
+        must stay as it is until the placements given these scores are done."""
         if not self.scores:
             return None
-        everywhere = np.arange(len(state.nodes), dtype=np.int64)
-        total: FloatArray = np.zeros(len(state.nodes), dtype=np.float64)
-        for plugin in self.scores:
-            total = total + plugin.score_nodes(state, job, everywhere)
-        return NodeScores(state.topology, total)
+
+        def counting() -> FloatArray:
+            everywhere = np.arange(len(state.nodes), dtype=np.int64)
+            total: FloatArray = np.zeros(len(state.nodes), dtype=np.float64)
+            for plugin in self.scores:
+                total = total + plugin.score_nodes(state, job, everywhere)
+            return total
+
+        return NodeScores(state.topology, counting=counting)
 
     def _nominated_plan(
         self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo]

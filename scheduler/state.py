@@ -33,7 +33,7 @@ _DIGITS = re.compile(r"(\d+)")
 def natural_key(name: str) -> tuple[Any, ...]:
     """Sort "pod-2" before "pod-10": digit runs compare as numbers."""
     head, sep, tail = name.rpartition("-")
-    if sep and tail.isdigit() and not any(c.isdigit() for c in head):
+    if sep and tail.isdecimal() and _DIGITS.search(head) is None:
         return (head + sep, int(tail), "")  # same as the regex below, for "<prefix>-<n>"
     return tuple(int(p) if p.isdigit() else p for p in _DIGITS.split(name))
 
