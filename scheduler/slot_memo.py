@@ -29,6 +29,7 @@ TemplateRuns = tuple[tuple[int, int], ...]
 """Pods as runs of one template, in order: (template id, count)."""
 
 RECOUNT_SHARE = 4  # past 1 / this of the nodes touched, every node is counted again
+SHORT_TAIL = 256  # touches since a count read one by one; past this, per node (`_moved_at`)
 
 
 class CountsByTemplate(Protocol):
@@ -57,6 +58,8 @@ class SlotMemo:
         self._ids: dict[tuple[Any, ...], int] = {}  # template -> its id
         self._id_of: dict[str, int] = {}  # pod key -> its template's id
         self._counted: dict[tuple[str, TemplateRuns], _Counted] = {}
+        self._moved_at: IntArray = np.full(self.node_count, -1, dtype=np.int64)
+        self._folded = 0  # `state.touched` entries folded into `_moved_at`
 
     def runs(self, state: CycleState, pods: Sequence[PodInfo]) -> TemplateRuns:
         """`pods` as (template id, count) runs, in order."""
@@ -99,14 +102,12 @@ class SlotMemo:
         elif known.slots is None:
             return None  # not constrained: depends on the templates alone
         else:
-            since = state.touched[known.touched :]
-            if not since:
+            if known.touched == len(state.touched):
                 return known.slots
-            moved = sorted(set(since))
-            if len(moved) * RECOUNT_SHARE > self.node_count:
+            nodes = self._moved_since(state, known.touched)
+            if len(nodes) * RECOUNT_SHARE > self.node_count:
                 slots = plugin.slot_limits(state, job, pods, self.everywhere)
             else:
-                nodes = np.array(moved, dtype=np.int64)
                 recounted = plugin.slot_limits(state, job, pods, nodes)
                 if recounted is None:  # a promise broken: count every node as before
                     slots = plugin.slot_limits(state, job, pods, self.everywhere)
@@ -115,3 +116,17 @@ class SlotMemo:
                     slots[nodes] = recounted
         self._counted[key] = _Counted(slots, len(state.touched))
         return slots
+
+    def _moved_since(self, state: CycleState, position: int) -> IntArray:
+        """The nodes touched at or after `position` of `state.touched`, sorted. A short tail is
+        read as it is; a long one from each node's latest move (`_moved_at`, folded in once)."""
+        since = state.touched[position:]
+        if len(since) <= SHORT_TAIL:
+            return np.array(sorted(set(since)), dtype=np.int64)
+        if self._folded < len(state.touched):
+            nodes = np.array(state.touched[self._folded :], dtype=np.int64)
+            at = np.arange(self._folded, len(state.touched), dtype=np.int64)
+            np.maximum.at(self._moved_at, nodes, at)
+            self._folded = len(state.touched)
+        moved: IntArray = np.flatnonzero(self._moved_at >= position)
+        return moved

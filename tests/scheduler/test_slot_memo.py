@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import pytest
 
+from scheduler import slot_memo
 from scheduler.cycle import Framework
 from scheduler.framework import IntArray
 from scheduler.model import JobInfo, PodInfo
@@ -46,7 +48,11 @@ def full_count(plugin: CountingFit, state: CycleState, job: JobInfo) -> list[int
     return counted.tolist()
 
 
-def test_only_the_nodes_moved_since_are_counted_again() -> None:
+@pytest.mark.parametrize("short_tail", [256, 0])  # moves read one by one, or per node
+def test_only_the_nodes_moved_since_are_counted_again(
+    short_tail: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(slot_memo, "SHORT_TAIL", short_tail)
     snap = eight_nodes().submit(gang("ml/g", pods=4).cpu(4), gang("ml/h", pods=2).cpu(8))
     state = CycleState(snap.snapshot())
     plugin, memo = CountingFit(), SlotMemo(state)
