@@ -35,7 +35,9 @@ def natural_key(name: str) -> tuple[Any, ...]:
     head, sep, tail = name.rpartition("-")
     if sep and tail.isdecimal() and _DIGITS.search(head) is None:
         return (head + sep, int(tail), "")  # same as the regex below, for "<prefix>-<n>"
-    return tuple(int(p) if p.isdigit() else p for p in _DIGITS.split(name))
+    parts: list[Any] = _DIGITS.split(name)  # the digit runs are every second part
+    parts[1::2] = [int(p) for p in parts[1::2]]
+    return tuple(parts)
 
 
 def placement_order(pods: Sequence[PodInfo]) -> list[PodInfo]:
