@@ -259,7 +259,10 @@ class JobPreemption:
                     if isinstance(attempt, Plan):
                         plans.setdefault(tuple(attempt.assignment.values()), attempt)
             best: VictimPlan | None = None
-            for rank, plan in enumerate(plans.values()):
+            # The cheapest plan wins whatever the order plans are costed in (the rank breaks
+            # ties), but the sooner it is found, the sooner the others stop (see `beat`): the
+            # later plans, each domain's cheaper node picks, win more often, so go first.
+            for rank, plan in reversed(list(enumerate(plans.values()))):
                 # Without budgets a plan that is sure to lose to `best` stops early (see below).
                 beat = best.key if best is not None and not book.budgets.pdbs else None
                 candidate = self._victims_for(
