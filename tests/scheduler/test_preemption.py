@@ -222,6 +222,18 @@ def test_a_release_adjusted_from_the_last_one_equals_a_fresh_one() -> None:
     assert pods.all() and freed.sum() > 0
 
 
+def test_the_pairs_on_some_nodes_are_every_node_job_pair_there_in_node_order() -> None:
+    c = cluster().node(*(node(f"n{i}").cpu(256) for i in range(6)))
+    for i in range(30):  # jobs spanning nodes, and n5 with none
+        c.running(pod(f"p{i}").cpu(1).priority(1).job(f"batch/j{i % 7}").on(f"n{i % 5}"))
+    state = CycleState(c.snapshot())
+    pool = VictimPool(state)
+    for nodes in ([0, 1, 2, 3, 4, 5], [1, 3], [5], [0, 5], []):
+        pairs = pool.pairs_on(np.array(nodes, dtype=np.int64))
+        expected = [k for k, n in enumerate(pool.pair_node.tolist()) if n in nodes]
+        assert pairs.tolist() == expected
+
+
 class CountingMemo(dict):  # type: ignore[type-arg]
     """`PreemptionBook.reprieved` that counts its hits, or (`forget`) never has an answer."""
 
