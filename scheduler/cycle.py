@@ -272,7 +272,7 @@ class Framework:
             return self.failure(state, job, pods, slots, outcome)
         assert outcome.node_order is not None and outcome.counts is not None
         nodes = np.repeat(outcome.node_order, outcome.counts)
-        assignment = {pod.key: int(node) for pod, node in zip(pods, nodes, strict=True)}
+        assignment = {pod.key: node for pod, node in zip(pods, nodes.tolist(), strict=True)}
         if not self._fits(state, assignment):
             status = Status(
                 Code.UNSCHEDULABLE,
