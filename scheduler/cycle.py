@@ -43,12 +43,14 @@ from scheduler.framework import (
 from scheduler.model import JobInfo, PodInfo
 from scheduler.placement import NodeScores, PlacementOutcome
 from scheduler.profile import Profile, ProfileError
+from scheduler.slot_memo import SlotMemo
 from scheduler.state import CycleState
 
 # Cause codes of the failures the cycle itself words (`Status.cause`, docs/plugins.md "Reasons").
 TOPOLOGY_NO_DOMAIN = "TopologyNoDomain"  # no domain of the gather layer has room for the job
 NODES_UNAVAILABLE = "NodesUnavailable"  # the nodes together do not offer enough slots
 SHAPES_DO_NOT_FIT = "PodShapesDoNotFit"  # pods of several shapes do not fit the planned nodes
+SLOT_MEMO = "Framework/SlotMemo"  # `state.plugin_data` key of the round's `SlotMemo`
 
 
 @dataclass
@@ -216,10 +218,15 @@ class Framework:
         """Per node, how many of `pods` fit in order, by every slot-limit Filter (the minimum)."""
         everywhere = np.arange(len(state.nodes), dtype=np.int64)
         slots: IntArray | None = None
+        memo = _slot_memo(state) if state.released is None else None  # no dry run
+        runs = memo.runs(state, pods) if memo is not None else ()
         for plugin in self.slot_limits:
-            limit = plugin.slot_limits(state, job, pods, everywhere)
+            if memo is not None and getattr(plugin, "slots_by_template", False):
+                limit = memo.slot_limits(plugin, state, job, pods, runs)
+            else:
+                limit = plugin.slot_limits(state, job, pods, everywhere)
             if limit is not None:
-                slots = limit if slots is None else np.minimum(slots, limit)
+                slots = limit.copy() if slots is None else np.minimum(slots, limit)
         if slots is None:
             slots = np.full(len(state.nodes), len(pods), dtype=np.int64)
         return slots
@@ -265,7 +272,7 @@ class Framework:
             return self.failure(state, job, pods, slots, outcome)
         assert outcome.node_order is not None and outcome.counts is not None
         nodes = np.repeat(outcome.node_order, outcome.counts)
-        assignment = {pod.key: int(node) for pod, node in zip(pods, nodes, strict=True)}
+        assignment = {pod.key: node for pod, node in zip(pods, nodes.tolist(), strict=True)}
         if not self._fits(state, assignment):
             status = Status(
                 Code.UNSCHEDULABLE,
@@ -278,14 +285,20 @@ class Framework:
         return Plan(assignment, outcome.decision, outcome.candidates)
 
     def node_scores(self, state: CycleState, job: JobInfo) -> NodeScores | None:
-        """Every Score plugin's per-node score for the job, summed (None without Score plugins)."""
+        """Every Score plugin's per-node score for the job, summed (None without Score plugins),
+        counted when a placement first reads them (one that fails never does): the state
+        must stay as it is until the placements given these scores are done."""
         if not self.scores:
             return None
-        everywhere = np.arange(len(state.nodes), dtype=np.int64)
-        total: FloatArray = np.zeros(len(state.nodes), dtype=np.float64)
-        for plugin in self.scores:
-            total = total + plugin.score_nodes(state, job, everywhere)
-        return NodeScores(state.topology, total)
+
+        def counting() -> FloatArray:
+            everywhere = np.arange(len(state.nodes), dtype=np.int64)
+            total: FloatArray = np.zeros(len(state.nodes), dtype=np.float64)
+            for plugin in self.scores:
+                total = total + plugin.score_nodes(state, job, everywhere)
+            return total
+
+        return NodeScores(state.topology, counting=counting)
 
     def _nominated_plan(
         self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo]
@@ -366,6 +379,14 @@ class Framework:
             message += f" The job needs {len(pods)} offer slots, the nodes offer {offered}."
         status = Status(Code.UNSCHEDULABLE, message, details, "NodeResourcesFit", NODES_UNAVAILABLE)
         return Failure(status, reasons, explained, values)
+
+
+def _slot_memo(state: CycleState) -> SlotMemo:
+    """The round's `SlotMemo` (kept with the state, as every answer it holds is of that state)."""
+    memo = state.plugin_data.get(SLOT_MEMO)
+    if not isinstance(memo, SlotMemo):
+        memo = state.plugin_data[SLOT_MEMO] = SlotMemo(state)
+    return memo
 
 
 def _reason_order(item: tuple[str, int]) -> tuple[int, str]:

@@ -22,6 +22,7 @@ by the caller by flooring node slots to a multiple of N before calling here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,15 +46,23 @@ class PlacementOptions:
 @dataclass
 class NodeScores:
     """Per-node scores and their sums per topology level; each level is summed once, however
-    many placements (a preemption search tries several) ask."""
+    many placements (a preemption search tries several) ask.
+
+    Given `counting` instead of `per_node`, the scores are counted when a placement first reads
+    them: a placement that fails never does (it reads only offer slots). The caller must not
+    change the state the scores read before the placements that use them are done."""
 
     tree: TopologyTree
-    per_node: FloatArray
+    per_node: FloatArray | None = None
+    counting: Callable[[], FloatArray] | None = None
     _levels: dict[int, FloatArray] = field(default_factory=dict)
 
     def at(self, level: int) -> FloatArray:
         summed = self._levels.get(level)
         if summed is None:
+            if self.per_node is None:
+                assert self.counting is not None, "NodeScores needs per_node or counting"
+                self.per_node = self.counting()
             summed = self._levels[level] = _score_sums(self.tree, level, self.per_node)
         return summed
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from scheduler.collector import collector_paused
 from scheduler.cycle import Framework, JobOutcome
 from scheduler.framework import Code, Failure
 from scheduler.model import ClusterSnapshot
@@ -29,6 +30,11 @@ from scheduler.state import CycleState
 
 
 def plan_round(snapshot: ClusterSnapshot, profile: Profile | None = None) -> RoundResult:
+    with collector_paused():  # see `scheduler.collector`
+        return _plan_round(snapshot, profile)
+
+
+def _plan_round(snapshot: ClusterSnapshot, profile: Profile | None) -> RoundResult:
     framework = Framework(profile or Profile.default())
     state = CycleState(snapshot)
     framework.start(state)

@@ -33,9 +33,11 @@ _DIGITS = re.compile(r"(\d+)")
 def natural_key(name: str) -> tuple[Any, ...]:
     """Sort "pod-2" before "pod-10": digit runs compare as numbers."""
     head, sep, tail = name.rpartition("-")
-    if sep and tail.isdigit() and not any(c.isdigit() for c in head):
+    if sep and tail.isdecimal() and _DIGITS.search(head) is None:
         return (head + sep, int(tail), "")  # same as the regex below, for "<prefix>-<n>"
-    return tuple(int(p) if p.isdigit() else p for p in _DIGITS.split(name))
+    parts: list[Any] = _DIGITS.split(name)  # the digit runs are every second part
+    parts[1::2] = [int(p) for p in parts[1::2]]
+    return tuple(parts)
 
 
 def placement_order(pods: Sequence[PodInfo]) -> list[PodInfo]:
@@ -152,6 +154,7 @@ class CycleState:
         # Per node, how many times pods were taken onto or given back from it this round: what a
         # plugin's per-node answer depends on changes only with it (see `node_checks`).
         self.node_version: list[int] = [0] * n_nodes
+        self.touched: list[int] = []  # every such move's node, in order (see `slot_memo`)
         self._free_released: IntArray | None = None
         self.topology = TopologyTree.build(snapshot.topology, nodes)
         self.assumed: dict[str, int] = {}  # pod key -> node index, placed this round
@@ -215,11 +218,13 @@ class CycleState:
         self.used[idx] += vec
         self.free_now[idx] -= vec
         self.node_version[idx] += 1
+        self.touched.append(idx)
 
     def _give(self, idx: int, vec: IntArray) -> None:
         self.used[idx] -= vec
         self.free_now[idx] += vec
         self.node_version[idx] += 1
+        self.touched.append(idx)
 
     def template(self, pod: PodInfo) -> tuple[Any, ...]:
         """`template_key(pod)`, computed once per pod per round."""

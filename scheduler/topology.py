@@ -13,6 +13,7 @@ needed on the per-job path: offer slots are summed into domains with `np.bincoun
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -207,7 +208,7 @@ class TopologyTree:
                 cached = [f"{NODE_LAYER}/{name}" for name in self.node_names]
             else:
                 names = self.domain_names[level - 1]
-                repeated = {name for name in names if names.count(name) > 1}
+                repeated = {name for name, n in Counter(names).items() if n > 1}
                 paths = self.domain_paths[level - 1] if self.domain_paths else []
                 # A name used under two parents is told apart by its path: BlockLayer/s0/b0.
                 cached = [

@@ -90,6 +90,10 @@ class VictimPool:
         pairs = np.unique(self.pod_node * width + self.pod_job)
         self.pair_node: IntArray = pairs // width
         self.pair_job: IntArray = pairs % width
+        # Each node's pairs are [pair_start[node], pair_stop[node]) (`pairs_on`).
+        every = np.arange(len(state.nodes), dtype=np.int64)
+        self.pair_start: IntArray = np.searchsorted(self.pair_node, every)
+        self.pair_stop: IntArray = np.searchsorted(self.pair_node, every, side="right")
         self._last: tuple[BoolArray, IntArray, BoolArray] | None = None  # see `release`
         levels = np.unique(self.priority)
         self.priority_rank: IntArray = np.searchsorted(levels, self.priority).astype(np.int64) + 1
@@ -113,8 +117,7 @@ class VictimPool:
 
     def pairs_on(self, nodes: IntArray) -> IntArray:
         """The (node, job) pairs (indices into `pair_node` / `pair_job`) of sorted `nodes`."""
-        starts = np.searchsorted(self.pair_node, nodes)
-        return _spans(starts, np.searchsorted(self.pair_node, nodes, side="right"))
+        return _spans(self.pair_start[nodes], self.pair_stop[nodes])
 
     def release(self, state: CycleState, jobs: IntArray) -> tuple[IntArray, BoolArray]:
         """What evicting `jobs` (pool indices) frees: resources per node (nodes x resources) and

@@ -91,7 +91,7 @@ class DeviceFleet:
         self._answers: dict[tuple[Any, ...], bool] = {}
         self._shape_ids: dict[Runs, int] = {}
         self._runs_shape: dict[int, tuple[Runs, Runs, int, int]] = {}
-        self._reasons: dict[DeviceRequest, dict[int, str]] = {}  # request -> group -> reason
+        self._reasons: dict[DeviceRequest, GroupReasons] = {}  # request -> group -> reason
         self.track_holders({})
         for idx in self.nodes:
             self._regroup(idx)
@@ -346,22 +346,26 @@ class DeviceFleet:
         return result
 
     def reasons(self, node_indices: IntArray, request: DeviceRequest) -> dict[str, int]:
-        """Why one pod of `request` does not fit, counted over the device nodes given."""
+        """Why one pod of `request` does not fit, counted over the device nodes given (each
+        reason in the order of the first group, by index, that has it)."""
         groups = self.group[node_indices]
         counts = np.bincount(groups[groups >= 0], minlength=len(self._members))
+        table = self._reasons.get(request)
+        if table is None:
+            table = self._reasons[request] = GroupReasons()
+        present = np.flatnonzero(counts)
+        ids = table.grown(len(self._members))
+        for g in present[ids[present] < 0].tolist():
+            node, usage = self._members[g]
+            # "Insufficient gpu: 4 needed, ..." -> "Insufficient gpu": nodes group by reason.
+            ids[g] = table.id_of(explain(node, usage, request).split(":")[0])
+        found = ids[present]
+        totals = np.bincount(found, weights=counts[present], minlength=len(table.names))
+        reason_ids, first = np.unique(found, return_index=True)
         reasons: dict[str, int] = {}
-        known = self._reasons.get(request)
-        if known is None:
-            known = self._reasons[request] = {}
-        for g in np.flatnonzero(counts).tolist():
-            count = int(counts[g])
-            reason = known.get(g)
-            if reason is None:
-                node, usage = self._members[g]
-                # "Insufficient gpu: 4 needed, ..." -> "Insufficient gpu": nodes group by reason.
-                reason = known[g] = explain(node, usage, request).split(":")[0]
-            if reason:
-                reasons[reason] = reasons.get(reason, 0) + count
+        for r in reason_ids[np.argsort(first)].tolist():
+            if table.names[r]:
+                reasons[table.names[r]] = int(totals[r])  # float64 sums of node counts: exact
         return reasons
 
     # --- internals ------------------------------------------------------------------------------
@@ -432,6 +436,29 @@ class DeviceFleet:
             self._members.append((self.nodes[idx], usage.copy()))
             self._group_keys.append(key)
         self.group[idx] = group
+
+
+class GroupReasons:
+    """For one device request: per group, the id of why a pod does not fit there (-1: not yet
+    asked; the reason "" means it fits), and the reasons by id."""
+
+    def __init__(self) -> None:
+        self.ids: IntArray = np.full(0, -1, dtype=np.int64)
+        self.names: list[str] = []
+        self._id: dict[str, int] = {}
+
+    def grown(self, groups: int) -> IntArray:
+        if len(self.ids) < groups:
+            extra = max(groups - len(self.ids), len(self.ids))
+            self.ids = np.append(self.ids, np.full(extra, -1, dtype=np.int64))
+        return self.ids
+
+    def id_of(self, reason: str) -> int:
+        found = self._id.get(reason)
+        if found is None:
+            found = self._id[reason] = len(self.names)
+            self.names.append(reason)
+        return found
 
 
 def _score(

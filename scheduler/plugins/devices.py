@@ -99,6 +99,11 @@ class DeviceState:
 class DeviceShare:
     name = "DeviceShare"
     extension_points = frozenset({"Setup", "PreFilter", "Filter", "Score", "Reserve"})
+    # A node's count reads its cards' usage (moved only by Reserve, for pods then assumed onto
+    # it), the released bound pods' cards there, and the pods' device requests (requests and
+    # scheduling annotations, part of the template): `scheduler.slot_memo` may recount only
+    # moved nodes.
+    slots_by_template = True
     arguments: ClassVar[Mapping[str, Arg]] = {
         "scoring": Arg("choice", choices=("LeastAllocated", "MostAllocated")),
     }

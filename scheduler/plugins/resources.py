@@ -148,6 +148,9 @@ class RoomCheck:
 class NodeResourcesFit:
     name = "NodeResourcesFit"
     extension_points = frozenset({"Filter"})
+    # A node's count reads its free resources (released ones in a dry run) and the pods' runs of
+    # one template (request row, node mask): `scheduler.slot_memo` may recount only moved nodes.
+    slots_by_template = True
 
     def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
         self.args = dict(args)

@@ -13,7 +13,7 @@ from scheduler.cycle import Framework
 from scheduler.framework import Plan
 from scheduler.plugins import preemption
 from scheduler.state import CycleState
-from scheduler.victims import VictimPool
+from scheduler.victims import BudgetBook, VictimPool
 from tests.scheduler.builders import CORE, SPINE_BLOCK, cluster, gang, node, pod
 
 
@@ -220,6 +220,61 @@ def test_a_release_adjusted_from_the_last_one_equals_a_fresh_one() -> None:
         fresh_freed, fresh_pods = VictimPool(state).release(state, jobs)
         assert (freed == fresh_freed).all() and (pods == fresh_pods).all()
     assert pods.all() and freed.sum() > 0
+
+
+def test_the_pairs_on_some_nodes_are_every_node_job_pair_there_in_node_order() -> None:
+    c = cluster().node(*(node(f"n{i}").cpu(256) for i in range(6)))
+    for i in range(30):  # jobs spanning nodes, and n5 with none
+        c.running(pod(f"p{i}").cpu(1).priority(1).job(f"batch/j{i % 7}").on(f"n{i % 5}"))
+    state = CycleState(c.snapshot())
+    pool = VictimPool(state)
+    for nodes in ([0, 1, 2, 3, 4, 5], [1, 3], [5], [0, 5], []):
+        pairs = pool.pairs_on(np.array(nodes, dtype=np.int64))
+        expected = [k for k, n in enumerate(pool.pair_node.tolist()) if n in nodes]
+        assert pairs.tolist() == expected
+
+
+def test_a_domains_node_picks_are_remembered_by_slots_pairs_and_pods_wanted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    c = cluster().node(*(node(f"n{i}").cpu(16) for i in range(4)))
+    for i in range(8):
+        c.running(pod(f"p{i}").cpu(4).priority(1 + i % 3).job(f"batch/j{i}").on(f"n{i % 4}"))
+    state = CycleState(c.snapshot())
+    book = preemption.PreemptionBook(
+        VictimPool(state), BudgetBook([], []), np.zeros(8, dtype=np.bool_)
+    )
+    pool = book.pool
+    counted: list[int] = []
+    cheapest = preemption._cheapest_nodes
+
+    def counting(*args: Any) -> Any:
+        counted.append(1)
+        return cheapest(*args)
+
+    monkeypatch.setattr(preemption, "_cheapest_nodes", counting)
+    usable = np.arange(4, dtype=np.int64)
+    every_pair = pool.pairs_on(usable)
+    slots = np.array([1, 2, 1, 1], dtype=np.int64)
+
+    def picks(slots: np.ndarray, pairs: np.ndarray, wanted: int) -> Any:
+        found = preemption._node_picks(book, usable, pairs, slots, wanted)
+        fresh = (
+            cheapest(pool, usable, pairs, slots, wanted),
+            preemption._fewest_new_victims(pool, usable, pairs, slots, wanted),
+        )
+        assert [None if a is None else a.tolist() for a in found] == [
+            None if a is None else a.tolist() for a in fresh
+        ]
+        return found
+
+    picks(slots, every_pair, 2)
+    picks(slots, every_pair, 2)
+    assert len(counted) == 1  # the same question: remembered
+    picks(np.array([1, 0, 1, 1], dtype=np.int64), every_pair, 2)  # other slots
+    picks(slots, every_pair[1:], 2)  # a job no longer eligible
+    picks(slots, every_pair, 3)  # more pods
+    assert len(counted) == 4
 
 
 class CountingMemo(dict):  # type: ignore[type-arg]

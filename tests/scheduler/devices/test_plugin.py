@@ -295,3 +295,27 @@ def test_checks_keeping_the_same_pods_back_share_one_usage_and_leave_the_node_al
     assert first.usage is second.usage and first.key == second.key
     assert first.usage.core == [0, 0, 0, 0, 100, 100, 0, 0]  # only high's cards taken again
     assert fleet.usage[0].core == before  # the node's own usage is never changed by a check
+
+
+def test_reasons_count_each_node_once_in_the_order_of_their_first_group() -> None:
+    # gpu-0 and gpu-3 idle (the 7-card pod fits), gpu-1 and gpu-4 with 2 cards taken, gpu-2
+    # with 6: every busy node lacks cards; the idle ones give no reason.
+    nodes = [gpu_node(f"gpu-{i}") for i in range(5)]
+    running = [
+        busy("gpu-1", [0, 1], "b1"),
+        busy("gpu-2", [0, 1, 2, 3, 4, 5], "b2"),
+        busy("gpu-4", [6, 7], "b4"),
+    ]
+    state, plugin = state_for(nodes, gang("default/big", pods=1).cpu(1).gpu(7), running=running)
+    ds = state.plugin_data["DeviceShare"]
+    assert isinstance(ds, DeviceState)
+    job = state.jobs["default/big"]
+    everywhere = np.arange(len(state.nodes), dtype=np.int64)
+    once = plugin.explain(state, job, state.pending_pods(job), everywhere)
+    assert sum(once.values()) == 3 and len(once) == 1
+    [(reason, _)] = once.items()
+    assert reason.startswith("Insufficient")
+    # asked again, and over part of the nodes, from what the groups remember
+    assert plugin.explain(state, job, state.pending_pods(job), everywhere) == once
+    assert plugin.explain(state, job, state.pending_pods(job), everywhere[:2]) == {reason: 1}
+    assert plugin.explain(state, job, state.pending_pods(job), everywhere[[0, 3]]) == {}

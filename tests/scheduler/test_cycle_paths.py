@@ -1,0 +1,72 @@
+"""Paths of the job cycle that skip work: pod names sorted by their digit runs, and node scores
+counted only when a placement reads them."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from scheduler.cycle import Framework
+from scheduler.framework import Plan
+from scheduler.plugins.devices import DeviceShare
+from scheduler.profile import Profile
+from scheduler.state import CycleState, natural_key
+from tests.scheduler.builders import cluster, gang, node
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["pod-2", "pod-10", "gang-00012-3", "a²-5", "a-b", "x", "abc-12x", "n-٣", "a-²", "-7", "p-"],
+)
+def test_the_short_way_for_prefix_dash_number_keys_as_the_digit_runs_do(name: str) -> None:
+    parts = re.split(r"(\d+)", name)
+    assert natural_key(name) == tuple(int(p) if p.isdigit() else p for p in parts)
+
+
+def test_names_sort_by_their_numbers() -> None:
+    names = ["pod-10", "pod-2", "gang-2-10", "gang-10-1", "gang-2-9"]
+    assert sorted(names, key=natural_key) == [
+        "gang-2-9",
+        "gang-2-10",
+        "gang-10-1",
+        "pod-2",
+        "pod-10",
+    ]
+
+
+def test_scores_are_counted_only_when_a_placement_reads_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    snap = (
+        cluster()
+        .node(node("a").cpu(16), node("b").cpu(16))
+        .submit(gang("ml/fits", pods=2).cpu(8), gang("ml/too-big", pods=3).cpu(16))
+        .snapshot()
+    )
+    framework = Framework(Profile.default())
+    device_share = framework.plugin("DeviceShare")
+    assert isinstance(device_share, DeviceShare)
+    asked: list[int] = []
+    score_nodes = device_share.score_nodes
+
+    def counting(*args: Any) -> Any:
+        asked.append(1)
+        return score_nodes(*args)
+
+    monkeypatch.setattr(device_share, "score_nodes", counting)
+    state = CycleState(snap)
+    framework.start(state)
+    too_big = state.jobs["ml/too-big"]
+    failed = framework.try_place(state, too_big, state.pending_pods(too_big))
+    assert not isinstance(failed, Plan)
+    assert len(asked) == 0  # a failed placement never reads scores
+    fits = state.jobs["ml/fits"]
+    scores = framework.node_scores(state, fits)
+    assert len(asked) == 0
+    placed = framework.try_place(state, fits, state.pending_pods(fits), scores=scores)
+    assert isinstance(placed, Plan)
+    assert len(asked) == 1
+    framework.try_place(state, fits, state.pending_pods(fits), scores=scores)
+    assert len(asked) == 1  # counted once for every placement given them
