@@ -24,6 +24,27 @@ from koordweb.services.ownership import (
 )
 
 
+class RecordAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """Rows that record what happened (or what a worker reports): read, never added or edited
+    here."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+class RecordInline(admin.TabularInline):  # type: ignore[type-arg]
+    """A record's rows shown under it, read-only."""
+
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
 class ClusterOwnedAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     """Rows a Kubernetes cluster owns are shown read-only (but for koordweb's own fields),
     cannot be deleted, and cannot be added to such a cluster: the form says where to edit."""
@@ -82,15 +103,9 @@ class ClusterAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.RoundWorker)
-class RoundWorkerAdmin(admin.ModelAdmin):
+class RoundWorkerAdmin(RecordAdmin):
     list_display = ("name", "alive", "last_heartbeat", "queue", "host", "pid", "started_at")
     readonly_fields = ("name", "queue", "host", "pid", "started_at", "seen_at", "expires_at")
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
 
     @admin.display(description="alive", boolean=True)
     def alive(self, obj: models.RoundWorker) -> bool:
@@ -102,18 +117,12 @@ class RoundWorkerAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.ClusterLease)
-class ClusterLeaseAdmin(admin.ModelAdmin):
+class ClusterLeaseAdmin(RecordAdmin):
     """Who runs each cluster's rounds. A lease is renewed at every heartbeat, so its expiry is
     seconds away while its owner lives; 'holds' says whether it counts now."""
 
     list_display = ("cluster", "owner", "holds", "acquired_at", "renewed_until", "generation")
     list_select_related = ("cluster", "owner")
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
 
     @admin.display(description="holds now")
     def holds(self, obj: models.ClusterLease) -> str:
@@ -220,15 +229,10 @@ class PodDisruptionBudgetAdmin(admin.ModelAdmin):
     search_fields = ("name", "namespace")
 
 
-class DecisionInline(admin.TabularInline):
+class DecisionInline(RecordInline):
     model = models.Decision
-    extra = 0
     fields = ("job", "outcome", "in_words")
     readonly_fields = ("job", "outcome", "in_words")
-    can_delete = False
-
-    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
 
     @admin.display(description="reason")
     def in_words(self, obj: models.Decision) -> str:
@@ -236,7 +240,7 @@ class DecisionInline(admin.TabularInline):
 
 
 @admin.register(models.Round)
-class RoundAdmin(admin.ModelAdmin):
+class RoundAdmin(RecordAdmin):
     """A round is a record of what happened: read it, never edit it (the round page says the
     same in more detail)."""
 
@@ -259,12 +263,6 @@ class RoundAdmin(admin.ModelAdmin):
     exclude = ("metrics",)
     readonly_fields = ("how_it_ran",)
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
     @admin.display(description="duration", ordering="duration_ms")
     def took(self, obj: models.Round) -> str:
         return ms_text(obj.duration_ms)
@@ -283,7 +281,7 @@ class RoundAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.Decision)
-class DecisionAdmin(admin.ModelAdmin):
+class DecisionAdmin(RecordAdmin):
     """A decision is a record of a round: read in words, never edited (the job page says the
     same with its placements)."""
 
@@ -295,26 +293,15 @@ class DecisionAdmin(admin.ModelAdmin):
     fields = ("round", "job", "outcome", "in_words", "created_at")
     readonly_fields = fields
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
     @admin.display(description="why")
     def in_words(self, obj: models.Decision) -> str:
         return decision_sentence(obj.outcome, obj.reason, obj.details).sentence
 
 
-class VictimInline(admin.TabularInline):
+class VictimInline(RecordInline):
     model = models.PreemptionVictim
-    extra = 0
     fields = ("job", "pods_text", "freed_text")
     readonly_fields = fields
-    can_delete = False
-
-    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
 
     @admin.display(description="pods evicted")
     def pods_text(self, obj: models.PreemptionVictim) -> str:
@@ -326,7 +313,7 @@ class VictimInline(admin.TabularInline):
 
 
 @admin.register(models.Preemption)
-class PreemptionAdmin(admin.ModelAdmin):
+class PreemptionAdmin(RecordAdmin):
     """A preemption is a record of a round: its rule and reason in words, its victims with what
     they freed; never edited."""
 
@@ -337,12 +324,6 @@ class PreemptionAdmin(admin.ModelAdmin):
     fields = ("cluster", "round", "preemptor", "state", "in_words", "nominated", "created_at")
     readonly_fields = fields
     inlines = [VictimInline]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
 
     @admin.display(description="why")
     def in_words(self, obj: models.Preemption) -> str:

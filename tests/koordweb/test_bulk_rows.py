@@ -166,21 +166,8 @@ def test_rows_delete_removes_only_the_rows_named() -> None:
 
     pods = PodFactory.create_batch(3)
     now = timezone.now()
-    rows_insert(
-        Intent,
-        (
-            "cluster",
-            "pod",
-            "kind",
-            "step",
-            "state",
-            "node",
-            "uid",
-            "payload",
-            "outcome",
-            "created_at",
-        ),
-        [(p.cluster_id, p.id, "bind", 1, "pending", "", "", {}, "", now) for p in pods],
+    Intent.objects.bulk_create(
+        Intent(cluster_id=p.cluster_id, pod=p, kind="bind", step=1, created_at=now) for p in pods
     )
     ids = sorted(Intent.objects.values_list("id", flat=True))
     assert rows_delete(Intent, ids[:2]) == 2

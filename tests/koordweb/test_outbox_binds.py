@@ -11,39 +11,26 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from koordweb.backends.base import EnactReport
+from koordweb.backends.base import Binding, EnactPlan, EnactReport
+from koordweb.backends.intents import intents_write
 from koordweb.backends.simulated import SimulatedBackend
 from koordweb.models import Intent, Pod
-from koordweb.rows.bulk import rows_insert
 from koordweb.rows.pods import pods_bind
 from koordweb.services.outbox import intents_enact
 from tests.builders import ClusterFactory, JobFactory, NodeFactory, PodFactory
 
 pytestmark = pytest.mark.django_db
 
-FIELDS = (
-    "cluster",
-    "pod",
-    "kind",
-    "step",
-    "state",
-    "node",
-    "uid",
-    "payload",
-    "outcome",
-    "created_at",
-)
-
 
 def _binds(pods, nodes, payloads, now):
-    rows_insert(
-        Intent,
-        FIELDS,
-        [
-            (p.cluster_id, p.id, "bind", 1, "pending", n, "", payload, "", now)
+    """Pending bind intents written the way a round writes them."""
+    plan = EnactPlan(
+        tuple(
+            Binding(p.id, p.namespace, p.name, p.uid, n, dict(payload.get("annotations", {})))
             for p, n, payload in zip(pods, nodes, payloads, strict=True)
-        ],
+        )
     )
+    intents_write(cluster=pods[0].cluster, round_id=None, plan=plan, now=now)
     return {i.pod_id: i.id for i in Intent.objects.filter(pod__in=pods)}
 
 
