@@ -1,10 +1,11 @@
 """The outbox: what a round decided to do to its cluster, written with the round, enacted after.
 
 A round records its plan and its intents in one transaction; only after that commits does it bind,
-evict, nominate, create or delete anything in the cluster, and it marks each intent done as the
-cluster answers. A worker that dies between the two leaves pending intents, which the cluster's
-next round enacts before it plans. Every action is idempotent, so enacting one twice changes
-nothing (a bind that finds the pod on our node is success, an eviction of a pod already gone too).
+evict, nominate, create or delete anything in the cluster, and it settles each intent as the
+cluster answers: deleted when done, kept a day with the reason when dropped. A worker that dies
+between the two leaves pending intents, which the cluster's next round enacts before it plans.
+Every action is idempotent, so enacting one twice changes nothing (a bind that finds the pod on
+our node is success, an eviction of a pod already gone too).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ class Intent(models.Model):
 
     class State(models.TextChoices):
         PENDING = "pending", "pending"
-        DONE = "done", "done"
+        DONE = "done", "done"  # settled rows are deleted, so stored only by older versions
         DROPPED = "dropped", "dropped: the cluster refused it or it no longer applies"
 
     # An intent lives from its plan's commit to its enact (a dropped one a day more): the table

@@ -115,7 +115,7 @@ def intents_enact(*, cluster: Cluster, backend: ClusterBackend, now: datetime) -
                 cluster_nodes=nodes, pods=pods, binds=binds, plan=plan, report=report, now=now
             )
             _preemption_states(plan, report)
-            summary.dropped += _mark(batch, report, settled, now)
+            summary.dropped += _settle(batch, report, settled, now)
         summary.intents += len(batch)
         _merge(summary.report, report)
 
@@ -211,7 +211,7 @@ class _Accepted(NamedTuple):
     deleted: set[int]
 
 
-def _mark(
+def _settle(
     intents: Iterable[_Pending],
     report: EnactReport,
     settled: dict[int, tuple[str, str]],
