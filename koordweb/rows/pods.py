@@ -10,14 +10,13 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any
 
 from django.db import connection
 from django.db.models import Count
 
 from koordweb.models import Intent, Job, JobState, Node, Pod, PodPhase
-from koordweb.rows.arrays import int_array_literal
 from koordweb.rows.bulk import rows_update
+from koordweb.rows.lookups import id_list_sql
 from scheduler.devices import names
 
 FINISHED_PHASES = (PodPhase.SUCCEEDED, PodPhase.FAILED)
@@ -55,16 +54,13 @@ def pods_bind(*, intent_ids: Sequence[int], now: datetime) -> int:
     pod, intent, node = (q(m._meta.db_table) for m in (Pod, Intent, Node))
     if connection.vendor == "postgresql":
         merged = f"{pod}.annotations || COALESCE(i.payload -> 'annotations', '{{}}'::jsonb)"
-        ids_sql = "i.id = ANY(%s::bigint[])"
-        ids: list[Any] = [int_array_literal(intent_ids)]
     else:
         # SQLite: JSON is text; json_patch merges two objects the same way for string values.
         merged = (
             f"json_patch({pod}.annotations, COALESCE(json_extract(i.payload, '$.annotations'), "
             "'{}'))"
         )
-        ids_sql = f"i.id IN ({', '.join(['%s'] * len(intent_ids))})"
-        ids = [int(i) for i in intent_ids]
+    ids_sql, ids = id_list_sql(connection, "i.id", intent_ids)
     sql = (
         f"UPDATE {pod} SET node_id = n.id, nominated_node_id = NULL, bound_at = %s, "
         f"annotations = {merged} "
@@ -72,7 +68,7 @@ def pods_bind(*, intent_ids: Sequence[int], now: datetime) -> int:
         f"WHERE {ids_sql} AND {pod}.id = i.pod_id"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [connection.ops.adapt_datetimefield_value(now), *ids])
+        cursor.execute(sql, [connection.ops.adapt_datetimefield_value(now), ids])
         return cursor.rowcount
 
 

@@ -182,3 +182,10 @@ def test_array_literals_quote_and_refuse() -> None:
     assert array_literal([None, True, 2, 'a"b\\c']) == '{NULL,t,2,"a\\"b\\\\c"}'
     with pytest.raises(TypeError, match="no array literal for a dict"):
         array_literal([{"a": 1}])
+
+
+def test_any_lookup_takes_more_ids_than_sqlite_has_variables() -> None:
+    # A round can bind more pods than SQLite's 32,766 statement variables.
+    pod = PodFactory()
+    ids = [pod.id, *range(10**9, 10**9 + 40_000)]
+    assert list(Pod.objects.filter(id__any=ids).values_list("id", flat=True)) == [pod.id]
