@@ -44,6 +44,7 @@ from koordweb.services.warm import (
     warm_snapshot,
 )
 from koordweb.snapshot import JobRow, PodRow
+from scheduler.collector import collector_paused
 from scheduler.result import PreemptionRecord, RoundResult
 from scheduler.round import plan_round
 
@@ -79,9 +80,11 @@ def round_execute(
     with round_context(cluster=cluster.name):
         rnd: Round | None = None
         try:
-            return _round_execute(
-                cluster=cluster, backend=backend, trigger=trigger, now=now, warm=warm
-            )
+            # The whole round, not only its plan, makes objects that live until it returns.
+            with collector_paused():
+                return _round_execute(
+                    cluster=cluster, backend=backend, trigger=trigger, now=now, warm=warm
+                )
         except Exception as error:
             # What the warm state read may have been rolled back: the next round builds cold.
             warm_forget(cluster.id)

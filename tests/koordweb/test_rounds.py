@@ -24,6 +24,7 @@ from koordweb.models import (
 )
 from koordweb.services.engine import engine_profile
 from koordweb.services.locks import round_lock
+from koordweb.services.records import round_execute
 from koordweb.tasks import run_round
 from tests.builders import busy_cluster, nlp_submits, simulated_round, urgent_spine_gang
 
@@ -235,3 +236,42 @@ def test_bad_scheduler_args_are_refused_and_a_stored_bad_one_fails_the_round_cle
     assert failed.state == Round.State.FAILED
     assert "JobPreemption.candidateLimit: expected at least 1" in failed.error
     assert Pod.objects.filter(cluster=busy, node__isnull=False).count() == placed_before
+
+
+def test_no_automatic_collection_runs_anywhere_in_a_round(busy):
+    """The whole round (sync, snapshot, record, enact), not only the plan, holds the collector
+    back: with thresholds of 1 any allocation would start one, so none started from inside the
+    round's body means it was paused there."""
+    import gc
+    import sys
+
+    started: list[int] = []
+
+    def count(phase: str, info: dict) -> None:
+        frame = sys._getframe(1)
+        while frame is not None and frame.f_code.co_name != "_round_execute":
+            frame = frame.f_back
+        if phase == "start" and frame is not None:
+            started.append(info["generation"])
+
+    was_enabled, thresholds = gc.isenabled(), gc.get_threshold()
+    gc.enable()
+    gc.set_threshold(1, 1, 1)
+    gc.callbacks.append(count)
+    try:
+        outcome = round_execute(
+            cluster=busy,
+            backend=SimulatedBackend(),
+            trigger=Round.Trigger.MANUAL,
+            now=timezone.now(),
+            warm=False,  # a warm round ends with its own, explicit collection
+        )
+        after_round = list(started)
+        assert gc.isenabled()
+    finally:
+        gc.callbacks.remove(count)
+        gc.set_threshold(*thresholds)
+        if not was_enabled:
+            gc.disable()
+    assert outcome.summary["placed_pods"] > 0
+    assert after_round == []
