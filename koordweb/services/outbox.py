@@ -88,10 +88,16 @@ _PENDING_FIELDS = (
 )
 
 
-def intents_enact(*, cluster: Cluster, backend: ClusterBackend, now: datetime) -> EnactSummary:
-    """Enact every pending intent of the cluster, oldest round first, in enact order."""
+def intents_enact(
+    *, cluster: Cluster, backend: ClusterBackend, now: datetime, prune: bool = True
+) -> EnactSummary:
+    """Enact every pending intent of the cluster, oldest round first, in enact order.
+
+    `prune`: first delete the settled intents past their keeping time and the orphans (a round
+    prunes in its first call, before it plans, when few intents are pending)."""
     summary = EnactSummary(EnactReport())
-    _prune(cluster, now)
+    if prune:
+        _prune(cluster, now)
     while True:
         batch = [
             _Pending(*row)

@@ -121,7 +121,8 @@ def _round_execute(
         intents_write(cluster=cluster, round_id=rnd.id, plan=plan, now=now)
     t3 = perf_counter()
     try:
-        enacted = intents_enact(cluster=cluster, backend=backend, now=now)
+        # Pruned by the call above, before the plan's intents were written.
+        enacted = intents_enact(cluster=cluster, backend=backend, now=now, prune=False)
     except Exception as error:
         error.koordweb_round = rnd  # type: ignore[attr-defined]
         raise
