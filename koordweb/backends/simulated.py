@@ -54,23 +54,25 @@ class SimulatedBackend:
     def enact(self, cluster: Cluster, plan: EnactPlan, *, now: datetime) -> EnactReport:
         """Every action succeeds unless the database says the cluster has moved on."""
         report = EnactReport()
-        nodes = {
-            name
-            for (name,) in rows_read(
-                Node.objects.filter(cluster_id=cluster.id).order_by().values_list("name")
+        names = dict(
+            rows_read(
+                Node.objects.filter(cluster_id=cluster.id).order_by().values_list("id", "name")
             )
-        }
-        # Only pods already on a node can conflict: the others are read no further.
+        )
+        nodes = set(names.values())
+        # Only pods already on a node can conflict; their node's name comes from `names`, not
+        # from a join (the plan's pods are looked up by key, whatever the table holds).
         bound_to = dict(
             rows_read(
                 Pod.objects.filter(id__any=[b.pod_id for b in plan.bindings], node__isnull=False)
                 .order_by()
-                .values_list("id", "node__name")
+                .values_list("id", "node_id")
             )
         )
         report.evicted = [e.pod_id for e in plan.evictions]
         for binding in plan.bindings:
-            current = bound_to.get(binding.pod_id)
+            node_id = bound_to.get(binding.pod_id)
+            current = names.get(node_id, f"#{node_id}") if node_id is not None else None
             if binding.node not in nodes:
                 report.dropped[binding.pod_id] = f"node {binding.node} no longer exists"
             elif current is not None and current != binding.node:
