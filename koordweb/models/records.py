@@ -63,7 +63,8 @@ class Decision(models.Model):
         WAITING = "waiting", "waiting"
 
     round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="decisions")
-    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="decisions")
+    # Indexed by (job, -created_at) below (migration 0015).
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="decisions", db_index=False)
     outcome = models.CharField(max_length=16, choices=Outcome.choices)
     reason = models.TextField(blank=True)
     details = models.JSONField(default=dict, blank=True)

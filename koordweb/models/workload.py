@@ -128,13 +128,21 @@ class Job(models.Model):
         POD_GROUP = "podgroup", "PodGroup"
         POD = "pod", "single pod"
 
-    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="jobs")
+    # Indexed by the composite indexes and the unique name it leads (migration 0015).
+    cluster = models.ForeignKey(
+        Cluster, on_delete=models.CASCADE, related_name="jobs", db_index=False
+    )
     namespace = models.CharField(max_length=63, default="default")
     name = models.CharField(max_length=253)
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.GANG)
     pod_group_api = models.CharField(max_length=64, blank=True)
-    quota = models.ForeignKey(
-        ElasticQuota, on_delete=models.RESTRICT, null=True, blank=True, related_name="jobs"
+    quota = models.ForeignKey(  # indexed by (quota, state)
+        ElasticQuota,
+        on_delete=models.RESTRICT,
+        null=True,
+        blank=True,
+        related_name="jobs",
+        db_index=False,
     )
     priority_class = models.ForeignKey(
         PriorityClass, on_delete=models.RESTRICT, null=True, blank=True, related_name="jobs"

@@ -1,0 +1,75 @@
+"""Migration 0015 drops the single-column indexes that a composite index already leads with (a
+job's cluster and quota, a decision's job), in place: the composite indexes stay, the job table
+keeps the change-position triggers of migration 0008, and going back brings the indexes back.
+Forward and back, on the test database."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+
+BEFORE = [("koordweb", "0014_pod_nominated_node_unindexed")]
+DROPPED = (
+    ("koordweb_job", "cluster_id"),
+    ("koordweb_job", "quota_id"),
+    ("koordweb_decision", "job_id"),
+)
+
+
+def _migrate(targets: list[tuple[str, str]]) -> None:
+    MigrationExecutor(connection).migrate(targets)
+
+
+@pytest.fixture
+def latest(transactional_db: None) -> Iterator[list[tuple[str, str]]]:
+    leaves = MigrationExecutor(connection).loader.graph.leaf_nodes("koordweb")
+    yield leaves
+    _migrate(leaves)
+
+
+def _indexes(table: str) -> list[list[str]]:
+    """The column lists of the table's plain (not unique, not primary) indexes."""
+    with connection.cursor() as cursor:
+        found = connection.introspection.get_constraints(cursor, table)
+    return [c["columns"] for c in found.values() if c["index"] and not c["unique"]]
+
+
+def _job_triggers() -> set[str]:
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                "SELECT tgname FROM pg_trigger WHERE tgrelid = 'koordweb_job'::regclass "
+                "AND NOT tgisinternal"
+            )
+        else:
+            cursor.execute(
+                "SELECT name FROM sqlite_master "
+                "WHERE type = 'trigger' AND tbl_name = 'koordweb_job'"
+            )
+        return {row[0] for row in cursor.fetchall()}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_redundant_indexes_go_and_come_back_and_what_leads_them_stays(latest: Any) -> None:
+    triggers = _job_triggers()
+    assert triggers, "the change-position triggers of migration 0008 are there"
+    for table, column in DROPPED:
+        assert [column] not in _indexes(table), (table, column)
+    assert ["cluster_id", "state"] in _indexes("koordweb_job")
+    assert ["quota_id", "state"] in _indexes("koordweb_job")
+    assert ["job_id", "created_at"] in _indexes("koordweb_decision")
+
+    _migrate(BEFORE)
+    for table, column in DROPPED:
+        assert [column] in _indexes(table), (table, column)
+    assert _job_triggers() == triggers
+
+    _migrate(latest)
+    for table, column in DROPPED:
+        assert [column] not in _indexes(table), (table, column)
+    assert ["cluster_id", "state"] in _indexes("koordweb_job")
+    assert _job_triggers() == triggers
