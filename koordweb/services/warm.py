@@ -40,6 +40,7 @@ from django.db import connection
 from django.db.models import BigIntegerField, Max
 from django.db.models.expressions import RawSQL
 
+from koordweb import assembly
 from koordweb import snapshot as snap
 from koordweb.models import Cluster, DeviceTemplateConfig, Job, Node, NodeMetric, Pod
 from koordweb.rows.read import rows_read
@@ -86,7 +87,7 @@ class WarmState:
     since: int  # the next read takes rows whose change position is at or after this
     templates: Any  # the device template rows the nodes' device states were built with
     rows: snap.ClusterRows
-    cache: snap.AssemblyCache = field(default_factory=snap.AssemblyCache)
+    cache: assembly.AssemblyCache = field(default_factory=assembly.AssemblyCache)
     rounds: int = 0  # rounds since the last cold build or check
     refreshed: float = field(default_factory=time.monotonic)
     format: int = FORMAT
@@ -183,7 +184,7 @@ def warm_snapshot(
         if state is None or reason:
             state = _cold_state(cluster, templates)
             _states[cluster.id] = state
-            snapshot, index = snap.assemble(
+            snapshot, index = assembly.assemble(
                 cluster, state.rows, now=now, devices_for=devices_for, cache=state.cache
             )
             state.last = (snapshot, index)
@@ -197,7 +198,7 @@ def warm_snapshot(
             before, index = state.last
             snapshot = snap.snapshot_of(cluster, before.nodes, before.pods, before.jobs, now=now)
         else:
-            snapshot, index = snap.assemble(
+            snapshot, index = assembly.assemble(
                 cluster, state.rows, now=now, devices_for=devices_for, cache=state.cache
             )
         state.last = (snapshot, index)
@@ -219,7 +220,7 @@ def _check(
 ) -> tuple[ClusterSnapshot, snap.SnapshotIndex, WarmReport]:
     """The periodic check: a cold build compared with the warm one; a difference is a bug."""
     cold = _cold_state(cluster, templates)
-    cold_snapshot, cold_index = snap.assemble(
+    cold_snapshot, cold_index = assembly.assemble(
         cluster, cold.rows, now=now, devices_for=devices_for, cache=cold.cache
     )
     cold.last = (cold_snapshot, cold_index)

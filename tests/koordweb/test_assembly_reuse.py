@@ -1,4 +1,4 @@
-"""`snapshot.assemble` with a kept `AssemblyCache`: it makes again only what changed (the node
+"""`assembly.assemble` with a kept `AssemblyCache`: it makes again only what changed (the node
 tuple when a node, metric or device row changed; the blocks of the engine jobs whose rows
 changed), and its result equals an assembly from nothing, snapshot and every reverse map."""
 
@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from koordweb import assembly
 from koordweb import snapshot as snap
 from koordweb.models import Cluster, Job, JobState, PodPhase
 
@@ -121,14 +122,14 @@ def cluster_rows() -> snap.ClusterRows:
     return rows
 
 
-def assemble(cluster: Cluster, rows: snap.ClusterRows, cache: snap.AssemblyCache) -> Any:
-    return snap.assemble(cluster, rows, now=NOW, cache=cache)
+def assemble(cluster: Cluster, rows: snap.ClusterRows, cache: assembly.AssemblyCache) -> Any:
+    return assembly.assemble(cluster, rows, now=NOW, cache=cache)
 
 
-def assert_same_as_fresh(cluster: Cluster, rows: snap.ClusterRows, cache: snap.AssemblyCache):
+def assert_same_as_fresh(cluster: Cluster, rows: snap.ClusterRows, cache: assembly.AssemblyCache):
     """The cached assembly equals one from nothing: snapshot (order included) and every map."""
     snapshot, index = assemble(cluster, rows, cache)
-    fresh, fresh_index = assemble(cluster, rows, snap.AssemblyCache())
+    fresh, fresh_index = assemble(cluster, rows, assembly.AssemblyCache())
     assert snapshot == fresh
     for name in INDEX_MAPS:
         assert getattr(index, name) == getattr(fresh_index, name), name
@@ -142,7 +143,7 @@ def cluster(db: Any) -> Cluster:
 
 def test_a_cached_assembly_equals_a_fresh_one_after_each_kind_of_change(cluster):
     rows = cluster_rows()
-    cache = snap.AssemblyCache()
+    cache = assembly.AssemblyCache()
     snapshot, index = assert_same_as_fresh(cluster, rows, cache)
     engine_ids = ["team-a/group", "team-a/job-1", "team-a/job-2", "team-a/job-6", "team-a/solo"]
     assert [job.id for job in snapshot.jobs] == engine_ids
@@ -189,7 +190,7 @@ def test_a_cached_assembly_equals_a_fresh_one_after_each_kind_of_change(cluster)
 def test_random_changes_keep_a_cached_assembly_equal_to_a_fresh_one(cluster):
     rng = random.Random(11)
     rows = cluster_rows()
-    cache = snap.AssemblyCache()
+    cache = assembly.AssemblyCache()
     assert_same_as_fresh(cluster, rows, cache)
     states = list(JobState)
     next_id = 1000
@@ -250,10 +251,14 @@ def test_random_changes_keep_a_cached_assembly_equal_to_a_fresh_one(cluster):
 
 def test_unchanged_rows_reuse_the_last_engine_objects(cluster, monkeypatch):
     rows = cluster_rows()
-    cache = snap.AssemblyCache()
+    cache = assembly.AssemblyCache()
     first, _ = assemble(cluster, rows, cache)
     made: list[str] = []  # the engine objects made again: nodes and pods by name, blocks by id
-    real_pod_info, real_node_info, real_job_block = snap.pod_info, snap.node_info, snap.job_block
+    real_pod_info, real_node_info, real_job_block = (
+        assembly.pod_info,
+        assembly.node_info,
+        assembly.job_block,
+    )
 
     def pod_info(pod: snap.PodRow, *args: Any) -> Any:
         made.append(pod.name)
@@ -267,9 +272,9 @@ def test_unchanged_rows_reuse_the_last_engine_objects(cluster, monkeypatch):
         made.append(engine_id)
         return real_job_block(engine_id, *args)
 
-    monkeypatch.setattr(snap, "pod_info", pod_info)
-    monkeypatch.setattr(snap, "node_info", node_info)
-    monkeypatch.setattr(snap, "job_block", job_block)
+    monkeypatch.setattr(assembly, "pod_info", pod_info)
+    monkeypatch.setattr(assembly, "node_info", node_info)
+    monkeypatch.setattr(assembly, "job_block", job_block)
 
     # Nothing changed: the node tuple itself, every pod and job info, no block made again.
     again, _ = assemble(cluster, rows, cache)

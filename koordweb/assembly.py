@@ -1,0 +1,382 @@
+"""Assembling the engine's snapshot from a cluster's rows, in proportion to what changed.
+
+`assemble` turns `snapshot.ClusterRows` into a `scheduler.ClusterSnapshot` and the reverse maps a
+round needs (`snapshot.SnapshotIndex`). With an `AssemblyCache` (the warm snapshot keeps one per
+cluster between rounds) it makes again only what rows changed since the last assembly, by row
+identity: the node tuple when a node, metric or device row changed; the blocks of the engine jobs
+whose job or pod rows changed. The result equals a fresh assembly's either way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from itertools import chain, compress
+from operator import attrgetter, is_, is_not
+from typing import Any, NamedTuple
+
+from koordweb.models import Cluster, Job, JobState
+from koordweb.snapshot import (
+    FINISHED_PHASES,
+    ClusterRows,
+    DeviceRow,
+    JobRow,
+    MetricRow,
+    NodeRow,
+    PodRow,
+    SnapshotIndex,
+    engine_job_id,
+    engine_job_info,
+    node_info,
+    pod_info,
+    snapshot_of,
+)
+from scheduler.model import ClusterSnapshot, JobInfo, NodeInfo, PodInfo
+
+
+class PodMade(NamedTuple):
+    """A pod's engine object and everything it was made from: reused while all of it holds."""
+
+    row: PodRow
+    job_id: str
+    quota: str | None
+    gang: str | None
+    node: str | None
+    nominated: str | None
+    info: PodInfo
+
+
+@dataclass(frozen=True)
+class JobBlock:
+    """One engine job's share of an assembly: its job rows (by id), their pods (each job's in
+    (namespace, name) order) and the engine objects made from them."""
+
+    engine_id: str
+    members: tuple[JobRow, ...]
+    quotas: tuple[str | None, ...]  # each member's quota name
+    made: tuple[PodMade, ...]
+    pods: tuple[PodRow, ...]
+    pod_infos: tuple[PodInfo, ...]
+    keys: tuple[str, ...]
+    job_info: JobInfo
+
+
+@dataclass
+class NodePart:
+    """The node half of the last assembly and the row mappings it was made from (shallow copies:
+    the warm state updates its own in place)."""
+
+    nodes: dict[int, NodeRow] = field(default_factory=dict)
+    metrics: dict[int, MetricRow] = field(default_factory=dict)
+    devices: dict[int, tuple[DeviceRow, ...]] | None = None  # None: assembled without devices
+    infos: tuple[NodeInfo, ...] = ()
+    names: dict[int, str] = field(default_factory=dict)  # node id -> name, in name order
+    made: dict[int, tuple[Any, ...]] = field(default_factory=dict)  # id -> (rows..., info)
+
+
+@dataclass
+class JobPart:
+    """The pod and job half of the last assembly, one block per engine job, and what finding the
+    blocks to make again needs: the rows it was made from (shallow copies), every pod row by job
+    (whatever its phase or its job's), the pods each job in the snapshot holds, and which block
+    each job is in."""
+
+    pods: dict[int, PodRow] = field(default_factory=dict)
+    jobs: dict[int, JobRow] = field(default_factory=dict)
+    quota_names: dict[int, str] = field(default_factory=dict)
+    node_names: dict[int, str] = field(default_factory=dict)
+    pods_of_job: dict[int, dict[int, PodRow]] = field(default_factory=dict)
+    held: dict[int, tuple[PodRow, ...]] = field(default_factory=dict)  # job id -> held pods
+    engine_of_job: dict[int, str] = field(default_factory=dict)
+    jobs_of_block: dict[str, set[int]] = field(default_factory=dict)
+    blocks: dict[str, JobBlock] = field(default_factory=dict)
+    order: list[str] = field(default_factory=list)  # the blocks' engine ids, sorted
+    # The reverse maps of every block, patched block by block (an assembly hands out copies):
+    # for lookups, so their order is not a cold build's.
+    index: SnapshotIndex = field(default_factory=lambda: SnapshotIndex())
+
+
+@dataclass
+class AssemblyCache:
+    """The last assembly of a cluster (the warm snapshot keeps one between rounds): the next one
+    makes again only what rows changed since, by row identity: the node tuple when any node,
+    metric or device row changed, and otherwise the blocks of the engine jobs whose job or pod
+    rows changed (every block when a quota or node name changed), each pod's engine object
+    reused while its row is the very same object. The result is equal either way."""
+
+    nodes: NodePart = field(default_factory=NodePart)
+    jobs: JobPart = field(default_factory=JobPart)
+
+    def forget(self) -> None:
+        """Start over: the next assembly makes everything."""
+        self.nodes = NodePart()
+        self.jobs = JobPart()
+
+
+def assemble(
+    cluster: Cluster,
+    rows: ClusterRows,
+    *,
+    now: datetime,
+    devices_for: Any = None,
+    cache: AssemblyCache | None = None,
+) -> tuple[ClusterSnapshot, SnapshotIndex]:
+    """Rows -> the engine's snapshot and the reverse maps; `cache` holds the last assembly, whose
+    parts made from the same row objects are reused (the result is equal either way)."""
+    if cache is None:
+        cache = AssemblyCache()
+    try:
+        cache.nodes = assembled_nodes(rows, devices_for, cache.nodes)
+        job_blocks_update(cache.jobs, rows, cache.nodes.names)
+    except BaseException:
+        cache.forget()  # a part may be half updated: the next assembly starts over
+        raise
+    blocks = [cache.jobs.blocks[engine_id] for engine_id in cache.jobs.order]
+    snapshot = snapshot_of(
+        cluster,
+        cache.nodes.infos,
+        tuple(chain.from_iterable(block.pod_infos for block in blocks)),
+        tuple(block.job_info for block in blocks),
+        now=now,
+    )
+    return snapshot, index_copy(cache.jobs.index)
+
+
+def same_rows(current: Mapping[Any, Any], previous: Mapping[Any, Any]) -> bool:
+    """The same keys in the same order, each holding the very same row object (compared without
+    a Python step per row)."""
+    return (
+        len(current) == len(previous)
+        and list(current) == list(previous)
+        and all(map(is_, current.values(), previous.values()))
+    )
+
+
+def changed_keys(current: Mapping[int, Any], previous: Mapping[int, Any]) -> list[int]:
+    """The keys whose row is not the very same object as before: new, replaced or gone."""
+    keys = list(current)
+    changed = list(compress(keys, map(is_not, map(previous.get, keys), current.values())))
+    return changed + list(previous.keys() - current.keys())
+
+
+def assembled_nodes(rows: ClusterRows, devices_for: Any, last: NodePart) -> NodePart:
+    """The node infos in name order: the last ones outright when no node, metric or device row
+    changed; otherwise each node's info made again unless its rows are the same objects."""
+    devices = rows.devices if devices_for else None
+    if (
+        same_rows(rows.nodes, last.nodes)
+        and same_rows(rows.metrics, last.metrics)
+        and (devices is None) == (last.devices is None)
+        and (devices is None or same_rows(devices, last.devices or {}))
+    ):
+        return last
+    nodes = sorted(rows.nodes.values(), key=lambda n: n.name)
+    infos: list[NodeInfo] = []
+    made: dict[int, tuple[Any, ...]] = {}
+    for node in nodes:
+        metric = rows.metrics.get(node.id)
+        device_rows = devices.get(node.id, ()) if devices is not None else None
+        hit = last.made.get(node.id)
+        if hit is not None and hit[0] is node and hit[1] is metric and hit[2] is device_rows:
+            info = hit[3]
+        else:
+            node_devices = devices_for(node, list(device_rows or ())) if devices_for else None
+            info = node_info(node, metric, node_devices)  # type: ignore[arg-type]
+        made[node.id] = (node, metric, device_rows, info)
+        infos.append(info)
+    return NodePart(
+        nodes=dict(rows.nodes),
+        metrics=dict(rows.metrics),
+        devices=dict(devices) if devices is not None else None,
+        infos=tuple(infos),
+        names={node.id: node.name for node in nodes},
+        made=made,
+    )
+
+
+def held_pods(job: JobRow, pods: Iterable[PodRow]) -> tuple[PodRow, ...]:
+    """The pods of a job the snapshot holds, in (namespace, name) order: none finished; every pod
+    of an active job; of a job being preempted or requeued, the bound ones; of any other job (a
+    cancelled one), the bound ones terminating. A terminating pod holds its node until the
+    cluster says it is gone (and is never placed again)."""
+    state = job.state
+    return tuple(
+        sorted(
+            (
+                pod
+                for pod in pods
+                if pod.phase not in FINISHED_PHASES
+                and (
+                    state in JobState.ACTIVE
+                    or (pod.node_id is not None and (state in JobState.HOLDING or pod.terminating))
+                )
+            ),
+            key=lambda p: (p.namespace, p.name),
+        )
+    )
+
+
+def job_blocks_update(part: JobPart, rows: ClusterRows, node_names: dict[int, str]) -> None:
+    """Bring the blocks up to date with `rows`: the blocks of the jobs whose job row or pod rows
+    changed are made again, the others kept; every block when a quota or node name changed."""
+    dirty_jobs = set(changed_keys(rows.jobs, part.jobs))
+    for pod_id in changed_keys(rows.pods, part.pods):
+        dirty_jobs |= pod_move(part, part.pods.get(pod_id), rows.pods.get(pod_id))
+    if rows.quota_names != part.quota_names or node_names != part.node_names:
+        dirty_jobs |= rows.jobs.keys() | part.engine_of_job.keys()
+    part.pods, part.jobs = dict(rows.pods), dict(rows.jobs)
+    part.quota_names, part.node_names = dict(rows.quota_names), node_names
+
+    dirty_blocks: set[str] = set()
+    for job_id in dirty_jobs:
+        dirty_blocks |= job_place(part, rows.jobs.get(job_id), job_id)
+    last_blocks = {e: part.blocks.pop(e) for e in dirty_blocks & part.blocks.keys()}
+    for block in last_blocks.values():
+        index_drop(part.index, block)
+    reusable = {made.row.id: made for block in last_blocks.values() for made in block.made}
+    for engine_id in dirty_blocks:
+        member_ids = part.jobs_of_block.get(engine_id)
+        if member_ids:
+            members = tuple(rows.jobs[job_id] for job_id in sorted(member_ids))
+            last = last_blocks.get(engine_id)
+            block = job_block(engine_id, members, part, reusable, last)
+            part.blocks[engine_id] = block
+            index_add(part.index, block)
+        else:
+            part.jobs_of_block.pop(engine_id, None)
+    if (dirty_blocks & part.blocks.keys()) ^ last_blocks.keys():  # a block made or gone
+        part.order = sorted(part.blocks)
+
+
+def pod_move(part: JobPart, before: PodRow | None, after: PodRow | None) -> set[int]:
+    """A pod row replaced (or new, or gone) in the rows by job; returns the jobs it touched."""
+    touched = set()
+    if before is not None:
+        own = part.pods_of_job[before.job_id]
+        del own[before.id]
+        if not own:
+            del part.pods_of_job[before.job_id]
+        touched.add(before.job_id)
+    if after is not None:
+        part.pods_of_job.setdefault(after.job_id, {})[after.id] = after
+        touched.add(after.job_id)
+    return touched
+
+
+def job_place(part: JobPart, job: JobRow | None, job_id: int) -> set[str]:
+    """A job whose rows changed leaves its block and, if the snapshot holds it (still holding
+    resources, or some pod held), joins the block of its engine job id; returns both blocks."""
+    touched = set()
+    before = part.engine_of_job.pop(job_id, None)
+    part.index.engine_id_by_job.pop(job_id, None)
+    part.held.pop(job_id, None)
+    if before is not None:
+        part.jobs_of_block[before].discard(job_id)
+        touched.add(before)
+    if job is None:
+        return touched
+    pods = held_pods(job, part.pods_of_job.get(job_id, {}).values())
+    if not pods and job.state not in JobState.HOLDING:
+        return touched
+    engine_id = engine_job_id(job, pods[0].name if pods else None)  # type: ignore[arg-type]
+    part.engine_of_job[job_id] = engine_id
+    part.index.engine_id_by_job[job_id] = engine_id
+    part.held[job_id] = pods
+    part.jobs_of_block.setdefault(engine_id, set()).add(job_id)
+    touched.add(engine_id)
+    return touched
+
+
+def job_block(
+    engine_id: str,
+    members: tuple[JobRow, ...],
+    part: JobPart,
+    reusable: Mapping[int, PodMade],
+    last: JobBlock | None,
+) -> JobBlock:
+    """An engine job's block: its members' held pods in member order (members by row id), each
+    pod's info reused from `reusable` when made from the same row for the same job, quota, gang
+    and node names; the job info reused when its members, pod keys and quotas are the same."""
+    made: list[PodMade] = []
+    quotas: list[str | None] = []
+    for job in members:
+        quota = part.quota_names.get(job.quota_id) if job.quota_id else None
+        gang = job.gang_id if job.kind != Job.Kind.POD else None
+        quotas.append(quota)
+        for pod in part.held[job.id]:
+            made.append(pod_made(pod, engine_id, quota, gang, part.node_names, reusable))
+    keys = tuple(m.info.key for m in made)
+    if (
+        last is not None
+        and len(last.members) == len(members)
+        and all(map(is_, last.members, members))
+        and last.keys == keys
+        and last.quotas == tuple(quotas)
+    ):
+        job_info = last.job_info
+    else:
+        job_info = engine_job_info(engine_id, list(members), keys, part.quota_names)
+    return JobBlock(
+        engine_id=engine_id,
+        members=members,
+        quotas=tuple(quotas),
+        made=tuple(made),
+        pods=tuple(m.row for m in made),
+        pod_infos=tuple(m.info for m in made),
+        keys=keys,
+        job_info=job_info,
+    )
+
+
+def pod_made(
+    pod: PodRow,
+    job_id: str,
+    quota: str | None,
+    gang: str | None,
+    node_names: Mapping[int, str],
+    reusable: Mapping[int, PodMade],
+) -> PodMade:
+    """A pod's info, the one made last time when made from the same row and the same rest."""
+    node = node_names.get(pod.node_id) if pod.node_id else None
+    nominated = node_names.get(pod.nominated_node_id) if pod.nominated_node_id else None
+    hit = reusable.get(pod.id)
+    if (
+        hit is not None
+        and hit.row is pod
+        and (hit.job_id, hit.quota, hit.gang, hit.node, hit.nominated)
+        == (job_id, quota, gang, node, nominated)
+    ):
+        return hit
+    info = pod_info(pod, job_id, quota, gang, node_names)  # type: ignore[arg-type]
+    return PodMade(pod, job_id, quota, gang, node, nominated, info)
+
+
+def index_add(index: SnapshotIndex, block: JobBlock) -> None:
+    """A block's entries into the reverse maps (its jobs' engine ids are set as they are placed)."""
+    index.pod_ids.update(zip(block.keys, map(attrgetter("id"), block.pods), strict=True))
+    index.pod_uids.update(zip(block.keys, map(attrgetter("uid"), block.pods), strict=True))
+    index.job_by_pod_key.update(dict.fromkeys(block.keys, block.engine_id))
+    index.jobs_by_engine_id[block.engine_id] = list(block.members)
+    index.pod_rows.update(zip(map(attrgetter("id"), block.pods), block.pods, strict=True))
+
+
+def index_drop(index: SnapshotIndex, block: JobBlock) -> None:
+    """A block's entries out of the reverse maps (before the blocks made again are added)."""
+    for key, pod in zip(block.keys, block.pods, strict=True):
+        del index.pod_ids[key], index.pod_uids[key], index.job_by_pod_key[key]
+        del index.pod_rows[pod.id]
+    del index.jobs_by_engine_id[block.engine_id]
+
+
+def index_copy(index: SnapshotIndex) -> SnapshotIndex:
+    """The maps as they are now, for a caller (the next assembly patches the kept ones); the job
+    lists are shared: the index is read, never written."""
+    return SnapshotIndex(
+        pod_ids=dict(index.pod_ids),
+        pod_uids=dict(index.pod_uids),
+        job_by_pod_key=dict(index.job_by_pod_key),
+        jobs_by_engine_id=dict(index.jobs_by_engine_id),
+        engine_id_by_job=dict(index.engine_id_by_job),
+        pod_rows=dict(index.pod_rows),
+    )
