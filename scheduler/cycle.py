@@ -218,10 +218,10 @@ class Framework:
         """Per node, how many of `pods` fit in order, by every slot-limit Filter (the minimum)."""
         everywhere = np.arange(len(state.nodes), dtype=np.int64)
         slots: IntArray | None = None
-        memo = _slot_memo(state) if state.released is None else None  # no dry run
-        runs = memo.runs(state, pods) if memo is not None else ()
+        memo = _slot_memo(state)
+        runs = memo.runs(state, pods)
         for plugin in self.slot_limits:
-            if memo is not None and getattr(plugin, "slots_by_template", False):
+            if getattr(plugin, "slots_by_template", False):
                 limit = memo.slot_limits(plugin, state, job, pods, runs)
             else:
                 limit = plugin.slot_limits(state, job, pods, everywhere)

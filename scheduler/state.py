@@ -130,8 +130,9 @@ class CycleState:
                 self.bound_on_node.setdefault(idx, []).append(p)
                 self.bound_id[p.key] = len(self.bound_keys)
                 self.bound_keys.append(p.key)
+        self.bound_node: IntArray = np.array(bound_rows, dtype=np.int64)  # by `bound_keys` position
         if bound_rows:
-            np.add.at(self.used, np.array(bound_rows, dtype=np.int64), np.array(bound_vectors))
+            np.add.at(self.used, self.bound_node, np.array(bound_vectors))
         # Nominated pods of jobs not yet placed hold their nominated node's resources against
         # pods of lower or equal priority (kube-scheduler's rule for nominated pods): a job of
         # higher priority may use them (`lower_reservations_released`). A gang that has waited
@@ -274,7 +275,9 @@ class CycleState:
     @contextmanager
     def releasing(self, released: IntArray, pods: BoolArray) -> Iterator[None]:
         """Treat the bound pods marked in `pods` (freeing `released` per node) as gone, for a
-        preemption dry run."""
+        preemption dry run. Both arrays are read and never changed, here or after: the offer-slot
+        memo keeps them to tell which nodes a later dry run releases differently
+        (`scheduler.slot_memo`), so another release comes in new arrays."""
         previous = (self.released, self.released_mask, self._free_released)
         self.released, self.released_mask, self._free_released = released, pods, None
         try:

@@ -203,14 +203,8 @@ class DeviceFleet:
         released: BoolArray,
         result: IntArray,
     ) -> None:
-        """Overwrite `result` where the dry run frees cards. A dry run over most nodes is
-        remembered per node and shape (the next one differs in a few nodes); one over a few
-        nodes (a plan's own) is counted directly."""
-        if 4 * len(node_indices) < self.node_count:
-            for pos, idx in enumerate(node_indices.tolist()):
-                if any(released[pod_id] for pod_id in self._holders.get(idx, ())):
-                    result[pos] = min(asked, self._released_count(idx, released, shape, asked)[0])
-            return
+        """Overwrite `result` where the dry run frees cards, remembered per node and shape (the
+        next dry run differs in a few nodes)."""
         on = released[self._holder_id]
         if not on.any():
             return

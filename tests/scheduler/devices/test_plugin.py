@@ -163,6 +163,26 @@ def test_dry_runs_remember_per_node_but_answer_each_released_set() -> None:
     assert [slots_without("low"), slots_without("low", "high"), slots_without()] == [2, 3, 0]
 
 
+def test_a_dry_run_over_some_nodes_counts_as_over_every_node() -> None:
+    # The offer-slot memo asks a dry run again only on the nodes that moved, in any order.
+    nodes = [gpu_node(f"gpu-{i}") for i in range(6)]
+    running = [busy(f"gpu-{i}", list(range(2 * (i % 4))), f"low-{i}") for i in range(1, 6)]
+    running += [busy("gpu-5", [6, 7], "more")]
+    state, plugin = state_for(nodes, gang("default/train", pods=3).gpu(4), running=running)
+    job = state.jobs["default/train"]
+    pods = state.pending_pods(job)
+    everywhere = np.arange(len(nodes), dtype=np.int64)
+    released = np.zeros_like(state.used)
+    for gone_names in ({"low-1", "low-3"}, {"low-3", "more"}, set(), {"low-2", "low-5", "more"}):
+        gone = np.array([key.split("/")[1] in gone_names for key in state.bound_keys])
+        with state.releasing(released, gone):
+            full = plugin.slot_limits(state, job, pods, everywhere)
+            assert full is not None
+            for some in ([5, 1], [3], [0, 2, 4], [4, 3, 2, 1, 0, 5]):
+                part = plugin.slot_limits(state, job, pods, np.array(some, dtype=np.int64))
+                assert part is not None and part.tolist() == full[some].tolist()
+
+
 def test_reserve_then_unreserve_gives_the_cards_back() -> None:
     state, plugin = state_for([gpu_node("gpu-1")], gang("default/train", pods=2).gpu(4))
     job = state.jobs["default/train"]
