@@ -145,11 +145,8 @@ class SlotMemo:
         pair = (before, before_mask, released, mask)
         last = self._apart
         if last is None or any(a is not b for a, b in zip(last[0], pair, strict=True)):
-            differs = mask != before_mask
-            nodes: BoolArray = np.zeros(self.node_count, dtype=np.bool_)
-            nodes[state.bound_node[differs]] = True
-            for column in range(released.shape[1]):  # column by column: the arrays are F-order
-                nodes |= released[:, column] != before[:, column]
+            nodes: BoolArray = (released != before).any(axis=1)
+            nodes[state.bound_node[mask != before_mask]] = True
             last = self._apart = (pair, np.flatnonzero(nodes))
         if not len(moved):
             return last[1]

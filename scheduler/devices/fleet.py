@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from scheduler.arrays import spans
 from scheduler.devices.allocator import (
     DeviceAllocation,
     allocate,
@@ -36,6 +37,7 @@ from scheduler.devices.memory import (
     GroupScores,
     Memo,
     Runs,
+    answers,
     shape_key,
 )
 from scheduler.devices.model import AllocatedDevice, DeviceUsage, NodeDevices
@@ -90,6 +92,7 @@ class DeviceFleet:
         self._taken: dict[tuple[int, tuple[int, ...]], tuple[DeviceUsage, int]] = {}
         self._answers: dict[tuple[Any, ...], bool] = {}
         self._shape_ids: dict[Runs, int] = {}
+        self._state_counts: dict[tuple[int, int], tuple[int, int]] = {}  # see `_usage_count`
         self._runs_shape: dict[int, tuple[Runs, Runs, int, int]] = {}
         self._reasons: dict[DeviceRequest, GroupReasons] = {}  # request -> group -> reason
         self.track_holders({})
@@ -122,10 +125,13 @@ class DeviceFleet:
                 ids.append(pod_id)
                 where.append(idx)
                 bits.append(1 << k if len(entries) <= BITS else 0)
-        # Sorted by node, so the released rows of one node stay together.
+        # Sorted by node, so the released rows of one node stay together: node i's rows are
+        # [_holder_start[i], _holder_stop[i]).
         self._holder_id: IntArray = np.array(ids, dtype=np.int64)
         self._holder_node: IntArray = np.array(where, dtype=np.int64)
         self._holder_bit: UIntArray = np.array(bits, dtype=np.uint64)
+        self._holder_start: IntArray = np.searchsorted(self._holder_node, self._every)
+        self._holder_stop: IntArray = np.searchsorted(self._holder_node, self._every, "right")
         self._wide = {idx for idx, entries in self._holders.items() if len(entries) > BITS}
         self._memos.clear()
         self._freed_usage.clear()
@@ -205,64 +211,56 @@ class DeviceFleet:
     ) -> None:
         """Overwrite `result` where the dry run frees cards, remembered per node and shape (the
         next dry run differs in a few nodes)."""
-        on = released[self._holder_id]
+        if len(node_indices) == self.node_count and np.array_equal(node_indices, self._every):
+            rows = None  # every node asked, in order (offer slots): positions are node indices
+            on = released[self._holder_id]
+        else:  # the holders of the nodes asked, by position
+            first, last = self._holder_start[node_indices], self._holder_stop[node_indices]
+            rows = spans(first, last)
+            on = released[self._holder_id[rows]]
         if not on.any():
             return
-        where, bits = self._holder_node[on], self._holder_bit[on]
-        starts = np.flatnonzero(np.concatenate(([True], where[1:] != where[:-1])))
-        freed = where[starts]  # the nodes where the dry run frees cards, sorted
-        freed_bits: UIntArray = np.bitwise_or.reduceat(bits, starts)
-        if len(node_indices) == self.node_count and np.array_equal(node_indices, self._every):
-            # Every node asked, in order (offer slots): positions are node indices.
-            positions, nodes, nodes_bits = freed, freed, freed_bits
+        if rows is None:
+            owner, bits = self._holder_node[on], self._holder_bit[on]
         else:
-            node_bits: UIntArray = np.zeros(self.node_count, dtype=np.uint64)
-            node_freed: BoolArray = np.zeros(self.node_count, dtype=np.bool_)
-            node_bits[freed] = freed_bits
-            node_freed[freed] = True
-            positions = np.flatnonzero(node_freed[node_indices])
-            if not len(positions):
-                return
-            nodes = node_indices[positions]
-            nodes_bits = node_bits[nodes]
+            asked_at = np.arange(len(node_indices), dtype=np.int64)
+            owner, bits = np.repeat(asked_at, last - first)[on], self._holder_bit[rows[on]]
+        starts = np.flatnonzero(np.concatenate(([True], owner[1:] != owner[:-1])))
+        positions = owner[starts]  # the positions whose node the dry run frees cards on
+        nodes = positions if rows is None else node_indices[positions]
+        nodes_bits: UIntArray = np.bitwise_or.reduceat(bits, starts)
         memo = self._memos.get(shape)
         if memo is None:
             memo = self._memos[shape] = Memo(self.node_count)
         fits, known = memo.recall(nodes, self.group[nodes], nodes_bits, asked)
         result[positions[known]] = np.minimum(fits[known], asked)
-        for pos in np.flatnonzero(~known).tolist():
+        missing = np.flatnonzero(~known).tolist()
+        shape_id = self._shape_id(shape) if missing else -1
+        for pos in missing:
             idx = int(nodes[pos])
-            counted = self._released_count(idx, released, shape, asked)
+            usage, key = self._freed(idx, released)
+            counted = self._usage_count(idx, usage, key, shape, shape_id, asked)
             result[positions[pos]] = min(asked, counted[0])
             if idx not in self._wide:
                 memo.remember(idx, int(self.group[idx]), nodes_bits[pos], counted)
 
-    def _released_count(
-        self, idx: int, released: BoolArray, shape: Runs, asked: int
-    ) -> tuple[int, int]:
-        """(fits, limit) on node `idx` with the `released` pods' cards given back."""
-        usage, key = self._freed(idx, released)
-        return self._usage_count(idx, usage, shape, asked, key)
-
     def _usage_count(
-        self,
-        idx: int,
-        usage: DeviceUsage,
-        shape: Runs,
-        asked: int,
-        key: int | None = None,
+        self, idx: int, usage: DeviceUsage, key: int, shape: Runs, shape_id: int, asked: int
     ) -> tuple[int, int]:
-        """(fits, limit) on node `idx` as if its usage were `usage` (`key`: its `_state_id`, when
-        known). A dry run frees many nodes into the same few states (often: idle); equal layout
-        and usage give equal counts, so each state is counted once (see `FleetMemory`)."""
-        state = self._state_keys[key if key is not None else self._state_id(idx, usage)]
-        return self.memory.count(
-            state,
-            shape,
-            self.scoring,
-            asked,
-            lambda: self._count(self.nodes[idx], usage, shape, asked),
-        )
+        """(fits, limit) on node `idx` as if its usage were `usage` (`key`: its `_state_id`;
+        `shape_id`: the shape's `_shape_id`). A dry run frees many nodes into the same few
+        states (often: idle); equal layout and usage give equal counts, so each state is
+        counted once (see `FleetMemory`), and asked again under the two small ints."""
+        found = self._state_counts.get((key, shape_id))
+        if found is None or not answers(found, asked):
+            found = self._state_counts[key, shape_id] = self.memory.count(
+                self._state_keys[key],
+                shape,
+                self.scoring,
+                asked,
+                lambda: self._count(self.nodes[idx], usage, shape, asked),
+            )
+        return found
 
     def _freed(self, idx: int, released: BoolArray) -> tuple[DeviceUsage, int]:
         """Node `idx`'s usage with the `released` pods' cards given back, and its state id;
@@ -481,7 +479,9 @@ class CardCheck:
         answer = self.fleet._answers.get(question)
         if answer is None:
             usage, key = self.fleet._taken_back(self.idx, self.usage, self.key, back)
-            fits, _ = self.fleet._usage_count(self.idx, usage, self.shape, self.asked, key)
+            fits, _ = self.fleet._usage_count(
+                self.idx, usage, key, self.shape, self.shape_id, self.asked
+            )
             answer = self.fleet._answers[question] = fits >= self.asked
         return answer
 
