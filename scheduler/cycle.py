@@ -216,7 +216,6 @@ class Framework:
 
     def offer_slots(self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo]) -> IntArray:
         """Per node, how many of `pods` fit in order, by every slot-limit Filter (the minimum)."""
-        everywhere = np.arange(len(state.nodes), dtype=np.int64)
         slots: IntArray | None = None
         memo = _slot_memo(state)
         runs = memo.runs(state, pods)
@@ -224,7 +223,7 @@ class Framework:
             if getattr(plugin, "slots_by_template", False):
                 limit = memo.slot_limits(plugin, state, job, pods, runs)
             else:
-                limit = plugin.slot_limits(state, job, pods, everywhere)
+                limit = plugin.slot_limits(state, job, pods, memo.everywhere)
             if limit is not None:
                 slots = limit.copy() if slots is None else np.minimum(slots, limit)
         if slots is None:

@@ -29,7 +29,7 @@ from scheduler.model import JobInfo, PodInfo
 from scheduler.state import CycleState
 
 TemplateRuns = tuple[tuple[int, int], ...]
-"""Pods as runs of one template, in order: (template id, count)."""
+"""Pods as runs of one template, in order: (template id (`CycleState.template_id`), count)."""
 
 RECOUNT_SHARE = 4  # past 1 / this of the nodes touched, every node is counted again
 SHORT_TAIL = 256  # touches since a count read one by one; past this, per node (`_moved_at`)
@@ -60,8 +60,8 @@ class SlotMemo:
     def __init__(self, state: CycleState) -> None:
         self.node_count = len(state.nodes)
         self.everywhere: IntArray = np.arange(self.node_count, dtype=np.int64)
-        self._ids: dict[tuple[Any, ...], int] = {}  # template -> its id
-        self._id_of: dict[str, int] = {}  # pod key -> its template's id
+        self.everywhere.flags.writeable = False  # handed to every plugin: read, never changed
+        self._runs: dict[tuple[str, ...], TemplateRuns] = {}  # pod keys -> `runs`
         self._counted: dict[tuple[str, TemplateRuns, bool], _Counted] = {}  # (.., dry run)
         self._moved_at: IntArray = np.full(self.node_count, -1, dtype=np.int64)
         self._folded = 0  # `state.touched` entries folded into `_moved_at`
@@ -70,17 +70,21 @@ class SlotMemo:
         self._apart: tuple[tuple[Any, ...], IntArray] | None = None
 
     def runs(self, state: CycleState, pods: Sequence[PodInfo]) -> TemplateRuns:
-        """`pods` as (template id, count) runs, in order."""
+        """`pods` as (template id, count) runs, in order; remembered per list of pod keys (a
+        pod's template is fixed for the round, and a job's searches ask again and again)."""
+        keys = tuple([pod.key for pod in pods])
+        found = self._runs.get(keys)
+        if found is None:
+            found = self._runs[keys] = self._count_runs(state, pods)
+        return found
+
+    def _count_runs(self, state: CycleState, pods: Sequence[PodInfo]) -> TemplateRuns:
         runs: list[tuple[int, int]] = []
-        id_of = self._id_of
+        template_id = state.template_id
         last = -1
         count = 0
         for pod in pods:
-            found = id_of.get(pod.key)
-            if found is None:
-                template = state.template(pod)
-                found = self._ids.setdefault(template, len(self._ids))
-                id_of[pod.key] = found
+            found = template_id(pod)
             if found == last:
                 count += 1
                 continue

@@ -168,6 +168,8 @@ class CycleState:
         self.verdicts: dict[tuple[Any, ...], list[NodeMask]] = {}
         self._pending: dict[str, list[PodInfo]] = {}
         self._templates: dict[str, tuple[Any, ...]] = {}
+        self._template_ids: dict[tuple[Any, ...], int] = {}  # see `template_id`
+        self._template_of: dict[str, int] = {}  # pod key -> its template's id
         self._totals: IntArray | None = None
 
     # --- resource vectors -------------------------------------------------------------------
@@ -234,6 +236,16 @@ class CycleState:
             key = template_key(pod)
             self._templates[pod.key] = key
         return key
+
+    def template_id(self, pod: PodInfo) -> int:
+        """A small int naming the pod's template for the round: equal ids, equal templates
+        (an int hashes and compares faster than the template's nested tuples)."""
+        found = self._template_of.get(pod.key)
+        if found is None:
+            template = self.template(pod)
+            found = self._template_ids.setdefault(template, len(self._template_ids))
+            self._template_of[pod.key] = found
+        return found
 
     # --- assume / forget ----------------------------------------------------------------------
     def assume(self, assignment: Mapping[str, int]) -> None:

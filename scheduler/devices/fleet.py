@@ -89,6 +89,8 @@ class DeviceFleet:
         self._memos: dict[Runs, Memo] = {}
         # For preemption drafts (`CardCheck`): usage with some pods gone, and the answers.
         self._freed_usage: dict[tuple[Any, ...], tuple[DeviceUsage, int]] = {}
+        self._freed_for: BoolArray | None = None  # the release `_freed_at` answers for
+        self._freed_at: dict[int, tuple[int, tuple[DeviceUsage, int]]] = {}  # node -> (group, ..)
         self._taken: dict[tuple[int, tuple[int, ...]], tuple[DeviceUsage, int]] = {}
         self._answers: dict[tuple[Any, ...], bool] = {}
         self._shape_ids: dict[Runs, int] = {}
@@ -135,6 +137,7 @@ class DeviceFleet:
         self._wide = {idx for idx, entries in self._holders.items() if len(entries) > BITS}
         self._memos.clear()
         self._freed_usage.clear()
+        self._freed_for, self._freed_at = None, {}
         self._taken.clear()
 
     # --- usage ----------------------------------------------------------------------------------
@@ -265,17 +268,27 @@ class DeviceFleet:
     def _freed(self, idx: int, released: BoolArray) -> tuple[DeviceUsage, int]:
         """Node `idx`'s usage with the `released` pods' cards given back, and its state id;
         never to be changed, and shared by the nodes of one group that give back equal
-        holdings (same layout, so the usage reads the same on either node)."""
+        holdings (same layout, so the usage reads the same on either node). A dry run asks
+        about a node again and again (its offer slots, each plan's card check): the answer is
+        kept for the dry run's `released` array (never changed: `CycleState.releasing`) and
+        the node's group."""
+        if released is not self._freed_for:
+            self._freed_for, self._freed_at = released, {}
+        group = int(self.group[idx])
+        known = self._freed_at.get(idx)
+        if known is not None and known[0] == group:
+            return known[1]
         held_by = self._holders.get(idx, {})
         holding = self._holding
         gone = sorted(holding[pod_id] for pod_id in held_by if released[pod_id])
-        question = (int(self.group[idx]), *gone)
+        question = (group, *gone)
         found = self._freed_usage.get(question)
         if found is None:
             usage = self.usage[idx].copy()
             for holding_id in gone:
                 usage.release(self._holdings[holding_id])
             found = self._freed_usage[question] = (usage, self._state_id(idx, usage))
+        self._freed_at[idx] = (group, found)
         return found
 
     def _taken_back(

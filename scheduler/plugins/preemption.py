@@ -310,20 +310,20 @@ class JobPreemption:
         elif book.budgets.pdbs:
             ordered = _reprieve_order(book, np.unique(pool.pair_job[pairs]))
         else:  # each job once, in reprieve order: its rank sorted, mapped back
-            ordered = pool.reprieve_order[np.unique(pool.reprieve_rank[pool.pair_job[pairs]])]
-        jobs = pool.jobs
-        consider = [jobs[i] for i in ordered.tolist()]
-        # The dry run released exactly `consider`'s pods on these nodes. A node with none of
-        # them never changes: the dry run that made the plan holds there.
-        standing = np.unique(pool.pair_node[pairs]).tolist()
-        # Without a quota need or budgets the victims depend only on `consider` (in order) and,
+            ranks = sorted(set(pool.reprieve_rank[pool.pair_job[pairs]].tolist()))
+            ordered = pool.reprieve_order[np.array(ranks, dtype=np.int64)]
+        # The dry run released exactly `ordered`'s pods on these nodes. A node with none of
+        # them never changes: the dry run that made the plan holds there. (The pairs are in
+        # node order: each node once, as it first comes.)
+        standing = list(dict.fromkeys(pool.pair_node[pairs].tolist()))
+        # Without a quota need or budgets the victims depend only on `ordered` (in order) and,
         # per standing node, its state (`state.node_version`: a node's checks change only when
         # pods are taken onto or given back from it) and the templates planned there, so a plan
         # seen before in this round (a later search of the same shape tries the same domains)
         # is answered from `book.reprieved`.
         memo: tuple[Any, ...] | None = None
         if not quota_need and not book.budgets.pdbs:
-            version, template = state.node_version, state.template
+            version, template = state.node_version, state.template_id
             memo = (
                 ordered.tobytes(),
                 *[(n, version[n], *[template(p) for p in on_node[n]]) for n in standing],
@@ -337,6 +337,8 @@ class JobPreemption:
                     return None  # the first victims lose already: so do all of them
                 if complete:
                     return _costed(state, plan, first, book, rank)
+        jobs = pool.jobs
+        consider = [jobs[i] for i in ordered.tolist()]
         checks = self.handle.node_checks(state, {n: on_node[n] for n in standing})
         for node_checks in checks.values():
             for c in node_checks:

@@ -247,3 +247,27 @@ def test_dry_and_live_counts_stay_full_counts_through_releases_and_moves(seed: i
         else:
             slots = memo.slot_limits(plugin, state, job, pods, memo.runs(state, pods))
             assert slots is not None and slots.tolist() == full_count(plugin, state, job)
+
+
+def test_template_ids_are_equal_exactly_when_templates_are() -> None:
+    snap = three_nodes().submit(
+        gang("ml/a", pods=3).cpu(4), gang("ml/b", pods=2).cpu(4), gang("ml/c", pods=2).cpu(8)
+    )
+    state = CycleState(snap.snapshot())
+    pods = list(state.pods.values())
+    for p in pods:
+        for q in pods:
+            same = state.template(p) == state.template(q)
+            assert (state.template_id(p) == state.template_id(q)) == same
+
+
+def test_runs_asked_again_are_the_runs_counted_afresh() -> None:
+    snap = three_nodes().submit(gang("ml/a", pods=3).cpu(4), gang("ml/c", pods=2).cpu(8))
+    state = CycleState(snap.snapshot())
+    memo = SlotMemo(state)
+    mixed = [*state.pending_pods(state.jobs["ml/a"]), *state.pending_pods(state.jobs["ml/c"])]
+    for pods in (mixed, mixed[1:], mixed[::-1], mixed, mixed[:1]):
+        assert memo.runs(state, pods) == SlotMemo(state).runs(state, pods)
+    a, c = state.template_id(mixed[0]), state.template_id(mixed[-1])
+    assert memo.runs(state, mixed) == ((a, 3), (c, 2))
+    assert memo.runs(state, mixed[::-1]) == ((c, 2), (a, 3))

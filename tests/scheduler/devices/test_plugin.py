@@ -183,6 +183,28 @@ def test_a_dry_run_over_some_nodes_counts_as_over_every_node() -> None:
                 assert part is not None and part.tolist() == full[some].tolist()
 
 
+def test_one_dry_run_release_still_sees_a_node_whose_cards_moved() -> None:
+    # The fleet keeps a node's usage with a release's pods gone per release array; a node whose
+    # cards move meanwhile (here: a reservation) is read again.
+    running = [busy("gpu-1", [0, 1, 2, 3], "low")]
+    state, plugin = state_for(
+        [gpu_node("gpu-1")], gang("default/train", pods=4).gpu(2), running=running
+    )
+    job = state.jobs["default/train"]
+    pods = state.pending_pods(job)
+    everywhere = np.arange(1, dtype=np.int64)
+    released = np.zeros_like(state.used)
+    gone = np.array([key == "default/low" for key in state.bound_keys])
+
+    def dry_slots() -> int:
+        with state.releasing(released, gone):
+            return int(plugin.slot_limits(state, job, pods, everywhere)[0])  # type: ignore[index]
+
+    assert dry_slots() == 4
+    assert plugin.reserve(state, job, Plan({"default/train-1": 0})).status.ok
+    assert dry_slots() == 3
+
+
 def test_reserve_then_unreserve_gives_the_cards_back() -> None:
     state, plugin = state_for([gpu_node("gpu-1")], gang("default/train", pods=2).gpu(4))
     job = state.jobs["default/train"]
