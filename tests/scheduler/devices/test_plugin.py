@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 
 from scheduler.cycle import Framework
-from scheduler.devices import AllocatedDevice, render_device_allocated
+from scheduler.devices import AllocatedDevice, NodeDevices, render_device_allocated
 from scheduler.devices.fleet import CardCheck
 from scheduler.devices.names import (
     ANNOTATION_DEVICE_ALLOCATED,
@@ -203,6 +203,15 @@ def test_one_dry_run_release_still_sees_a_node_whose_cards_moved() -> None:
     assert dry_slots() == 4
     assert plugin.reserve(state, job, Plan({"default/train-1": 0})).status.ok
     assert dry_slots() == 3
+
+
+def test_a_renamed_node_is_the_node_built_under_that_name() -> None:
+    built = gpu_node("gpu-1").devices
+    assert isinstance(built, NodeDevices)
+    renamed = built.renamed("gpu-2")
+    assert renamed == replace(built, node="gpu-2") == gpu_node("gpu-2").devices
+    assert (renamed.node, built.node) == ("gpu-2", "gpu-1")
+    assert renamed.gpu_index == built.gpu_index and renamed.rdma_index == built.rdma_index
 
 
 def test_reserve_then_unreserve_gives_the_cards_back() -> None:
