@@ -241,10 +241,12 @@ class JobPreemption:
             topological = bool(job.topology and job.topology.gather)
             for number, (level, domain) in enumerate(dry.candidates[: self.candidate_limit]):
                 within = domain_nodes(state.topology, level, domain, topological, len(state.nodes))
-                attempts = [] if number == 0 else [within]
+                # A placement among some nodes reads only those with offer slots: each attempt
+                # is the nodes it may use, and one set of them is placed once (`tried`).
+                usable = within[slots[within] > 0]  # sorted, as `within` is
+                attempts = [] if number == 0 else [usable]
                 # The reference plan takes a domain's nodes by offer slots and name; the nodes
                 # whose victims cost least are often elsewhere in the same domain: plan there too.
-                usable = within[slots[within] > 0]  # sorted, as `within` is
                 pairs = pool.pairs_on(usable)
                 pairs = pairs[eligible[pool.pair_job[pairs]]]
                 cheap, shared = _node_picks(book, usable, pairs, slots, len(pods))

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 import numpy as np
 
 from scheduler import plan_round
 from scheduler.model import LayerGather, TopologyLayerSpec, TopologyRule, TopologySpec
-from scheduler.placement import NodeScores, PlacementOptions, place
+from scheduler.placement import NodeScores, PlacementOptions, PlacementOutcome, place
 from scheduler.profile import Profile
 from scheduler.topology import TopologyTree
 from tests.scheduler.builders import CORE, SPINE_BLOCK, cluster, gang, node, pod, t8
@@ -179,7 +180,7 @@ def test_sums_over_a_few_nodes_equal_sums_over_all() -> None:
 
 def test_a_placement_among_a_few_nodes_is_the_placement_over_all() -> None:
     # A preemption attempt's placement reads only its nodes; its outcome must be the one the
-    # same slots (zero elsewhere) give when every node is read.
+    # same slots (zero elsewhere) give when every node is read, or more nodes without slots.
     c = cluster().topology(SPINE_BLOCK)
     for i in range(32):
         built = node(f"n{i:02d}").cpu(8)
@@ -210,24 +211,27 @@ def test_a_placement_among_a_few_nodes_is_the_placement_over_all() -> None:
         rule = rules[int(rng.integers(len(rules)))]
         option = options[int(rng.integers(len(options)))]
         desired = int(rng.integers(1, 9))
+        idle = np.flatnonzero(slots == 0)
+        padded = np.union1d(among, rng.choice(idle, size=min(len(idle), 4), replace=False))
         outcomes = [
             place(tree, slots, desired, rule, NodeScores(tree, per_node), option, nodes)
-            for nodes in (among, None)
+            for nodes in (among, None, padded)
         ]
-        few, every = outcomes
-        assert few.ok == every.ok
-        if few.ok:
-            compared += 1
-            assert few.node_order is not None and every.node_order is not None
-            assert few.node_order.tolist() == every.node_order.tolist()
-            assert few.counts is not None and every.counts is not None
-            assert few.counts.tolist() == every.counts.tolist()
-        assert (few.decision, few.candidates, few.message) == (
-            every.decision,
-            every.candidates,
-            every.message,
-        )
+        few, every, padded_outcome = (_outcome(o) for o in outcomes)
+        assert few == every == padded_outcome
+        compared += outcomes[0].ok
     assert compared > 100
+
+
+def _outcome(outcome: PlacementOutcome) -> tuple[Any, ...]:
+    order, counts = outcome.node_order, outcome.counts
+    return (
+        None if order is None else order.tolist(),
+        None if counts is None else counts.tolist(),
+        outcome.decision,
+        outcome.candidates,
+        outcome.message,
+    )
 
 
 def test_best_fit_option_fills_the_partly_used_node_of_the_chosen_block_first() -> None:
