@@ -93,6 +93,7 @@ class DeviceFleet:
         self._freed_at: dict[int, tuple[int, tuple[DeviceUsage, int]]] = {}  # node -> (group, ..)
         self._taken: dict[tuple[int, tuple[int, ...]], tuple[DeviceUsage, int]] = {}
         self._answers: dict[tuple[Any, ...], bool] = {}
+        self._backs: dict[int, dict[tuple[int, ...], tuple[int, ...]]] = {}  # see `CardCheck`
         self._shape_ids: dict[Runs, int] = {}
         self._state_counts: dict[tuple[int, int], tuple[int, int]] = {}  # see `_usage_count`
         self._runs_shape: dict[int, tuple[Runs, Runs, int, int]] = {}
@@ -138,6 +139,7 @@ class DeviceFleet:
         self._memos.clear()
         self._freed_usage.clear()
         self._freed_for, self._freed_at = None, {}
+        self._backs = {}
         self._taken.clear()
 
     # --- usage ----------------------------------------------------------------------------------
@@ -484,10 +486,20 @@ class CardCheck:
         self.shape, self.asked, self.shape_id = fleet._shape_of(runs)
         self.held = fleet._holders.get(idx, {})
         self.usage, self.key = fleet._freed(idx, released)  # shared: never changed here
+        # kept ids -> their holdings on this node, for every check of the node this round
+        self.backs = fleet._backs.setdefault(idx, {})
+
+    def _back(self, kept: Sequence[int]) -> tuple[int, ...]:
+        """The holdings of the `kept` pods that hold cards on this node."""
+        asked = kept if isinstance(kept, tuple) else tuple(kept)
+        back = self.backs.get(asked)
+        if back is None:
+            holding, held = self.fleet._holding, self.held
+            back = self.backs[asked] = tuple(holding[i] for i in asked if i in held)
+        return back
 
     def holds_keeping(self, kept: Sequence[int]) -> bool:
-        holding, held = self.fleet._holding, self.held
-        back = tuple(holding[pod_id] for pod_id in kept if pod_id in held)
+        back = self._back(kept)
         question = (self.key, back, self.shape_id, self.asked)
         answer = self.fleet._answers.get(question)
         if answer is None:
@@ -499,6 +511,5 @@ class CardCheck:
         return answer
 
     def keep(self, kept: Sequence[int]) -> None:
-        holding, held = self.fleet._holding, self.held
-        back = tuple(holding[pod_id] for pod_id in kept if pod_id in held)
+        back = self._back(kept)
         self.usage, self.key = self.fleet._taken_back(self.idx, self.usage, self.key, back)

@@ -131,7 +131,10 @@ class RoomCheck:
             return False
         if len(kept) == 1:
             spare = self.spare
-            return all(spare[c] >= amount for c, amount in self.amounts[kept[0]])
+            for c, amount in self.amounts[kept[0]]:
+                if spare[c] < amount:
+                    return False
+            return True
         taken: dict[int, int] = {}
         for i in kept:
             for c, amount in self.amounts[i]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -346,6 +347,50 @@ def test_checks_keeping_the_same_pods_back_share_one_usage_and_leave_the_node_al
     assert first.usage is second.usage and first.key == second.key
     assert first.usage.core == [0, 0, 0, 0, 100, 100, 0, 0]  # only high's cards taken again
     assert fleet.usage[0].core == before  # the node's own usage is never changed by a check
+
+
+def test_card_checks_answer_as_a_fresh_round_does_whichever_pods_come_back() -> None:
+    # Checks of one round remember per node the cards each set of kept pods holds: they must
+    # answer as a check of a fresh round that kept the same pods back.
+    running = [
+        busy("gpu-1", [0, 1], "a"),
+        busy("gpu-1", [2, 3, 4], "b"),
+        busy("gpu-1", [5], "c"),
+        busy("gpu-1", [6, 7], "d"),
+    ]
+
+    def round_checks() -> tuple[dict[str, int], Callable[[], CardCheck]]:
+        state = CycleState(
+            snapshot_of([gpu_node("gpu-1")], gang("default/t", pods=3).gpu(2), running=running)
+        )
+        framework = Framework(Profile.default())
+        framework.start(state)
+        pods = state.pending_pods(state.jobs["default/t"])
+        released = np.zeros_like(state.used)
+        gone = np.ones(len(state.bound_keys), dtype=np.bool_)
+
+        def check() -> CardCheck:
+            with state.releasing(released, gone):
+                checks = framework.node_checks(state, {0: pods})[0]
+            return next(c for c in checks if isinstance(c, CardCheck))
+
+        return {key.split("/")[1]: i for i, key in enumerate(state.bound_keys)}, check
+
+    ids, same_round = round_checks()
+    answers = []
+    for order in ("abcd", "dcba", "bd", "ca", "abcd"):
+        along, kept = same_round(), []
+        for name in order:
+            asked = (ids[name],)
+            plain = round_checks()[1]()
+            plain.keep(list(kept))
+            holds = along.holds_keeping(asked)
+            assert holds == plain.holds_keeping(list(asked))
+            answers.append(holds)
+            if holds:
+                along.keep(asked)
+                kept.append(ids[name])
+    assert True in answers and False in answers
 
 
 def test_reasons_count_each_node_once_in_the_order_of_their_first_group() -> None:
