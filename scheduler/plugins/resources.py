@@ -131,10 +131,7 @@ class RoomCheck:
             return False
         if len(kept) == 1:
             spare = self.spare
-            for c, amount in self.amounts[kept[0]]:
-                if spare[c] < amount:
-                    return False
-            return True
+            return all(spare[c] >= amount for c, amount in self.amounts[kept[0]])
         taken: dict[int, int] = {}
         for i in kept:
             for c, amount in self.amounts[i]:
