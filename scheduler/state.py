@@ -297,6 +297,12 @@ class CycleState:
         finally:
             (self.released, self.released_mask, self._free_released) = previous
 
+    def pending_jobs(self) -> list[JobInfo]:
+        """The jobs with a pod still to place (those whose `pending_pods` is not empty), in
+        `jobs` order: most jobs of a busy cluster are running ones, told apart by a set."""
+        waiting = {k for k, p in self.pods.items() if p.is_pending and k not in self.assumed}
+        return [job for job in self.jobs.values() if not waiting.isdisjoint(job.pod_keys)]
+
     def pending_pods(self, job: JobInfo) -> list[PodInfo]:
         """The job's pods still to place, in placement order (sorted once per round)."""
         ordered = self._pending.get(job.id)
