@@ -463,7 +463,13 @@ def _node_picks(
     """`_cheapest_nodes` and `_fewest_new_victims` for a domain's `usable` nodes, remembered
     by all they read besides the round's victim pool: the nodes, their offer slots, their
     eligible (node, job) pairs and the pods wanted (searches of one shape ask again and again
-    for domains where nothing moved). The arrays are the caller's to read, never to change."""
+    for domains where nothing moved). The arrays are the caller's to read, never to change.
+
+    One node (often: a job that fits on a node) is both picks when it covers `wanted`, else
+    neither: what both functions give, without their arithmetic."""
+    if len(usable) == 1:
+        only = usable if int(slots[usable[0]]) >= wanted else None
+        return only, only
     key = (usable.tobytes(), slots[usable].tobytes(), pairs.tobytes(), wanted)
     picks = book.node_picks.get(key)
     if picks is None:
