@@ -167,6 +167,7 @@ class CycleState:
         self.masks: dict[tuple[Any, ...], NodeMask] = {}
         self.verdicts: dict[tuple[Any, ...], list[NodeMask]] = {}
         self._pending: dict[str, list[PodInfo]] = {}
+        self._unassumed: dict[str, tuple[int, list[PodInfo]]] = {}  # see `pending_pods`
         self._templates: dict[str, tuple[Any, ...]] = {}
         self._template_ids: dict[tuple[Any, ...], int] = {}  # see `template_id`
         self._template_of: dict[str, int] = {}  # pod key -> its template's id
@@ -304,7 +305,9 @@ class CycleState:
         return [job for job in self.jobs.values() if not waiting.isdisjoint(job.pod_keys)]
 
     def pending_pods(self, job: JobInfo) -> list[PodInfo]:
-        """The job's pods still to place, in placement order (sorted once per round)."""
+        """The job's pods still to place, in placement order (sorted once per round), as a new
+        list. Those not yet assumed are filtered again only after a move (`touched` grows
+        with every assume and forget): a job is asked many times between two."""
         ordered = self._pending.get(job.id)
         if ordered is None:
             pods = [
@@ -312,4 +315,11 @@ class CycleState:
             ]
             ordered = placement_order(pods)
             self._pending[job.id] = ordered
-        return [p for p in ordered if p.key not in self.assumed]
+        moves = len(self.touched)
+        known = self._unassumed.get(job.id)
+        if known is None or known[0] != moves:
+            known = self._unassumed[job.id] = (
+                moves,
+                [p for p in ordered if p.key not in self.assumed],
+            )
+        return list(known[1])

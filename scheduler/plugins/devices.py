@@ -314,7 +314,8 @@ def _runs(
     for pod in pods:
         parsed = request_of(pod)
         request = _NEVER if isinstance(parsed, list) else parsed
-        if runs and runs[-1][0] == request:
+        # (pods asking alike share one parsed request: `is` answers before the field compare)
+        if runs and (runs[-1][0] is request or runs[-1][0] == request):
             runs[-1] = (request, runs[-1][1] + 1)
         else:
             runs.append((request, 1))
