@@ -272,7 +272,8 @@ class Framework:
         assert outcome.node_order is not None and outcome.counts is not None
         nodes = np.repeat(outcome.node_order, outcome.counts)
         assignment = {pod.key: node for pod, node in zip(pods, nodes.tolist(), strict=True)}
-        if not self._fits(state, assignment):
+        # pods of one template (one run) fit as counted: `_fits` checks only mixed ones
+        if len(_slot_memo(state).runs(state, pods)) != 1 and not self._fits(state, assignment):
             status = Status(
                 Code.UNSCHEDULABLE,
                 "pods of different shapes do not fit the nodes planned for them",
