@@ -77,6 +77,7 @@ class PreemptionBook:
     )
     # A domain's cheaper node sets by what they depend on (see `_node_picks`).
     node_picks: dict[tuple[Any, ...], NodePicks] = field(default_factory=dict)
+    totals: dict[str, int] | None = None  # see `_totals`
 
 
 @dataclass(frozen=True)
@@ -567,17 +568,18 @@ def _costed(
     rank: int,
 ) -> VictimPlan:
     victims = sorted(victims, key=lambda v: v.id)
-    pods = [p for v in victims for p in v.pods]
-    violations = book.budgets.violations(pods)
-    resources: dict[str, int] = {}
-    index = book.pool.index
-    for v in victims:
-        for r, amount in book.pool.requests(index[v.id]).items():
-            resources[r] = resources.get(r, 0) + amount
-    totals = state.totals()
-    weight = sum(
-        amount / max(1, int(totals[state.resource_index[r]])) for r, amount in resources.items()
+    victim_pods = sum(len(v.pods) for v in victims)
+    violations = (
+        book.budgets.violations([p for v in victims for p in v.pods]) if book.budgets.pdbs else {}
     )
+    resources: dict[str, int] = {}
+    pool = book.pool
+    index = pool.index
+    for v in victims:
+        for r, amount in pool.requests(index[v.id]).items():
+            resources[r] = resources.get(r, 0) + amount
+    totals = _totals(state, book)
+    weight = sum(amount / totals[r] for r, amount in resources.items())
     highest = max((v.priority for v in victims), default=None)
     key = (
         sum(violations.values()),
@@ -589,11 +591,20 @@ def _costed(
     cost = {
         "highest_victim_priority": highest,
         "victim_jobs": len(victims),
-        "victim_pods": len(pods),
+        "victim_pods": victim_pods,
         "resources": resources,
         "pdb_violations": violations,
     }
     return VictimPlan(plan, tuple(victims), violations, key, cost)
+
+
+def _totals(state: CycleState, book: PreemptionBook) -> dict[str, int]:
+    """Per resource, the cluster's allocatable (at least 1), as `_costed` divides by it (read
+    once a round: the nodes are fixed)."""
+    if book.totals is None:
+        summed = state.totals().tolist()
+        book.totals = {r: max(1, int(summed[i])) for r, i in state.resource_index.items()}
+    return book.totals
 
 
 def _shape_key(

@@ -301,6 +301,24 @@ def test_one_usable_node_is_picked_as_both_functions_pick_it() -> None:
                 ]
 
 
+def test_a_plans_resource_weight_divides_by_the_clusters_allocatable() -> None:
+    c = cluster().node(node("a").cpu(16), node("b").cpu(8))
+    c.running(pod("low").cpu(6).priority(1).job("batch/low").on("a"))
+    state = CycleState(c.snapshot())
+    book = preemption.PreemptionBook(
+        VictimPool(state), BudgetBook([], []), np.zeros(1, dtype=np.bool_)
+    )
+    totals = preemption._totals(state, book)
+    summed = state.totals()
+    assert totals == {r: max(1, int(summed[i])) for r, i in state.resource_index.items()}
+    assert totals["cpu"] == 24_000
+    plan = Plan({"ml/g-1": 0})
+    costed = preemption._costed(state, plan, book.pool.jobs, book, 0)
+    assert costed.cost["resources"] == {"cpu": 6_000}
+    assert costed.key[3] == 6_000 / 24_000
+    assert costed.cost["victim_pods"] == 1 and costed.violations == {}
+
+
 class CountingMemo(dict):  # type: ignore[type-arg]
     """`PreemptionBook.reprieved` that counts its hits, or (`forget`) never has an answer."""
 
