@@ -237,17 +237,22 @@ class DeviceFleet:
         memo = self._memos.get(shape)
         if memo is None:
             memo = self._memos[shape] = Memo(self.node_count)
-        fits, known = memo.recall(nodes, self.group[nodes], nodes_bits, asked)
-        result[positions[known]] = np.minimum(fits[known], asked)
-        missing = np.flatnonzero(~known).tolist()
-        shape_id = self._shape_id(shape) if missing else -1
-        for pos in missing:
-            idx = int(nodes[pos])
-            usage, key = self._freed(idx, released)
-            counted = self._usage_count(idx, usage, key, shape, shape_id, asked)
-            result[positions[pos]] = min(asked, counted[0])
-            if idx not in self._wide:
-                memo.remember(idx, int(self.group[idx]), nodes_bits[pos], counted)
+        groups = self.group[nodes]
+        fits, known = memo.recall(nodes, groups, nodes_bits, asked)
+        missing = np.flatnonzero(~known)
+        if len(missing):
+            shape_id = self._shape_id(shape)
+            counted = [
+                self._usage_count(idx, *self._freed(idx, released), shape, shape_id, asked)
+                for idx in nodes[missing].tolist()
+            ]
+            fits[missing], limits = np.array(counted, dtype=np.int64).T
+            narrow = np.array([idx not in self._wide for idx in nodes[missing].tolist()])
+            kept = missing[narrow]
+            memo.remember_all(
+                nodes[kept], groups[kept], nodes_bits[kept], fits[kept], limits[narrow]
+            )
+        result[positions] = np.minimum(fits, asked)
 
     def _usage_count(
         self, idx: int, usage: DeviceUsage, key: int, shape: Runs, shape_id: int, asked: int
