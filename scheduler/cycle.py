@@ -216,15 +216,14 @@ class Framework:
 
     def offer_slots(self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo]) -> IntArray:
         """Per node, how many of `pods` fit in order, by every slot-limit Filter (the minimum)."""
-        everywhere = np.arange(len(state.nodes), dtype=np.int64)
         slots: IntArray | None = None
-        memo = _slot_memo(state) if state.released is None else None  # no dry run
-        runs = memo.runs(state, pods) if memo is not None else ()
+        memo = _slot_memo(state)
+        runs = memo.runs(state, pods)
         for plugin in self.slot_limits:
-            if memo is not None and getattr(plugin, "slots_by_template", False):
+            if getattr(plugin, "slots_by_template", False):
                 limit = memo.slot_limits(plugin, state, job, pods, runs)
             else:
-                limit = plugin.slot_limits(state, job, pods, everywhere)
+                limit = plugin.slot_limits(state, job, pods, memo.everywhere)
             if limit is not None:
                 slots = limit.copy() if slots is None else np.minimum(slots, limit)
         if slots is None:
@@ -273,7 +272,8 @@ class Framework:
         assert outcome.node_order is not None and outcome.counts is not None
         nodes = np.repeat(outcome.node_order, outcome.counts)
         assignment = {pod.key: node for pod, node in zip(pods, nodes.tolist(), strict=True)}
-        if not self._fits(state, assignment):
+        # pods of one template (one run) fit as counted: `_fits` checks only mixed ones
+        if len(_slot_memo(state).runs(state, pods)) != 1 and not self._fits(state, assignment):
             status = Status(
                 Code.UNSCHEDULABLE,
                 "pods of different shapes do not fit the nodes planned for them",

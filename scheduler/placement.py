@@ -104,7 +104,8 @@ def place(
     among: IntArray | None = None,
 ) -> PlacementOutcome:
     """Choose a domain and per-node pod counts; `slots` must already exclude ineligible nodes.
-    With `among`, the only nodes whose slots may be non-zero, domains are summed over those."""
+    With `among`, the only nodes whose slots may be non-zero (a preemption attempt's few),
+    domains are summed and nodes searched over those alone; the outcome is the one without."""
     options = options or PlacementOptions()
     topological = bool(rule and rule.gather)
     depth = len(tree.levels)
@@ -112,38 +113,38 @@ def place(
     levels = list(range(depth)) if topological else [0, depth - 1]
     if topological and tree.has_outside:
         slots = np.where(tree.outside, 0, slots)
-    sums = {lv: _sums(tree, lv, slots, topological, among) for lv in levels}
+    offer = _Offer(tree, slots, among, topological, desired)
     start = must_gather_level(tree, rule) if topological else 0
-    if not (sums[start] >= desired).any():
-        return _failure(tree, start, sums[start], desired, slots)
+    if not offer.covers(start):
+        return _failure(tree, start, offer.sums(start), desired, slots)
     searched = [lv for lv in levels if lv >= start]
     domain_scores = _LevelScores(scores)
     if options.prefer_gather_score and topological:
         prefer = [tree.layer_position(g.layer) or 0 for g in (rule.gather if rule else ())]
         bonus = {lv: sum(1 for p in prefer if p <= lv) for lv in searched}
-        candidate_levels = [lv for lv in searched if (sums[lv] >= desired).any()]
+        candidate_levels = [lv for lv in searched if offer.covers(lv)]
     else:
         bonus = {}
         # the deepest covering level: `start` covers, so the walk up from the nodes ends there
-        deepest = next(lv for lv in reversed(searched) if (sums[lv] >= desired).any())
+        deepest = next(lv for lv in reversed(searched) if offer.covers(lv))
         candidate_levels = [deepest]
     ranked: list[tuple[tuple[Any, ...], int, IntArray]] = []
     for lv in candidate_levels:
-        cand, best_key = _rank(tree, lv, sums, domain_scores.at(lv), desired, levels, options)
+        cand, best_key = _rank(tree, lv, offer, domain_scores.at(lv), levels, options)
         first = best_key[0]
         own, parent, neg_score, index = first
         # across levels, equal slots go to the shallower (already fragmented) domain
         ranked.append(((-bonus.get(lv, 0), own, parent, neg_score, lv, index), lv, cand))
     _key, level, ordered_candidates = min(ranked, key=lambda r: r[0])
     domain = int(ordered_candidates[0])
-    members = domain_nodes(tree, level, domain, topological, len(slots))
-    members = members[slots[members] > 0]
+    members = offer.members(level, domain)
     sort_keys: list[Any] = []  # primary first; np.lexsort wants it last
     for lv in levels:
         if lv <= level:
             continue
         dom = tree.node_domain_at(lv)[members]
-        sort_keys.append(sums[lv][dom] if options.best_fit else -sums[lv][dom])
+        level_sums = offer.sums(lv)[dom]
+        sort_keys.append(level_sums if options.best_fit else -level_sums)
         level_scores = domain_scores.at(lv)
         if level_scores is not None:
             sort_keys.append(-level_scores[dom])
@@ -153,18 +154,76 @@ def place(
     before = np.cumsum(ordered_slots) - ordered_slots
     counts = np.minimum(np.maximum(desired - before, 0), ordered_slots)
     used = counts > 0
-    alternatives = {
-        tree.domain_label(level, int(d)): int(sums[level][d])
-        for d in ordered_candidates[:MESSAGE_DOMAIN_LIMIT]
-    }
+    shown = ordered_candidates[:MESSAGE_DOMAIN_LIMIT]
+    labels, shown_slots = tree.domain_labels(level), offer.sums(level)[shown].tolist()
+    alternatives = {labels[d]: n for d, n in zip(shown.tolist(), shown_slots, strict=True)}
     decision = {
-        "chosen_domain": tree.domain_label(level, domain),
-        "chosen_offer_slots": int(sums[level][domain]),
+        "chosen_domain": labels[domain],
+        "chosen_offer_slots": shown_slots[0],  # the chosen domain is the first shown
         "desired_offer_slots": desired,
         "alternatives": alternatives,
     }
-    shortlist = tuple((level, int(d)) for d in ordered_candidates[:MESSAGE_DOMAIN_LIMIT])
+    shortlist = tuple((level, d) for d in shown.tolist())
     return PlacementOutcome(order[used], counts[used], decision=decision, candidates=shortlist)
+
+
+class _Offer:
+    """A placement's offer slots per level: summed into the level's domains and the domains
+    covering the job, each counted when the walk first reads it. With `among` (the only nodes
+    whose slots may be non-zero) the nodes are read over those alone."""
+
+    __slots__ = ("_cover", "_sums", "among", "desired", "offered", "slots", "topological", "tree")
+
+    def __init__(
+        self,
+        tree: TopologyTree,
+        slots: IntArray,
+        among: IntArray | None,
+        topological: bool,
+        desired: int,
+    ) -> None:
+        self.tree, self.slots, self.among = tree, slots, among
+        self.offered: IntArray | None = slots[among] if among is not None else None
+        self.topological, self.desired = topological, desired
+        self._sums: dict[int, IntArray] = {}
+        self._cover: dict[int, IntArray] = {}
+
+    def sums(self, level: int) -> IntArray:
+        """Offer slots per domain of `level` (the nodes' level: the slots themselves)."""
+        found = self._sums.get(level)
+        if found is None:
+            found = self._sums[level] = _sums(
+                self.tree, level, self.slots, self.topological, self.among
+            )
+        return found
+
+    def covering(self, level: int) -> IntArray:
+        """The domains of `level` offering at least the desired slots."""
+        found = self._cover.get(level)
+        if found is None:
+            among, offered = self.among, self.offered
+            if level == len(self.tree.levels) - 1 and among is not None and offered is not None:
+                found = among[offered >= self.desired]  # ranked by node index later: any order
+            else:
+                found = np.flatnonzero(self.sums(level) >= self.desired).astype(np.int64)
+            self._cover[level] = found
+        return found
+
+    def covers(self, level: int) -> bool:
+        return len(self.covering(level)) > 0
+
+    def members(self, level: int, domain: int) -> IntArray:
+        """The nodes with slots in one domain of `level` (the walk orders them, by node index
+        last)."""
+        if self.among is None or self.offered is None:
+            spanned = domain_nodes(self.tree, level, domain, self.topological, len(self.slots))
+            kept: IntArray = spanned[self.slots[spanned] > 0]
+            return kept
+        inside = self.offered > 0
+        if level > 0:  # the root holds every node with slots (those outside the tree have none)
+            inside &= self.tree.node_domain_at(level)[self.among] == domain
+        found: IntArray = self.among[inside]
+        return found
 
 
 class _LevelScores:
@@ -191,23 +250,22 @@ def domain_nodes(
 def _rank(
     tree: TopologyTree,
     level: int,
-    sums: dict[int, IntArray],
+    offer: _Offer,
     scores: FloatArray | None,
-    desired: int,
     levels: list[int],
     options: PlacementOptions,
 ) -> tuple[IntArray, list[tuple[int, int, float, int]]]:
     """Covering domains of one level, best first: fewest slots, parent slots, score, name."""
-    cand = np.flatnonzero(sums[level] >= desired).astype(np.int64)
-    own = sums[level][cand]
+    cand = offer.covering(level)
+    own = offer.sums(level)[cand]
     parent = np.zeros(len(cand), dtype=np.int64)
     if options.parent_fragmentation and level > 0:
         parent_level = max(lv for lv in levels if lv < level)
         if parent_level == 0:
-            parent[:] = sums[0][0]
+            parent[:] = offer.sums(0)[0]
         else:
             ups = _parent_index(tree, level, parent_level)[cand]
-            parent = sums[parent_level][ups]
+            parent = offer.sums(parent_level)[ups]
     score = scores[cand] if scores is not None else np.zeros(len(cand))
     order = np.lexsort((cand, -score, parent, own))
     cand = cand[order]

@@ -40,8 +40,8 @@ def _plan_round(snapshot: ClusterSnapshot, profile: Profile | None) -> RoundResu
     framework.start(state)
     ledger = framework.runtime_quota(state)
     runtime = {q: dict(r) for q, r in sorted(ledger.runtime.items())} if ledger else {}
-    pending_counts = {job.id: len(state.pending_pods(job)) for job in state.jobs.values()}
-    pending = [job for job in state.jobs.values() if pending_counts[job.id]]
+    pending = state.pending_jobs()
+    pending_pods = sum(len(state.pending_pods(job)) for job in pending)
     placements: dict[str, Placement] = {}
     decisions: dict[str, dict[str, Any]] = {}
     preemptions: list[PreemptionRecord] = []
@@ -86,7 +86,7 @@ def _plan_round(snapshot: ClusterSnapshot, profile: Profile | None) -> RoundResu
             "jobs_considered": len(pending),
             "jobs_placed": len(decisions),
             "pods_placed": len(placements),
-            "pending_pods": sum(pending_counts.values()),
+            "pending_pods": pending_pods,
             "preemptions": len(preemptions),
         },
         timeouts=dict(state.nomination_timeouts),

@@ -9,9 +9,12 @@ right on every node not touched since; only the touched nodes are asked again (`
 those node indices). A round of jobs of few shapes (a gang's pods share one template) is then
 counted per node moved, not per job over every node.
 
-Dry runs are not remembered here: what they release changes with every search, and the device
-fleet keeps its own per-node memory for them. A plugin's answer `None` (it does not constrain the
-pods) is remembered as such: for these plugins it depends on the templates alone.
+A preemption dry run (`CycleState.releasing`) counts with some bound pods gone, so its counts are
+kept apart from the others, with the release they were counted under. The next dry run of the same
+template runs, usually the next search, releases nearly the same pods (every lower-priority job not
+yet evicted): a node is asked again when it was touched since, or when the pods released on it or
+the resources freed there differ from that release's. A plugin's answer `None` (it does not
+constrain the pods) is remembered as such: for these plugins it depends on the templates alone.
 """
 
 from __future__ import annotations
@@ -21,12 +24,12 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
-from scheduler.framework import IntArray
+from scheduler.framework import BoolArray, IntArray
 from scheduler.model import JobInfo, PodInfo
 from scheduler.state import CycleState
 
 TemplateRuns = tuple[tuple[int, int], ...]
-"""Pods as runs of one template, in order: (template id, count)."""
+"""Pods as runs of one template, in order: (template id (`CycleState.template_id`), count)."""
 
 RECOUNT_SHARE = 4  # past 1 / this of the nodes touched, every node is counted again
 SHORT_TAIL = 256  # touches since a count read one by one; past this, per node (`_moved_at`)
@@ -47,6 +50,8 @@ class _Counted(NamedTuple):
 
     slots: IntArray | None
     touched: int  # len(state.touched) then
+    released: IntArray | None = None  # a dry run's `state.released` then (None: no dry run)
+    released_mask: BoolArray | None = None  # and its `state.released_mask`
 
 
 class SlotMemo:
@@ -55,24 +60,31 @@ class SlotMemo:
     def __init__(self, state: CycleState) -> None:
         self.node_count = len(state.nodes)
         self.everywhere: IntArray = np.arange(self.node_count, dtype=np.int64)
-        self._ids: dict[tuple[Any, ...], int] = {}  # template -> its id
-        self._id_of: dict[str, int] = {}  # pod key -> its template's id
-        self._counted: dict[tuple[str, TemplateRuns], _Counted] = {}
+        self.everywhere.flags.writeable = False  # handed to every plugin: read, never changed
+        self._runs: dict[tuple[str, ...], TemplateRuns] = {}  # pod keys -> `runs`
+        self._counted: dict[tuple[str, TemplateRuns, bool], _Counted] = {}  # (.., dry run)
         self._moved_at: IntArray = np.full(self.node_count, -1, dtype=np.int64)
         self._folded = 0  # `state.touched` entries folded into `_moved_at`
+        # The last two releases compared (`_released_apart`) and the nodes where they differ:
+        # every plugin of a dry run compares the same two.
+        self._apart: tuple[tuple[Any, ...], IntArray] | None = None
 
     def runs(self, state: CycleState, pods: Sequence[PodInfo]) -> TemplateRuns:
-        """`pods` as (template id, count) runs, in order."""
+        """`pods` as (template id, count) runs, in order; remembered per list of pod keys (a
+        pod's template is fixed for the round, and a job's searches ask again and again)."""
+        keys = tuple([pod.key for pod in pods])
+        found = self._runs.get(keys)
+        if found is None:
+            found = self._runs[keys] = self._count_runs(state, pods)
+        return found
+
+    def _count_runs(self, state: CycleState, pods: Sequence[PodInfo]) -> TemplateRuns:
         runs: list[tuple[int, int]] = []
-        id_of = self._id_of
+        template_id = state.template_id
         last = -1
         count = 0
         for pod in pods:
-            found = id_of.get(pod.key)
-            if found is None:
-                template = state.template(pod)
-                found = self._ids.setdefault(template, len(self._ids))
-                id_of[pod.key] = found
+            found = template_id(pod)
             if found == last:
                 count += 1
                 continue
@@ -92,9 +104,11 @@ class SlotMemo:
         runs: TemplateRuns,
     ) -> IntArray | None:
         """`plugin.slot_limits` over every node, asking it again only on the nodes touched
-        since it last counted the same runs. The array is the caller's to read, never to
-        change. Not for dry runs (`state.released` set): ask the plugin."""
-        key = (plugin.name, runs)
+        since it last counted the same runs (in a dry run: the same runs in a dry run, and
+        also the nodes whose release differs). The array is the caller's to read, never to
+        change."""
+        dry = state.released is not None
+        key = (plugin.name, runs, dry)
         known = self._counted.get(key)
         slots: IntArray | None
         if known is None:
@@ -102,10 +116,12 @@ class SlotMemo:
         elif known.slots is None:
             return None  # not constrained: depends on the templates alone
         else:
-            if known.touched == len(state.touched):
-                return known.slots
             nodes = self._moved_since(state, known.touched)
-            if len(nodes) * RECOUNT_SHARE > self.node_count:
+            if dry:
+                nodes = self._released_apart(state, known, nodes)
+            if not len(nodes):
+                slots = known.slots
+            elif len(nodes) * RECOUNT_SHARE > self.node_count:
                 slots = plugin.slot_limits(state, job, pods, self.everywhere)
             else:
                 recounted = plugin.slot_limits(state, job, pods, nodes)
@@ -114,13 +130,39 @@ class SlotMemo:
                 else:
                     slots = known.slots.copy()
                     slots[nodes] = recounted
-        self._counted[key] = _Counted(slots, len(state.touched))
+        self._counted[key] = _Counted(
+            slots, len(state.touched), state.released, state.released_mask
+        )
         return slots
+
+    def _released_apart(self, state: CycleState, known: _Counted, moved: IntArray) -> IntArray:
+        """`moved` and the nodes where this dry run's release differs from the one `known` was
+        counted under (released pods or freed resources), sorted; every node when either
+        release is not fully given. The releases are kept by reference: `state.releasing`
+        takes arrays that are never changed."""
+        released, mask = state.released, state.released_mask
+        before, before_mask = known.released, known.released_mask
+        if released is None or mask is None or before is None or before_mask is None:
+            return self.everywhere  # a release not fully given: nothing to compare with
+        if released is before and mask is before_mask:
+            return moved
+        pair = (before, before_mask, released, mask)
+        last = self._apart
+        if last is None or any(a is not b for a, b in zip(last[0], pair, strict=True)):
+            nodes: BoolArray = (released != before).any(axis=1)
+            nodes[state.bound_node[mask != before_mask]] = True
+            last = self._apart = (pair, np.flatnonzero(nodes))
+        if not len(moved):
+            return last[1]
+        apart: IntArray = np.union1d(moved, last[1])
+        return apart
 
     def _moved_since(self, state: CycleState, position: int) -> IntArray:
         """The nodes touched at or after `position` of `state.touched`, sorted. A short tail is
         read as it is; a long one from each node's latest move (`_moved_at`, folded in once)."""
         since = state.touched[position:]
+        if not since:
+            return np.zeros(0, dtype=np.int64)
         if len(since) <= SHORT_TAIL:
             return np.array(sorted(set(since)), dtype=np.int64)
         if self._folded < len(state.touched):

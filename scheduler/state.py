@@ -130,8 +130,9 @@ class CycleState:
                 self.bound_on_node.setdefault(idx, []).append(p)
                 self.bound_id[p.key] = len(self.bound_keys)
                 self.bound_keys.append(p.key)
+        self.bound_node: IntArray = np.array(bound_rows, dtype=np.int64)  # by `bound_keys` position
         if bound_rows:
-            np.add.at(self.used, np.array(bound_rows, dtype=np.int64), np.array(bound_vectors))
+            np.add.at(self.used, self.bound_node, np.array(bound_vectors))
         # Nominated pods of jobs not yet placed hold their nominated node's resources against
         # pods of lower or equal priority (kube-scheduler's rule for nominated pods): a job of
         # higher priority may use them (`lower_reservations_released`). A gang that has waited
@@ -166,7 +167,10 @@ class CycleState:
         self.masks: dict[tuple[Any, ...], NodeMask] = {}
         self.verdicts: dict[tuple[Any, ...], list[NodeMask]] = {}
         self._pending: dict[str, list[PodInfo]] = {}
+        self._unassumed: dict[str, tuple[int, list[PodInfo]]] = {}  # see `pending_pods`
         self._templates: dict[str, tuple[Any, ...]] = {}
+        self._template_ids: dict[tuple[Any, ...], int] = {}  # see `template_id`
+        self._template_of: dict[str, int] = {}  # pod key -> its template's id
         self._totals: IntArray | None = None
 
     # --- resource vectors -------------------------------------------------------------------
@@ -234,6 +238,16 @@ class CycleState:
             self._templates[pod.key] = key
         return key
 
+    def template_id(self, pod: PodInfo) -> int:
+        """A small int naming the pod's template for the round: equal ids, equal templates
+        (an int hashes and compares faster than the template's nested tuples)."""
+        found = self._template_of.get(pod.key)
+        if found is None:
+            template = self.template(pod)
+            found = self._template_ids.setdefault(template, len(self._template_ids))
+            self._template_of[pod.key] = found
+        return found
+
     # --- assume / forget ----------------------------------------------------------------------
     def assume(self, assignment: Mapping[str, int]) -> None:
         for key, idx in assignment.items():
@@ -274,7 +288,9 @@ class CycleState:
     @contextmanager
     def releasing(self, released: IntArray, pods: BoolArray) -> Iterator[None]:
         """Treat the bound pods marked in `pods` (freeing `released` per node) as gone, for a
-        preemption dry run."""
+        preemption dry run. Both arrays are read and never changed, here or after: the offer-slot
+        memo keeps them to tell which nodes a later dry run releases differently
+        (`scheduler.slot_memo`), so another release comes in new arrays."""
         previous = (self.released, self.released_mask, self._free_released)
         self.released, self.released_mask, self._free_released = released, pods, None
         try:
@@ -282,8 +298,16 @@ class CycleState:
         finally:
             (self.released, self.released_mask, self._free_released) = previous
 
+    def pending_jobs(self) -> list[JobInfo]:
+        """The jobs with a pod still to place (those whose `pending_pods` is not empty), in
+        `jobs` order: most jobs of a busy cluster are running ones, told apart by a set."""
+        waiting = {k for k, p in self.pods.items() if p.is_pending and k not in self.assumed}
+        return [job for job in self.jobs.values() if not waiting.isdisjoint(job.pod_keys)]
+
     def pending_pods(self, job: JobInfo) -> list[PodInfo]:
-        """The job's pods still to place, in placement order (sorted once per round)."""
+        """The job's pods still to place, in placement order (sorted once per round), as a new
+        list. Those not yet assumed are filtered again only after a move (`touched` grows
+        with every assume and forget): a job is asked many times between two."""
         ordered = self._pending.get(job.id)
         if ordered is None:
             pods = [
@@ -291,4 +315,11 @@ class CycleState:
             ]
             ordered = placement_order(pods)
             self._pending[job.id] = ordered
-        return [p for p in ordered if p.key not in self.assumed]
+        moves = len(self.touched)
+        known = self._unassumed.get(job.id)
+        if known is None or known[0] != moves:
+            known = self._unassumed[job.id] = (
+                moves,
+                [p for p in ordered if p.key not in self.assumed],
+            )
+        return list(known[1])

@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from scheduler.arrays import spans
 from scheduler.framework import BoolArray, IntArray, QuotaLedger
 from scheduler.model import PDBInfo, PodInfo
 from scheduler.state import CycleState
@@ -117,7 +118,7 @@ class VictimPool:
 
     def pairs_on(self, nodes: IntArray) -> IntArray:
         """The (node, job) pairs (indices into `pair_node` / `pair_job`) of sorted `nodes`."""
-        return _spans(self.pair_start[nodes], self.pair_stop[nodes])
+        return spans(self.pair_start[nodes], self.pair_stop[nodes])
 
     def release(self, state: CycleState, jobs: IntArray) -> tuple[IntArray, BoolArray]:
         """What evicting `jobs` (pool indices) frees: resources per node (nodes x resources) and
@@ -133,7 +134,8 @@ class VictimPool:
             added = np.flatnonzero(chosen & ~last_chosen)
             removed = np.flatnonzero(last_chosen & ~chosen)
             if len(added) + len(removed) < len(jobs) // 4:
-                freed, pods = last_freed.copy(), last_pods.copy()
+                # (order "K": the state's column-major layout kept, see `CycleState`)
+                freed, pods = last_freed.copy(order="K"), last_pods.copy()
                 self._scatter(freed, pods, added, 1)
                 self._scatter(freed, pods, removed, -1)
                 self._last = (chosen, freed, pods)
@@ -154,7 +156,7 @@ class VictimPool:
 
     def _rows(self, jobs: IntArray) -> IntArray:
         """The pod rows of `jobs` (each job's rows are consecutive)."""
-        return _spans(self.job_start[jobs], self.job_stop[jobs])
+        return spans(self.job_start[jobs], self.job_stop[jobs])
 
     def _scatter(self, freed: IntArray, pods: BoolArray, jobs: IntArray, sign: int) -> None:
         if not len(jobs):
@@ -162,14 +164,6 @@ class VictimPool:
         rows = self._rows(jobs)
         np.add.at(freed, self.pod_node[rows], sign * self.pod_vec[rows])
         pods[self.pod_bound[rows]] = sign > 0
-
-
-def _spans(starts: IntArray, stops: IntArray) -> IntArray:
-    """Every index of the ranges [starts[i], stops[i]), in order, as one array."""
-    lengths = stops - starts
-    firsts = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
-    indices: IntArray = firsts + np.arange(int(lengths.sum()), dtype=np.int64)
-    return indices
 
 
 def _budget(value: int | str | None, expected: int) -> int | None:

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from scheduler.arrays import spans
 from scheduler.devices.allocator import (
     DeviceAllocation,
     allocate,
@@ -36,6 +37,7 @@ from scheduler.devices.memory import (
     GroupScores,
     Memo,
     Runs,
+    answers,
     shape_key,
 )
 from scheduler.devices.model import AllocatedDevice, DeviceUsage, NodeDevices
@@ -87,9 +89,13 @@ class DeviceFleet:
         self._memos: dict[Runs, Memo] = {}
         # For preemption drafts (`CardCheck`): usage with some pods gone, and the answers.
         self._freed_usage: dict[tuple[Any, ...], tuple[DeviceUsage, int]] = {}
+        self._freed_for: BoolArray | None = None  # the release `_freed_at` answers for
+        self._freed_at: dict[int, tuple[int, tuple[DeviceUsage, int]]] = {}  # node -> (group, ..)
         self._taken: dict[tuple[int, tuple[int, ...]], tuple[DeviceUsage, int]] = {}
         self._answers: dict[tuple[Any, ...], bool] = {}
+        self._backs: dict[int, dict[tuple[int, ...], tuple[int, ...]]] = {}  # see `CardCheck`
         self._shape_ids: dict[Runs, int] = {}
+        self._state_counts: dict[tuple[int, int], tuple[int, int]] = {}  # see `_usage_count`
         self._runs_shape: dict[int, tuple[Runs, Runs, int, int]] = {}
         self._reasons: dict[DeviceRequest, GroupReasons] = {}  # request -> group -> reason
         self.track_holders({})
@@ -122,13 +128,18 @@ class DeviceFleet:
                 ids.append(pod_id)
                 where.append(idx)
                 bits.append(1 << k if len(entries) <= BITS else 0)
-        # Sorted by node, so the released rows of one node stay together.
+        # Sorted by node, so the released rows of one node stay together: node i's rows are
+        # [_holder_start[i], _holder_stop[i]).
         self._holder_id: IntArray = np.array(ids, dtype=np.int64)
         self._holder_node: IntArray = np.array(where, dtype=np.int64)
         self._holder_bit: UIntArray = np.array(bits, dtype=np.uint64)
+        self._holder_start: IntArray = np.searchsorted(self._holder_node, self._every)
+        self._holder_stop: IntArray = np.searchsorted(self._holder_node, self._every, "right")
         self._wide = {idx for idx, entries in self._holders.items() if len(entries) > BITS}
         self._memos.clear()
         self._freed_usage.clear()
+        self._freed_for, self._freed_at = None, {}
+        self._backs = {}
         self._taken.clear()
 
     # --- usage ----------------------------------------------------------------------------------
@@ -203,87 +214,88 @@ class DeviceFleet:
         released: BoolArray,
         result: IntArray,
     ) -> None:
-        """Overwrite `result` where the dry run frees cards. A dry run over most nodes is
-        remembered per node and shape (the next one differs in a few nodes); one over a few
-        nodes (a plan's own) is counted directly."""
-        if 4 * len(node_indices) < self.node_count:
-            for pos, idx in enumerate(node_indices.tolist()):
-                if any(released[pod_id] for pod_id in self._holders.get(idx, ())):
-                    result[pos] = min(asked, self._released_count(idx, released, shape, asked)[0])
-            return
-        on = released[self._holder_id]
+        """Overwrite `result` where the dry run frees cards, remembered per node and shape (the
+        next dry run differs in a few nodes)."""
+        if len(node_indices) == self.node_count and np.array_equal(node_indices, self._every):
+            rows = None  # every node asked, in order (offer slots): positions are node indices
+            on = released[self._holder_id]
+        else:  # the holders of the nodes asked, by position
+            first, last = self._holder_start[node_indices], self._holder_stop[node_indices]
+            rows = spans(first, last)
+            on = released[self._holder_id[rows]]
         if not on.any():
             return
-        where, bits = self._holder_node[on], self._holder_bit[on]
-        starts = np.flatnonzero(np.concatenate(([True], where[1:] != where[:-1])))
-        freed = where[starts]  # the nodes where the dry run frees cards, sorted
-        freed_bits: UIntArray = np.bitwise_or.reduceat(bits, starts)
-        if len(node_indices) == self.node_count and np.array_equal(node_indices, self._every):
-            # Every node asked, in order (offer slots): positions are node indices.
-            positions, nodes, nodes_bits = freed, freed, freed_bits
+        if rows is None:
+            owner, bits = self._holder_node[on], self._holder_bit[on]
         else:
-            node_bits: UIntArray = np.zeros(self.node_count, dtype=np.uint64)
-            node_freed: BoolArray = np.zeros(self.node_count, dtype=np.bool_)
-            node_bits[freed] = freed_bits
-            node_freed[freed] = True
-            positions = np.flatnonzero(node_freed[node_indices])
-            if not len(positions):
-                return
-            nodes = node_indices[positions]
-            nodes_bits = node_bits[nodes]
+            asked_at = np.arange(len(node_indices), dtype=np.int64)
+            owner, bits = np.repeat(asked_at, last - first)[on], self._holder_bit[rows[on]]
+        starts = np.flatnonzero(np.concatenate(([True], owner[1:] != owner[:-1])))
+        positions = owner[starts]  # the positions whose node the dry run frees cards on
+        nodes = positions if rows is None else node_indices[positions]
+        nodes_bits: UIntArray = np.bitwise_or.reduceat(bits, starts)
         memo = self._memos.get(shape)
         if memo is None:
             memo = self._memos[shape] = Memo(self.node_count)
-        fits, known = memo.recall(nodes, self.group[nodes], nodes_bits, asked)
-        result[positions[known]] = np.minimum(fits[known], asked)
-        for pos in np.flatnonzero(~known).tolist():
-            idx = int(nodes[pos])
-            counted = self._released_count(idx, released, shape, asked)
-            result[positions[pos]] = min(asked, counted[0])
-            if idx not in self._wide:
-                memo.remember(idx, int(self.group[idx]), nodes_bits[pos], counted)
-
-    def _released_count(
-        self, idx: int, released: BoolArray, shape: Runs, asked: int
-    ) -> tuple[int, int]:
-        """(fits, limit) on node `idx` with the `released` pods' cards given back."""
-        usage, key = self._freed(idx, released)
-        return self._usage_count(idx, usage, shape, asked, key)
+        groups = self.group[nodes]
+        fits, known = memo.recall(nodes, groups, nodes_bits, asked)
+        missing = np.flatnonzero(~known)
+        if len(missing):
+            shape_id = self._shape_id(shape)
+            counted = [
+                self._usage_count(idx, *self._freed(idx, released), shape, shape_id, asked)
+                for idx in nodes[missing].tolist()
+            ]
+            fits[missing], limits = np.array(counted, dtype=np.int64).T
+            narrow = np.array([idx not in self._wide for idx in nodes[missing].tolist()])
+            kept = missing[narrow]
+            memo.remember_all(
+                nodes[kept], groups[kept], nodes_bits[kept], fits[kept], limits[narrow]
+            )
+        result[positions] = np.minimum(fits, asked)
 
     def _usage_count(
-        self,
-        idx: int,
-        usage: DeviceUsage,
-        shape: Runs,
-        asked: int,
-        key: int | None = None,
+        self, idx: int, usage: DeviceUsage, key: int, shape: Runs, shape_id: int, asked: int
     ) -> tuple[int, int]:
-        """(fits, limit) on node `idx` as if its usage were `usage` (`key`: its `_state_id`, when
-        known). A dry run frees many nodes into the same few states (often: idle); equal layout
-        and usage give equal counts, so each state is counted once (see `FleetMemory`)."""
-        state = self._state_keys[key if key is not None else self._state_id(idx, usage)]
-        return self.memory.count(
-            state,
-            shape,
-            self.scoring,
-            asked,
-            lambda: self._count(self.nodes[idx], usage, shape, asked),
-        )
+        """(fits, limit) on node `idx` as if its usage were `usage` (`key`: its `_state_id`;
+        `shape_id`: the shape's `_shape_id`). A dry run frees many nodes into the same few
+        states (often: idle); equal layout and usage give equal counts, so each state is
+        counted once (see `FleetMemory`), and asked again under the two small ints."""
+        found = self._state_counts.get((key, shape_id))
+        if found is None or not answers(found, asked):
+            found = self._state_counts[key, shape_id] = self.memory.count(
+                self._state_keys[key],
+                shape,
+                self.scoring,
+                asked,
+                lambda: self._count(self.nodes[idx], usage, shape, asked),
+            )
+        return found
 
     def _freed(self, idx: int, released: BoolArray) -> tuple[DeviceUsage, int]:
         """Node `idx`'s usage with the `released` pods' cards given back, and its state id;
         never to be changed, and shared by the nodes of one group that give back equal
-        holdings (same layout, so the usage reads the same on either node)."""
+        holdings (same layout, so the usage reads the same on either node). A dry run asks
+        about a node again and again (its offer slots, each plan's card check): the answer is
+        kept for the dry run's `released` array (never changed: `CycleState.releasing`) and
+        the node's group."""
+        if released is not self._freed_for:
+            self._freed_for, self._freed_at = released, {}
+        group = int(self.group[idx])
+        known = self._freed_at.get(idx)
+        if known is not None and known[0] == group:
+            return known[1]
         held_by = self._holders.get(idx, {})
         holding = self._holding
         gone = sorted(holding[pod_id] for pod_id in held_by if released[pod_id])
-        question = (int(self.group[idx]), *gone)
+        question = (group, *gone)
         found = self._freed_usage.get(question)
         if found is None:
             usage = self.usage[idx].copy()
             for holding_id in gone:
                 usage.release(self._holdings[holding_id])
             found = self._freed_usage[question] = (usage, self._state_id(idx, usage))
+        self._freed_at[idx] = (group, found)
         return found
 
     def _taken_back(
@@ -479,19 +491,30 @@ class CardCheck:
         self.shape, self.asked, self.shape_id = fleet._shape_of(runs)
         self.held = fleet._holders.get(idx, {})
         self.usage, self.key = fleet._freed(idx, released)  # shared: never changed here
+        # kept ids -> their holdings on this node, for every check of the node this round
+        self.backs = fleet._backs.setdefault(idx, {})
+
+    def _back(self, kept: Sequence[int]) -> tuple[int, ...]:
+        """The holdings of the `kept` pods that hold cards on this node."""
+        asked = kept if isinstance(kept, tuple) else tuple(kept)
+        back = self.backs.get(asked)
+        if back is None:
+            holding, held = self.fleet._holding, self.held
+            back = self.backs[asked] = tuple(holding[i] for i in asked if i in held)
+        return back
 
     def holds_keeping(self, kept: Sequence[int]) -> bool:
-        holding, held = self.fleet._holding, self.held
-        back = tuple(holding[pod_id] for pod_id in kept if pod_id in held)
+        back = self._back(kept)
         question = (self.key, back, self.shape_id, self.asked)
         answer = self.fleet._answers.get(question)
         if answer is None:
             usage, key = self.fleet._taken_back(self.idx, self.usage, self.key, back)
-            fits, _ = self.fleet._usage_count(self.idx, usage, self.shape, self.asked, key)
+            fits, _ = self.fleet._usage_count(
+                self.idx, usage, key, self.shape, self.shape_id, self.asked
+            )
             answer = self.fleet._answers[question] = fits >= self.asked
         return answer
 
     def keep(self, kept: Sequence[int]) -> None:
-        holding, held = self.fleet._holding, self.held
-        back = tuple(holding[pod_id] for pod_id in kept if pod_id in held)
+        back = self._back(kept)
         self.usage, self.key = self.fleet._taken_back(self.idx, self.usage, self.key, back)

@@ -81,11 +81,15 @@ class Memo:
             self.last[nodes[hit]] = way
         return fits, known
 
-    def remember(self, idx: int, group: int, bits: np.uint64, counted: tuple[int, int]) -> None:
-        way = (int(self.last[idx]) + 1) % self.WAYS
-        self.group[way, idx], self.bits[way, idx] = group, bits
-        self.fits[way, idx], self.limit[way, idx] = counted
-        self.last[idx] = way
+    def remember_all(
+        self, nodes: IntArray, groups: IntArray, bits: UIntArray, fits: IntArray, limits: IntArray
+    ) -> None:
+        """Per node (each once), (fits, limit) counted for (group, bits), in the way not used
+        last."""
+        ways = (self.last[nodes] + 1) % self.WAYS
+        self.group[ways, nodes], self.bits[ways, nodes] = groups, bits
+        self.fits[ways, nodes], self.limit[ways, nodes] = fits, limits
+        self.last[nodes] = ways
 
 
 class GroupCounts:

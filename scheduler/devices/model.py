@@ -9,6 +9,7 @@ handed out twice.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -115,6 +116,14 @@ class NodeDevices:
     @property
     def has_devices(self) -> bool:
         return bool(self.gpus or self.rdmas or self.fpgas)
+
+    def renamed(self, node: str) -> NodeDevices:
+        """The same devices on another node (equal to `replace(self, node=node)`); the indexes
+        by minor, never changed, are shared rather than built again: a round renames one
+        template for thousands of nodes."""
+        twin = copy.copy(self)
+        object.__setattr__(twin, "node", node)
+        return twin
 
 
 @dataclass(frozen=True, slots=True)

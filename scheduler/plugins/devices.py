@@ -18,7 +18,7 @@ shape. Args: `{"scoring": "LeastAllocated" | "MostAllocated"}`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -285,7 +285,7 @@ def _node_devices(info: NodeInfo, templates: _Templates) -> NodeDevices | None:
         key = (id(devices), *(info.labels.get(label) for label in _LAYOUT_LABELS))
         known = templates.get(key)
         if known is not None and known[0] is devices:
-            return replace(known[1], node=info.name)
+            return known[1].renamed(info.name)
         built = build_node_devices(info.name, devices, info.labels)
         templates[key] = (devices, built)
         return built
@@ -314,7 +314,8 @@ def _runs(
     for pod in pods:
         parsed = request_of(pod)
         request = _NEVER if isinstance(parsed, list) else parsed
-        if runs and runs[-1][0] == request:
+        # (pods asking alike share one parsed request: `is` answers before the field compare)
+        if runs and (runs[-1][0] is request or runs[-1][0] == request):
             runs[-1] = (request, runs[-1][1] + 1)
         else:
             runs.append((request, 1))

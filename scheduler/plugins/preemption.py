@@ -77,6 +77,7 @@ class PreemptionBook:
     )
     # A domain's cheaper node sets by what they depend on (see `_node_picks`).
     node_picks: dict[tuple[Any, ...], NodePicks] = field(default_factory=dict)
+    totals: dict[str, int] | None = None  # see `_totals`
 
 
 @dataclass(frozen=True)
@@ -241,10 +242,12 @@ class JobPreemption:
             topological = bool(job.topology and job.topology.gather)
             for number, (level, domain) in enumerate(dry.candidates[: self.candidate_limit]):
                 within = domain_nodes(state.topology, level, domain, topological, len(state.nodes))
-                attempts = [] if number == 0 else [within]
+                # A placement among some nodes reads only those with offer slots: each attempt
+                # is the nodes it may use, and one set of them is placed once (`tried`).
+                usable = within[slots[within] > 0]  # sorted, as `within` is
+                attempts = [] if number == 0 else [usable]
                 # The reference plan takes a domain's nodes by offer slots and name; the nodes
                 # whose victims cost least are often elsewhere in the same domain: plan there too.
-                usable = within[slots[within] > 0]  # sorted, as `within` is
                 pairs = pool.pairs_on(usable)
                 pairs = pairs[eligible[pool.pair_job[pairs]]]
                 cheap, shared = _node_picks(book, usable, pairs, slots, len(pods))
@@ -310,20 +313,20 @@ class JobPreemption:
         elif book.budgets.pdbs:
             ordered = _reprieve_order(book, np.unique(pool.pair_job[pairs]))
         else:  # each job once, in reprieve order: its rank sorted, mapped back
-            ordered = pool.reprieve_order[np.unique(pool.reprieve_rank[pool.pair_job[pairs]])]
-        jobs = pool.jobs
-        consider = [jobs[i] for i in ordered.tolist()]
-        # The dry run released exactly `consider`'s pods on these nodes. A node with none of
-        # them never changes: the dry run that made the plan holds there.
-        standing = np.unique(pool.pair_node[pairs]).tolist()
-        # Without a quota need or budgets the victims depend only on `consider` (in order) and,
+            ranks = sorted(set(pool.reprieve_rank[pool.pair_job[pairs]].tolist()))
+            ordered = pool.reprieve_order[np.array(ranks, dtype=np.int64)]
+        # The dry run released exactly `ordered`'s pods on these nodes. A node with none of
+        # them never changes: the dry run that made the plan holds there. (The pairs are in
+        # node order: each node once, as it first comes.)
+        standing = list(dict.fromkeys(pool.pair_node[pairs].tolist()))
+        # Without a quota need or budgets the victims depend only on `ordered` (in order) and,
         # per standing node, its state (`state.node_version`: a node's checks change only when
         # pods are taken onto or given back from it) and the templates planned there, so a plan
         # seen before in this round (a later search of the same shape tries the same domains)
         # is answered from `book.reprieved`.
         memo: tuple[Any, ...] | None = None
         if not quota_need and not book.budgets.pdbs:
-            version, template = state.node_version, state.template
+            version, template = state.node_version, state.template_id
             memo = (
                 ordered.tobytes(),
                 *[(n, version[n], *[template(p) for p in on_node[n]]) for n in standing],
@@ -337,6 +340,8 @@ class JobPreemption:
                     return None  # the first victims lose already: so do all of them
                 if complete:
                     return _costed(state, plan, first, book, rank)
+        jobs = pool.jobs
+        consider = [jobs[i] for i in ordered.tolist()]
         checks = self.handle.node_checks(state, {n: on_node[n] for n in standing})
         for node_checks in checks.values():
             for c in node_checks:
@@ -459,7 +464,13 @@ def _node_picks(
     """`_cheapest_nodes` and `_fewest_new_victims` for a domain's `usable` nodes, remembered
     by all they read besides the round's victim pool: the nodes, their offer slots, their
     eligible (node, job) pairs and the pods wanted (searches of one shape ask again and again
-    for domains where nothing moved). The arrays are the caller's to read, never to change."""
+    for domains where nothing moved). The arrays are the caller's to read, never to change.
+
+    One node (often: a job that fits on a node) is both picks when it covers `wanted`, else
+    neither: what both functions give, without their arithmetic."""
+    if len(usable) == 1:
+        only = usable if int(slots[usable[0]]) >= wanted else None
+        return only, only
     key = (usable.tobytes(), slots[usable].tobytes(), pairs.tobytes(), wanted)
     picks = book.node_picks.get(key)
     if picks is None:
@@ -557,17 +568,18 @@ def _costed(
     rank: int,
 ) -> VictimPlan:
     victims = sorted(victims, key=lambda v: v.id)
-    pods = [p for v in victims for p in v.pods]
-    violations = book.budgets.violations(pods)
-    resources: dict[str, int] = {}
-    index = book.pool.index
-    for v in victims:
-        for r, amount in book.pool.requests(index[v.id]).items():
-            resources[r] = resources.get(r, 0) + amount
-    totals = state.totals()
-    weight = sum(
-        amount / max(1, int(totals[state.resource_index[r]])) for r, amount in resources.items()
+    victim_pods = sum(len(v.pods) for v in victims)
+    violations = (
+        book.budgets.violations([p for v in victims for p in v.pods]) if book.budgets.pdbs else {}
     )
+    resources: dict[str, int] = {}
+    pool = book.pool
+    index = pool.index
+    for v in victims:
+        for r, amount in pool.requests(index[v.id]).items():
+            resources[r] = resources.get(r, 0) + amount
+    totals = _totals(state, book)
+    weight = sum(amount / totals[r] for r, amount in resources.items())
     highest = max((v.priority for v in victims), default=None)
     key = (
         sum(violations.values()),
@@ -579,11 +591,20 @@ def _costed(
     cost = {
         "highest_victim_priority": highest,
         "victim_jobs": len(victims),
-        "victim_pods": len(pods),
+        "victim_pods": victim_pods,
         "resources": resources,
         "pdb_violations": violations,
     }
     return VictimPlan(plan, tuple(victims), violations, key, cost)
+
+
+def _totals(state: CycleState, book: PreemptionBook) -> dict[str, int]:
+    """Per resource, the cluster's allocatable (at least 1), as `_costed` divides by it (read
+    once a round: the nodes are fixed)."""
+    if book.totals is None:
+        summed = state.totals().tolist()
+        book.totals = {r: max(1, int(summed[i])) for r, i in state.resource_index.items()}
+    return book.totals
 
 
 def _shape_key(

@@ -173,11 +173,11 @@ class NodeResourcesFit:
             return {}
         rows = np.array(nodes, dtype=np.int64)
         # pods of one template ask the same: count them per node, subtract once per template
-        counts: dict[tuple[Any, ...], list[int]] = {}
-        firsts: dict[tuple[Any, ...], PodInfo] = {}
+        counts: dict[int, list[int]] = {}  # by `state.template_id`
+        firsts: dict[int, PodInfo] = {}
         for i, node in enumerate(nodes):
             for pod in on_node[node]:
-                key = state.template(pod)
+                key = state.template_id(pod)
                 column = counts.get(key)
                 if column is None:
                     column = counts[key] = [0] * len(nodes)

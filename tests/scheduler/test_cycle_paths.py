@@ -1,9 +1,10 @@
-"""Paths of the job cycle that skip work: pod names sorted by their digit runs, and node scores
-counted only when a placement reads them."""
+"""Paths of the job cycle that skip work: pod names sorted by their digit runs, node scores
+counted only when a placement reads them, and no pod-by-pod re-check for pods of one template."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -70,3 +71,36 @@ def test_scores_are_counted_only_when_a_placement_reads_them(
     assert len(asked) == 1
     framework.try_place(state, fits, state.pending_pods(fits), scores=scores)
     assert len(asked) == 1  # counted once for every placement given them
+
+
+def test_pods_of_one_template_are_rechecked_only_when_the_job_mixes_templates(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `_fits` says yes to pods of one template wherever they go (their count is exact): the
+    # cycle asks it only for a job of several templates.
+    snap = (
+        cluster()
+        .node(node("a").cpu(16), node("b").cpu(16))
+        .submit(gang("ml/one", pods=3).cpu(4), gang("ml/mixed", pods=2).cpu(4))
+        .snapshot()
+    )
+    bigger = replace(snap.pods[-2], requests={"cpu": 6_000})  # ml/mixed-1
+    snap = replace(snap, pods=(*snap.pods[:-2], bigger, snap.pods[-1]))
+    framework = Framework(Profile.default())
+    state = CycleState(snap)
+    framework.start(state)
+    one = state.pending_pods(state.jobs["ml/one"])
+    for nodes in ([0, 0, 0], [1, 0, 1], [1, 1, 1]):
+        assert framework._fits(state, {p.key: n for p, n in zip(one, nodes, strict=True)})
+    asked: list[str] = []
+    fits = framework._fits
+
+    def recording(state: CycleState, assignment: dict[str, int], always: bool = False) -> bool:
+        asked.append(next(iter(assignment)))
+        return fits(state, assignment, always)
+
+    monkeypatch.setattr(framework, "_fits", recording)
+    for name in ("ml/one", "ml/mixed"):
+        job = state.jobs[name]
+        assert isinstance(framework.try_place(state, job, state.pending_pods(job)), Plan)
+    assert asked == ["ml/mixed-1"]

@@ -6,6 +6,7 @@ import json
 from dataclasses import replace
 
 from scheduler import GangInfo, JobInfo, gang_group_id, plan_round
+from scheduler.state import CycleState
 from tests.scheduler.builders import CORE, cluster, gang, node, pod
 
 
@@ -99,3 +100,53 @@ def test_bound_pods_of_a_job_count_toward_its_gang() -> None:
     result = plan_round(snap, CORE)
     assert sorted(result.placements) == ["ml/g-2", "ml/g-3"]
     assert {p.node for p in result.placements.values()} == {"b"}
+
+
+def test_pending_jobs_are_the_jobs_with_pods_to_place_in_job_order() -> None:
+    c = cluster().node(node("a").cpu(64), node("b").cpu(64))
+    c.running(pod("run-1").cpu(1).on("a"), pod("run-2").cpu(1).on("b"))
+    c.running(pod("part-1").cpu(1).job("ml/part").on("a"))
+    c.submit(
+        gang("ml/g", pods=2).cpu(1),
+        pod("lone").cpu(1),
+        pod("part-2").cpu(1).job("ml/part"),
+        gang("ml/h", pods=1).cpu(1),
+    )
+    state = CycleState(c.snapshot())
+
+    def plain() -> list[str]:
+        return [job.id for job in state.jobs.values() if state.pending_pods(job)]
+
+    assert [job.id for job in state.pending_jobs()] == plain()
+    assert {"ml/g", "ml/h", "default/lone"} <= set(plain())
+    state.assume({"ml/h-1": 0, "ml/g-1": 1})  # ml/h has nothing left to place, ml/g one pod
+    assert [job.id for job in state.pending_jobs()] == plain()
+    assert "ml/h" not in plain() and "ml/g" in plain()
+
+
+def test_pending_pods_are_the_pods_not_yet_assumed_whatever_moved_between() -> None:
+    c = cluster().node(node("a").cpu(64), node("b").cpu(64))
+    state = CycleState(
+        c.submit(gang("ml/g", pods=4).cpu(1), gang("ml/h", pods=2).cpu(1)).snapshot()
+    )
+    job = state.jobs["ml/g"]
+
+    def plain() -> list[str]:
+        ordered = ["ml/g-1", "ml/g-2", "ml/g-3", "ml/g-4"]
+        return [k for k in ordered if k not in state.assumed]
+
+    def asked() -> list[str]:
+        return [p.key for p in state.pending_pods(job)]
+
+    assert asked() == plain()
+    state.pending_pods(job).clear()  # the caller's own list: the next answer is whole
+    assert asked() == plain()
+    for move in (
+        lambda: state.assume({"ml/g-2": 0}),
+        lambda: state.assume({"ml/h-1": 1}),  # another job's pod: nothing of ml/g moves
+        lambda: state.forget({"ml/g-2": 0}),
+        lambda: state.assume({"ml/g-1": 1, "ml/g-4": 0}),
+    ):
+        move()
+        assert asked() == plain()
+        assert asked() == plain()

@@ -277,6 +277,48 @@ def test_a_domains_node_picks_are_remembered_by_slots_pairs_and_pods_wanted(
     assert len(counted) == 4
 
 
+def test_one_usable_node_is_picked_as_both_functions_pick_it() -> None:
+    c = cluster().node(*(node(f"n{i}").cpu(16) for i in range(3)))
+    c.running(pod("p0").cpu(4).priority(5).job("batch/j0").on("n1"))
+    c.running(pod("p1").cpu(4).priority(1).job("batch/j1").on("n1"))
+    state = CycleState(c.snapshot())
+    book = preemption.PreemptionBook(
+        VictimPool(state), BudgetBook([], []), np.zeros(2, dtype=np.bool_)
+    )
+    pool = book.pool
+    for only in (0, 1):  # a node without victims, one with two
+        usable = np.array([only], dtype=np.int64)
+        for pairs in (pool.pairs_on(usable), pool.pairs_on(usable)[:0]):
+            for free, wanted in ((3, 2), (2, 2), (1, 2), (0, 1)):
+                slots = np.array([free] * 3, dtype=np.int64)
+                found = preemption._node_picks(book, usable, pairs, slots, wanted)
+                fresh = (
+                    preemption._cheapest_nodes(pool, usable, pairs, slots, wanted),
+                    preemption._fewest_new_victims(pool, usable, pairs, slots, wanted),
+                )
+                assert [None if a is None else a.tolist() for a in found] == [
+                    None if a is None else a.tolist() for a in fresh
+                ]
+
+
+def test_a_plans_resource_weight_divides_by_the_clusters_allocatable() -> None:
+    c = cluster().node(node("a").cpu(16), node("b").cpu(8))
+    c.running(pod("low").cpu(6).priority(1).job("batch/low").on("a"))
+    state = CycleState(c.snapshot())
+    book = preemption.PreemptionBook(
+        VictimPool(state), BudgetBook([], []), np.zeros(1, dtype=np.bool_)
+    )
+    totals = preemption._totals(state, book)
+    summed = state.totals()
+    assert totals == {r: max(1, int(summed[i])) for r, i in state.resource_index.items()}
+    assert totals["cpu"] == 24_000
+    plan = Plan({"ml/g-1": 0})
+    costed = preemption._costed(state, plan, book.pool.jobs, book, 0)
+    assert costed.cost["resources"] == {"cpu": 6_000}
+    assert costed.key[3] == 6_000 / 24_000
+    assert costed.cost["victim_pods"] == 1 and costed.violations == {}
+
+
 class CountingMemo(dict):  # type: ignore[type-arg]
     """`PreemptionBook.reprieved` that counts its hits, or (`forget`) never has an answer."""
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 import numpy as np
 
 from scheduler import plan_round
-from scheduler.model import TopologyLayerSpec, TopologySpec
+from scheduler.model import LayerGather, TopologyLayerSpec, TopologyRule, TopologySpec
+from scheduler.placement import NodeScores, PlacementOptions, PlacementOutcome, place
 from scheduler.profile import Profile
 from scheduler.topology import TopologyTree
 from tests.scheduler.builders import CORE, SPINE_BLOCK, cluster, gang, node, pod, t8
@@ -174,6 +176,62 @@ def test_sums_over_a_few_nodes_equal_sums_over_all() -> None:
         for index in range(len(tree.domain_names[level - 1])):
             members = np.flatnonzero(tree.node_domain[level - 1] == index).tolist()
             assert tree.nodes_in(level, index).tolist() == members
+
+
+def test_a_placement_among_a_few_nodes_is_the_placement_over_all() -> None:
+    # A preemption attempt's placement reads only its nodes; its outcome must be the one the
+    # same slots (zero elsewhere) give when every node is read, or more nodes without slots.
+    c = cluster().topology(SPINE_BLOCK)
+    for i in range(32):
+        built = node(f"n{i:02d}").cpu(8)
+        if i % 9:  # every ninth node has no spine: outside the tree
+            built.spine(f"s{i % 3}").block(f"b{i % 6}")
+        c.node(built)
+    snap = c.snapshot()
+    tree = TopologyTree.build(snap.topology, sorted(snap.nodes, key=lambda n: n.name))
+    rules = [
+        None,
+        TopologyRule((LayerGather("BlockLayer", "MustGather"),)),
+        TopologyRule(
+            (LayerGather("BlockLayer", "PreferGather"), LayerGather("SpineLayer", "PreferGather"))
+        ),
+    ]
+    options = [
+        PlacementOptions(),
+        PlacementOptions(parent_fragmentation=True, best_fit=True),
+        PlacementOptions(prefer_gather_score=True),
+    ]
+    rng = np.random.default_rng(5)
+    compared = 0
+    for _ in range(300):
+        among = np.sort(rng.choice(32, size=int(rng.integers(1, 12)), replace=False))
+        slots = np.zeros(32, dtype=np.int64)
+        slots[among] = rng.integers(0, 5, size=len(among))
+        per_node = rng.integers(0, 3, size=32).astype(np.float64)  # ties are common
+        rule = rules[int(rng.integers(len(rules)))]
+        option = options[int(rng.integers(len(options)))]
+        desired = int(rng.integers(1, 9))
+        idle = np.flatnonzero(slots == 0)
+        padded = np.union1d(among, rng.choice(idle, size=min(len(idle), 4), replace=False))
+        outcomes = [
+            place(tree, slots, desired, rule, NodeScores(tree, per_node), option, nodes)
+            for nodes in (among, None, padded)
+        ]
+        few, every, padded_outcome = (_outcome(o) for o in outcomes)
+        assert few == every == padded_outcome
+        compared += outcomes[0].ok
+    assert compared > 100
+
+
+def _outcome(outcome: PlacementOutcome) -> tuple[Any, ...]:
+    order, counts = outcome.node_order, outcome.counts
+    return (
+        None if order is None else order.tolist(),
+        None if counts is None else counts.tolist(),
+        outcome.decision,
+        outcome.candidates,
+        outcome.message,
+    )
 
 
 def test_best_fit_option_fills_the_partly_used_node_of_the_chosen_block_first() -> None:

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
+
 from benchmarks.round_scale import build_snapshot
 from scheduler.devices import build_node_devices
-from scheduler.devices.memory import FleetMemory
+from scheduler.devices.memory import FleetMemory, Memo
 from scheduler.model import ClusterSnapshot
 from scheduler.result import RoundResult
 from scheduler.round import plan_round
@@ -72,3 +74,29 @@ def test_equal_layouts_share_an_id_across_fleets() -> None:
     other = build_node_devices("b", tuple(cards))  # another tuple, the same cards
     assert memory.layout_id(one) == memory.layout_id(other)
     assert memory.layout_id(build_node_devices("c", cards[:4])) != memory.layout_id(one)
+
+
+def test_the_per_node_memo_keeps_the_last_two_counts_of_each_node() -> None:
+    memo = Memo(4)
+    nodes = np.array([0, 2, 3], dtype=np.int64)
+    bits = np.array([1, 2, 3], dtype=np.uint64)
+
+    def remember(groups: list[int], fits: list[int]) -> None:
+        limits = np.full(3, 16, dtype=np.int64)
+        memo.remember_all(nodes, np.array(groups), bits, np.array(fits), limits)
+
+    def recall(groups: list[int], asked: int = 4) -> list[int | None]:
+        fits, known = memo.recall(nodes, np.array(groups), bits, asked)
+        return [int(f) if k else None for f, k in zip(fits, known, strict=True)]
+
+    remember([5, 6, 7], [1, 2, 3])
+    remember([8, 9, 10], [4, 5, 6])
+    assert recall([5, 6, 7]) == [1, 2, 3]
+    assert recall([8, 9, 10]) == [4, 5, 6]  # read last: the other way is replaced next
+    remember([11, 12, 13], [7, 8, 9])
+    assert recall([5, 6, 7]) == [None, None, None]
+    assert recall([8, 9, 10]) == [4, 5, 6]
+    assert recall([11, 12, 13]) == [7, 8, 9]
+    remember([14, 15, 16], [16, 3, 16])  # two nodes counted up to the limit, 16 fit
+    assert recall([14, 15, 16], asked=20) == [None, 3, None]  # more than 16: count again
+    assert recall([14, 15, 16], asked=16) == [16, 3, 16]

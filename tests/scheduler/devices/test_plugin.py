@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
 
 from scheduler.cycle import Framework
-from scheduler.devices import AllocatedDevice, render_device_allocated
+from scheduler.devices import AllocatedDevice, NodeDevices, render_device_allocated
 from scheduler.devices.fleet import CardCheck
 from scheduler.devices.names import (
     ANNOTATION_DEVICE_ALLOCATED,
@@ -163,6 +164,57 @@ def test_dry_runs_remember_per_node_but_answer_each_released_set() -> None:
     assert [slots_without("low"), slots_without("low", "high"), slots_without()] == [2, 3, 0]
 
 
+def test_a_dry_run_over_some_nodes_counts_as_over_every_node() -> None:
+    # The offer-slot memo asks a dry run again only on the nodes that moved, in any order.
+    nodes = [gpu_node(f"gpu-{i}") for i in range(6)]
+    running = [busy(f"gpu-{i}", list(range(2 * (i % 4))), f"low-{i}") for i in range(1, 6)]
+    running += [busy("gpu-5", [6, 7], "more")]
+    state, plugin = state_for(nodes, gang("default/train", pods=3).gpu(4), running=running)
+    job = state.jobs["default/train"]
+    pods = state.pending_pods(job)
+    everywhere = np.arange(len(nodes), dtype=np.int64)
+    released = np.zeros_like(state.used)
+    for gone_names in ({"low-1", "low-3"}, {"low-3", "more"}, set(), {"low-2", "low-5", "more"}):
+        gone = np.array([key.split("/")[1] in gone_names for key in state.bound_keys])
+        with state.releasing(released, gone):
+            full = plugin.slot_limits(state, job, pods, everywhere)
+            assert full is not None
+            for some in ([5, 1], [3], [0, 2, 4], [4, 3, 2, 1, 0, 5]):
+                part = plugin.slot_limits(state, job, pods, np.array(some, dtype=np.int64))
+                assert part is not None and part.tolist() == full[some].tolist()
+
+
+def test_one_dry_run_release_still_sees_a_node_whose_cards_moved() -> None:
+    # The fleet keeps a node's usage with a release's pods gone per release array; a node whose
+    # cards move meanwhile (here: a reservation) is read again.
+    running = [busy("gpu-1", [0, 1, 2, 3], "low")]
+    state, plugin = state_for(
+        [gpu_node("gpu-1")], gang("default/train", pods=4).gpu(2), running=running
+    )
+    job = state.jobs["default/train"]
+    pods = state.pending_pods(job)
+    everywhere = np.arange(1, dtype=np.int64)
+    released = np.zeros_like(state.used)
+    gone = np.array([key == "default/low" for key in state.bound_keys])
+
+    def dry_slots() -> int:
+        with state.releasing(released, gone):
+            return int(plugin.slot_limits(state, job, pods, everywhere)[0])  # type: ignore[index]
+
+    assert dry_slots() == 4
+    assert plugin.reserve(state, job, Plan({"default/train-1": 0})).status.ok
+    assert dry_slots() == 3
+
+
+def test_a_renamed_node_is_the_node_built_under_that_name() -> None:
+    built = gpu_node("gpu-1").devices
+    assert isinstance(built, NodeDevices)
+    renamed = built.renamed("gpu-2")
+    assert renamed == replace(built, node="gpu-2") == gpu_node("gpu-2").devices
+    assert (renamed.node, built.node) == ("gpu-2", "gpu-1")
+    assert renamed.gpu_index == built.gpu_index and renamed.rdma_index == built.rdma_index
+
+
 def test_reserve_then_unreserve_gives_the_cards_back() -> None:
     state, plugin = state_for([gpu_node("gpu-1")], gang("default/train", pods=2).gpu(4))
     job = state.jobs["default/train"]
@@ -295,6 +347,50 @@ def test_checks_keeping_the_same_pods_back_share_one_usage_and_leave_the_node_al
     assert first.usage is second.usage and first.key == second.key
     assert first.usage.core == [0, 0, 0, 0, 100, 100, 0, 0]  # only high's cards taken again
     assert fleet.usage[0].core == before  # the node's own usage is never changed by a check
+
+
+def test_card_checks_answer_as_a_fresh_round_does_whichever_pods_come_back() -> None:
+    # Checks of one round remember per node the cards each set of kept pods holds: they must
+    # answer as a check of a fresh round that kept the same pods back.
+    running = [
+        busy("gpu-1", [0, 1], "a"),
+        busy("gpu-1", [2, 3, 4], "b"),
+        busy("gpu-1", [5], "c"),
+        busy("gpu-1", [6, 7], "d"),
+    ]
+
+    def round_checks() -> tuple[dict[str, int], Callable[[], CardCheck]]:
+        state = CycleState(
+            snapshot_of([gpu_node("gpu-1")], gang("default/t", pods=3).gpu(2), running=running)
+        )
+        framework = Framework(Profile.default())
+        framework.start(state)
+        pods = state.pending_pods(state.jobs["default/t"])
+        released = np.zeros_like(state.used)
+        gone = np.ones(len(state.bound_keys), dtype=np.bool_)
+
+        def check() -> CardCheck:
+            with state.releasing(released, gone):
+                checks = framework.node_checks(state, {0: pods})[0]
+            return next(c for c in checks if isinstance(c, CardCheck))
+
+        return {key.split("/")[1]: i for i, key in enumerate(state.bound_keys)}, check
+
+    ids, same_round = round_checks()
+    answers = []
+    for order in ("abcd", "dcba", "bd", "ca", "abcd"):
+        along, kept = same_round(), []
+        for name in order:
+            asked = (ids[name],)
+            plain = round_checks()[1]()
+            plain.keep(list(kept))
+            holds = along.holds_keeping(asked)
+            assert holds == plain.holds_keeping(list(asked))
+            answers.append(holds)
+            if holds:
+                along.keep(asked)
+                kept.append(ids[name])
+    assert True in answers and False in answers
 
 
 def test_reasons_count_each_node_once_in_the_order_of_their_first_group() -> None:
