@@ -12,6 +12,8 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
+from tests.koordweb.schema import table_triggers
+
 BEFORE = [("koordweb", "0012_model_names")]
 
 
@@ -44,24 +46,9 @@ def _foreign_keys(table: str) -> set[str]:
     return {c["columns"][0] for c in _constraints(table).values() if c["foreign_key"]}
 
 
-def _pod_triggers() -> set[str]:
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute(
-                "SELECT tgname FROM pg_trigger WHERE tgrelid = 'koordweb_pod'::regclass "
-                "AND NOT tgisinternal"
-            )
-        else:
-            cursor.execute(
-                "SELECT name FROM sqlite_master "
-                "WHERE type = 'trigger' AND tbl_name = 'koordweb_pod'"
-            )
-        return {row[0] for row in cursor.fetchall()}
-
-
 @pytest.mark.django_db(transaction=True)
 def test_indexes_and_constraints_go_and_come_back_and_triggers_stay(latest: Any) -> None:
-    triggers = _pod_triggers()
+    triggers = table_triggers("koordweb_pod")
     assert triggers, "the change-position triggers of migration 0008 are there"
     assert not _single_indexes("koordweb_pod", "nominated_node_id")
     assert not _foreign_keys("koordweb_intent")
@@ -71,9 +58,9 @@ def test_indexes_and_constraints_go_and_come_back_and_triggers_stay(latest: Any)
     _migrate(BEFORE)
     assert _single_indexes("koordweb_pod", "nominated_node_id")
     assert {"cluster_id", "pod_id", "round_id"} <= _foreign_keys("koordweb_intent")
-    assert _pod_triggers() == triggers
+    assert table_triggers("koordweb_pod") == triggers
 
     _migrate(latest)
     assert not _single_indexes("koordweb_pod", "nominated_node_id")
     assert not _foreign_keys("koordweb_intent")
-    assert _pod_triggers() == triggers
+    assert table_triggers("koordweb_pod") == triggers

@@ -12,6 +12,8 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
+from tests.koordweb.schema import table_triggers
+
 BEFORE = [("koordweb", "0014_pod_nominated_node_unindexed")]
 DROPPED = (
     ("koordweb_job", "cluster_id"),
@@ -38,24 +40,9 @@ def _indexes(table: str) -> list[list[str]]:
     return [c["columns"] for c in found.values() if c["index"] and not c["unique"]]
 
 
-def _job_triggers() -> set[str]:
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute(
-                "SELECT tgname FROM pg_trigger WHERE tgrelid = 'koordweb_job'::regclass "
-                "AND NOT tgisinternal"
-            )
-        else:
-            cursor.execute(
-                "SELECT name FROM sqlite_master "
-                "WHERE type = 'trigger' AND tbl_name = 'koordweb_job'"
-            )
-        return {row[0] for row in cursor.fetchall()}
-
-
 @pytest.mark.django_db(transaction=True)
 def test_redundant_indexes_go_and_come_back_and_what_leads_them_stays(latest: Any) -> None:
-    triggers = _job_triggers()
+    triggers = table_triggers("koordweb_job")
     assert triggers, "the change-position triggers of migration 0008 are there"
     for table, column in DROPPED:
         assert [column] not in _indexes(table), (table, column)
@@ -66,10 +53,10 @@ def test_redundant_indexes_go_and_come_back_and_what_leads_them_stays(latest: An
     _migrate(BEFORE)
     for table, column in DROPPED:
         assert [column] in _indexes(table), (table, column)
-    assert _job_triggers() == triggers
+    assert table_triggers("koordweb_job") == triggers
 
     _migrate(latest)
     for table, column in DROPPED:
         assert [column] not in _indexes(table), (table, column)
     assert ["cluster_id", "state"] in _indexes("koordweb_job")
-    assert _job_triggers() == triggers
+    assert table_triggers("koordweb_job") == triggers
