@@ -10,8 +10,8 @@ it. Only reads: nothing here writes.
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Mapping
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -158,17 +158,32 @@ class ClusterRoom:
         return f"It could run {' or '.join(options)}." if options else ""
 
 
-def job_feasibility_check(cluster: Cluster, spec: Any) -> None:
+def job_feasibility_check(
+    cluster: Cluster, spec: Any, shapes: Sequence[Mapping[str, int]] = ()
+) -> None:
     """Refuse a submission (a `services.jobs.JobSpec`) that can never run: a ValidationError on
-    `topology` when a looser rule would let it run, else on `replicas`."""
-    requests = spec.pod.requests
-    pod_count = spec.min_available or spec.replicas
+    `topology` when a looser rule would let it run, else on `replicas`.
+
+    `shapes`: each pod's requests when they differ (a YAML job); by default every pod is
+    `spec.pod`. Such a job is judged shape by shape: the pods of one shape it cannot do without
+    (its minimum less the pods of every other shape) must fit on their own. Fitting apart does
+    not prove the shapes fit together; the rounds judge that."""
+    needed = spec.min_available or spec.replicas
+    counts = Counter(tuple(sorted(dict(shape).items())) for shape in shapes)
+    groups = [(dict(key), count) for key, count in counts.items()] or [
+        (dict(spec.pod.requests), spec.replicas)
+    ]
+    total = sum(count for _shape, count in groups)
     rules = {"gatherStrategy": [{"layer": g.layer, "strategy": g.strategy} for g in spec.gather]}
     room = ClusterRoom(cluster)
-    reason = room.never_fits(requests, pod_count, rules)
-    if not reason:
-        return
-    field = "replicas"
-    if must_gather_layer(rules) and not room.never_fits(requests, pod_count, None):
-        field = "topology"
-    raise ValidationError({field: [f"can never run: {reason}"]})
+    for requests, count in groups:
+        pod_count = needed - (total - count)
+        if pod_count <= 0:
+            continue
+        reason = room.never_fits(requests, pod_count, rules)
+        if not reason:
+            continue
+        field = "replicas"
+        if must_gather_layer(rules) and not room.never_fits(requests, pod_count, None):
+            field = "topology"
+        raise ValidationError({field: [f"can never run: {reason}"]})

@@ -235,8 +235,8 @@ def job_spec_resolve(
     """Check a submission against the cluster without writing anything.
 
     `shapes` are the pods' requests when they differ (a YAML job); by default every pod is
-    `spec.pod`. A job whose pods differ is judged pod shape by pod shape, and its feasibility
-    (which counts `spec.pod`'s shape) is left to the rounds.
+    `spec.pod`. A job whose pods differ is judged pod shape by pod shape, its feasibility too
+    (`job_feasibility_check`).
     """
     cluster = _resolve_cluster(spec.cluster)
     requests = _distinct(shapes) or [spec.pod.requests]
@@ -251,8 +251,7 @@ def job_spec_resolve(
     for shape in requests:
         checks.append(("shape", partial(_check_shape, cluster, shape)))
         checks.append(("devices", partial(_check_devices, shape)))
-    if requests == [spec.pod.requests]:
-        checks.append(("feasible", lambda: job_feasibility_check(cluster, spec)))
+    checks.append(("feasible", lambda: job_feasibility_check(cluster, spec, shapes)))
     # Run every check so the caller learns about all problems at once.
     for key, check in checks:
         try:
