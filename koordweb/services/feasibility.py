@@ -87,27 +87,74 @@ class ClusterRoom:
             self._used = node_allocations(self.cluster)
         used = {} if empty else (self._used or {})
         layer = must_gather_layer(topology_spec)
-        depth = next((i for i, spec in enumerate(self.chain) if spec.name == layer), None)
-        if layer and depth is None and layer != NODE_LAYER:
+        domains = self.domains(layer)
+        if domains is None:
             return None  # an unknown layer: the layer check reports it
         room: dict[str, int] = defaultdict(int)
-        for name, (amounts, labels) in self.nodes.items():
+        for name, (amounts, _labels) in self.nodes.items():
             free = dict(amounts)
             for resource, amount in used.get(name, {}).items():
                 free[resource] = free.get(resource, 0) - amount
-            fits = offer_slots(free, shape)
-            if layer and depth is None:
-                room[f"{layer}/{name}"] += fits  # gathered on one node
-            elif depth is not None:
-                path = node_domains(self.chain, name, labels)
-                if path:  # nodes outside the topology never serve a MustGather job
-                    room[path[depth]] += fits
-            else:
-                room[""] += fits
+            if name in domains:
+                room[domains[name]] += offer_slots(free, shape)
         if not room:
             return Room(layer, 0, "", 0)
         best_domain, best = max(room.items(), key=lambda item: (item[1], item[0]))
         return Room(layer, best, best_domain, len(room))
+
+    def domains(self, layer: str) -> dict[str, str] | None:
+        """Node name -> the domain it serves a MustGather rule on `layer` in ("" without a rule;
+        the node itself on the node layer); nodes outside the topology serve none. None for an
+        unknown layer."""
+        depth = next((i for i, spec in enumerate(self.chain) if spec.name == layer), None)
+        if layer and depth is None and layer != NODE_LAYER:
+            return None
+        found: dict[str, str] = {}
+        for name, (_amounts, labels) in self.nodes.items():
+            if layer and depth is None:
+                found[name] = f"{layer}/{name}"  # gathered on one node
+            elif depth is not None:
+                path = node_domains(self.chain, name, labels)
+                if path:
+                    found[name] = path[depth]
+            else:
+                found[name] = ""
+        return found
+
+    def never_fit_together(
+        self,
+        pod_requests: Sequence[Mapping[str, int]],
+        pod_count: int,
+        topology_spec: Mapping[str, Any] | None,
+    ) -> str:
+        """Why no `pod_count` of these pods (each its own requests) can ever run together here,
+        or '' if that is not certain: with every node empty, no allowed domain holds, resource by
+        resource, what the `pod_count` smallest requests add up to."""
+        resources = {
+            r for requests in pod_requests for r, a in requests.items() if a > 0
+        } - _UNCHECKED
+        layer = must_gather_layer(topology_spec)
+        domains = self.domains(layer)
+        if not self.nodes or not resources or not resources <= self.declared or domains is None:
+            return ""
+        least = {
+            r: sum(sorted(int(requests.get(r, 0)) for requests in pod_requests)[:pod_count])
+            for r in resources
+        }
+        totals: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        for name, domain in domains.items():
+            for resource, amount in self.nodes[name][0].items():
+                totals[domain][resource] += amount
+        if any(all(have[r] >= need for r, need in least.items()) for have in totals.values()):
+            return ""
+        need = shape_text({r: a for r, a in least.items() if a > 0})
+        smallest = f"the job's smallest {pods(pod_count)}"
+        if layer:
+            return (
+                f"with every node empty, no {layer_word(layer)} has the {need} that {smallest} "
+                "need together"
+            )
+        return f"with every node empty, the whole cluster has less than the {need} {smallest} need"
 
     def never_fits(
         self, requests: Mapping[str, int], pod_count: int, topology_spec: Mapping[str, Any] | None
@@ -165,9 +212,10 @@ def job_feasibility_check(
     `topology` when a looser rule would let it run, else on `replicas`.
 
     `shapes`: each pod's requests when they differ (a YAML job); by default every pod is
-    `spec.pod`. Such a job is judged shape by shape: the pods of one shape it cannot do without
-    (its minimum less the pods of every other shape) must fit on their own. Fitting apart does
-    not prove the shapes fit together; the rounds judge that."""
+    `spec.pod`. Such a job is judged shape by shape (the pods of one shape it cannot do without,
+    its minimum less the pods of every other shape, must fit on their own) and then as a whole
+    by amounts (some allowed domain must hold what its smallest pods add up to). Passing both
+    does not prove the pods pack onto nodes together; the rounds judge that."""
     needed = spec.min_available or spec.replicas
     counts = Counter(tuple(sorted(dict(shape).items())) for shape in shapes)
     groups = [(dict(key), count) for key, count in counts.items()] or [
@@ -178,12 +226,16 @@ def job_feasibility_check(
     room = ClusterRoom(cluster)
     for requests, count in groups:
         pod_count = needed - (total - count)
-        if pod_count <= 0:
-            continue
-        reason = room.never_fits(requests, pod_count, rules)
-        if not reason:
-            continue
-        field = "replicas"
-        if must_gather_layer(rules) and not room.never_fits(requests, pod_count, None):
-            field = "topology"
-        raise ValidationError({field: [f"can never run: {reason}"]})
+        if pod_count > 0 and (reason := room.never_fits(requests, pod_count, rules)):
+            looser = room.never_fits(requests, pod_count, None)
+            _refuse(reason, rule_to_blame=bool(must_gather_layer(rules)) and not looser)
+    if len(groups) > 1 and (reason := room.never_fit_together(shapes, needed, rules)):
+        looser = room.never_fit_together(shapes, needed, None)
+        _refuse(reason, rule_to_blame=bool(must_gather_layer(rules)) and not looser)
+
+
+def _refuse(reason: str, *, rule_to_blame: bool) -> None:
+    """The 400 of a job that can never run: on `topology` when a looser rule would let it."""
+    raise ValidationError(
+        {"topology" if rule_to_blame else "replicas": [f"can never run: {reason}"]}
+    )

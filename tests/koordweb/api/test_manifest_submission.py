@@ -172,8 +172,22 @@ def test_a_job_of_two_shapes_is_refused_when_one_shape_alone_can_never_fit(alice
     assert not Job.objects.filter(name="bert").exists()
 
 
-def test_a_job_of_two_shapes_whose_shapes_fit_apart_is_taken(alice_api, world):
-    # Three of four needed: any three take two 4-GPU pods, which fit a block on their own; whether
-    # the three fit together is the rounds' to judge.
+def test_a_job_of_two_shapes_is_refused_when_its_smallest_pods_overflow_every_block(
+    alice_api, world
+):
+    # Three of four needed: the 4-GPU ones fit a block on their own, but any three pods ask for
+    # at least 2 + 4 + 4 GPUs, and a block has 8.
     response = yaml_post(alice_api, mixed_gang(3))
+    assert response.status_code == 400, response.content
+    assert response.json()["topology"] == [
+        "can never run: with every node empty, no block has the 10 GPUs, 12 cores that the "
+        "job's smallest 3 pods need together"
+    ]
+    assert not Job.objects.filter(name="bert").exists()
+
+
+def test_a_job_of_two_shapes_that_fits_by_shape_and_by_amount_is_taken(alice_api, world):
+    # Two of four needed: a 2-GPU and a 4-GPU pod fit a block; whether they pack onto its nodes
+    # is the rounds' to judge.
+    response = yaml_post(alice_api, mixed_gang(2))
     assert response.status_code == 201, response.content
