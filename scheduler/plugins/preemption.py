@@ -22,12 +22,14 @@ A decision names its rule (`PostFilterResult.rule`): `InQuota` (the job's quota 
 the same quota at lower priority), `QuotaReclaim` (some victim is not of lower priority: it is
 borrowing beyond its runtime quota while the job's quota is within its min) or `LowerPriority`.
 The dry runs go through the framework's `Handle`, the quota ledger too.
+
+The plans' victims and costs, and the per-round `PreemptionBook`, are in `preemption_plans`; a
+domain's cheaper node sets in `preemption_node_picks`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -38,14 +40,22 @@ from scheduler.framework import (
     Code,
     Failure,
     Handle,
-    IntArray,
-    NodeCheck,
     Plan,
     PostFilterResult,
     Status,
 )
 from scheduler.model import JobInfo, PodInfo
 from scheduler.placement import domain_nodes
+from scheduler.plugins.preemption_node_picks import node_picks
+from scheduler.plugins.preemption_plans import (
+    PreemptionBook,
+    VictimPlan,
+    costed_plan,
+    loses,
+    reprieve,
+    reprieve_for_quota,
+    reprieve_order,
+)
 from scheduler.state import CycleState
 from scheduler.victims import BudgetBook, VictimJob, VictimPool, overused_quotas
 
@@ -56,37 +66,6 @@ NEVER = "PreemptionNever"
 RULE_LOWER_PRIORITY = "LowerPriority"
 RULE_IN_QUOTA = "InQuota"
 RULE_QUOTA_RECLAIM = "QuotaReclaim"
-
-
-@dataclass
-class PreemptionBook:
-    """Per-round preemption memory: the victim pool, budgets, and jobs already evicted."""
-
-    pool: VictimPool
-    budgets: BudgetBook
-    evicted_mask: BoolArray  # victim jobs already chosen this round
-    # Within a round free capacity only shrinks and victims only leave, so a search that found
-    # nothing for (shape, rule, mode) at priority p and n pods finds nothing for a later job of
-    # that shape at priority <= p with >= n pods: remember (p, n, status) to skip repeats.
-    hopeless: dict[tuple[Any, ...], list[tuple[int, int, Status]]] = field(default_factory=dict)
-    # The victims of a plan (see `JobPreemption._victims_for`) by what they depend on.
-    # (None: the plan does not hold even with every candidate gone; else the victims and whether
-    # they are all of them, or only the first ones, found before the plan was sure to lose.)
-    reprieved: dict[tuple[Any, ...], tuple[tuple[VictimJob, ...], bool] | None] = field(
-        default_factory=dict
-    )
-    # A domain's cheaper node sets by what they depend on (see `_node_picks`).
-    node_picks: dict[tuple[Any, ...], NodePicks] = field(default_factory=dict)
-    totals: dict[str, int] | None = None  # see `_totals`
-
-
-@dataclass(frozen=True)
-class VictimPlan:
-    plan: Plan
-    victims: tuple[VictimJob, ...]
-    violations: Mapping[str, int]
-    key: tuple[Any, ...]  # (budget violations, highest victim priority, jobs, resources, rank)
-    cost: Mapping[str, Any]
 
 
 class JobPreemption:
@@ -250,7 +229,7 @@ class JobPreemption:
                 # whose victims cost least are often elsewhere in the same domain: plan there too.
                 pairs = pool.pairs_on(usable)
                 pairs = pairs[eligible[pool.pair_job[pairs]]]
-                cheap, shared = _node_picks(book, usable, pairs, slots, len(pods))
+                cheap, shared = node_picks(book.node_picks, pool, usable, pairs, slots, len(pods))
                 if cheap is not None and len(cheap) < len(within):
                     attempts.append(cheap)
                 if shared is not None and len(shared) < len(within):
@@ -309,9 +288,9 @@ class JobPreemption:
         pairs = pool.pairs_on(np.array(sorted(on_node), dtype=np.int64))
         pairs = pairs[eligible[pool.pair_job[pairs]]]
         if quota_need:
-            ordered = _reprieve_order(book, np.flatnonzero(eligible))
+            ordered = reprieve_order(book, np.flatnonzero(eligible))
         elif book.budgets.pdbs:
-            ordered = _reprieve_order(book, np.unique(pool.pair_job[pairs]))
+            ordered = reprieve_order(book, np.unique(pool.pair_job[pairs]))
         else:  # each job once, in reprieve order: its rank sorted, mapped back
             ranks = sorted(set(pool.reprieve_rank[pool.pair_job[pairs]].tolist()))
             ordered = pool.reprieve_order[np.array(ranks, dtype=np.int64)]
@@ -336,10 +315,10 @@ class JobPreemption:
                 if known is None:
                     return None
                 first, complete = known
-                if beat is not None and first and _loses(first, beat):
+                if beat is not None and first and loses(first, beat):
                     return None  # the first victims lose already: so do all of them
                 if complete:
-                    return _costed(state, plan, first, book, rank)
+                    return costed_plan(state, plan, first, book, rank)
         jobs = pool.jobs
         consider = [jobs[i] for i in ordered.tolist()]
         checks = self.handle.node_checks(state, {n: on_node[n] for n in standing})
@@ -351,77 +330,15 @@ class JobPreemption:
                     return None
         victims: Sequence[VictimJob] | None
         if quota_need:
-            victims = self._reprieve_for_quota(consider, checks, quota_need, beat)
+            victims = reprieve_for_quota(consider, checks, quota_need, beat)
         else:
-            found, complete = _reprieve(consider, checks, beat)
+            found, complete = reprieve(consider, checks, beat)
             if memo is not None:
                 book.reprieved[memo] = (tuple(found), complete)
             victims = found if complete else None
         if victims is None:
             return None
-        return _costed(state, plan, victims, book, rank)
-
-    def _reprieve_for_quota(
-        self,
-        consider: Sequence[VictimJob],
-        checks: Mapping[int, Sequence[NodeCheck]],
-        quota_need: Mapping[str, int],
-        beat: tuple[Any, ...] | None,
-    ) -> list[VictimJob] | None:
-        """`_reprieve` when the job's own quota must also free `quota_need`: a victim is kept
-        back only while the rest still free enough of it."""
-        quota_room = {r: sum(_amount(v, r) for v in consider) for r in quota_need}
-        if any(quota_room[r] < amount for r, amount in quota_need.items()):
-            return None
-        victims: list[VictimJob] = []
-        for v in consider:
-            back = [(checks[n], ids) for n, ids in v.holders.items() if n in checks]
-            fits = all(quota_room[r] - _amount(v, r) >= a for r, a in quota_need.items())
-            fits = fits and all(c.holds_keeping(ids) for cs, ids in back for c in cs)
-            if fits:
-                for cs, ids in back:
-                    for c in cs:
-                        c.keep(ids)
-                for r in quota_need:
-                    quota_room[r] -= _amount(v, r)
-            else:
-                victims.append(v)
-                if beat is not None and _loses(victims, beat):
-                    return None
-        return victims
-
-
-def _reprieve(
-    consider: Sequence[VictimJob],
-    checks: Mapping[int, Sequence[NodeCheck]],
-    beat: tuple[Any, ...] | None,
-) -> tuple[list[VictimJob], bool]:
-    """The victims among `consider` (in reprieve order): each is kept back when every check of
-    the nodes it holds pods on still holds with its pods there. With whether that is all of
-    them: the search stops (False) once the plan is sure to lose to the plan keyed `beat` (see
-    `_loses`)."""
-    victims: list[VictimJob] = []
-    for v in consider:
-        fits = True
-        for n, ids in v.holders.items():
-            node_checks = checks.get(n)
-            if node_checks is None:
-                continue
-            for c in node_checks:
-                if not c.holds_keeping(ids):
-                    fits = False
-                    break
-            if not fits:
-                break
-        if fits:
-            for n, ids in v.holders.items():
-                for c in checks.get(n, ()):
-                    c.keep(ids)
-            continue
-        victims.append(v)
-        if beat is not None and _loses(victims, beat):
-            return victims, False
-    return victims, True
+        return costed_plan(state, plan, victims, book, rank)
 
 
 def _rule(job: JobInfo, victims: Sequence[VictimJob], in_quota: bool) -> str:
@@ -431,180 +348,6 @@ def _rule(job: JobInfo, victims: Sequence[VictimJob], in_quota: bool) -> str:
     if any(v.priority >= job.priority for v in victims):
         return RULE_QUOTA_RECLAIM
     return RULE_LOWER_PRIORITY
-
-
-def _loses(victims: Sequence[VictimJob], beat: tuple[Any, ...]) -> bool:
-    """Whether a plan whose victims so far (highest priority first) are `victims` is sure to cost
-    more than the plan keyed `beat` (no budget violations on either side)."""
-    highest, count = victims[0].priority, len(victims)
-    best_highest, best_count = int(beat[1]), int(beat[2])
-    return highest > best_highest or (highest == best_highest and count > best_count)
-
-
-def _reprieve_order(book: PreemptionBook, chosen: IntArray) -> IntArray:
-    """The victims (pool indices) in the order they are kept back: those whose eviction would
-    break a budget first, then the highest priority, then by id."""
-    rank = book.pool.reprieve_rank[chosen]
-    if not book.budgets.pdbs:
-        ordered: IntArray = chosen[np.argsort(rank)]
-        return ordered
-    pool = book.pool
-    keeps_budgets = [not book.budgets.violations(pool.jobs[int(i)].pods) for i in chosen]
-    ordered = chosen[np.lexsort((rank, np.array(keeps_budgets, dtype=np.bool_)))]
-    return ordered
-
-
-NodePicks = tuple[IntArray | None, IntArray | None]
-"""A domain's cheaper node sets to plan on: cheapest victims first, fewest new victim jobs."""
-
-
-def _node_picks(
-    book: PreemptionBook, usable: IntArray, pairs: IntArray, slots: IntArray, wanted: int
-) -> NodePicks:
-    """`_cheapest_nodes` and `_fewest_new_victims` for a domain's `usable` nodes, remembered
-    by all they read besides the round's victim pool: the nodes, their offer slots, their
-    eligible (node, job) pairs and the pods wanted (searches of one shape ask again and again
-    for domains where nothing moved). The arrays are the caller's to read, never to change.
-
-    One node (often: a job that fits on a node) is both picks when it covers `wanted`, else
-    neither: what both functions give, without their arithmetic."""
-    if len(usable) == 1:
-        only = usable if int(slots[usable[0]]) >= wanted else None
-        return only, only
-    key = (usable.tobytes(), slots[usable].tobytes(), pairs.tobytes(), wanted)
-    picks = book.node_picks.get(key)
-    if picks is None:
-        pool = book.pool
-        picks = book.node_picks[key] = (
-            _cheapest_nodes(pool, usable, pairs, slots, wanted),
-            _fewest_new_victims(pool, usable, pairs, slots, wanted),
-        )
-    return picks
-
-
-def _node_victim_cost(pool: VictimPool, usable: IntArray, pairs: IntArray) -> IntArray:
-    """Per node of sorted `usable`: (highest victim priority, victim jobs) of its eligible
-    (node, job) `pairs` folded into one sortable number; 0 for a node with no victims (cheapest),
-    growing with the priority, then the job count."""
-    cost: IntArray = np.zeros(len(usable), dtype=np.int64)
-    if not len(pairs):
-        return cost
-    where, jobs = pool.pair_node[pairs], pool.pair_job[pairs]
-    starts = np.flatnonzero(np.concatenate(([True], where[1:] != where[:-1])))
-    top = np.maximum.reduceat(pool.priority_rank[jobs], starts)
-    counts = np.diff(np.append(starts, len(where)))
-    cost[np.searchsorted(usable, where[starts])] = top * (len(pool.jobs) + 1) + counts
-    return cost
-
-
-def _cheapest_nodes(
-    pool: VictimPool, usable: IntArray, pairs: IntArray, slots: IntArray, wanted: int
-) -> IntArray | None:
-    """The fewest of `usable` (nodes with offer slots), cheapest victims first, whose offer slots
-    cover `wanted` pods; `pairs` are their eligible (node, job) pairs."""
-    if not len(usable):
-        return None
-    order = usable[np.lexsort((usable, _node_victim_cost(pool, usable, pairs)))]
-    covered = np.cumsum(slots[order])
-    enough = int(np.searchsorted(covered, wanted)) + 1
-    if enough > len(order):
-        return None
-    return np.sort(order[:enough])
-
-
-# Past this many candidate nodes in a domain the greedy below costs more than it saves.
-GREEDY_NODE_LIMIT = 128
-
-
-def _fewest_new_victims(
-    pool: VictimPool, usable_nodes: IntArray, pairs: IntArray, slots: IntArray, wanted: int
-) -> IntArray | None:
-    """Nodes for `wanted` pods evicting the fewest jobs: within the lowest priority band that can
-    hold them, repeatedly take the node whose victims add the fewest jobs not yet chosen (a job
-    spanning several nodes is paid for once, which per-node costs cannot see). `usable_nodes`
-    have offer slots; `pairs` are their eligible (node, job) pairs."""
-    if not len(usable_nodes) or len(usable_nodes) > GREEDY_NODE_LIMIT:
-        return None
-    usable = usable_nodes.tolist()
-    slot_of = dict(zip(usable, slots[usable_nodes].tolist(), strict=True))
-    jobs_on: dict[int, set[int]] = {}
-    for n, j in zip(pool.pair_node[pairs].tolist(), pool.pair_job[pairs].tolist(), strict=True):
-        on = jobs_on.get(n)
-        if on is None:
-            jobs_on[n] = {j}
-        else:
-            on.add(j)
-    priorities = pool.priorities
-    top = {n: max(priorities[j] for j in jobs) for n, jobs in jobs_on.items()}
-    bands = sorted(set(top.values()) | {min(top.values(), default=0)})
-    nothing: set[int] = set()
-    for band in bands:
-        remaining = [n for n in usable if top.get(n, band) <= band]
-        if sum(slot_of[n] for n in remaining) < wanted:
-            continue
-        chosen: set[int] = set()
-        picked: list[int] = []
-        covered = 0
-        while covered < wanted and remaining:
-            best = min(
-                remaining, key=lambda n: (len(jobs_on.get(n, nothing) - chosen), -slot_of[n], n)
-            )
-            remaining.remove(best)
-            picked.append(best)
-            chosen |= jobs_on.get(best, nothing)
-            covered += slot_of[best]
-        return np.array(sorted(picked), dtype=np.int64)
-    return None
-
-
-WITHOUT_VICTIMS = -(1 << 62)  # the "highest victim priority" of a plan without victims
-
-
-def _costed(
-    state: CycleState,
-    plan: Plan,
-    victims: Sequence[VictimJob],
-    book: PreemptionBook,
-    rank: int,
-) -> VictimPlan:
-    victims = sorted(victims, key=lambda v: v.id)
-    victim_pods = sum(len(v.pods) for v in victims)
-    violations = (
-        book.budgets.violations([p for v in victims for p in v.pods]) if book.budgets.pdbs else {}
-    )
-    resources: dict[str, int] = {}
-    pool = book.pool
-    index = pool.index
-    for v in victims:
-        for r, amount in pool.requests(index[v.id]).items():
-            resources[r] = resources.get(r, 0) + amount
-    totals = _totals(state, book)
-    weight = sum(amount / totals[r] for r, amount in resources.items())
-    highest = max((v.priority for v in victims), default=None)
-    key = (
-        sum(violations.values()),
-        highest if highest is not None else WITHOUT_VICTIMS,
-        len(victims),
-        weight,
-        rank,
-    )
-    cost = {
-        "highest_victim_priority": highest,
-        "victim_jobs": len(victims),
-        "victim_pods": victim_pods,
-        "resources": resources,
-        "pdb_violations": violations,
-    }
-    return VictimPlan(plan, tuple(victims), violations, key, cost)
-
-
-def _totals(state: CycleState, book: PreemptionBook) -> dict[str, int]:
-    """Per resource, the cluster's allocatable (at least 1), as `_costed` divides by it (read
-    once a round: the nodes are fixed)."""
-    if book.totals is None:
-        summed = state.totals().tolist()
-        book.totals = {r: max(1, int(summed[i])) for r, i in state.resource_index.items()}
-    return book.totals
 
 
 def _shape_key(
@@ -622,10 +365,6 @@ def _uniform(state: CycleState, pods: Sequence[PodInfo]) -> bool:
     """Whether every pod has the first one's template (then one vector stands for all)."""
     first = state.template(pods[0])
     return all(state.template(p) == first for p in pods[1:])
-
-
-def _amount(v: VictimJob, resource: str) -> int:
-    return sum(int(p.requests.get(resource, 0)) for p in v.pods)
 
 
 def _quota_need(failure: Failure) -> dict[str, int]:

@@ -11,7 +11,7 @@ import pytest
 from scheduler import PDBInfo, apply_round, plan_round
 from scheduler.cycle import Framework
 from scheduler.framework import Plan
-from scheduler.plugins import preemption
+from scheduler.plugins import preemption, preemption_node_picks, preemption_plans
 from scheduler.state import CycleState
 from scheduler.victims import BudgetBook, VictimPool
 from tests.scheduler.builders import CORE, SPINE_BLOCK, cluster, gang, node, pod
@@ -241,27 +241,29 @@ def test_a_domains_node_picks_are_remembered_by_slots_pairs_and_pods_wanted(
     for i in range(8):
         c.running(pod(f"p{i}").cpu(4).priority(1 + i % 3).job(f"batch/j{i}").on(f"n{i % 4}"))
     state = CycleState(c.snapshot())
-    book = preemption.PreemptionBook(
+    book = preemption_plans.PreemptionBook(
         VictimPool(state), BudgetBook([], []), np.zeros(8, dtype=np.bool_)
     )
     pool = book.pool
     counted: list[int] = []
-    cheapest = preemption._cheapest_nodes
+    cheapest = preemption_node_picks._cheapest_nodes
 
     def counting(*args: Any) -> Any:
         counted.append(1)
         return cheapest(*args)
 
-    monkeypatch.setattr(preemption, "_cheapest_nodes", counting)
+    monkeypatch.setattr(preemption_node_picks, "_cheapest_nodes", counting)
     usable = np.arange(4, dtype=np.int64)
     every_pair = pool.pairs_on(usable)
     slots = np.array([1, 2, 1, 1], dtype=np.int64)
 
     def picks(slots: np.ndarray, pairs: np.ndarray, wanted: int) -> Any:
-        found = preemption._node_picks(book, usable, pairs, slots, wanted)
+        found = preemption_node_picks.node_picks(
+            book.node_picks, pool, usable, pairs, slots, wanted
+        )
         fresh = (
             cheapest(pool, usable, pairs, slots, wanted),
-            preemption._fewest_new_victims(pool, usable, pairs, slots, wanted),
+            preemption_node_picks._fewest_new_victims(pool, usable, pairs, slots, wanted),
         )
         assert [None if a is None else a.tolist() for a in found] == [
             None if a is None else a.tolist() for a in fresh
@@ -282,7 +284,7 @@ def test_one_usable_node_is_picked_as_both_functions_pick_it() -> None:
     c.running(pod("p0").cpu(4).priority(5).job("batch/j0").on("n1"))
     c.running(pod("p1").cpu(4).priority(1).job("batch/j1").on("n1"))
     state = CycleState(c.snapshot())
-    book = preemption.PreemptionBook(
+    book = preemption_plans.PreemptionBook(
         VictimPool(state), BudgetBook([], []), np.zeros(2, dtype=np.bool_)
     )
     pool = book.pool
@@ -291,10 +293,12 @@ def test_one_usable_node_is_picked_as_both_functions_pick_it() -> None:
         for pairs in (pool.pairs_on(usable), pool.pairs_on(usable)[:0]):
             for free, wanted in ((3, 2), (2, 2), (1, 2), (0, 1)):
                 slots = np.array([free] * 3, dtype=np.int64)
-                found = preemption._node_picks(book, usable, pairs, slots, wanted)
+                found = preemption_node_picks.node_picks(
+                    book.node_picks, pool, usable, pairs, slots, wanted
+                )
                 fresh = (
-                    preemption._cheapest_nodes(pool, usable, pairs, slots, wanted),
-                    preemption._fewest_new_victims(pool, usable, pairs, slots, wanted),
+                    preemption_node_picks._cheapest_nodes(pool, usable, pairs, slots, wanted),
+                    preemption_node_picks._fewest_new_victims(pool, usable, pairs, slots, wanted),
                 )
                 assert [None if a is None else a.tolist() for a in found] == [
                     None if a is None else a.tolist() for a in fresh
@@ -305,15 +309,15 @@ def test_a_plans_resource_weight_divides_by_the_clusters_allocatable() -> None:
     c = cluster().node(node("a").cpu(16), node("b").cpu(8))
     c.running(pod("low").cpu(6).priority(1).job("batch/low").on("a"))
     state = CycleState(c.snapshot())
-    book = preemption.PreemptionBook(
+    book = preemption_plans.PreemptionBook(
         VictimPool(state), BudgetBook([], []), np.zeros(1, dtype=np.bool_)
     )
-    totals = preemption._totals(state, book)
+    totals = preemption_plans._totals(state, book)
     summed = state.totals()
     assert totals == {r: max(1, int(summed[i])) for r, i in state.resource_index.items()}
     assert totals["cpu"] == 24_000
     plan = Plan({"ml/g-1": 0})
-    costed = preemption._costed(state, plan, book.pool.jobs, book, 0)
+    costed = preemption_plans.costed_plan(state, plan, book.pool.jobs, book, 0)
     assert costed.cost["resources"] == {"cpu": 6_000}
     assert costed.key[3] == 6_000 / 24_000
     assert costed.cost["victim_pods"] == 1 and costed.violations == {}
@@ -355,6 +359,7 @@ def test_a_plan_seen_in_an_earlier_search_keeps_the_victims_a_fresh_search_finds
 
         return Book
 
+    # The plugin makes its book by the name it imported: patch it there.
     monkeypatch.setattr(preemption, "PreemptionBook", book_with(forget=False))
     remembered = plan_round(snap, CORE)
     assert memos[-1].hits > 0

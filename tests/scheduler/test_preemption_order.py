@@ -10,7 +10,7 @@ import pytest
 
 from benchmarks.round_scale import build_snapshot
 from scheduler import Profile, plan_round
-from scheduler.plugins import preemption
+from scheduler.plugins import preemption, preemption_plans
 from scheduler.victims import VictimJob
 
 
@@ -19,17 +19,20 @@ def test_stopping_losing_plans_early_chooses_what_costing_all_of_them_chooses(
 ) -> None:
     snapshot = build_snapshot(300, 1_200, 120)
     stopped: list[bool] = []
-    loses = preemption._loses
+    loses = preemption_plans.loses
 
     def counted(victims: Sequence[VictimJob], beat: tuple[Any, ...]) -> bool:
         stopped.append(loses(victims, beat))
         return stopped[-1]
 
-    monkeypatch.setattr(preemption, "_loses", counted)
+    # The plugin asks `loses` of a remembered plan; `reprieve` asks it of a plan as it is costed.
+    for module in (preemption, preemption_plans):
+        monkeypatch.setattr(module, "loses", counted)
     early = plan_round(snapshot, Profile.default())
     assert any(stopped)  # plans were stopped early
     assert len(early.preemptions) > 10
-    monkeypatch.setattr(preemption, "_loses", lambda victims, beat: False)
+    for module in (preemption, preemption_plans):
+        monkeypatch.setattr(module, "loses", lambda victims, beat: False)
     full = plan_round(snapshot, Profile.default())
     assert early.preemptions == full.preemptions
     assert early.unschedulable == full.unschedulable
