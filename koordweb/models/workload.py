@@ -244,8 +244,8 @@ class Pod(models.Model):
     node = models.ForeignKey(
         Node, on_delete=models.SET_NULL, null=True, blank=True, related_name="pods", db_index=False
     )
-    # No index of its own (migration 0014): nothing looks pods up by their nominated node but a
-    # node's deletion, and every bind writes the column.
+    # Indexed only where set (migration 0016): a node's deletion looks its nominated pods up,
+    # and a bind, which clears the column, adds no entry.
     nominated_node = models.ForeignKey(
         Node,
         on_delete=models.SET_NULL,
@@ -276,6 +276,11 @@ class Pod(models.Model):
         indexes = [
             models.Index(fields=["cluster", "phase"]),
             models.Index(fields=["node", "phase"]),
+            models.Index(
+                fields=["nominated_node"],
+                condition=models.Q(nominated_node__isnull=False),
+                name="pod_nominated_node_set",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -1,0 +1,62 @@
+"""Migration 0016 indexes a pod's nominated node where it is set: a node's deletion finds its
+nominated pods by the index instead of reading the whole pod table, and a bound pod (its
+nomination cleared) has no entry. A plain CREATE INDEX: the pod table keeps the change-position
+triggers of migration 0008. Forward and back, on the test database."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+
+from tests.koordweb.schema import table_triggers
+
+BEFORE = [("koordweb", "0015_job_decision_redundant_indexes")]
+INDEX = "pod_nominated_node_set"
+
+
+def _migrate(targets: list[tuple[str, str]]) -> None:
+    MigrationExecutor(connection).migrate(targets)
+
+
+@pytest.fixture
+def latest(transactional_db: None) -> Iterator[list[tuple[str, str]]]:
+    leaves = MigrationExecutor(connection).loader.graph.leaf_nodes("koordweb")
+    yield leaves
+    _migrate(leaves)
+
+
+def _index_columns() -> list[str] | None:
+    with connection.cursor() as cursor:
+        found = connection.introspection.get_constraints(cursor, "koordweb_pod").get(INDEX)
+    return list(found["columns"]) if found else None
+
+
+def _partial() -> bool:
+    """Whether the database stored the index with its condition (a WHERE in its definition)."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", [INDEX])
+        else:
+            cursor.execute("SELECT sql FROM sqlite_master WHERE name = %s", [INDEX])
+        row = cursor.fetchone()
+    return bool(row) and "WHERE" in row[0].upper()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_nominated_node_index_comes_partial_and_goes_back(latest: Any) -> None:
+    triggers = table_triggers("koordweb_pod")
+    assert triggers, "the change-position triggers of migration 0008 are there"
+    assert _index_columns() == ["nominated_node_id"]
+    assert _partial()
+
+    _migrate(BEFORE)
+    assert _index_columns() is None
+    assert table_triggers("koordweb_pod") == triggers
+
+    _migrate(latest)
+    assert _index_columns() == ["nominated_node_id"] and _partial()
+    assert table_triggers("koordweb_pod") == triggers
