@@ -8,16 +8,31 @@ beside the protocol it stores so that backends can write intents without calling
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from koordweb.backends.base import EnactPlan
 from koordweb.models import Cluster, Intent
 from koordweb.models.outbox import STEPS
-from koordweb.rows.bulk import rows_insert
+from koordweb.rows.bulk import rows_insert_ids
 
 
-def intents_write(*, cluster: Cluster, round_id: int | None, plan: EnactPlan, now: datetime) -> int:
-    """The round's plan as pending intents (call inside the round's transaction)."""
+class Written(NamedTuple):
+    """An intent as written, with its id: the round that wrote it enacts it without reading it
+    back (`services.outbox.RoundIntents`)."""
+
+    id: int
+    kind: str
+    pod_id: int
+    node: str
+    uid: str
+    payload: dict[str, Any]
+
+
+def intents_write(
+    *, cluster: Cluster, round_id: int | None, plan: EnactPlan, now: datetime
+) -> list[Written]:
+    """The plan as pending intents, in enact order (call inside the transaction that decided
+    it); returns them as written."""
     rows: list[tuple[Any, ...]] = []
 
     def add(kind: str, pod_id: int, node: str = "", uid: str = "", payload: Any = None) -> None:
@@ -39,8 +54,13 @@ def intents_write(*, cluster: Cluster, round_id: int | None, plan: EnactPlan, no
         add(Intent.Kind.NOMINATE, n.pod_id, n.node)
     for d in plan.deletions:
         add(Intent.Kind.DELETE, d.pod_id, uid=d.uid)
-    rows_insert(Intent, _INSERT_FIELDS, [(*row, "", now) for row in rows])
-    return len(rows)
+    ids = rows_insert_ids(Intent, _INSERT_FIELDS, [(*row, "", now) for row in rows])
+    return [
+        Written(intent_id, kind, pod_id, node, uid, payload)
+        for intent_id, (_c, _r, pod_id, kind, _s, _st, node, uid, payload) in zip(
+            ids, rows, strict=True
+        )
+    ]
 
 
 _INSERT_FIELDS = (

@@ -77,31 +77,69 @@ def rows_write(model: type[Model], fields: Sequence[str], rows: Sequence[Sequenc
 def rows_insert(model: type[Model], fields: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     """Insert rows given as plain values in `fields` order: COPY on PostgreSQL, executemany
     elsewhere."""
+    _insert(model, fields, rows, ids=False)
+
+
+def rows_insert_ids(
+    model: type[Model], fields: Sequence[str], rows: Sequence[Sequence[Any]]
+) -> list[int]:
+    """`rows_insert`, returning the new rows' ids in `rows` order: on PostgreSQL taken from the
+    table's id sequence in one statement (ascending) and copied in with the rows; elsewhere each
+    row is inserted on its own and its id read back."""
+    return _insert(model, fields, rows, ids=True)
+
+
+def _insert(
+    model: type[Model], fields: Sequence[str], rows: Sequence[Sequence[Any]], ids: bool
+) -> list[int]:
     if not rows:
-        return
+        return []
     columns = _columns(model, fields)
+    for row in rows:
+        if len(row) != len(columns):
+            raise ValueError(f"{len(row)} values for {len(columns)} columns")
     quote = connection.ops.quote_name
     table = quote(model._meta.db_table)
     names = ", ".join(quote(c.column or c.name) for c in columns)
     if connection.vendor != "postgresql":
         marks = ", ".join(["%s"] * len(columns))
+        sql = f"INSERT INTO {table} ({names}) VALUES ({marks})"
         values = [
             [c.get_db_prep_save(v, connection) for c, v in zip(columns, row, strict=True)]
             for row in rows
         ]
         with connection.cursor() as django_cursor:
-            django_cursor.executemany(f"INSERT INTO {table} ({names}) VALUES ({marks})", values)
-        return
+            if not ids:
+                django_cursor.executemany(sql, values)
+                return []
+            given = []
+            for row_values in values:
+                django_cursor.execute(sql, row_values)
+                given.append(int(django_cursor.lastrowid))
+            return given
     # Only JSON and choice columns need converting: the others go to psycopg as they are.
     converted = [(i, _plain(c)) for i, c in enumerate(columns) if _converts(c)]
+    new_ids: list[int] = []
+    if ids:
+        with _server_cursor() as cursor:
+            # The sequence looked up once: inside the statement below it was looked up for every
+            # row (13 ms for 5,000 ids, against 3).
+            cursor.execute("SELECT pg_get_serial_sequence(%s, 'id')", [model._meta.db_table])
+            sequence = cursor.fetchone()[0]  # type: ignore[index]
+            cursor.execute(
+                "SELECT nextval(%s::regclass) FROM generate_series(1, %s)", [sequence, len(rows)]
+            )
+            new_ids = sorted(row[0] for row in cursor.fetchall())
+        names = f"{quote(model._meta.pk.column or 'id')}, {names}"
+        converted = [(i + 1, prep) for i, prep in converted]
+        rows = [(pk, *row) for pk, row in zip(new_ids, rows, strict=True)]
     with _server_cursor() as server, server.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
         for row in rows:
-            if len(row) != len(columns):
-                raise ValueError(f"{len(row)} values for {len(columns)} columns")
             values = list(row)
             for i, prep in converted:
                 values[i] = prep(values[i])
             copy.write_row(values)
+    return new_ids
 
 
 def rows_set(model: type[Model], ids: Sequence[int], **values: Any) -> int:

@@ -46,8 +46,10 @@ ADMISSION_REQUEUE_LIMIT = 3  # a job refused this many times by kubelets fails i
 def pods_bind(*, intent_ids: Sequence[int], now: datetime) -> int:
     """The pods of bind intents the cluster accepted take the intent's node, its annotations
     over their own (`SCHEDULER_WRITTEN` and the like) and `now` as their bound time; their
-    nomination is spent. One statement: the values go from the intent rows to the pod rows inside
-    the database, never through Python (a round binds thousands). Returns the pods written."""
+    nomination is spent. A pod that finished or began terminating since the intent was decided
+    (its job cancelled meanwhile, say) is left as it is. One statement: the values go from the
+    intent rows to the pod rows inside the database, never through Python (a round binds
+    thousands). Returns the pods written."""
     if not intent_ids:
         return 0
     q = connection.ops.quote_name
@@ -65,10 +67,11 @@ def pods_bind(*, intent_ids: Sequence[int], now: datetime) -> int:
         f"UPDATE {pod} SET node_id = n.id, nominated_node_id = NULL, bound_at = %s, "
         f"annotations = {merged} "
         f"FROM {intent} AS i JOIN {node} AS n ON n.cluster_id = i.cluster_id AND n.name = i.node "
-        f"WHERE {ids_sql} AND {pod}.id = i.pod_id"
+        f"WHERE {ids_sql} AND {pod}.id = i.pod_id AND NOT {pod}.terminating "
+        f"AND {pod}.phase NOT IN (%s, %s)"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [connection.ops.adapt_datetimefield_value(now), ids])
+        cursor.execute(sql, [connection.ops.adapt_datetimefield_value(now), ids, *FINISHED_PHASES])
         return cursor.rowcount
 
 

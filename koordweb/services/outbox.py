@@ -12,10 +12,10 @@ action is idempotent, so a chunk enacted twice binds, evicts or creates nothing 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from django.db import transaction
 from django.db.models import Exists, OuterRef
@@ -30,7 +30,9 @@ from koordweb.backends.base import (
     Eviction,
     Nomination,
 )
+from koordweb.backends.intents import Written
 from koordweb.models import Cluster, Intent, Job, JobState, Node, Pod, PodPhase, Preemption
+from koordweb.models.outbox import STEPS
 from koordweb.rows import pods as pod_services
 from koordweb.rows.bulk import rows_delete, rows_set, rows_write
 from koordweb.rows.read import rows_read
@@ -88,42 +90,130 @@ _PENDING_FIELDS = (
 )
 
 
+class PodFacts(Protocol):
+    """What deciding whether an intent still applies needs of its pod (a snapshot's pod row)."""
+
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def uid(self) -> str: ...
+    @property
+    def phase(self) -> str: ...
+    @property
+    def terminating(self) -> bool: ...
+    @property
+    def node_id(self) -> int | None: ...
+    @property
+    def job_id(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class RoundIntents:
+    """The intents a round has just committed, with its snapshot's rows of their pods and jobs:
+    the round enacts them as it wrote them, without reading them back."""
+
+    round_id: int
+    written: Sequence[Written]
+    pods: Mapping[int, PodFacts]
+    job_states: Mapping[int, str]
+
+
 def intents_enact(
-    *, cluster: Cluster, backend: ClusterBackend, now: datetime, prune: bool = True
+    *,
+    cluster: Cluster,
+    backend: ClusterBackend,
+    now: datetime,
+    prune: bool = True,
+    own: RoundIntents | None = None,
 ) -> EnactSummary:
     """Enact every pending intent of the cluster, oldest round first, in enact order.
 
     `prune`: first delete the settled intents past their keeping time and the orphans (a round
-    prunes in its first call, before it plans, when few intents are pending)."""
+    prunes in its first call, before it plans, when few intents are pending). `own`: the
+    intents the calling round has just written, taken as they are; the others pending are read
+    (those the round's sync wrote, say), and all go in enact order. Intents written while this
+    runs are left to the next call."""
     summary = EnactSummary(EnactReport())
     if prune:
         _prune(cluster, now)
+    if own is not None:
+        batch = sorted(
+            [*_own_pending(own), *_stored_pending(cluster, other_than=own.round_id)],
+            key=_enact_order,
+        )
+        for start in range(0, len(batch), backend.enact_chunk):
+            _enact_batch(cluster, backend, batch[start : start + backend.enact_chunk], now, summary)
+        return summary
     while True:
-        batch = [
-            _Pending(*row)
-            for row in rows_read(
-                Intent.objects.filter(cluster=cluster, state=Intent.State.PENDING)
-                .order_by("step", "id")
-                .values_list(*_PENDING_FIELDS)[: backend.enact_chunk]
-            )
-        ]
+        batch = _stored_pending(cluster, limit=backend.enact_chunk)
         if not batch:
             return summary
-        # Not through cluster.nodes: a related manager would set each row's deferred cluster.
-        names = Node.objects.filter(cluster_id=cluster.id).order_by().values_list("name", "id")
-        nodes = dict(rows_read(names))
-        plan, settled = _plan_of(batch, set(nodes))
-        report = backend.enact(cluster, plan, now=now) if len(plan) else EnactReport()
-        with transaction.atomic():
-            pods = {it.pod_id: it for it in batch}
-            binds = {it.pod_id: it.id for it in batch if it.kind == Intent.Kind.BIND}
-            _enact_record(
-                cluster_nodes=nodes, pods=pods, binds=binds, plan=plan, report=report, now=now
+        _enact_batch(cluster, backend, batch, now, summary)
+
+
+def _stored_pending(
+    cluster: Cluster, *, limit: int | None = None, other_than: int | None = None
+) -> list[_Pending]:
+    """Pending intents as stored, in enact order: the first `limit`, or all but round
+    `other_than`'s."""
+    pending = Intent.objects.filter(cluster=cluster, state=Intent.State.PENDING)
+    if other_than is not None:
+        pending = pending.exclude(round_id=other_than)
+    rows = pending.order_by("step", "id").values_list(*_PENDING_FIELDS)
+    return [_Pending(*row) for row in rows_read(rows[:limit] if limit else rows)]
+
+
+def _own_pending(own: RoundIntents) -> list[_Pending]:
+    """The round's intents with their pods as its snapshot read them (an intent whose pod the
+    snapshot lacks stays pending for the next call)."""
+    out = []
+    for it in own.written:
+        pod = own.pods.get(it.pod_id)
+        if pod is not None:
+            job_state = own.job_states.get(pod.job_id, "")
+            out.append(
+                _Pending(
+                    *(it.id, it.kind, it.node, it.uid, it.payload, it.pod_id),
+                    *(pod.namespace, pod.name, pod.uid, pod.phase, pod.terminating),
+                    *(pod.node_id, pod.job_id, job_state),
+                )
             )
-            _preemption_states(plan, report)
-            summary.dropped += _settle(batch, report, settled, now)
-        summary.intents += len(batch)
-        _merge(summary.report, report)
+    return out
+
+
+_STEP_OF = {kind.value: step for kind, step in STEPS.items()}
+
+
+def _enact_order(intent: _Pending) -> tuple[int, int]:
+    return _STEP_OF[intent.kind], intent.id
+
+
+def _enact_batch(
+    cluster: Cluster,
+    backend: ClusterBackend,
+    batch: Sequence[_Pending],
+    now: datetime,
+    summary: EnactSummary,
+) -> None:
+    """Enact one chunk of intents: the cluster first, then its answer recorded and the intents
+    settled in one transaction."""
+    # Not through cluster.nodes: a related manager would set each row's deferred cluster.
+    names = Node.objects.filter(cluster_id=cluster.id).order_by().values_list("name", "id")
+    nodes = dict(rows_read(names))
+    plan, settled = _plan_of(batch, set(nodes))
+    report = backend.enact(cluster, plan, now=now) if len(plan) else EnactReport()
+    with transaction.atomic():
+        pods = {it.pod_id: it for it in batch}
+        binds = {it.pod_id: it.id for it in batch if it.kind == Intent.Kind.BIND}
+        _enact_record(
+            cluster_nodes=nodes, pods=pods, binds=binds, plan=plan, report=report, now=now
+        )
+        _preemption_states(plan, report)
+        summary.dropped += _settle(batch, report, settled, now)
+    summary.intents += len(batch)
+    _merge(summary.report, report)
 
 
 def _plan_of(

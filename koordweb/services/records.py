@@ -9,7 +9,7 @@ hour does not write 360 identical rows.
 from __future__ import annotations
 
 import traceback
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from time import perf_counter, process_time
@@ -20,7 +20,7 @@ from django.db import transaction
 
 from koordweb import snapshot as snapshot_adapter
 from koordweb.backends.base import Binding, ClusterBackend, EnactPlan, Eviction, Nomination
-from koordweb.backends.intents import intents_write
+from koordweb.backends.intents import Written, intents_write
 from koordweb.models import (
     Cluster,
     Decision,
@@ -35,7 +35,7 @@ from koordweb.observability import round_context, round_id_set
 from koordweb.rows.bulk import rows_insert
 from koordweb.services.engine import engine_profile
 from koordweb.services.gang_timeouts import gang_timeouts_record
-from koordweb.services.outbox import intents_enact
+from koordweb.services.outbox import RoundIntents, intents_enact
 from koordweb.services.warm import (
     WarmReport,
     warm_engine,
@@ -118,11 +118,13 @@ def _round_execute(
         rnd = Round.objects.create(cluster=cluster, trigger=trigger, started_at=now)
         round_id_set(rnd.id)
         plan, preemptions = _record(cluster, rnd, result, index, now)
-        intents_write(cluster=cluster, round_id=rnd.id, plan=plan, now=now)
+        written = intents_write(cluster=cluster, round_id=rnd.id, plan=plan, now=now)
     t3 = perf_counter()
     try:
-        # Pruned by the call above, before the plan's intents were written.
-        enacted = intents_enact(cluster=cluster, backend=backend, now=now, prune=False)
+        # Pruned by the call above, before the plan's intents were written; the plan's own
+        # intents are enacted as written, with their pods as the snapshot read them.
+        own = RoundIntents(rnd.id, written, index.pod_rows, _job_states(index, written))
+        enacted = intents_enact(cluster=cluster, backend=backend, now=now, prune=False, own=own)
     except Exception as error:
         error.koordweb_round = rnd  # type: ignore[attr-defined]
         raise
@@ -170,6 +172,19 @@ def _round_execute(
         "duration_ms": rnd.duration_ms,
     }
     return RoundOutcome(rnd, result, summary)
+
+
+def _job_states(
+    index: snapshot_adapter.SnapshotIndex, written: Sequence[Written]
+) -> dict[int, str]:
+    """The state of each job the intents' pods belong to, as the snapshot read it."""
+    jobs = {index.pod_rows[w.pod_id].job_id for w in written if w.pod_id in index.pod_rows}
+    return {
+        job.id: job.state
+        for members in index.jobs_by_engine_id.values()
+        for job in members
+        if job.id in jobs
+    }
 
 
 def quota_runtime(result: RoundResult) -> dict[str, dict[str, int]]:

@@ -14,7 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from koordweb.models import Intent, Job, JobState, Pod, PodPhase, Round
-from koordweb.rows.bulk import rows_insert, rows_set, rows_update, rows_write
+from koordweb.rows.bulk import rows_insert, rows_insert_ids, rows_set, rows_update, rows_write
 from tests.builders import ClusterFactory, JobFactory, NodeFactory, PodFactory
 
 pytestmark = pytest.mark.django_db
@@ -189,3 +189,27 @@ def test_any_lookup_takes_more_ids_than_sqlite_has_variables() -> None:
     pod = PodFactory()
     ids = [pod.id, *range(10**9, 10**9 + 40_000)]
     assert list(Pod.objects.filter(id__any=ids).values_list("id", flat=True)) == [pod.id]
+
+
+def test_rows_insert_ids_names_each_row_and_later_inserts_get_new_ids() -> None:
+    cluster = ClusterFactory()
+    pods = PodFactory.create_batch(4, job=JobFactory(cluster=cluster))
+    now = timezone.now()
+    fields = ("cluster", "pod", "kind", "step", "state", "node", "uid", "payload", "outcome")
+    fields += ("created_at",)
+    rows = [
+        (cluster.id, pod.id, Intent.Kind.BIND, 1, "pending", f"node-{k}", "", {"k": k}, "", now)
+        for k, pod in enumerate(pods)
+    ]
+    ids = rows_insert_ids(Intent, fields, rows)
+    assert len(set(ids)) == 4
+    stored = {i.id: i for i in Intent.objects.all()}
+    assert set(stored) == set(ids)
+    for k, (intent_id, pod) in enumerate(zip(ids, pods, strict=True)):
+        assert (stored[intent_id].pod_id, stored[intent_id].node) == (pod.id, f"node-{k}")
+        assert stored[intent_id].payload == {"k": k}
+    later = Intent.objects.create(
+        cluster=cluster, pod=pods[0], kind=Intent.Kind.BIND, step=1, created_at=now
+    )
+    assert later.id not in ids
+    assert rows_insert_ids(Intent, fields, []) == []
