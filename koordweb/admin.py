@@ -16,12 +16,19 @@ from koordweb import models
 from koordweb.presenters.quantities import amounts_text
 from koordweb.presenters.reasons import decision_sentence, preemption_sentence
 from koordweb.presenters.rounds import ms_text, round_metrics, snapshot_text
+from koordweb.selectors.cascade import cascade_counts
 from koordweb.selectors.leases import ago_text, lease_owner_text
 from koordweb.services.ownership import (
     KOORDWEB_OWNED_FIELDS,
     cluster_of,
     cluster_owned_refusal,
 )
+
+LISTED_ROWS = 500  # a deletion taking more rows than this is shown as counts by kind
+
+
+def _by_count(item: tuple[str, int]) -> tuple[int, str]:
+    return -item[1], item[0]
 
 
 class RecordAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
@@ -100,6 +107,27 @@ class ClusterAdmin(admin.ModelAdmin):
         """The worker owning the cluster's rounds (cluster-affine workers), if its lease holds."""
         lease = getattr(obj, "lease", None)
         return lease_owner_text(lease, timezone.now()) if lease is not None else "-"
+
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> Any:
+        """What deleting clusters takes with it. Django lists every row, each a link: for a
+        cluster of 5,000 nodes that page took 5 s and 1.4 MB. Past `LISTED_ROWS` rows the page
+        shows counts by kind instead."""
+        counts = cascade_counts(self.model, list(objs))
+        if sum(counts.values()) <= LISTED_ROWS:
+            return super().get_deleted_objects(objs, request)
+        perms_needed = {
+            model._meta.verbose_name
+            for model, count in counts.items()
+            if count
+            and not request.user.has_perm(
+                f"{model._meta.app_label}.delete_{model._meta.model_name}"
+            )
+        }
+        model_count = {
+            model._meta.verbose_name_plural: count for model, count in counts.items() if count
+        }
+        listed = [f"{count:,} {name}" for name, count in sorted(model_count.items(), key=_by_count)]
+        return [*(str(obj) for obj in objs), listed], model_count, perms_needed, []
 
 
 @admin.register(models.RoundWorker)
