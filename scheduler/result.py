@@ -143,8 +143,16 @@ class RoundResult:
         }
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def _plain(value: Any) -> Any:
     """Mappings to dicts, tuples to lists, numpy scalars to Python numbers."""
+    kind = type(value)
+    if kind in _SCALARS:  # most of a round's values: spared the abstract-class checks below
+        return value
+    if kind is dict:
+        return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (Cause, NodeReason)):
         return value.to_dict()
     if isinstance(value, Mapping):
