@@ -12,6 +12,7 @@ from koordweb.models import Cluster
 from tests.fakekube import FakeKube
 from tests.fakekube.testing import fake_kube, seed_blocks
 from tests.koordweb.kube_helpers import fast_retry
+from tests.koordweb.schema import latest_migrations, migrate_to
 
 kube = pytest.fixture(fake_kube, name="kube")
 
@@ -39,3 +40,11 @@ def cluster_client(kube: FakeKube) -> Iterator[KubeClusterClient]:
 def kube_cluster(db: Any) -> Cluster:
     """The database's row for the cluster behind the fake server."""
     return Cluster.objects.create(name="k8s", backend=Cluster.Backend.KUBERNETES)
+
+
+@pytest.fixture
+def latest(transactional_db: None) -> Iterator[list[tuple[str, str]]]:
+    """The newest migrations, for a migration test to come back to (and is brought back to)."""
+    leaves = latest_migrations()
+    yield leaves
+    migrate_to(leaves)

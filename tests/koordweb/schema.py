@@ -1,8 +1,10 @@
-"""What the test database's schema holds, for the migration tests: a table's triggers."""
+"""The migration tests' helpers: moving the test database between migrations, and what its
+schema holds (a table's triggers)."""
 
 from __future__ import annotations
 
 from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
 
 
 def table_triggers(table: str) -> set[str]:
@@ -18,3 +20,13 @@ def table_triggers(table: str) -> set[str]:
                 "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = %s", [table]
             )
         return {row[0] for row in cursor.fetchall()}
+
+
+def migrate_to(targets: list[tuple[str, str]]) -> None:
+    """The test database at `targets` (app, migration name), forward or back."""
+    MigrationExecutor(connection).migrate(targets)
+
+
+def latest_migrations() -> list[tuple[str, str]]:
+    """The newest migration of koordweb."""
+    return MigrationExecutor(connection).loader.graph.leaf_nodes("koordweb")

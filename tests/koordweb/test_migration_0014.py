@@ -7,29 +7,15 @@ it is not the index 0014 drops."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
-from tests.koordweb.schema import table_triggers
+from tests.koordweb.schema import migrate_to, table_triggers
 
 BEFORE = [("koordweb", "0012_model_names")]
 PARTIAL = "pod_nominated_node_set"  # migration 0016
-
-
-def _migrate(targets: list[tuple[str, str]]) -> None:
-    MigrationExecutor(connection).migrate(targets)
-
-
-@pytest.fixture
-def latest(transactional_db: None) -> Iterator[list[tuple[str, str]]]:
-    executor = MigrationExecutor(connection)
-    leaves = executor.loader.graph.leaf_nodes("koordweb")
-    yield leaves
-    _migrate(leaves)
 
 
 def _constraints(table: str) -> dict[str, Any]:
@@ -62,12 +48,12 @@ def test_indexes_and_constraints_go_and_come_back_and_triggers_stay(latest: Any)
     assert not _single_indexes("koordweb_intent", "pod_id")
     assert not _single_indexes("koordweb_intent", "round_id")
 
-    _migrate(BEFORE)
+    migrate_to(BEFORE)
     assert _single_indexes("koordweb_pod", "nominated_node_id")
     assert {"cluster_id", "pod_id", "round_id"} <= _foreign_keys("koordweb_intent")
     assert table_triggers("koordweb_pod") == triggers
 
-    _migrate(latest)
+    migrate_to(latest)
     assert not _single_indexes("koordweb_pod", "nominated_node_id")
     assert not _foreign_keys("koordweb_intent")
     assert table_triggers("koordweb_pod") == triggers

@@ -5,14 +5,12 @@ Forward and back, on the test database."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
-from tests.koordweb.schema import table_triggers
+from tests.koordweb.schema import migrate_to, table_triggers
 
 BEFORE = [("koordweb", "0014_pod_nominated_node_unindexed")]
 DROPPED = (
@@ -20,17 +18,6 @@ DROPPED = (
     ("koordweb_job", "quota_id"),
     ("koordweb_decision", "job_id"),
 )
-
-
-def _migrate(targets: list[tuple[str, str]]) -> None:
-    MigrationExecutor(connection).migrate(targets)
-
-
-@pytest.fixture
-def latest(transactional_db: None) -> Iterator[list[tuple[str, str]]]:
-    leaves = MigrationExecutor(connection).loader.graph.leaf_nodes("koordweb")
-    yield leaves
-    _migrate(leaves)
 
 
 def _indexes(table: str) -> list[list[str]]:
@@ -50,12 +37,12 @@ def test_redundant_indexes_go_and_come_back_and_what_leads_them_stays(latest: An
     assert ["quota_id", "state"] in _indexes("koordweb_job")
     assert ["job_id", "created_at"] in _indexes("koordweb_decision")
 
-    _migrate(BEFORE)
+    migrate_to(BEFORE)
     for table, column in DROPPED:
         assert [column] in _indexes(table), (table, column)
     assert table_triggers("koordweb_job") == triggers
 
-    _migrate(latest)
+    migrate_to(latest)
     for table, column in DROPPED:
         assert [column] not in _indexes(table), (table, column)
     assert ["cluster_id", "state"] in _indexes("koordweb_job")

@@ -5,28 +5,15 @@ triggers of migration 0008. Forward and back, on the test database."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
-from tests.koordweb.schema import table_triggers
+from tests.koordweb.schema import migrate_to, table_triggers
 
 BEFORE = [("koordweb", "0015_job_decision_redundant_indexes")]
 INDEX = "pod_nominated_node_set"
-
-
-def _migrate(targets: list[tuple[str, str]]) -> None:
-    MigrationExecutor(connection).migrate(targets)
-
-
-@pytest.fixture
-def latest(transactional_db: None) -> Iterator[list[tuple[str, str]]]:
-    leaves = MigrationExecutor(connection).loader.graph.leaf_nodes("koordweb")
-    yield leaves
-    _migrate(leaves)
 
 
 def _index_columns() -> list[str] | None:
@@ -53,10 +40,10 @@ def test_nominated_node_index_comes_partial_and_goes_back(latest: Any) -> None:
     assert _index_columns() == ["nominated_node_id"]
     assert _partial()
 
-    _migrate(BEFORE)
+    migrate_to(BEFORE)
     assert _index_columns() is None
     assert table_triggers("koordweb_pod") == triggers
 
-    _migrate(latest)
+    migrate_to(latest)
     assert _index_columns() == ["nominated_node_id"] and _partial()
     assert table_triggers("koordweb_pod") == triggers
