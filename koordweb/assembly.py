@@ -30,6 +30,8 @@ from koordweb.snapshot import (
     engine_job_info,
     node_info,
     pod_info,
+    pod_info_alike,
+    same_pod_shape,
     snapshot_of,
 )
 from scheduler.model import ClusterSnapshot, JobInfo, NodeInfo, PodInfo
@@ -304,8 +306,10 @@ def job_block(
         quota = part.quota_names.get(job.quota_id) if job.quota_id else None
         gang = job.gang_id if job.kind != Job.Kind.POD else None
         quotas.append(quota)
+        before: PodMade | None = None  # the job's pod made just before: its pods are alike
         for pod in part.held[job.id]:
-            made.append(pod_made(pod, engine_id, quota, gang, part.node_names, reusable))
+            before = pod_made(pod, engine_id, quota, gang, part.node_names, reusable, before)
+            made.append(before)
     keys = tuple(m.info.key for m in made)
     if (
         last is not None
@@ -336,8 +340,11 @@ def pod_made(
     gang: str | None,
     node_names: Mapping[int, str],
     reusable: Mapping[int, PodMade],
+    before: PodMade | None = None,
 ) -> PodMade:
-    """A pod's info, the one made last time when made from the same row and the same rest."""
+    """A pod's info: the one made last time when made from the same row and the same rest;
+    else, when `before` (made with the same job, quota and gang) is of a row of the same shape,
+    a copy of its info with this pod's name and topology index; else made from the row."""
     node = node_names.get(pod.node_id) if pod.node_id else None
     nominated = node_names.get(pod.nominated_node_id) if pod.nominated_node_id else None
     hit = reusable.get(pod.id)
@@ -348,7 +355,11 @@ def pod_made(
         == (job_id, quota, gang, node, nominated)
     ):
         return hit
-    info = pod_info(pod, job_id, quota, gang, node_names)  # type: ignore[arg-type]
+    info = None
+    if before is not None and same_pod_shape(before.row, pod):
+        info = pod_info_alike(before.info, pod)
+    if info is None:
+        info = pod_info(pod, job_id, quota, gang, node_names)  # type: ignore[arg-type]
     return PodMade(pod, job_id, quota, gang, node, nominated, info)
 
 

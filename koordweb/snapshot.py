@@ -9,8 +9,10 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
+from functools import cached_property
+from operator import is_, itemgetter
 from typing import Any, NamedTuple
 
 from django.db.models import Max, Q, Subquery
@@ -375,6 +377,54 @@ class DeviceRow(NamedTuple):
     pcie_id: str
     bus_id: str
     vfs: list[Any]
+
+
+# What `pod_info` reads of a pod row besides its own name and topology index (the id and uid it
+# does not read): the JSON documents (compared by identity: `rows_read` gives equal documents of
+# one read one object, and nobody writes them) and the plain values (compared by value).
+_POD_OWN = ("id", "name", "uid", "topology_index")
+_POD_DOCUMENTS = (
+    "requests",
+    "limits",
+    "node_selector",
+    "affinity",
+    "tolerations",
+    "labels",
+    "annotations",
+)
+_pod_documents = itemgetter(*(PodRow._fields.index(name) for name in _POD_DOCUMENTS))
+_pod_values = itemgetter(
+    *(i for i, name in enumerate(PodRow._fields) if name not in _POD_OWN + _POD_DOCUMENTS)
+)
+_POD_INFO_FIELD_COUNT = len(fields(PodInfo))
+_POD_INFO_CACHED = tuple(
+    name for name, value in vars(PodInfo).items() if isinstance(value, cached_property)
+)
+# A copy of an info's fields is that info again only while making one runs no code of its own.
+_POD_INFO_COPIES = not hasattr(PodInfo, "__post_init__") and not hasattr(PodInfo, "__slots__")
+
+
+def same_pod_shape(a: PodRow, b: PodRow) -> bool:
+    """Two pod rows `pod_info` turns into the same info but for the name and topology index:
+    the same documents (the very same objects) and equal other values (the job's included)."""
+    return all(map(is_, _pod_documents(a), _pod_documents(b))) and _pod_values(a) == _pod_values(b)
+
+
+def pod_info_alike(info: PodInfo, pod: PodRow) -> PodInfo | None:
+    """`pod_info` of `pod` given the info it made, with the same other arguments, of a row of
+    the same shape (`same_pod_shape`): `info`'s fields, its dicts shared (the engine only reads
+    them), with the pod's name and topology index, set without running the frozen dataclass's
+    `__init__` (most of `pod_info`'s cost). None when `PodInfo` is not a plain field holder."""
+    values = dict(vars(info))
+    for name in _POD_INFO_CACHED:
+        values.pop(name, None)
+    if not _POD_INFO_COPIES or len(values) != _POD_INFO_FIELD_COUNT:
+        return None
+    values["name"] = pod.name
+    values["topology_index"] = pod.topology_index
+    alike = object.__new__(PodInfo)
+    object.__setattr__(alike, "__dict__", values)
+    return alike
 
 
 FINISHED_PHASES = (PodPhase.SUCCEEDED, PodPhase.FAILED)
