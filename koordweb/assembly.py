@@ -25,13 +25,13 @@ from koordweb.snapshot import (
     MetricRow,
     NodeRow,
     PodRow,
+    PodShape,
     SnapshotIndex,
     engine_job_id,
     engine_job_info,
     node_info,
     pod_info,
-    pod_info_alike,
-    same_pod_shape,
+    pod_shape,
     snapshot_of,
 )
 from scheduler.model import ClusterSnapshot, JobInfo, NodeInfo, PodInfo
@@ -237,12 +237,13 @@ def job_blocks_update(part: JobPart, rows: ClusterRows, node_names: dict[int, st
     for block in last_blocks.values():
         index_drop(part.index, block)
     reusable = {made.row.id: made for block in last_blocks.values() for made in block.made}
+    infos = PodInfos(node_names)
     for engine_id in dirty_blocks:
         member_ids = part.jobs_of_block.get(engine_id)
         if member_ids:
             members = tuple(rows.jobs[job_id] for job_id in sorted(member_ids))
             last = last_blocks.get(engine_id)
-            block = job_block(engine_id, members, part, reusable, last)
+            block = job_block(engine_id, members, part, reusable, last, infos)
             part.blocks[engine_id] = block
             index_add(part.index, block)
         else:
@@ -296,20 +297,19 @@ def job_block(
     part: JobPart,
     reusable: Mapping[int, PodMade],
     last: JobBlock | None,
+    infos: PodInfos,
 ) -> JobBlock:
     """An engine job's block: its members' held pods in member order (members by row id), each
     pod's info reused from `reusable` when made from the same row for the same job, quota, gang
-    and node names; the job info reused when its members, pod keys and quotas are the same."""
+    and node names (else from `infos`); the job info reused when its members, pod keys and
+    quotas are the same."""
     made: list[PodMade] = []
     quotas: list[str | None] = []
     for job in members:
         quota = part.quota_names.get(job.quota_id) if job.quota_id else None
         gang = job.gang_id if job.kind != Job.Kind.POD else None
         quotas.append(quota)
-        before: PodMade | None = None  # the job's pod made just before: its pods are alike
-        for pod in part.held[job.id]:
-            before = pod_made(pod, engine_id, quota, gang, part.node_names, reusable, before)
-            made.append(before)
+        made += job_pods_made(part.held[job.id], engine_id, quota, gang, infos, reusable)
     keys = tuple(m.info.key for m in made)
     if (
         last is not None
@@ -333,34 +333,54 @@ def job_block(
     )
 
 
-def pod_made(
-    pod: PodRow,
+class PodInfos:
+    """The pod infos of one assembly: a pod's info is made from its row, or, when the row has
+    the shape of the last row made so (`PodShape`: the pods of a job, and often of many jobs,
+    differ only in name and topology index), is a copy of that info with its own name,
+    topology index, job and gang."""
+
+    def __init__(self, node_names: Mapping[int, str]) -> None:
+        self.node_names = node_names
+        self.shape: PodShape | None = None  # of the last pod whose info was made from its row
+
+    def info(self, pod: PodRow, job_id: str, quota: str | None, gang: str | None) -> PodInfo:
+        """What `pod_info(pod, job_id, quota, gang, node_names)` makes."""
+        if self.shape is not None:
+            info = self.shape.info_of(pod, job_id, quota, gang)
+            if info is not None:
+                return info
+        info = pod_info(pod, job_id, quota, gang, self.node_names)  # type: ignore[arg-type]
+        self.shape = pod_shape(pod, quota, info)
+        return info
+
+
+def job_pods_made(
+    pods: Iterable[PodRow],
     job_id: str,
     quota: str | None,
     gang: str | None,
-    node_names: Mapping[int, str],
+    infos: PodInfos,
     reusable: Mapping[int, PodMade],
-    before: PodMade | None = None,
-) -> PodMade:
-    """A pod's info: the one made last time when made from the same row and the same rest;
-    else, when `before` (made with the same job, quota and gang) is of a row of the same shape,
-    a copy of its info with this pod's name and topology index; else made from the row."""
-    node = node_names.get(pod.node_id) if pod.node_id else None
-    nominated = node_names.get(pod.nominated_node_id) if pod.nominated_node_id else None
-    hit = reusable.get(pod.id)
-    if (
-        hit is not None
-        and hit.row is pod
-        and (hit.job_id, hit.quota, hit.gang, hit.node, hit.nominated)
-        == (job_id, quota, gang, node, nominated)
-    ):
-        return hit
-    info = None
-    if before is not None and same_pod_shape(before.row, pod):
-        info = pod_info_alike(before.info, pod)
-    if info is None:
-        info = pod_info(pod, job_id, quota, gang, node_names)  # type: ignore[arg-type]
-    return PodMade(pod, job_id, quota, gang, node, nominated, info)
+) -> list[PodMade]:
+    """The infos of one job's pods: each the one made last time when made from the same row and
+    the same rest, else one from `infos`."""
+    node_names = infos.node_names
+    made: list[PodMade] = []
+    for pod in pods:
+        node = node_names.get(pod.node_id) if pod.node_id else None
+        nominated = node_names.get(pod.nominated_node_id) if pod.nominated_node_id else None
+        hit = reusable.get(pod.id)
+        if (
+            hit is not None
+            and hit.row is pod
+            and (hit.job_id, hit.quota, hit.gang, hit.node, hit.nominated)
+            == (job_id, quota, gang, node, nominated)
+        ):
+            made.append(hit)
+        else:
+            info = infos.info(pod, job_id, quota, gang)
+            made.append(PodMade(pod, job_id, quota, gang, node, nominated, info))
+    return made
 
 
 def index_add(index: SnapshotIndex, block: JobBlock) -> None:

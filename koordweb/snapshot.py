@@ -379,10 +379,10 @@ class DeviceRow(NamedTuple):
     vfs: list[Any]
 
 
-# What `pod_info` reads of a pod row besides its own name and topology index (the id and uid it
-# does not read): the JSON documents (compared by identity: `rows_read` gives equal documents of
-# one read one object, and nobody writes them) and the plain values (compared by value).
-_POD_OWN = ("id", "name", "uid", "topology_index")
+# What `pod_info` reads of a pod row besides its own name and topology index (its id, uid and
+# job row it does not read): the JSON documents (compared by identity: `rows_read` gives equal
+# documents of one read one object, and nobody writes them) and the plain values (by value).
+_POD_OWN = ("id", "job_id", "name", "uid", "topology_index")
 _POD_DOCUMENTS = (
     "requests",
     "limits",
@@ -404,27 +404,59 @@ _POD_INFO_CACHED = tuple(
 _POD_INFO_COPIES = not hasattr(PodInfo, "__post_init__") and not hasattr(PodInfo, "__slots__")
 
 
-def same_pod_shape(a: PodRow, b: PodRow) -> bool:
-    """Two pod rows `pod_info` turns into the same info but for the name and topology index:
-    the same documents (the very same objects) and equal other values (the job's included)."""
-    return all(map(is_, _pod_documents(a), _pod_documents(b))) and _pod_values(a) == _pod_values(b)
+class PodShape:
+    """What `pod_info` read of a pod row but its name and topology index, the quota it was
+    given and the fields of the info it made: a row of the same shape (the very same documents,
+    equal other values) given the same quota makes a copy of those fields with its own name,
+    topology index, job and gang (`info_of`), its dicts shared (the engine only reads them)."""
+
+    __slots__ = ("documents", "fields", "quota", "values")
+
+    def __init__(
+        self,
+        documents: tuple[Any, ...],
+        values: tuple[Any, ...],
+        quota: str | None,
+        fields: dict[str, Any],
+    ) -> None:
+        self.documents = documents
+        self.values = values
+        self.quota = quota
+        self.fields = fields
+
+    def info_of(
+        self, pod: PodRow, job_id: str, quota: str | None, gang_id: str | None
+    ) -> PodInfo | None:
+        """`pod_info(pod, job_id, quota, gang_id, ...)` if the row has this shape and the quota
+        is this one (else None), set without running the frozen dataclass's `__init__` (most
+        of `pod_info`'s cost)."""
+        if (
+            quota != self.quota
+            or _pod_values(pod) != self.values
+            or not all(map(is_, _pod_documents(pod), self.documents))
+        ):
+            return None
+        info = object.__new__(PodInfo)
+        fields = {
+            **self.fields,
+            "name": pod.name,
+            "topology_index": pod.topology_index,
+            "job_id": job_id,
+            "gang_id": gang_id,
+        }
+        object.__setattr__(info, "__dict__", fields)
+        return info
 
 
-def pod_info_alike(info: PodInfo, pod: PodRow) -> PodInfo | None:
-    """`pod_info` of `pod` given the info it made, with the same other arguments, of a row of
-    the same shape (`same_pod_shape`): `info`'s fields, its dicts shared (the engine only reads
-    them), with the pod's name and topology index, set without running the frozen dataclass's
-    `__init__` (most of `pod_info`'s cost). None when `PodInfo` is not a plain field holder."""
-    values = dict(vars(info))
+def pod_shape(pod: PodRow, quota: str | None, info: PodInfo) -> PodShape | None:
+    """The shape of `pod`, whose info `pod_info` made given `quota`; None when `PodInfo` is not
+    a plain holder of its fields (a copy of them would not be what its `__init__` makes)."""
+    fields = dict(vars(info))
     for name in _POD_INFO_CACHED:
-        values.pop(name, None)
-    if not _POD_INFO_COPIES or len(values) != _POD_INFO_FIELD_COUNT:
+        fields.pop(name, None)
+    if not _POD_INFO_COPIES or len(fields) != _POD_INFO_FIELD_COUNT:
         return None
-    values["name"] = pod.name
-    values["topology_index"] = pod.topology_index
-    alike = object.__new__(PodInfo)
-    object.__setattr__(alike, "__dict__", values)
-    return alike
+    return PodShape(_pod_documents(pod), _pod_values(pod), quota, fields)
 
 
 FINISHED_PHASES = (PodPhase.SUCCEEDED, PodPhase.FAILED)

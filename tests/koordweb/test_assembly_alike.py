@@ -1,6 +1,6 @@
-"""The assembly's shortcut for the pods of one job: a pod whose row is shaped like the row of the
-pod made before it (`snapshot.same_pod_shape`: the very same JSON documents, equal other values)
-gets a copy of that pod's info with its own name and topology index (`snapshot.pod_info_alike`)
+"""The assembly's shortcut for pods alike: a pod whose row has the shape of the last row whose
+info was made from it (`snapshot.PodShape`: the very same JSON documents, equal other values,
+the same quota given) gets a copy of that info with its own name, topology index, job and gang
 instead of one made from its row. Whatever the pods, the copy must equal what `pod_info` makes,
 and an assembly using it must equal one that makes every info from its row."""
 
@@ -53,7 +53,6 @@ DOCUMENTS: dict[str, list[Any]] = {
 }
 # The other values a pod row may take here.
 VALUES: dict[str, list[Any]] = {
-    "job_id": [1, 2],
     "namespace": ["team-a", "team-b"],
     "priority": [100, 200],
     "preemption_policy": ["PreemptLowerPriority", "Never"],
@@ -65,7 +64,7 @@ VALUES: dict[str, list[Any]] = {
     "started_at": [None, NOW + timedelta(seconds=5)],
     "nominated_at": [None, NOW - timedelta(seconds=5)],
 }
-OWN = {"id", "name", "uid", "topology_index"}  # what may differ between pods of one shape
+OWN = {"id", "job_id", "name", "uid", "topology_index"}  # may differ within a shape
 
 
 def random_pod(rng: random.Random, pod_id: int) -> snap.PodRow:
@@ -74,6 +73,7 @@ def random_pod(rng: random.Random, pod_id: int) -> snap.PodRow:
     fields |= {name: rng.choice(options) for name, options in VALUES.items()}
     return snap.PodRow(
         id=pod_id,
+        job_id=rng.choice([1, 2]),
         name=f"pod-{pod_id}",
         uid=f"uid-{pod_id}",
         topology_index=rng.choice([None, 0, 1, 2]),
@@ -86,7 +86,11 @@ def pod_like(rng: random.Random, pod: snap.PodRow, pod_id: int) -> snap.PodRow:
     time the same documents and values; otherwise one of them different, or one document equal
     but another object."""
     other = pod._replace(
-        id=pod_id, name=f"pod-{pod_id}", uid=f"uid-{pod_id}", topology_index=rng.randrange(8)
+        id=pod_id,
+        job_id=rng.choice([pod.job_id, 3]),
+        name=f"pod-{pod_id}",
+        uid=f"uid-{pod_id}",
+        topology_index=rng.randrange(8),
     )
     choice = rng.randrange(4)
     if choice == 1:
@@ -102,8 +106,24 @@ def pod_like(rng: random.Random, pod: snap.PodRow, pod_id: int) -> snap.PodRow:
     return other
 
 
-def made(pod: snap.PodRow, quota: str | None = "team-a", gang: str | None = "team-a/g") -> PodInfo:
-    return snap.pod_info(pod, "team-a/g", quota, gang, NODE_NAMES)  # type: ignore[arg-type]
+def made(
+    pod: snap.PodRow, quota: str | None = "team-a", gang: str | None = "team-a/g", job: str = "j"
+) -> PodInfo:
+    return snap.pod_info(pod, job, quota, gang, NODE_NAMES)  # type: ignore[arg-type]
+
+
+def copied(
+    first: snap.PodRow, quota: str | None, second: snap.PodRow, second_quota: str | None
+) -> PodInfo | None:
+    """`second`'s info copied from `first`'s (made for another job and gang), or None."""
+    template = made(first, quota, "team-a/g1", "team-a/g1")
+    template.key  # noqa: B018 (a cached value the copy must not carry over)
+    shape = snap.pod_shape(first, quota, template)
+    assert shape is not None
+    before = dict(vars(template))
+    alike = shape.info_of(second, "team-b/g2", second_quota, "team-b/g2")
+    assert vars(template) == before  # the template is left as it was
+    return alike
 
 
 def assert_same_info(alike: PodInfo, plain: PodInfo) -> None:
@@ -114,13 +134,13 @@ def assert_same_info(alike: PodInfo, plain: PodInfo) -> None:
     assert vars(alike) == vars(plain)
 
 
-def test_pod_info_reads_no_id_or_uid() -> None:
+def test_pod_info_reads_no_id_uid_or_job_row() -> None:
     """The premise of the shortcut: of a pod's own values `pod_info` reads only its name and
     topology index."""
     rng = random.Random(1)
     for pod_id in range(200):
         pod = random_pod(rng, pod_id)
-        assert made(pod) == made(pod._replace(id=pod_id + 10_000, uid="another"))
+        assert made(pod) == made(pod._replace(id=pod_id + 10_000, uid="another", job_id=99))
     assert set(snap.PodRow._fields) - OWN == set(DOCUMENTS) | set(VALUES)
 
 
@@ -130,39 +150,41 @@ def test_a_copied_info_equals_one_made_from_the_row() -> None:
     for pod_id in range(0, 6000, 2):
         first = random_pod(rng, pod_id)
         second = pod_like(rng, first, pod_id + 1)
-        for quota, gang in (("team-a", "team-a/g"), (None, None)):
-            template = made(first, quota, gang)
-            template.key  # noqa: B018 (a cached value the copy must not carry over)
-            before = dict(vars(template))
-            if not snap.same_pod_shape(first, second):
-                different_count += 1
-                continue
-            alike_count += 1
-            alike = snap.pod_info_alike(template, second)
-            assert alike is not None
-            assert_same_info(alike, made(second, quota, gang))
-            assert vars(template) == before  # the template is left as it was
-    assert alike_count > 1000 and different_count > 1000
+        quota = rng.choice(["team-a", None])
+        second_quota = rng.choice([quota, quota, "team-b", None])
+        alike = copied(first, quota, second, second_quota)
+        if alike is None:
+            different_count += 1
+            continue
+        alike_count += 1
+        assert second_quota == quota
+        assert_same_info(alike, made(second, quota, "team-b/g2", "team-b/g2"))
+    assert alike_count > 500 and different_count > 500
 
 
 @pytest.mark.parametrize("name", sorted(set(DOCUMENTS) | set(VALUES)))
 def test_a_pod_differing_in_anything_but_its_own_values_is_not_alike(name: str) -> None:
     rng = random.Random(3)
     pod = random_pod(rng, 1)
-    assert snap.same_pod_shape(pod, pod._replace(id=2, name="other", uid="u", topology_index=7))
+    own = pod._replace(id=2, job_id=7, name="other", uid="u", topology_index=7)
+    assert copied(pod, "team-a", own, "team-a") is not None
+    assert copied(pod, "team-a", own, "team-b") is None  # another quota given
+    assert copied(pod, "team-a", own, None) is None
     for option in (DOCUMENTS | VALUES)[name]:
         other = pod._replace(**{name: option})
-        assert snap.same_pod_shape(pod, other) == (option is getattr(pod, name))
+        assert (copied(pod, "team-a", other, "team-a") is not None) == (
+            option is getattr(pod, name)
+        )
     if name in DOCUMENTS:  # a document is the same only as the very same object
         copy = type(getattr(pod, name))(getattr(pod, name))
-        assert not snap.same_pod_shape(pod, pod._replace(**{name: copy}))
+        assert copied(pod, "team-a", pod._replace(**{name: copy}), "team-a") is None
 
 
-def test_no_copy_of_an_info_holding_more_than_its_fields() -> None:
+def test_no_shape_of_an_info_holding_more_than_its_fields() -> None:
     pod = random_pod(random.Random(4), 1)
     template = made(pod)
     object.__setattr__(template, "extra", 1)
-    assert snap.pod_info_alike(template, pod._replace(id=2, name="pod-2")) is None
+    assert snap.pod_shape(pod, "team-a", template) is None
 
 
 def job_row(job_id: int, **changes: Any) -> snap.JobRow:
@@ -192,9 +214,13 @@ def node_row(node_id: int) -> snap.NodeRow:
     )
 
 
-def job_pods(rng: random.Random, job_id: int, first_id: int, count: int) -> list[snap.PodRow]:
-    """A job's pods, each like the one before (mostly the same shape)."""
-    pods = [random_pod(rng, first_id)._replace(job_id=job_id)]
+def job_pods(
+    rng: random.Random, job_id: int, first_id: int, count: int, like: snap.PodRow | None
+) -> list[snap.PodRow]:
+    """A job's pods, each like the one before (mostly the same shape), the first like `like`
+    (a pod of another job) when given."""
+    first = random_pod(rng, first_id) if like is None else pod_like(rng, like, first_id)
+    pods = [first._replace(job_id=job_id)]
     for pod_id in range(first_id + 1, first_id + count):
         pods.append(pod_like(rng, pods[-1], pod_id)._replace(job_id=job_id))
     return pods
@@ -213,12 +239,14 @@ def test_an_assembly_with_copied_infos_equals_one_without(cluster, monkeypatch):
     rows = snap.ClusterRows(quota_names={1: "team-a", 2: "team-b"})
     rows.nodes = {i: node_row(i) for i in (1, 2, 3)}
     cache = assembly.AssemblyCache()
-    real_alike = snap.pod_info_alike
+    real_info_of = snap.PodShape.info_of
     copies: list[str] = []
 
-    def counted_alike(info: PodInfo, pod: snap.PodRow) -> PodInfo | None:
-        copies.append(pod.name)
-        return real_alike(info, pod)
+    def counted_info_of(shape: snap.PodShape, pod: snap.PodRow, *args: Any) -> PodInfo | None:
+        info = real_info_of(shape, pod, *args)
+        if info is not None:
+            copies.append(pod.name)
+        return info
 
     next_id = 100
     for _round in range(40):
@@ -232,19 +260,22 @@ def test_an_assembly_with_copied_infos_equals_one_without(cluster, monkeypatch):
                 gang_group=rng.choice(["", "", "team-a/group"]),
             )
             count = 1 if kind == Job.Kind.POD else rng.randint(1, 6)
-            for pod in job_pods(rng, next_id, next_id * 10, count):
+            like = rng.choice(list(rows.pods.values())) if rng.random() < 0.5 else None
+            for pod in job_pods(rng, next_id, next_id * 10, count, like):
                 rows.pods[pod.id] = pod
         for _ in range(rng.randint(0, 3)):  # a job's state, a pod read again or changed
             job_id = rng.choice(list(rows.jobs))
             rows.jobs[job_id] = rows.jobs[job_id]._replace(state=rng.choice(list(JobState)))
             pod_id = rng.choice(list(rows.pods))
             rows.pods[pod_id] = pod_like(rng, rows.pods[pod_id], pod_id)
-        monkeypatch.setattr(assembly, "pod_info_alike", counted_alike)
-        snapshot, index = assembly.assemble(cluster, rows, now=NOW, cache=cache)
-        monkeypatch.setattr(assembly, "pod_info_alike", lambda info, pod: None)
-        plain, plain_index = assembly.assemble(
-            cluster, rows, now=NOW, cache=assembly.AssemblyCache()
-        )
+        with monkeypatch.context() as patch:
+            patch.setattr(snap.PodShape, "info_of", counted_info_of)
+            snapshot, index = assembly.assemble(cluster, rows, now=NOW, cache=cache)
+        with monkeypatch.context() as patch:
+            patch.setattr(assembly, "pod_shape", lambda pod, quota, info: None)
+            plain, plain_index = assembly.assemble(
+                cluster, rows, now=NOW, cache=assembly.AssemblyCache()
+            )
         assert snapshot == plain
         for ours, theirs in zip(snapshot.pods, plain.pods, strict=True):
             assert_same_info(ours, theirs)
