@@ -197,26 +197,27 @@ def assembled_nodes(rows: ClusterRows, devices_for: Any, last: NodePart) -> Node
     )
 
 
+_POD_ORDER = attrgetter("namespace", "name")
+
+
 def held_pods(job: JobRow, pods: Iterable[PodRow]) -> tuple[PodRow, ...]:
     """The pods of a job the snapshot holds, in (namespace, name) order: none finished; every pod
     of an active job; of a job being preempted or requeued, the bound ones; of any other job (a
     cancelled one), the bound ones terminating. A terminating pod holds its node until the
     cluster says it is gone (and is never placed again)."""
     state = job.state
-    return tuple(
-        sorted(
-            (
-                pod
-                for pod in pods
-                if pod.phase not in FINISHED_PHASES
-                and (
-                    state in JobState.ACTIVE
-                    or (pod.node_id is not None and (state in JobState.HOLDING or pod.terminating))
-                )
-            ),
-            key=lambda p: (p.namespace, p.name),
-        )
-    )
+    if state in JobState.ACTIVE:
+        held = [pod for pod in pods if pod.phase not in FINISHED_PHASES]
+    elif state in JobState.HOLDING:
+        held = [p for p in pods if p.phase not in FINISHED_PHASES and p.node_id is not None]
+    else:
+        held = [
+            p
+            for p in pods
+            if p.phase not in FINISHED_PHASES and p.node_id is not None and p.terminating
+        ]
+    held.sort(key=_POD_ORDER)
+    return tuple(held)
 
 
 def job_blocks_update(part: JobPart, rows: ClusterRows, node_names: dict[int, str]) -> None:
@@ -310,7 +311,9 @@ def job_block(
         gang = job.gang_id if job.kind != Job.Kind.POD else None
         quotas.append(quota)
         made += job_pods_made(part.held[job.id], engine_id, quota, gang, infos, reusable)
-    keys = tuple(m.info.key for m in made)
+    pods = tuple(map(attrgetter("row"), made))
+    pod_infos = tuple(map(attrgetter("info"), made))
+    keys = tuple(map(attrgetter("key"), pod_infos))
     if (
         last is not None
         and len(last.members) == len(members)
@@ -326,8 +329,8 @@ def job_block(
         members=members,
         quotas=tuple(quotas),
         made=tuple(made),
-        pods=tuple(m.row for m in made),
-        pod_infos=tuple(m.info for m in made),
+        pods=pods,
+        pod_infos=pod_infos,
         keys=keys,
         job_info=job_info,
     )
