@@ -30,11 +30,12 @@ from koordweb.snapshot import (
     engine_job_id,
     engine_job_info,
     node_info,
+    parse_topology_rule,
     pod_info,
     pod_shape,
     snapshot_of,
 )
-from scheduler.model import ClusterSnapshot, JobInfo, NodeInfo, PodInfo
+from scheduler.model import ClusterSnapshot, JobInfo, NodeInfo, PodInfo, TopologyRule
 
 
 class PodMade(NamedTuple):
@@ -238,7 +239,7 @@ def job_blocks_update(part: JobPart, rows: ClusterRows, node_names: dict[int, st
     for block in last_blocks.values():
         index_drop(part.index, block)
     reusable = {made.row.id: made for block in last_blocks.values() for made in block.made}
-    infos = PodInfos(node_names)
+    infos = InfoMaker(node_names)
     for engine_id in dirty_blocks:
         member_ids = part.jobs_of_block.get(engine_id)
         if member_ids:
@@ -298,7 +299,7 @@ def job_block(
     part: JobPart,
     reusable: Mapping[int, PodMade],
     last: JobBlock | None,
-    infos: PodInfos,
+    infos: InfoMaker,
 ) -> JobBlock:
     """An engine job's block: its members' held pods in member order (members by row id), each
     pod's info reused from `reusable` when made from the same row for the same job, quota, gang
@@ -323,7 +324,7 @@ def job_block(
     ):
         job_info = last.job_info
     else:
-        job_info = engine_job_info(engine_id, list(members), keys, part.quota_names)
+        job_info = engine_job_info(engine_id, list(members), keys, part.quota_names, infos.topology)
     return JobBlock(
         engine_id=engine_id,
         members=members,
@@ -336,17 +337,19 @@ def job_block(
     )
 
 
-class PodInfos:
-    """The pod infos of one assembly: a pod's info is made from its row, or, when the row has
-    the shape of the last row made so (`PodShape`: the pods of a job, and often of many jobs,
-    differ only in name and topology index), is a copy of that info with its own name,
-    topology index, job and gang."""
+class InfoMaker:
+    """The engine objects of one assembly made cheaply: a pod's info is made from its row, or,
+    when the row has the shape of the last row made so (`PodShape`: the pods of a job, and often
+    of many jobs, differ only in name and topology index), is a copy of that info with its own
+    name, topology index, job and gang; a topology document is parsed once (jobs share the
+    very same documents read)."""
 
     def __init__(self, node_names: Mapping[int, str]) -> None:
         self.node_names = node_names
         self.shape: PodShape | None = None  # of the last pod whose info was made from its row
+        self.rules: dict[int, tuple[Mapping[str, Any], TopologyRule | None]] = {}
 
-    def info(self, pod: PodRow, job_id: str, quota: str | None, gang: str | None) -> PodInfo:
+    def pod_info(self, pod: PodRow, job_id: str, quota: str | None, gang: str | None) -> PodInfo:
         """What `pod_info(pod, job_id, quota, gang, node_names)` makes."""
         if self.shape is not None:
             info = self.shape.info_of(pod, job_id, quota, gang)
@@ -356,13 +359,21 @@ class PodInfos:
         self.shape = pod_shape(pod, quota, info)
         return info
 
+    def topology(self, spec: Mapping[str, Any]) -> TopologyRule | None:
+        """What `parse_topology_rule(spec)` makes, once per document object (kept, so its id
+        is not another's while here)."""
+        known = self.rules.get(id(spec))
+        if known is None or known[0] is not spec:
+            known = self.rules[id(spec)] = (spec, parse_topology_rule(spec))
+        return known[1]
+
 
 def job_pods_made(
     pods: Iterable[PodRow],
     job_id: str,
     quota: str | None,
     gang: str | None,
-    infos: PodInfos,
+    infos: InfoMaker,
     reusable: Mapping[int, PodMade],
 ) -> list[PodMade]:
     """The infos of one job's pods: each the one made last time when made from the same row and
@@ -381,7 +392,7 @@ def job_pods_made(
         ):
             made.append(hit)
         else:
-            info = infos.info(pod, job_id, quota, gang)
+            info = infos.pod_info(pod, job_id, quota, gang)
             made.append(PodMade(pod, job_id, quota, gang, node, nominated, info))
     return made
 

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from functools import cached_property
-from operator import is_, itemgetter
+from operator import attrgetter, is_, itemgetter
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from django.db.models import Max, Q, Subquery
@@ -607,11 +608,19 @@ def snapshot_of(
     )
 
 
+_NO_TOPOLOGY: Mapping[str, Any] = MappingProxyType({})  # a job without a topology document
+
+
 def engine_job_info(
-    job_id: str, members: list[JobRow], keys: tuple[str, ...], quota_names: Mapping[int, str]
+    job_id: str,
+    members: list[JobRow],
+    keys: tuple[str, ...],
+    quota_names: Mapping[int, str],
+    topology_of: Callable[[Mapping[str, Any]], TopologyRule | None] = parse_topology_rule,
 ) -> JobInfo:
-    """An engine job of one or more job rows (a gang group) with its pods' keys."""
-    lead = min(members, key=lambda j: (-j.priority, j.submitted_at, j.id))
+    """An engine job of one or more job rows (a gang group) with its pods' keys; `topology_of`
+    parses the lead job's topology document (`parse_topology_rule` or a memo of it)."""
+    lead = members[0] if len(members) == 1 else min(members, key=_lead_order)
     return JobInfo(
         id=job_id,
         pod_keys=keys,
@@ -626,12 +635,17 @@ def engine_job_info(
             for j in members
             if j.kind != Job.Kind.POD
         ),
-        priority=max(j.priority for j in members),
+        priority=max(map(attrgetter("priority"), members)),
         quota=quota_names.get(lead.quota_id) if lead.quota_id else None,
-        topology=parse_topology_rule(lead.topology_spec or {}),
-        submission_order=min(j.submitted_at for j in members).timestamp(),
+        topology=topology_of(lead.topology_spec or _NO_TOPOLOGY),
+        submission_order=min(map(attrgetter("submitted_at"), members)).timestamp(),
         preemption_policy=lead.preemption_policy,  # type: ignore[arg-type]
     )
+
+
+def _lead_order(job: JobRow) -> tuple[int, datetime, int]:
+    """The lead job of a group comes first: highest priority, then earliest, then lowest id."""
+    return (-job.priority, job.submitted_at, job.id)
 
 
 def topology_spec_json(rule: Mapping[str, Any]) -> str:
