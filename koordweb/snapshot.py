@@ -441,13 +441,11 @@ class PodShape:
         ):
             return None
         info = object.__new__(PodInfo)
-        fields = {
-            **self.fields,
-            "name": pod.name,
-            "topology_index": pod.topology_index,
-            "job_id": job_id,
-            "gang_id": gang_id,
-        }
+        fields = self.fields.copy()
+        fields["name"] = pod.name
+        fields["topology_index"] = pod.topology_index
+        fields["job_id"] = job_id
+        fields["gang_id"] = gang_id
         object.__setattr__(info, "__dict__", fields)
         fields["key"] = _pod_key(info)
         return info
