@@ -226,7 +226,7 @@ def job_blocks_update(part: JobPart, rows: ClusterRows, node_names: dict[int, st
     changed are made again, the others kept; every block when a quota or node name changed."""
     dirty_jobs = set(changed_keys(rows.jobs, part.jobs))
     for pod_id in changed_keys(rows.pods, part.pods):
-        dirty_jobs |= pod_move(part, part.pods.get(pod_id), rows.pods.get(pod_id))
+        pod_move(part, part.pods.get(pod_id), rows.pods.get(pod_id), dirty_jobs)
     if rows.quota_names != part.quota_names or node_names != part.node_names:
         dirty_jobs |= rows.jobs.keys() | part.engine_of_job.keys()
     part.pods, part.jobs = dict(rows.pods), dict(rows.jobs)
@@ -254,9 +254,9 @@ def job_blocks_update(part: JobPart, rows: ClusterRows, node_names: dict[int, st
         part.order = sorted(part.blocks)
 
 
-def pod_move(part: JobPart, before: PodRow | None, after: PodRow | None) -> set[int]:
-    """A pod row replaced (or new, or gone) in the rows by job; returns the jobs it touched."""
-    touched = set()
+def pod_move(part: JobPart, before: PodRow | None, after: PodRow | None, touched: set[int]) -> None:
+    """A pod row replaced (or new, or gone) in the rows by job; the jobs it touched join
+    `touched`."""
     if before is not None:
         own = part.pods_of_job[before.job_id]
         del own[before.id]
@@ -266,7 +266,6 @@ def pod_move(part: JobPart, before: PodRow | None, after: PodRow | None) -> set[
     if after is not None:
         part.pods_of_job.setdefault(after.job_id, {})[after.id] = after
         touched.add(after.job_id)
-    return touched
 
 
 def job_place(part: JobPart, job: JobRow | None, job_id: int) -> set[str]:
