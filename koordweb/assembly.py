@@ -25,14 +25,17 @@ from koordweb.snapshot import (
     MetricRow,
     NodeRow,
     PodRow,
+    PodShape,
     SnapshotIndex,
     engine_job_id,
     engine_job_info,
     node_info,
+    parse_topology_rule,
     pod_info,
+    pod_shape,
     snapshot_of,
 )
-from scheduler.model import ClusterSnapshot, JobInfo, NodeInfo, PodInfo
+from scheduler.model import ClusterSnapshot, JobInfo, NodeInfo, PodInfo, TopologyRule
 
 
 class PodMade(NamedTuple):
@@ -195,26 +198,27 @@ def assembled_nodes(rows: ClusterRows, devices_for: Any, last: NodePart) -> Node
     )
 
 
+_POD_ORDER = attrgetter("namespace", "name")
+
+
 def held_pods(job: JobRow, pods: Iterable[PodRow]) -> tuple[PodRow, ...]:
     """The pods of a job the snapshot holds, in (namespace, name) order: none finished; every pod
     of an active job; of a job being preempted or requeued, the bound ones; of any other job (a
     cancelled one), the bound ones terminating. A terminating pod holds its node until the
     cluster says it is gone (and is never placed again)."""
     state = job.state
-    return tuple(
-        sorted(
-            (
-                pod
-                for pod in pods
-                if pod.phase not in FINISHED_PHASES
-                and (
-                    state in JobState.ACTIVE
-                    or (pod.node_id is not None and (state in JobState.HOLDING or pod.terminating))
-                )
-            ),
-            key=lambda p: (p.namespace, p.name),
-        )
-    )
+    if state in JobState.ACTIVE:
+        held = [pod for pod in pods if pod.phase not in FINISHED_PHASES]
+    elif state in JobState.HOLDING:
+        held = [p for p in pods if p.phase not in FINISHED_PHASES and p.node_id is not None]
+    else:
+        held = [
+            p
+            for p in pods
+            if p.phase not in FINISHED_PHASES and p.node_id is not None and p.terminating
+        ]
+    held.sort(key=_POD_ORDER)
+    return tuple(held)
 
 
 def job_blocks_update(part: JobPart, rows: ClusterRows, node_names: dict[int, str]) -> None:
@@ -222,7 +226,7 @@ def job_blocks_update(part: JobPart, rows: ClusterRows, node_names: dict[int, st
     changed are made again, the others kept; every block when a quota or node name changed."""
     dirty_jobs = set(changed_keys(rows.jobs, part.jobs))
     for pod_id in changed_keys(rows.pods, part.pods):
-        dirty_jobs |= pod_move(part, part.pods.get(pod_id), rows.pods.get(pod_id))
+        pod_move(part, part.pods.get(pod_id), rows.pods.get(pod_id), dirty_jobs)
     if rows.quota_names != part.quota_names or node_names != part.node_names:
         dirty_jobs |= rows.jobs.keys() | part.engine_of_job.keys()
     part.pods, part.jobs = dict(rows.pods), dict(rows.jobs)
@@ -235,12 +239,13 @@ def job_blocks_update(part: JobPart, rows: ClusterRows, node_names: dict[int, st
     for block in last_blocks.values():
         index_drop(part.index, block)
     reusable = {made.row.id: made for block in last_blocks.values() for made in block.made}
+    infos = InfoMaker(node_names)
     for engine_id in dirty_blocks:
         member_ids = part.jobs_of_block.get(engine_id)
         if member_ids:
             members = tuple(rows.jobs[job_id] for job_id in sorted(member_ids))
             last = last_blocks.get(engine_id)
-            block = job_block(engine_id, members, part, reusable, last)
+            block = job_block(engine_id, members, part, reusable, last, infos)
             part.blocks[engine_id] = block
             index_add(part.index, block)
         else:
@@ -249,9 +254,9 @@ def job_blocks_update(part: JobPart, rows: ClusterRows, node_names: dict[int, st
         part.order = sorted(part.blocks)
 
 
-def pod_move(part: JobPart, before: PodRow | None, after: PodRow | None) -> set[int]:
-    """A pod row replaced (or new, or gone) in the rows by job; returns the jobs it touched."""
-    touched = set()
+def pod_move(part: JobPart, before: PodRow | None, after: PodRow | None, touched: set[int]) -> None:
+    """A pod row replaced (or new, or gone) in the rows by job; the jobs it touched join
+    `touched`."""
     if before is not None:
         own = part.pods_of_job[before.job_id]
         del own[before.id]
@@ -261,7 +266,6 @@ def pod_move(part: JobPart, before: PodRow | None, after: PodRow | None) -> set[
     if after is not None:
         part.pods_of_job.setdefault(after.job_id, {})[after.id] = after
         touched.add(after.job_id)
-    return touched
 
 
 def job_place(part: JobPart, job: JobRow | None, job_id: int) -> set[str]:
@@ -294,19 +298,22 @@ def job_block(
     part: JobPart,
     reusable: Mapping[int, PodMade],
     last: JobBlock | None,
+    infos: InfoMaker,
 ) -> JobBlock:
     """An engine job's block: its members' held pods in member order (members by row id), each
     pod's info reused from `reusable` when made from the same row for the same job, quota, gang
-    and node names; the job info reused when its members, pod keys and quotas are the same."""
+    and node names (else from `infos`); the job info reused when its members, pod keys and
+    quotas are the same."""
     made: list[PodMade] = []
     quotas: list[str | None] = []
     for job in members:
         quota = part.quota_names.get(job.quota_id) if job.quota_id else None
         gang = job.gang_id if job.kind != Job.Kind.POD else None
         quotas.append(quota)
-        for pod in part.held[job.id]:
-            made.append(pod_made(pod, engine_id, quota, gang, part.node_names, reusable))
-    keys = tuple(m.info.key for m in made)
+        made += job_pods_made(part.held[job.id], engine_id, quota, gang, infos, reusable)
+    pods = tuple(map(attrgetter("row"), made))
+    pod_infos = tuple(map(attrgetter("info"), made))
+    keys = tuple(map(attrgetter("key"), pod_infos))
     if (
         last is not None
         and len(last.members) == len(members)
@@ -316,40 +323,77 @@ def job_block(
     ):
         job_info = last.job_info
     else:
-        job_info = engine_job_info(engine_id, list(members), keys, part.quota_names)
+        job_info = engine_job_info(engine_id, list(members), keys, part.quota_names, infos.topology)
     return JobBlock(
         engine_id=engine_id,
         members=members,
         quotas=tuple(quotas),
         made=tuple(made),
-        pods=tuple(m.row for m in made),
-        pod_infos=tuple(m.info for m in made),
+        pods=pods,
+        pod_infos=pod_infos,
         keys=keys,
         job_info=job_info,
     )
 
 
-def pod_made(
-    pod: PodRow,
+class InfoMaker:
+    """The engine objects of one assembly made cheaply: a pod's info is made from its row, or,
+    when the row has the shape of the last row made so (`PodShape`: the pods of a job, and often
+    of many jobs, differ only in name and topology index), is a copy of that info with its own
+    name, topology index, job and gang; a topology document is parsed once (jobs share the
+    very same documents read)."""
+
+    def __init__(self, node_names: Mapping[int, str]) -> None:
+        self.node_names = node_names
+        self.shape: PodShape | None = None  # of the last pod whose info was made from its row
+        self.rules: dict[int, tuple[Mapping[str, Any], TopologyRule | None]] = {}
+
+    def pod_info(self, pod: PodRow, job_id: str, quota: str | None, gang: str | None) -> PodInfo:
+        """What `pod_info(pod, job_id, quota, gang, node_names)` makes."""
+        if self.shape is not None:
+            info = self.shape.info_of(pod, job_id, quota, gang)
+            if info is not None:
+                return info
+        info = pod_info(pod, job_id, quota, gang, self.node_names)  # type: ignore[arg-type]
+        self.shape = pod_shape(pod, quota, info)
+        return info
+
+    def topology(self, spec: Mapping[str, Any]) -> TopologyRule | None:
+        """What `parse_topology_rule(spec)` makes, once per document object (kept, so its id
+        is not another's while here)."""
+        known = self.rules.get(id(spec))
+        if known is None or known[0] is not spec:
+            known = self.rules[id(spec)] = (spec, parse_topology_rule(spec))
+        return known[1]
+
+
+def job_pods_made(
+    pods: Iterable[PodRow],
     job_id: str,
     quota: str | None,
     gang: str | None,
-    node_names: Mapping[int, str],
+    infos: InfoMaker,
     reusable: Mapping[int, PodMade],
-) -> PodMade:
-    """A pod's info, the one made last time when made from the same row and the same rest."""
-    node = node_names.get(pod.node_id) if pod.node_id else None
-    nominated = node_names.get(pod.nominated_node_id) if pod.nominated_node_id else None
-    hit = reusable.get(pod.id)
-    if (
-        hit is not None
-        and hit.row is pod
-        and (hit.job_id, hit.quota, hit.gang, hit.node, hit.nominated)
-        == (job_id, quota, gang, node, nominated)
-    ):
-        return hit
-    info = pod_info(pod, job_id, quota, gang, node_names)  # type: ignore[arg-type]
-    return PodMade(pod, job_id, quota, gang, node, nominated, info)
+) -> list[PodMade]:
+    """The infos of one job's pods: each the one made last time when made from the same row and
+    the same rest, else one from `infos`."""
+    node_names = infos.node_names
+    made: list[PodMade] = []
+    for pod in pods:
+        node = node_names.get(pod.node_id) if pod.node_id else None
+        nominated = node_names.get(pod.nominated_node_id) if pod.nominated_node_id else None
+        hit = reusable.get(pod.id)
+        if (
+            hit is not None
+            and hit.row is pod
+            and (hit.job_id, hit.quota, hit.gang, hit.node, hit.nominated)
+            == (job_id, quota, gang, node, nominated)
+        ):
+            made.append(hit)
+        else:
+            info = infos.pod_info(pod, job_id, quota, gang)
+            made.append(PodMade(pod, job_id, quota, gang, node, nominated, info))
+    return made
 
 
 def index_add(index: SnapshotIndex, block: JobBlock) -> None:

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, fields
 from datetime import datetime
+from functools import cached_property
+from operator import attrgetter, is_, itemgetter
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from django.db.models import Max, Q, Subquery
@@ -377,6 +380,88 @@ class DeviceRow(NamedTuple):
     vfs: list[Any]
 
 
+# What `pod_info` reads of a pod row besides its own name and topology index (its id, uid and
+# job row it does not read): the JSON documents (compared by identity: `rows_read` gives equal
+# documents of one read one object, and nobody writes them) and the plain values (by value).
+_POD_OWN = ("id", "job_id", "name", "uid", "topology_index")
+_POD_DOCUMENTS = (
+    "requests",
+    "limits",
+    "node_selector",
+    "affinity",
+    "tolerations",
+    "labels",
+    "annotations",
+)
+_pod_documents = itemgetter(*(PodRow._fields.index(name) for name in _POD_DOCUMENTS))
+_pod_values = itemgetter(
+    *(i for i, name in enumerate(PodRow._fields) if name not in _POD_OWN + _POD_DOCUMENTS)
+)
+_POD_INFO_FIELD_COUNT = len(fields(PodInfo))
+_POD_INFO_CACHED = tuple(
+    name for name, value in vars(PodInfo).items() if isinstance(value, cached_property)
+)
+# A copy of an info's fields is that info again only while making one runs no code of its own.
+_POD_INFO_COPIES = not hasattr(PodInfo, "__post_init__") and not hasattr(PodInfo, "__slots__")
+# The key's own function: a copy's key is set with it, without the cached property's lock
+# (Python 3.11 takes one on every first read: 1.5 us a pod).
+_pod_key = vars(PodInfo)["key"].func
+
+
+class PodShape:
+    """What `pod_info` read of a pod row but its name and topology index, the quota it was
+    given and the fields of the info it made: a row of the same shape (the very same documents,
+    equal other values) given the same quota makes a copy of those fields with its own name,
+    topology index, job and gang (`info_of`), its dicts shared (the engine only reads them)."""
+
+    __slots__ = ("documents", "fields", "quota", "values")
+
+    def __init__(
+        self,
+        documents: tuple[Any, ...],
+        values: tuple[Any, ...],
+        quota: str | None,
+        fields: dict[str, Any],
+    ) -> None:
+        self.documents = documents
+        self.values = values
+        self.quota = quota
+        self.fields = fields
+
+    def info_of(
+        self, pod: PodRow, job_id: str, quota: str | None, gang_id: str | None
+    ) -> PodInfo | None:
+        """`pod_info(pod, job_id, quota, gang_id, ...)` if the row has this shape and the quota
+        is this one (else None), set without running the frozen dataclass's `__init__` (most
+        of `pod_info`'s cost), its key already computed."""
+        if (
+            quota != self.quota
+            or _pod_values(pod) != self.values
+            or not all(map(is_, _pod_documents(pod), self.documents))
+        ):
+            return None
+        info = object.__new__(PodInfo)
+        fields = self.fields.copy()
+        fields["name"] = pod.name
+        fields["topology_index"] = pod.topology_index
+        fields["job_id"] = job_id
+        fields["gang_id"] = gang_id
+        object.__setattr__(info, "__dict__", fields)
+        fields["key"] = _pod_key(info)
+        return info
+
+
+def pod_shape(pod: PodRow, quota: str | None, info: PodInfo) -> PodShape | None:
+    """The shape of `pod`, whose info `pod_info` made given `quota`; None when `PodInfo` is not
+    a plain holder of its fields (a copy of them would not be what its `__init__` makes)."""
+    fields = dict(vars(info))
+    for name in _POD_INFO_CACHED:
+        fields.pop(name, None)
+    if not _POD_INFO_COPIES or len(fields) != _POD_INFO_FIELD_COUNT:
+        return None
+    return PodShape(_pod_documents(pod), _pod_values(pod), quota, fields)
+
+
 FINISHED_PHASES = (PodPhase.SUCCEEDED, PodPhase.FAILED)
 
 
@@ -521,11 +606,19 @@ def snapshot_of(
     )
 
 
+_NO_TOPOLOGY: Mapping[str, Any] = MappingProxyType({})  # a job without a topology document
+
+
 def engine_job_info(
-    job_id: str, members: list[JobRow], keys: tuple[str, ...], quota_names: Mapping[int, str]
+    job_id: str,
+    members: list[JobRow],
+    keys: tuple[str, ...],
+    quota_names: Mapping[int, str],
+    topology_of: Callable[[Mapping[str, Any]], TopologyRule | None] = parse_topology_rule,
 ) -> JobInfo:
-    """An engine job of one or more job rows (a gang group) with its pods' keys."""
-    lead = min(members, key=lambda j: (-j.priority, j.submitted_at, j.id))
+    """An engine job of one or more job rows (a gang group) with its pods' keys; `topology_of`
+    parses the lead job's topology document (`parse_topology_rule` or a memo of it)."""
+    lead = members[0] if len(members) == 1 else min(members, key=_lead_order)
     return JobInfo(
         id=job_id,
         pod_keys=keys,
@@ -540,12 +633,17 @@ def engine_job_info(
             for j in members
             if j.kind != Job.Kind.POD
         ),
-        priority=max(j.priority for j in members),
+        priority=max(map(attrgetter("priority"), members)),
         quota=quota_names.get(lead.quota_id) if lead.quota_id else None,
-        topology=parse_topology_rule(lead.topology_spec or {}),
-        submission_order=min(j.submitted_at for j in members).timestamp(),
+        topology=topology_of(lead.topology_spec or _NO_TOPOLOGY),
+        submission_order=min(map(attrgetter("submitted_at"), members)).timestamp(),
         preemption_policy=lead.preemption_policy,  # type: ignore[arg-type]
     )
+
+
+def _lead_order(job: JobRow) -> tuple[int, datetime, int]:
+    """The lead job of a group comes first: highest priority, then earliest, then lowest id."""
+    return (-job.priority, job.submitted_at, job.id)
 
 
 def topology_spec_json(rule: Mapping[str, Any]) -> str:

@@ -11,17 +11,31 @@ Every other column goes through Django's own converters, so the tuples equal `va
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from itertools import chain
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from django.db.models import JSONField, QuerySet
 from django.db.models.expressions import Col
 from django.db.models.sql.constants import MULTI
 
+Row = TypeVar("Row")
 
-def rows_read(queryset: QuerySet[Any, Any]) -> list[tuple[Any, ...]]:
-    """The rows of a `values_list(...)` queryset, as tuples."""
+
+@overload
+def rows_read(queryset: QuerySet[Any, Any]) -> list[tuple[Any, ...]]: ...
+
+
+@overload
+def rows_read(queryset: QuerySet[Any, Any], make: Callable[[Iterable[Any]], Row]) -> list[Row]: ...
+
+
+def rows_read(
+    queryset: QuerySet[Any, Any], make: Callable[[Iterable[Any]], Any] = tuple
+) -> list[Any]:
+    """The rows of a `values_list(...)` queryset, each made by `make` from its values (a tuple
+    by default; a NamedTuple's `_make` for named rows). The values are converted column by
+    column: a JSON column's distinct texts decoded once each."""
     compiler = queryset.query.get_compiler(using=queryset.db)
     results = compiler.execute_sql(MULTI)
     if results is None:
@@ -29,44 +43,44 @@ def rows_read(queryset: QuerySet[Any, Any]) -> list[tuple[Any, ...]]:
     fields = [s[0] for s in compiler.select[0 : compiler.col_count]]
     converters = compiler.get_converters(fields)
     connection = compiler.connection
-    steps: list[tuple[int, Callable[[Any], Any]]] = []
+    rows = list(chain.from_iterable(results))
+    if not rows:
+        return []
+    if not converters:
+        return list(map(make, rows))
+    columns: list[Any] = list(zip(*rows, strict=True))
     for position, (convs, expression) in converters.items():
         field = getattr(expression, "output_field", None)
         if isinstance(field, JSONField) and isinstance(expression, Col):
-            steps.append((position, _json_once(field)))
+            columns[position] = json_column(columns[position], field.decoder)
         else:
-            steps.append((position, _converted(convs, expression, connection)))
-    rows = chain.from_iterable(results)
-    if not steps:
-        return [tuple(row) for row in rows]
-    out: list[tuple[Any, ...]] = []
-    for row in rows:
-        values = list(row)
-        for position, convert in steps:
-            values[position] = convert(values[position])
-        out.append(tuple(values))
+            columns[position] = converted_column(columns[position], convs, expression, connection)
+    return list(map(make, zip(*columns, strict=True)))
+
+
+def json_column(values: Sequence[Any], decoder: Any) -> list[Any]:
+    """A JSON column's values decoded as `JSONField.from_db_value` does (texts by `json.loads`,
+    anything else as it is), each distinct text once: rows with equal texts share one value."""
+    try:
+        distinct = set(values)
+    except TypeError:  # values the driver decoded itself (unhashable): kept as they are
+        return [_json_value(value, decoder) for value in values]
+    decoded = {text: json.loads(text, cls=decoder) for text in distinct if isinstance(text, str)}
+    return list(map(decoded.get, values, values))
+
+
+def _json_value(value: Any, decoder: Any) -> Any:
+    """One value of a JSON column: a text decoded, anything else kept."""
+    if value is None or not isinstance(value, str):
+        return value
+    return json.loads(value, cls=decoder)
+
+
+def converted_column(
+    values: Sequence[Any], convs: list[Any], expression: Any, connection: Any
+) -> list[Any]:
+    """A column's values through Django's converters for it, in order."""
+    out = list(values)
+    for converter in convs:
+        out = [converter(value, expression, connection) for value in out]
     return out
-
-
-def _json_once(field: JSONField) -> Callable[[Any], Any]:
-    seen: dict[str, Any] = {}
-    decoder = field.decoder
-
-    def decode(text: Any) -> Any:
-        if text is None or not isinstance(text, str):
-            return text
-        value = seen.get(text, seen)
-        if value is seen:
-            value = seen[text] = json.loads(text, cls=decoder)
-        return value
-
-    return decode
-
-
-def _converted(convs: list[Any], expression: Any, connection: Any) -> Callable[[Any], Any]:
-    def convert(value: Any) -> Any:
-        for converter in convs:
-            value = converter(value, expression, connection)
-        return value
-
-    return convert

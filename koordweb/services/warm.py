@@ -315,8 +315,8 @@ def _refresh(state: WarmState) -> int:
     count = sum(len(ids) for ids in deleted.values())
 
     nodes = _changed(Node.objects.filter(cluster_id=cid), "koordweb_node", start)
-    for r in rows_read(nodes.values_list(*snap.NODE_FIELDS)):
-        _keep(rows.nodes, r[0], snap.NodeRow(*r))
+    for node in rows_read(nodes.values_list(*snap.NODE_FIELDS), snap.NodeRow._make):
+        _keep(rows.nodes, node.id, node)
         count += 1
     for node_id in deleted["koordweb_node"]:
         rows.nodes.pop(node_id, None)
@@ -324,9 +324,8 @@ def _refresh(state: WarmState) -> int:
         rows.devices.pop(node_id, None)
 
     pods = _changed(Pod.objects.filter(cluster_id=cid), "koordweb_pod", start)
-    for r in rows_read(pods.values_list(*snap.POD_FIELDS)):
+    for pod in rows_read(pods.values_list(*snap.POD_FIELDS), snap.PodRow._make):
         count += 1
-        pod = snap.PodRow(*r)
         if pod.phase in snap.FINISHED_PHASES:
             rows.pods.pop(pod.id, None)
         else:
@@ -335,8 +334,8 @@ def _refresh(state: WarmState) -> int:
         rows.pods.pop(pod_id, None)
 
     jobs = _changed(Job.objects.filter(cluster_id=cid), "koordweb_job", start)
-    for r in rows_read(jobs.values_list(*snap.JOB_FIELDS)):
-        _keep(rows.jobs, r[0], snap.JobRow(*r))
+    for job in rows_read(jobs.values_list(*snap.JOB_FIELDS), snap.JobRow._make):
+        _keep(rows.jobs, job.id, job)
         count += 1
     for job_id in deleted["koordweb_job"]:
         rows.jobs.pop(job_id, None)
