@@ -3,13 +3,26 @@
 from __future__ import annotations
 
 from datetime import UTC
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import models
+from django.db import models, transaction
 
 from koordweb.models.fields import validate_resource_list, validate_string_map
 from scheduler.profile import check_args, problem_lines
+
+
+class ClusterQuerySet(models.QuerySet["Cluster"]):
+    def delete(self) -> tuple[int, dict[str, int]]:
+        """Delete the clusters with their rows locked first. Django deletes what refers to a
+        cluster before the cluster itself, seconds later for a large one: a worker that created
+        a row of the cluster meanwhile (its lease at a heartbeat, a round) would commit it, and
+        the deletion would fail at its commit on that reference. Locked, the worker's insert
+        waits for the deletion and then finds the cluster gone."""
+        with transaction.atomic(using=self.db):
+            list(self.order_by().select_for_update().values_list("pk", flat=True))
+            return super().delete()
 
 
 class Cluster(models.Model):
@@ -36,11 +49,19 @@ class Cluster(models.Model):
     # GPU monitoring: card samples are taken up to this epoch second (the end of the last period).
     gpu_sampled_until = models.BigIntegerField(default=0, editable=False)
 
+    objects = ClusterQuerySet.as_manager()
+
     class Meta:
         ordering = ["name"]
 
     def __str__(self) -> str:
         return self.name
+
+    def delete(self, using: Any = None, keep_parents: bool = False) -> tuple[int, dict[str, int]]:
+        """As `ClusterQuerySet.delete`: the row locked first."""
+        with transaction.atomic(using=using):
+            list(type(self).objects.filter(pk=self.pk).select_for_update().values_list("pk"))
+            return super().delete(using=using, keep_parents=keep_parents)
 
     def clean(self) -> None:
         problems = check_args(self.scheduler_args, settings.KOORDWEB_SCHEDULER_PLUGINS)
