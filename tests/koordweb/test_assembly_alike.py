@@ -18,6 +18,7 @@ from koordweb import snapshot as snap
 from koordweb.models import Cluster, Job, JobState, PodPhase
 from scheduler.model import PodInfo
 from scheduler.vocabulary import LABEL_DISABLE_PREEMPTIBLE, QUOTA_NAME, QUOTA_PREEMPTIBLE
+from tests.koordweb.test_assembly_reuse import job_row
 
 NOW = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
 INDEX_MAPS = [f.name for f in dataclasses.fields(snap.SnapshotIndex)]
@@ -185,27 +186,6 @@ def test_no_shape_of_an_info_holding_more_than_its_fields() -> None:
     template = made(pod)
     object.__setattr__(template, "extra", 1)
     assert snap.pod_shape(pod, "team-a", template) is None
-
-
-def job_row(job_id: int, **changes: Any) -> snap.JobRow:
-    row = snap.JobRow(
-        id=job_id,
-        kind=Job.Kind.GANG,
-        namespace="team-a",
-        name=f"job-{job_id}",
-        gang_group="",
-        quota_id=1,
-        priority=100,
-        submitted_at=NOW - timedelta(seconds=job_id),
-        min_available=1,
-        total_number=1,
-        mode="Strict",
-        waiting_time_seconds=600,
-        topology_spec={},
-        preemption_policy="PreemptLowerPriority",
-        state=JobState.PENDING,
-    )
-    return row._replace(**changes)
 
 
 def node_row(node_id: int) -> snap.NodeRow:
