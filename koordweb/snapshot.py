@@ -16,7 +16,7 @@ from operator import attrgetter, is_, itemgetter
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from django.db.models import Max, Q, Subquery
+from django.db.models import JSONField, Max, Q, Subquery
 
 from koordweb.models import (
     Cluster,
@@ -381,17 +381,12 @@ class DeviceRow(NamedTuple):
 
 
 # What `pod_info` reads of a pod row besides its own name and topology index (its id, uid and
-# job row it does not read): the JSON documents (compared by identity: `rows_read` gives equal
-# documents of one read one object, and nobody writes them) and the plain values (by value).
+# job row it does not read): the JSON documents, the row's JSON columns (compared by identity:
+# `rows_read` gives equal documents of one read one object, and nobody writes them) and the
+# plain values (by value).
 _POD_OWN = ("id", "job_id", "name", "uid", "topology_index")
-_POD_DOCUMENTS = (
-    "requests",
-    "limits",
-    "node_selector",
-    "affinity",
-    "tolerations",
-    "labels",
-    "annotations",
+_POD_DOCUMENTS = tuple(
+    name for name in POD_FIELDS if isinstance(Pod._meta.get_field(name), JSONField)
 )
 _pod_documents = itemgetter(*(PodRow._fields.index(name) for name in _POD_DOCUMENTS))
 _pod_values = itemgetter(
