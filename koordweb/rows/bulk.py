@@ -23,6 +23,7 @@ from django.db import connection
 from django.db.models import Field, JSONField, Model
 
 from koordweb.rows.arrays import array_literal, int_array_literal
+from koordweb.rows.changes import change_position_set
 
 CHUNK = 5000
 
@@ -59,7 +60,7 @@ def rows_write(model: type[Model], fields: Sequence[str], rows: Sequence[Sequenc
             cursor.executemany(f"UPDATE {table} SET {assignments} WHERE id = %s", params)
         return
     arrays = ", ".join(f"%s::{c.db_type(connection)}[]" for c in columns)
-    assignments = ", ".join(f"{n} = v.{n}" for n in names)
+    assignments = ", ".join(f"{n} = v.{n}" for n in names) + change_position_set(model)
     sql = (
         f"UPDATE {table} SET {assignments} FROM unnest({arrays}, %s::bigint[]) "
         f"AS v({', '.join(names)}, id) WHERE {table}.id = v.id"
@@ -152,6 +153,7 @@ def rows_set(model: type[Model], ids: Sequence[int], **values: Any) -> int:
     columns = _columns(model, list(values))
     quote = connection.ops.quote_name
     assignments = ", ".join(f"{quote(c.column or c.name)} = %s" for c in columns)
+    assignments += change_position_set(model)
     params = [_plain(c)(values[c.name]) for c in columns]
     sql = f"UPDATE {quote(model._meta.db_table)} SET {assignments} WHERE id = ANY(%s::bigint[])"
     with _server_cursor() as cursor:

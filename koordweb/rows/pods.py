@@ -16,6 +16,7 @@ from django.db.models import Count
 
 from koordweb.models import Intent, Job, JobState, Node, Pod, PodPhase
 from koordweb.rows.bulk import rows_update
+from koordweb.rows.changes import change_position_set
 from koordweb.rows.lookups import id_list_sql
 from scheduler.devices import names
 
@@ -65,7 +66,7 @@ def pods_bind(*, intent_ids: Sequence[int], now: datetime) -> int:
     ids_sql, ids = id_list_sql(connection, "i.id", intent_ids)
     sql = (
         f"UPDATE {pod} SET node_id = n.id, nominated_node_id = NULL, bound_at = %s, "
-        f"annotations = {merged} "
+        f"annotations = {merged}{change_position_set(Pod)} "
         f"FROM {intent} AS i JOIN {node} AS n ON n.cluster_id = i.cluster_id AND n.name = i.node "
         f"WHERE {ids_sql} AND {pod}.id = i.pod_id AND NOT {pod}.terminating "
         f"AND {pod}.phase NOT IN (%s, %s)"
