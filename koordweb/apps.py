@@ -9,6 +9,7 @@ class KoordwebConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from koordweb import checks  # noqa: F401  (registers the deployment checks)
         from koordweb.rows import lookups
 
         lookups.register()

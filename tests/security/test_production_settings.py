@@ -75,8 +75,8 @@ def production() -> dict[str, Any]:
     return values
 
 
-def deploy_check() -> tuple[int, list[str]]:
-    done = run_python(["manage.py", "check", "--deploy"], production_env())
+def deploy_check(**overrides: str) -> tuple[int, list[str]]:
+    done = run_python(["manage.py", "check", "--deploy"], production_env(**overrides))
     lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
     return done.returncode, lines
 
@@ -85,6 +85,16 @@ def test_check_deploy_is_clean() -> None:
     code, lines = deploy_check()
     assert code == 0, lines
     assert lines == ["System check identified no issues (0 silenced)."], lines
+
+
+def test_check_deploy_warns_of_a_per_machine_cache_beside_rabbitmq() -> None:
+    rabbit = "amqp://guest:guest@rabbit.example.org:5672//"
+    code, lines = deploy_check(CELERY_BROKER_URL=rabbit, REDIS_URL="")
+    assert code == 0  # a warning: one machine with RabbitMQ works
+    assert any("koordweb.W001" in line and "per machine" in line for line in lines), lines
+    assert any("REDIS_URL" in line for line in lines), lines
+    shared = deploy_check(CELERY_BROKER_URL=rabbit, REDIS_URL="redis://cache.example.org:6379/0")
+    assert shared[1] == ["System check identified no issues (0 silenced)."], shared[1]
 
 
 def test_production_refuses_to_start_without_a_secret_key() -> None:
