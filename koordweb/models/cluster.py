@@ -7,8 +7,9 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import models, transaction
+from django.db import models, router, transaction
 
+from koordweb.models.deletion import owned_rows_delete
 from koordweb.models.fields import validate_resource_list, validate_string_map
 from scheduler.profile import check_args, problem_lines
 
@@ -19,10 +20,12 @@ class ClusterQuerySet(models.QuerySet["Cluster"]):
         cluster before the cluster itself, seconds later for a large one: a worker that created
         a row of the cluster meanwhile (its lease at a heartbeat, a round) would commit it, and
         the deletion would fail at its commit on that reference. Locked, the worker's insert
-        waits for the deletion and then finds the cluster gone."""
+        waits for the deletion and then finds the cluster gone. The rows go by id lists
+        (`models.deletion`), not through Django's collector, which loads every one of them."""
         with transaction.atomic(using=self.db):
-            list(self.order_by().select_for_update().values_list("pk", flat=True))
-            return super().delete()
+            pks = list(self.order_by().select_for_update().values_list("pk", flat=True))
+            done = owned_rows_delete(Cluster, pks, using=self.db)
+            return super().delete() if done is None else done
 
 
 class Cluster(models.Model):
@@ -58,10 +61,15 @@ class Cluster(models.Model):
         return self.name
 
     def delete(self, using: Any = None, keep_parents: bool = False) -> tuple[int, dict[str, int]]:
-        """As `ClusterQuerySet.delete`: the row locked first."""
+        """As `ClusterQuerySet.delete`: the row locked first, then deleted with its own rows."""
+        using = using or router.db_for_write(type(self), instance=self)
         with transaction.atomic(using=using):
             list(type(self).objects.filter(pk=self.pk).select_for_update().values_list("pk"))
-            return super().delete(using=using, keep_parents=keep_parents)
+            done = owned_rows_delete(type(self), [self.pk], using=using)
+            if done is None:
+                return super().delete(using=using, keep_parents=keep_parents)
+            self.pk = None  # as Django leaves a deleted instance
+            return done
 
     def clean(self) -> None:
         problems = check_args(self.scheduler_args, settings.KOORDWEB_SCHEDULER_PLUGINS)

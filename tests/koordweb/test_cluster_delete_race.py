@@ -15,7 +15,7 @@ import pytest
 from django.db import connection, connections
 from django.db.models.signals import pre_delete
 
-from koordweb.models import Cluster, ClusterLease, Node
+from koordweb.models import Cluster, ClusterLease, Node, deletion
 from koordweb.services.leases import _lease_row
 from tests.builders import ClusterFactory, JobFactory, NodeFactory, PodFactory
 
@@ -35,15 +35,18 @@ def _heartbeat(cluster_id: int, outcome: dict[str, Any]) -> None:
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("path", ["by ids", "collector"])
 @pytest.mark.parametrize("how", ["instance", "queryset"])
-def test_a_lease_made_during_the_deletion_waits_and_the_deletion_holds(how: str) -> None:
+def test_a_lease_made_during_the_deletion_waits_and_the_deletion_holds(
+    how: str, path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cluster = ClusterFactory()
     nodes = NodeFactory.create_batch(3, cluster=cluster)
     PodFactory.create_batch(2, job=JobFactory(cluster=cluster), node=nodes[0])
     outcome: dict[str, Any] = {}
     heartbeats: list[threading.Thread] = []
 
-    def meanwhile(sender: Any, instance: Node, **kwargs: Any) -> None:
+    def meanwhile(*args: Any, **kwargs: Any) -> None:
         """Once the deletion has begun: a heartbeat runs, given a second to finish."""
         if not heartbeats:
             beat = threading.Thread(target=_heartbeat, args=(cluster.id, outcome))
@@ -51,7 +54,16 @@ def test_a_lease_made_during_the_deletion_waits_and_the_deletion_holds(how: str)
             beat.start()
             beat.join(timeout=1.0)
 
-    pre_delete.connect(meanwhile, sender=Node)
+    if path == "collector":  # a delete signal makes the deletion go through Django's collector
+        pre_delete.connect(meanwhile, sender=Node)
+    else:  # the heartbeat starts once the ids to delete are read
+        let_go = deletion._references_let_go
+
+        def let_go_meanwhile(*args: Any, **kwargs: Any) -> None:
+            meanwhile()
+            let_go(*args, **kwargs)
+
+        monkeypatch.setattr(deletion, "_references_let_go", let_go_meanwhile)
     try:
         if how == "instance":
             cluster.delete()

@@ -5,26 +5,15 @@ what the deletion takes."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 import pytest
-from django.db.models.deletion import Collector
 from django.test import Client
 
 from koordweb import admin as koordweb_admin
 from koordweb.models import Cluster, Decision, Intent, Node, Pod
 from koordweb.selectors.cascade import cascade_counts
 from tests.builders import Pages, busy_cluster, simulated_round
-
-
-def _collected(cluster: Cluster) -> Counter[Any]:
-    """What Django's own collector would delete, by model."""
-    collector = Collector(using="default")
-    collector.collect([cluster])
-    found: dict[Any, set[Any]] = {m: {r.pk for r in rows} for m, rows in collector.data.items()}
-    for queryset in collector.fast_deletes:  # a model reached twice is deleted by both
-        found.setdefault(queryset.model, set()).update(queryset.values_list("pk", flat=True))
-    return +Counter({m: len(pks) for m, pks in found.items()})
+from tests.koordweb.deletion_helpers import collected
 
 
 @pytest.mark.django_db
@@ -34,7 +23,7 @@ def test_cascade_counts_are_what_the_collector_deletes() -> None:
     other = busy_cluster(name="other")  # not counted: another cluster's rows
     simulated_round(other.cluster)
     counts = cascade_counts(Cluster, [busy.cluster])
-    assert +Counter(counts) == _collected(busy.cluster)
+    assert +Counter(counts) == Counter({m: len(pks) for m, pks in collected(busy.cluster).items()})
     assert counts[Node] == 16 and counts[Pod] == Pod.objects.filter(cluster=busy.cluster).count()
     assert counts[Decision] > 0
 
