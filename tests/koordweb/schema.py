@@ -1,5 +1,5 @@
 """The migration tests' helpers: moving the test database between migrations, and what its
-schema holds (a table's triggers)."""
+schema holds (a table's triggers, an index's definition)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,17 @@ def table_triggers(table: str) -> set[str]:
                 "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = %s", [table]
             )
         return {row[0] for row in cursor.fetchall()}
+
+
+def index_definition(name: str) -> str | None:
+    """The CREATE INDEX statement the database keeps for index `name` (None: no such index)."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", [name])
+        else:
+            cursor.execute("SELECT sql FROM sqlite_master WHERE name = %s", [name])
+        row = cursor.fetchone()
+    return row[0] if row else None
 
 
 def migrate_to(targets: list[tuple[str, str]]) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from tests.koordweb.schema import migrate_to, table_triggers
+from tests.koordweb.schema import index_definition, migrate_to, table_triggers
 
 BEFORE = [("koordweb", "0015_job_decision_redundant_indexes")]
 INDEX = "pod_nominated_node_set"
@@ -24,13 +24,8 @@ def _index_columns() -> list[str] | None:
 
 def _partial() -> bool:
     """Whether the database stored the index with its condition (a WHERE in its definition)."""
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", [INDEX])
-        else:
-            cursor.execute("SELECT sql FROM sqlite_master WHERE name = %s", [INDEX])
-        row = cursor.fetchone()
-    return bool(row) and "WHERE" in row[0].upper()
+    definition = index_definition(INDEX)
+    return bool(definition) and "WHERE" in str(definition).upper()
 
 
 @pytest.mark.django_db(transaction=True)

@@ -11,26 +11,16 @@ from django.db import connection
 from django.utils import timezone
 
 from koordweb.models import Cluster, PodPhase
-from tests.koordweb.schema import migrate_to, table_triggers
+from tests.koordweb.schema import index_definition, migrate_to, table_triggers
 
 BEFORE = [("koordweb", "0017_change_position_set_by_writers")]
 INDEX = "pod_terminating_active"
 
 
-def _definition() -> str | None:
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", [INDEX])
-        else:
-            cursor.execute("SELECT sql FROM sqlite_master WHERE name = %s", [INDEX])
-        row = cursor.fetchone()
-    return row[0] if row else None
-
-
 @pytest.mark.django_db(transaction=True)
 def test_terminating_pods_index_comes_and_goes(latest: Any) -> None:
     triggers = table_triggers("koordweb_pod")
-    definition = _definition()
+    definition = index_definition(INDEX)
     assert definition and "WHERE" in definition.upper() and "terminating" in definition
     if connection.vendor == "postgresql":
         # The sync's own query (koordweb.backends.simulated) is answered from the index.
@@ -44,9 +34,9 @@ def test_terminating_pods_index_comes_and_goes(latest: Any) -> None:
         assert INDEX in plan
 
     migrate_to(BEFORE)
-    assert _definition() is None
+    assert index_definition(INDEX) is None
     assert table_triggers("koordweb_pod") == triggers
 
     migrate_to(latest)
-    assert _definition() == definition
+    assert index_definition(INDEX) == definition
     assert table_triggers("koordweb_pod") == triggers
