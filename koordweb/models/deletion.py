@@ -90,10 +90,22 @@ def owned_rows_delete(
     for victim, ids in doomed.items():
         manager = victim._base_manager.using(using)
         for start in range(0, len(ids), CHUNK):
-            gone = manager.filter(pk__any=ids[start : start + CHUNK])._raw_delete(using)
+            chunk = ids[start : start + CHUNK]
+            gone = manager.filter(**{_by_ids(victim._meta.pk): chunk})._raw_delete(using)
             counts[victim._meta.label] += gone
     counts = +counts
     return sum(counts.values()), dict(counts)
+
+
+def _by_ids(field: Any) -> str:
+    """The lookup of `field` in one array of ids (`__any`, registered on integer columns): a
+    relation, a primary key that is one included (a lease's cluster, a job's GPU state), is
+    followed to the column it holds, which Django reads without a join. Other keys: `__in`."""
+    lookup = field.name
+    while field.is_relation:
+        field = field.target_field
+        lookup += f"__{field.name}"
+    return f"{lookup}__any" if isinstance(field, models.IntegerField) else f"{lookup}__in"
 
 
 def _signalled(model: Any) -> bool:
@@ -112,10 +124,9 @@ def _references_let_go(
         return
     referencing = relation.related_model
     field = relation.field
-    by_id = f"{field.name}__{field.target_field.name}__any"
-    rows = referencing._base_manager.using(using).filter(**{by_id: ids})
+    rows = referencing._base_manager.using(using).filter(**{_by_ids(field): ids})
     if referencing in doomed:
-        rows = rows.exclude(pk__any=doomed[referencing])
+        rows = rows.exclude(**{_by_ids(referencing._meta.pk): doomed[referencing]})
     if relation.on_delete is models.SET_NULL:
         rows.update(**{field.name: None})
         return

@@ -10,8 +10,20 @@ from typing import Any
 import pytest
 from django.apps import apps
 from django.db.models import RestrictedError
+from django.utils import timezone
 
-from koordweb.models import CardSample, Cluster, ElasticQuota, Job, Node, Pod, deletion
+from koordweb.models import (
+    CardSample,
+    Cluster,
+    ClusterLease,
+    ElasticQuota,
+    Job,
+    JobGpuState,
+    Node,
+    Pod,
+    RoundWorker,
+    deletion,
+)
 from tests.builders import (
     JobFactory,
     PodFactory,
@@ -34,8 +46,13 @@ def _everything() -> dict[Any, set[Any]]:
 
 
 def _two_clusters() -> tuple[Cluster, Cluster]:
-    """Two busy clusters after a round each, with a preemption and a card sample in each."""
+    """Two busy clusters after a round each, with a preemption, a card sample, a lease and a
+    job's GPU state in each."""
     doomed, kept = busy_cluster(), busy_cluster(name="other")
+    now = timezone.now()
+    worker = RoundWorker.objects.create(
+        name="w1@host", queue="celery.w1_host", started_at=now, seen_at=now, expires_at=now
+    )
     for busy in (doomed, kept):
         simulated_round(busy.cluster)
         job = Job.objects.filter(cluster=busy.cluster).first()
@@ -43,6 +60,9 @@ def _two_clusters() -> tuple[Cluster, Cluster]:
         VictimFactory(preemption=PreemptionFactory(preemptor=job), job=victim)
         node = Node.objects.filter(cluster=busy.cluster).first()
         CardSample.objects.create(period_start=0, node=node, minor=0, job=job, quota=job.quota)
+        # Primary keys that are relations: the worker's lease, the job's GPU state.
+        ClusterLease.objects.create(cluster=busy.cluster, owner=worker)
+        JobGpuState.objects.create(job=job)
     return doomed.cluster, kept.cluster
 
 
