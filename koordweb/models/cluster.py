@@ -62,6 +62,8 @@ class Cluster(models.Model):
 
     def delete(self, using: Any = None, keep_parents: bool = False) -> tuple[int, dict[str, int]]:
         """As `ClusterQuerySet.delete`: the row locked first, then deleted with its own rows."""
+        if self.pk is None:
+            raise ValueError(f"{self} can't be deleted: it was never saved")
         using = using or router.db_for_write(type(self), instance=self)
         with transaction.atomic(using=using):
             list(type(self).objects.filter(pk=self.pk).select_for_update().values_list("pk"))

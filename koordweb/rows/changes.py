@@ -1,7 +1,7 @@
 """The change position a warm snapshot reads (migrations 0008 and 0017), set by the bulk writers
 themselves on PostgreSQL: the table's trigger then skips its PL/pgSQL call for each row, which
 cost about a fifth of binding 5,000 pods. Leaving it out is never wrong, only slower: the trigger
-sets the position of any update that did not move it forward."""
+sets the position of any update that did not set it to the writing transaction's id."""
 
 from __future__ import annotations
 
