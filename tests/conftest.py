@@ -25,8 +25,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     engine = settings.DATABASES["default"]["ENGINE"]
     if "postgresql" not in engine:
         raise pytest.UsageError(f"CI requires PostgreSQL, DATABASE_URL gives {engine}")
-    if not settings.CELERY_BROKER_URL.startswith("redis"):
-        raise pytest.UsageError("CI requires a Redis broker (CELERY_BROKER_URL=redis://...)")
+    if not settings.CELERY_BROKER_URL.startswith(("redis", "amqp")):
+        raise pytest.UsageError(
+            "CI requires a broker server (CELERY_BROKER_URL=redis://... or amqp://...)"
+        )
 
 
 @pytest.fixture
