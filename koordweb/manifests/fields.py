@@ -9,6 +9,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NoReturn
 
+from koordweb.kubenames import (
+    annotations_errors,
+    is_dns_label,
+    is_dns_subdomain,
+    labels_errors,
+    toleration_errors,
+)
 from koordweb.manifests.errors import ManifestError
 from koordweb.quantity import QuantityError, parse_resource_list
 
@@ -117,6 +124,32 @@ class At:
             result[key] = value
         return result
 
+    def labels(self) -> dict[str, str]:
+        """Labels or a node selector: keys and values as the Kubernetes API server accepts them."""
+        labels = self.string_map()
+        refused = labels_errors(labels)
+        if refused:
+            self.fail(refused[0])
+        return labels
+
+    def annotations(self) -> dict[str, str]:
+        """Annotations: keys as the Kubernetes API server accepts them, 256 KiB in all."""
+        annotations = self.string_map()
+        refused = annotations_errors(annotations)
+        if refused:
+            self.fail(refused[0])
+        return annotations
+
+    def tolerations(self) -> list[dict[str, Any]]:
+        """A pod's tolerations, kept as written once each is one the API server accepts."""
+        kept = []
+        for item in self.items():
+            toleration = dict(item.mapping())
+            for name, reason in toleration_errors(toleration).items():
+                item.fail(reason, name)
+            kept.append(toleration)
+        return kept
+
     def json_value(self, default: Any) -> Any:
         """A free-form value kept whole (affinity, taints, conditions, selectors)."""
         return default if self.value is None else self.value
@@ -178,10 +211,6 @@ def format_timestamp(moment: datetime | None) -> str | None:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-_DNS_LABEL_RE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_DNS_SUBDOMAIN_RE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-
-
 @dataclass(frozen=True)
 class Metadata:
     namespace: str
@@ -199,18 +228,18 @@ def read_metadata(doc: At, *, namespaced: bool, default_namespace: str = "defaul
     if not meta.present():
         doc.fail("is required", "metadata")
     name = meta.child("name").string(required=True)
-    if not _DNS_SUBDOMAIN_RE.fullmatch(name):
+    if not is_dns_subdomain(name):
         meta.fail(f"must be a DNS-1123 subdomain (a-z, 0-9, '-', '.'), got {name!r}", "name")
     namespace = ""
     if namespaced:
         namespace = meta.child("namespace").string(default_namespace, max_length=63)
-        if not _DNS_LABEL_RE.fullmatch(namespace):
+        if not is_dns_label(namespace):
             meta.fail(f"must be a DNS label, got {namespace!r}", "namespace")
     return Metadata(
         namespace=namespace,
         name=name,
-        labels=meta.child("labels").string_map(),
-        annotations=meta.child("annotations").string_map(),
+        labels=meta.child("labels").labels(),
+        annotations=meta.child("annotations").annotations(),
         created_at=meta.child("creationTimestamp").timestamp(),
         deleting=meta.child("deletionTimestamp").present(),
         uid=meta.child("uid").string(max_length=64),

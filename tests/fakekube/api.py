@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tests.fakekube import deletion, disruption, errors, policy
+from tests.fakekube import deletion, disruption, errors, policy, validation
 from tests.fakekube.patches import json_patch, merge_patch, strategic_merge_patch
 from tests.fakekube.resources import ResourceType, Route, served
 from tests.fakekube.selectors import field_matcher, label_matcher
@@ -147,7 +147,10 @@ class ApiLogic:
         for server_owned in ("resourceVersion", "uid", "creationTimestamp", "deletionTimestamp"):
             metadata.pop(server_owned, None)
         if resource.plural == "pods":
-            self._admit_pod(body)
+            self._admit_pod(body)  # admission (mutating) first, then validation, as the server
+            refused = validation.pod_errors(body)
+            if refused:
+                raise errors.invalid_fields("Pod", metadata.get("name", ""), refused)
         elif resource.custom:
             body.pop("status", None)  # status belongs to the status subresource
         created = self.store.create(resource, body)

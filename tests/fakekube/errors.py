@@ -92,6 +92,21 @@ def invalid(resource: ResourceType, name: str, field: str, why: str) -> ApiError
     return ApiError(422, "Invalid", message, details)
 
 
+def invalid_fields(kind: str, name: str, errs: list[tuple[str, str, str]]) -> ApiError:
+    """NewInvalid with every field error of a validation (path, cause reason, message): one is
+    quoted as it is, several as Go prints an ErrorList (`[a, b]`)."""
+    texts = [f"{path}: {message}" for path, _reason, message in errs]
+    joined = texts[0] if len(texts) == 1 else f"[{', '.join(texts)}]"
+    details = {
+        "name": name,
+        "kind": kind,  # NewInvalid names the Kind (`Pod`), not the resource
+        "causes": [
+            {"reason": reason, "message": message, "field": path} for path, reason, message in errs
+        ],
+    }
+    return ApiError(422, "Invalid", f'{kind} "{name}" is invalid: {joined}', details)
+
+
 def forbidden(resource: str, name: str, why: str) -> ApiError:
     """NewForbidden: `resource` is the qualified name, e.g. `poddisruptionbudget.policy`."""
     plural, _, group = resource.partition(".")

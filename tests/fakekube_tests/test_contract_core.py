@@ -71,6 +71,54 @@ def test_create_in_a_missing_namespace_is_not_found(core: client.CoreV1Api) -> N
     assert json.loads(caught.value.body)["message"] == 'namespaces "nowhere" not found'
 
 
+QUALIFIED = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+    "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+
+
+def test_a_pod_with_an_invalid_label_is_refused_as_invalid(
+    core: client.CoreV1Api, api: client.ApiClient
+) -> None:
+    """kube-apiserver validates metadata.labels (ValidateLabels): a 422 Invalid naming the field,
+    in apimachinery's words, and nothing created."""
+    with pytest.raises(ApiException) as caught:
+        core.create_namespaced_pod("default", pod("p1", labels={"bad key!": "x"}))
+    status = status_of(caught.value, api)
+    assert (status.code, status.reason) == (422, "Invalid")
+    assert status.message == (
+        f'Pod "p1" is invalid: metadata.labels: Invalid value: "bad key!": name part {QUALIFIED}'
+    )
+    assert status.details.kind == "Pod" and status.details.name == "p1"
+    assert [(c.field, c.reason) for c in status.details.causes] == [
+        ("metadata.labels", "FieldValueInvalid")
+    ]
+    assert core.list_namespaced_pod("default").items == []
+
+
+def test_every_invalid_field_of_a_pod_is_listed(
+    core: client.CoreV1Api, api: client.ApiClient
+) -> None:
+    """Several field errors come back together, as Go prints an ErrorList: `[a, b]`."""
+    body = pod(
+        "p2",
+        labels={"app": "has space"},
+        nodeSelector={"a/b/c": "x"},
+        tolerations=[{"key": "gpu", "operator": "Exists", "value": "x"}],
+    )
+    with pytest.raises(ApiException) as caught:
+        core.create_namespaced_pod("default", body)
+    status = status_of(caught.value, api)
+    assert status.message.startswith('Pod "p2" is invalid: [metadata.labels: Invalid value: ')
+    assert [c.field for c in status.details.causes] == [
+        "metadata.labels",
+        "spec.nodeSelector",
+        "spec.tolerations[0].operator",
+    ]
+    assert "value must be empty when `operator` is 'Exists'" in status.message
+
+
 def test_pod_priority_comes_from_its_priority_class(core: client.CoreV1Api, kube: FakeKube) -> None:
     kube.add(
         {

@@ -182,3 +182,34 @@ def test_a_job_the_cluster_refuses_fails_alone(
     assert job.state == JobState.FAILED
     assert 'namespaces "nowhere" not found' in job.state_reason
     assert outcome.round.state == Round.State.SUCCEEDED
+
+
+def test_a_job_whose_labels_the_api_server_refuses_fails_alone_with_its_words(
+    kube, cluster_client, kube_cluster, django_user_model
+):
+    """A row no door of ours lets in now (written before the check, say): the API server's
+    validation refuses its pods with a 422, and the job fails with the server's message while
+    the round goes on."""
+    from koordweb.services.jobs import JobSpec, PodShape, job_submit
+
+    kube.add({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
+    settle(kube, cluster_client)
+    do_round(kube_cluster, cluster_client)
+    admin = django_user_model.objects.create_user("root", is_staff=True, is_superuser=True)
+    job, _ = job_submit(
+        user=admin,
+        spec=JobSpec(
+            name="odd",
+            namespace="ml",
+            cluster=kube_cluster.name,
+            pod=PodShape({"cpu": 1000}),
+            labels={"team": "has space"},
+        ),
+    )
+    outcome = do_round(kube_cluster, cluster_client)
+    job.refresh_from_db()
+    assert job.state == JobState.FAILED
+    assert 'Pod "odd-0" is invalid: metadata.labels: Invalid value: "has space"' in job.state_reason
+    assert "(422)" in job.state_reason
+    assert kube.pod("ml", "odd-0") is None
+    assert outcome.round.state == Round.State.SUCCEEDED

@@ -6,18 +6,16 @@ Resource amounts are integers in koordweb's units (milli-cpu, bytes, counts), as
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
 from koordweb.api.serializers.strict import StrictModelSerializer
+from koordweb.kubenames import is_dns_label
 from koordweb.models import Cluster, Device, ElasticQuota, Node, PriorityClass, TopologyLayer
 from koordweb.selectors.tenancy import quota_namespaces, user_is_admin
 from scheduler.vocabulary import QUOTA_NAMESPACES
-
-_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 _RESOURCES = {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}}
 
@@ -141,8 +139,7 @@ class QuotaSerializer(StrictModelSerializer):
         except ValueError:
             names = None
         if not isinstance(names, list) or not all(
-            isinstance(name, str) and len(name) <= 63 and _DNS_LABEL.fullmatch(name)
-            for name in names
+            isinstance(name, str) and is_dns_label(name) for name in names
         ):
             raise serializers.ValidationError(
                 f"{QUOTA_NAMESPACES} must be a JSON array of namespace names"

@@ -8,13 +8,12 @@ from rest_framework import serializers
 
 from koordweb.api.fields import ResourceListField
 from koordweb.api.serializers.strict import StrictSerializer
+from koordweb.kubenames import DNS_LABEL, DNS_SUBDOMAIN, labels_errors, toleration_errors
 from koordweb.models import Job
 from koordweb.services.jobs import GatherRule, JobSpec, PodShape
 
-# DNS-1123: what Kubernetes accepts as an object name; pods append "-<index>".
-DNS_NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 MAX_REPLICAS = 4096
+MAX_SELECTOR = 32  # node selector entries a pod may carry
 
 
 class TolerationSerializer(StrictSerializer):
@@ -27,11 +26,26 @@ class TolerationSerializer(StrictSerializer):
     toleration_seconds = serializers.IntegerField(required=False, min_value=0, allow_null=True)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        if attrs.get("operator") == "Exists" and attrs.get("value"):
-            raise serializers.ValidationError({"value": ["must be empty when operator is Exists"]})
-        if attrs.get("operator") == "Equal" and not attrs.get("key"):
-            raise serializers.ValidationError({"key": ["required when operator is Equal"]})
+        """What the API server would refuse when the pods are created, refused now."""
+        refused = toleration_errors(_toleration(attrs))
+        if refused:
+            raise serializers.ValidationError(
+                {_SNAKE.get(name, name): [reason] for name, reason in refused.items()}
+            )
         return attrs
+
+
+_SNAKE = {"tolerationSeconds": "toleration_seconds"}
+
+
+def _labels(value: dict[str, str], at_most: int | None = None) -> dict[str, str]:
+    """Labels or a node selector as Kubernetes accepts them (keys and values)."""
+    if at_most is not None and len(value) > at_most:
+        raise serializers.ValidationError(f"at most {at_most} entries")
+    refused = labels_errors(value)
+    if refused:
+        raise serializers.ValidationError(refused)
+    return value
 
 
 class PodShapeSerializer(StrictSerializer):
@@ -50,12 +64,7 @@ class PodShapeSerializer(StrictSerializer):
         return value
 
     def validate_node_selector(self, value: dict[str, str]) -> dict[str, str]:
-        if len(value) > 32:
-            raise serializers.ValidationError("at most 32 node selector entries")
-        for key in value:
-            if not key or len(key) > 317:
-                raise serializers.ValidationError(f"invalid label key {key!r}")
-        return value
+        return _labels(value, at_most=MAX_SELECTOR)
 
 
 class GatherRuleSerializer(StrictSerializer):
@@ -70,8 +79,11 @@ class TopologyRuleSerializer(StrictSerializer):
 class JobSubmissionSerializer(StrictSerializer):
     """What a user submits; validated shapes only (the service checks it against the cluster)."""
 
-    name = serializers.RegexField(DNS_NAME, max_length=200)
-    namespace = serializers.RegexField(DNS_LABEL, max_length=63, required=False, default="default")
+    # Pods are named "<name>-<index>": 200 leaves room within a DNS subdomain's 253.
+    name = serializers.RegexField(f"^{DNS_SUBDOMAIN.pattern}$", max_length=200)
+    namespace = serializers.RegexField(
+        f"^{DNS_LABEL.pattern}$", max_length=63, required=False, default="default"
+    )
     cluster = serializers.SlugField(max_length=63, required=False, allow_null=True, default=None)
     quota = serializers.CharField(max_length=253, required=False, allow_null=True, default=None)
     priority_class = serializers.CharField(
@@ -91,6 +103,9 @@ class JobSubmissionSerializer(StrictSerializer):
     labels = serializers.DictField(
         child=serializers.CharField(max_length=63, allow_blank=True), required=False, default=dict
     )
+
+    def validate_labels(self, value: dict[str, str]) -> dict[str, str]:
+        return _labels(value)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         minimum = attrs.get("min_available")

@@ -1,0 +1,128 @@
+"""What the Kubernetes API server accepts as names, label keys and values, annotation keys and
+tolerations (the rules of apimachinery's validation and of the core API's pod validation).
+
+Every door a tenant's text comes through checks it here: the API's job submission and the
+manifest reader. A value refused here is one the cluster would refuse when the job's pods are
+created: later, with the job already accepted, and only on a real cluster. Each check returns
+reasons in plain words, empty when the value is valid.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+DNS_LABEL_MAX = 63
+DNS_SUBDOMAIN_MAX = 253
+NAME_MAX = 63  # a key's name part and a label value
+ANNOTATIONS_MAX_BYTES = 256 * 1024  # all of an object's annotations together, keys included
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+_NAME_RULE = "letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
+_SUBDOMAIN_RULE = (
+    f"a DNS subdomain of at most {DNS_SUBDOMAIN_MAX} characters (lower-case letters, digits, "
+    "'-' or '.', starting and ending with a letter or digit)"
+)
+
+
+def is_dns_label(value: str) -> bool:
+    """A namespace, or a name that must fit one DNS label."""
+    return len(value) <= DNS_LABEL_MAX and DNS_LABEL.fullmatch(value) is not None
+
+
+def is_dns_subdomain(value: str) -> bool:
+    """An object's name (pods, jobs, nodes): dot-separated DNS labels."""
+    return len(value) <= DNS_SUBDOMAIN_MAX and DNS_SUBDOMAIN.fullmatch(value) is not None
+
+
+def qualified_name_errors(value: str) -> list[str]:
+    """A label or annotation key, a toleration's key: an optional DNS-subdomain prefix and '/',
+    then a name of at most 63 characters."""
+    parts = value.split("/")
+    if len(parts) > 2:
+        return ["has more than one '/' (a key is an optional DNS prefix, '/' and a name)"]
+    errors = []
+    name = parts[-1]
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            errors.append("has an empty prefix before '/'")
+        elif not is_dns_subdomain(prefix):
+            errors.append(f"has a prefix that is not {_SUBDOMAIN_RULE}")
+    if not name:
+        errors.append("has an empty name")
+    elif len(name) > NAME_MAX:
+        errors.append(f"has a name longer than {NAME_MAX} characters")
+    elif not _NAME.fullmatch(name):
+        errors.append(f"has a name that is not {_NAME_RULE}")
+    return errors
+
+
+def label_value_errors(value: str) -> list[str]:
+    """A label value, a node selector's value, a toleration's value: empty, or a name."""
+    if len(value) > NAME_MAX:
+        return [f"is longer than {NAME_MAX} characters"]
+    if value and not _NAME.fullmatch(value):
+        return [f"must be empty or {_NAME_RULE}"]
+    return []
+
+
+def labels_errors(labels: Mapping[str, str]) -> list[str]:
+    """Labels or a node selector: each reason names the key it is about."""
+    errors = []
+    for key, value in labels.items():
+        errors += [f"the key {key!r} {reason}" for reason in qualified_name_errors(key)]
+        errors += [f"the value of {key!r} {reason}" for reason in label_value_errors(value)]
+    return errors
+
+
+def annotations_errors(annotations: Mapping[str, str]) -> list[str]:
+    """Annotation keys are qualified names (upper case allowed); all of them together, keys and
+    values, fit in 256 KiB."""
+    errors = []
+    for key in annotations:
+        errors += [f"the key {key!r} {reason}" for reason in qualified_name_errors(key.lower())]
+    size = sum(len(k.encode()) + len(v.encode()) for k, v in annotations.items())
+    if size > ANNOTATIONS_MAX_BYTES:
+        errors.append(f"together take {size:,} bytes, more than 256 KiB")
+    return errors
+
+
+def toleration_errors(toleration: Mapping[str, Any]) -> dict[str, str]:
+    """One toleration in Kubernetes' spelling (key, operator, value, effect, tolerationSeconds):
+    the reason for each field the API server would refuse."""
+    errors: dict[str, str] = {}
+    for name in ("key", "operator", "value", "effect"):
+        if not isinstance(toleration.get(name, ""), str):
+            errors[name] = "must be a string"
+    seconds = toleration.get("tolerationSeconds")
+    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, int)):
+        errors["tolerationSeconds"] = "must be a whole number of seconds"
+    if errors:
+        return errors
+    key, operator = toleration.get("key", ""), toleration.get("operator", "")
+    value, effect = toleration.get("value", ""), toleration.get("effect", "")
+    if key:
+        reasons = qualified_name_errors(key)
+        if reasons:
+            errors["key"] = f"is not a valid key: it {'; it '.join(reasons)}"
+    elif operator != "Exists":
+        errors["operator"] = "must be Exists when the key is empty (it then matches every taint)"
+    if operator in ("Equal", ""):
+        reasons = label_value_errors(value)
+        if reasons:
+            errors["value"] = reasons[0]
+    elif operator == "Exists":
+        if value:
+            errors["value"] = "must be empty when the operator is Exists"
+    else:
+        errors["operator"] = "must be Equal or Exists"
+    if effect and effect not in TAINT_EFFECTS:
+        errors["effect"] = "must be NoSchedule, PreferNoSchedule or NoExecute"
+    elif seconds is not None and effect != "NoExecute":
+        errors["effect"] = "must be NoExecute when tolerationSeconds is set"
+    return errors

@@ -1,0 +1,195 @@
+"""Field validation kube-apiserver runs on a pod it is asked to create, as far as koordweb writes
+those fields: metadata labels and annotations, spec.nodeSelector and spec.tolerations.
+
+Written from apimachinery's `util/validation` (IsQualifiedName, IsValidLabelValue,
+IsDNS1123Subdomain and their messages), `api/validation` (ValidateAnnotations) and the core API's
+`validateTolerations`, on purpose apart from koordweb's own checks (`koordweb.kubenames`): the
+fake stands in for the real server, so it must not share the code it is testing. Errors come
+back as `field.Error`s do: (field path, cause reason, message), the message in Go's words.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+QUALIFIED_NAME_MSG = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character"
+)
+LABEL_VALUE_FMT = f"({QUALIFIED_NAME_FMT})?"
+LABEL_VALUE_MSG = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
+    "'.', and must start and end with an alphanumeric character"
+)
+DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+DNS1123_SUBDOMAIN_FMT = f"{DNS1123_LABEL_FMT}(\\.{DNS1123_LABEL_FMT})*"
+DNS1123_SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
+    "'.', and must start and end with an alphanumeric character"
+)
+TOTAL_ANNOTATION_SIZE = 256 * (1 << 10)
+
+Error = tuple[str, str, str]  # field path, cause reason, message
+
+
+def _regex_error(msg: str, fmt: str, *examples: str) -> str:
+    text = msg + " (e.g. "
+    for i, example in enumerate(examples):
+        if i:
+            text += " or "
+        text += f"'{example}', "
+    return text + f"regex used for validation is '{fmt}')"
+
+
+def _full(fmt: str, value: str) -> bool:
+    return re.fullmatch(fmt, value) is not None
+
+
+def is_dns1123_subdomain(value: str) -> list[str]:
+    errs = []
+    if len(value) > 253:
+        errs.append("must be no more than 253 characters")
+    if not _full(DNS1123_SUBDOMAIN_FMT, value):
+        errs.append(_regex_error(DNS1123_SUBDOMAIN_MSG, DNS1123_SUBDOMAIN_FMT, "example.com"))
+    return errs
+
+
+def is_qualified_name(value: str) -> list[str]:
+    parts = value.split("/")
+    errs: list[str] = []
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix:
+            errs.append("prefix part must be non-empty")
+        else:
+            errs += [f"prefix part {m}" for m in is_dns1123_subdomain(prefix)]
+    else:
+        return [
+            "a qualified name "
+            + _regex_error(QUALIFIED_NAME_MSG, QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        ]
+    if not name:
+        errs.append("name part must be non-empty")
+    elif len(name) > 63:
+        errs.append("name part must be no more than 63 characters")
+    if not _full(QUALIFIED_NAME_FMT, name):
+        errs.append(
+            "name part "
+            + _regex_error(QUALIFIED_NAME_MSG, QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
+        )
+    return errs
+
+
+def is_valid_label_value(value: str) -> list[str]:
+    errs = []
+    if len(value) > 63:
+        errs.append("must be no more than 63 characters")
+    if not _full(LABEL_VALUE_FMT, value):
+        errs.append(_regex_error(LABEL_VALUE_MSG, LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
+    return errs
+
+
+def _invalid(path: str, value: Any, detail: str) -> Error:
+    shown = json.dumps(value) if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    return (path, "FieldValueInvalid", f"Invalid value: {shown}: {detail}")
+
+
+def validate_labels(labels: Any, path: str) -> list[Error]:
+    errs: list[Error] = []
+    for key, value in (labels or {}).items():
+        errs += [_invalid(path, key, m) for m in is_qualified_name(key)]
+        errs += [_invalid(path, value, m) for m in is_valid_label_value(str(value))]
+    return errs
+
+
+def validate_annotations(annotations: Any, path: str) -> list[Error]:
+    errs: list[Error] = []
+    total = 0
+    for key, value in (annotations or {}).items():
+        errs += [_invalid(path, key, m) for m in is_qualified_name(key.lower())]
+        total += len(key) + len(str(value))
+    if total > TOTAL_ANNOTATION_SIZE:
+        errs.append(
+            (
+                path,
+                "FieldValueTooLong",
+                f"Too long: must have at most {TOTAL_ANNOTATION_SIZE} bytes",
+            )
+        )
+    return errs
+
+
+def validate_tolerations(tolerations: Any, path: str) -> list[Error]:
+    errs: list[Error] = []
+    for i, toleration in enumerate(tolerations or []):
+        at = f"{path}[{i}]"
+        key, operator = toleration.get("key", ""), toleration.get("operator", "")
+        value, effect = toleration.get("value", ""), toleration.get("effect", "")
+        if key:
+            errs += [_invalid(f"{at}.key", key, m) for m in is_qualified_name(key)]
+        if not key and operator != "Exists":
+            errs.append(
+                _invalid(
+                    f"{at}.operator",
+                    operator,
+                    'operator must be Exists when `key` is empty, which means "match all values '
+                    'and all keys"',
+                )
+            )
+        if toleration.get("tolerationSeconds") is not None and effect != "NoExecute":
+            errs.append(
+                _invalid(
+                    f"{at}.effect",
+                    effect,
+                    "effect must be 'NoExecute' when `tolerationSeconds` is set",
+                )
+            )
+        if operator in ("Equal", ""):
+            value_errs = is_valid_label_value(value)
+            if value_errs:
+                errs.append(_invalid(f"{at}.operator", value, ";".join(value_errs)))
+        elif operator == "Exists":
+            if value:
+                errs.append(
+                    _invalid(
+                        f"{at}.operator",
+                        toleration,
+                        "value must be empty when `operator` is 'Exists'",
+                    )
+                )
+        else:
+            errs.append(
+                (
+                    f"{at}.operator",
+                    "FieldValueNotSupported",
+                    f'Unsupported value: "{operator}": supported values: "Equal", "Exists"',
+                )
+            )
+        if effect and effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
+            errs.append(
+                (
+                    f"{at}.effect",
+                    "FieldValueNotSupported",
+                    f'Unsupported value: "{effect}": supported values: "NoSchedule", '
+                    '"PreferNoSchedule", "NoExecute"',
+                )
+            )
+    return errs
+
+
+def pod_errors(pod: dict[str, Any]) -> list[Error]:
+    """What the API server refuses in a pod to create, in the order it checks them."""
+    metadata = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    return [
+        *validate_labels(metadata.get("labels"), "metadata.labels"),
+        *validate_annotations(metadata.get("annotations"), "metadata.annotations"),
+        *validate_labels(spec.get("nodeSelector"), "spec.nodeSelector"),
+        *validate_tolerations(spec.get("tolerations"), "spec.tolerations"),
+    ]
