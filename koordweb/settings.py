@@ -285,6 +285,8 @@ if CELERY_BROKER_URL.startswith("filesystem"):
     _broker_dir = VAR_DIR / "broker"
     for _folder in ("out", "processed", "control"):
         (_broker_dir / _folder).mkdir(parents=True, exist_ok=True)
+    # Kombu's filesystem transport, each message written whole before a worker can take it.
+    CELERY_BROKER_TRANSPORT = "koordweb.broker_files:Transport"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "control_folder": str(_broker_dir / "control"),
         "data_folder_in": str(_broker_dir / "out"),
