@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NoReturn
@@ -126,19 +126,18 @@ class At:
 
     def labels(self) -> dict[str, str]:
         """Labels or a node selector: keys and values as the Kubernetes API server accepts them."""
-        labels = self.string_map()
-        refused = labels_errors(labels)
-        if refused:
-            self.fail(refused[0])
-        return labels
+        return self._checked_map(labels_errors)
 
     def annotations(self) -> dict[str, str]:
         """Annotations: keys as the Kubernetes API server accepts them, 256 KiB in all."""
-        annotations = self.string_map()
-        refused = annotations_errors(annotations)
+        return self._checked_map(annotations_errors)
+
+    def _checked_map(self, check: Callable[[dict[str, str]], list[str]]) -> dict[str, str]:
+        mapping = self.string_map()
+        refused = check(mapping)
         if refused:
             self.fail(refused[0])
-        return annotations
+        return mapping
 
     def tolerations(self) -> list[dict[str, Any]]:
         """A pod's tolerations, kept as written once each is one the API server accepts."""

@@ -8,6 +8,8 @@ trigger, as before. SQLite keeps its triggers of migration 0008 as they are."""
 
 from django.db import migrations
 
+from koordweb.migrations._postgres import on_postgresql
+
 TABLES = ("koordweb_node", "koordweb_pod", "koordweb_job", "koordweb_nodemetric", "koordweb_device")
 POSITION = "pg_current_xact_id()::text::bigint"
 
@@ -28,17 +30,7 @@ for table in TABLES:
     ]
 
 
-def _run(statements: list[str]):  # type: ignore[no-untyped-def]
-    def run(apps, schema_editor):  # type: ignore[no-untyped-def]
-        if schema_editor.connection.vendor != "postgresql":
-            return
-        for sql in statements:
-            schema_editor.execute(sql, params=None)
-
-    return run
-
-
 class Migration(migrations.Migration):
     dependencies = [("koordweb", "0016_pod_nominated_node_partial_index")]
 
-    operations = [migrations.RunPython(_run(FORWARD), _run(BACKWARD))]
+    operations = [migrations.RunPython(on_postgresql(FORWARD), on_postgresql(BACKWARD))]

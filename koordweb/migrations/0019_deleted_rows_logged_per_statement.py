@@ -8,6 +8,8 @@ keeps its own of migration 0008."""
 
 from django.db import migrations
 
+from koordweb.migrations._postgres import on_postgresql
+
 TABLES = ("koordweb_node", "koordweb_pod", "koordweb_job", "koordweb_nodemetric", "koordweb_device")
 
 FORWARD = [
@@ -39,17 +41,7 @@ BACKWARD.append("DROP FUNCTION koordweb_rows_deleted()")
 # this migration never calls it by name.
 
 
-def _run(statements: list[str]):  # type: ignore[no-untyped-def]
-    def run(apps, schema_editor):  # type: ignore[no-untyped-def]
-        if schema_editor.connection.vendor != "postgresql":
-            return
-        for sql in statements:
-            schema_editor.execute(sql, params=None)
-
-    return run
-
-
 class Migration(migrations.Migration):
     dependencies = [("koordweb", "0018_pod_terminating_active_index")]
 
-    operations = [migrations.RunPython(_run(FORWARD), _run(BACKWARD))]
+    operations = [migrations.RunPython(on_postgresql(FORWARD), on_postgresql(BACKWARD))]

@@ -33,6 +33,17 @@ def index_definition(name: str) -> str | None:
     return row[0] if row else None
 
 
+def trigger_definition(table: str, name: str) -> str:
+    """The CREATE TRIGGER statement PostgreSQL keeps for trigger `name` on `table`."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_get_triggerdef(oid) FROM pg_trigger WHERE tgrelid = %s::regclass "
+            "AND tgname = %s",
+            [table, name],
+        )
+        return str(cursor.fetchone()[0])
+
+
 def migrate_to(targets: list[tuple[str, str]]) -> None:
     """The test database at `targets` (app, migration name), forward or back."""
     MigrationExecutor(connection).migrate(targets)

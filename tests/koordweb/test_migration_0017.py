@@ -10,20 +10,10 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from tests.koordweb.schema import migrate_to, table_triggers
+from tests.koordweb.schema import migrate_to, table_triggers, trigger_definition
 
 BEFORE = [("koordweb", "0016_pod_nominated_node_partial_index")]
 TABLES = ("koordweb_node", "koordweb_pod", "koordweb_job", "koordweb_nodemetric", "koordweb_device")
-
-
-def _trigger_definition(table: str) -> str:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT pg_get_triggerdef(oid) FROM pg_trigger WHERE tgrelid = %s::regclass "
-            "AND tgname = %s",
-            [table, f"{table}_change"],
-        )
-        return cursor.fetchone()[0]
 
 
 def _default(table: str) -> str:
@@ -42,7 +32,7 @@ def test_change_position_trigger_narrows_and_comes_back(latest: Any) -> None:
     assert all(triggers.values()), "the change-position triggers of migration 0008 are there"
     if connection.vendor == "postgresql":
         for table in TABLES:
-            definition = _trigger_definition(table)
+            definition = trigger_definition(table, f"{table}_change")
             assert "BEFORE UPDATE" in definition and "INSERT" not in definition
             assert "WHEN ((new.change_seq < ((pg_current_xact_id())::text)::bigint))" in definition
             assert "pg_current_xact_id()" in _default(table)
@@ -51,11 +41,11 @@ def test_change_position_trigger_narrows_and_comes_back(latest: Any) -> None:
     assert {table: table_triggers(table) for table in TABLES} == triggers
     if connection.vendor == "postgresql":
         for table in TABLES:
-            definition = _trigger_definition(table)
+            definition = trigger_definition(table, f"{table}_change")
             assert "BEFORE INSERT OR UPDATE" in definition and "WHEN" not in definition
             assert _default(table) == "0"
 
     migrate_to(latest)
     assert {table: table_triggers(table) for table in TABLES} == triggers
     if connection.vendor == "postgresql":
-        assert "WHEN" in _trigger_definition("koordweb_pod")
+        assert "WHEN" in trigger_definition("koordweb_pod", "koordweb_pod_change")

@@ -12,20 +12,10 @@ from django.db import connection, transaction
 
 from koordweb.models import Pod
 from tests.builders import ClusterFactory, JobFactory, PodFactory
-from tests.koordweb.schema import migrate_to, table_triggers
+from tests.koordweb.schema import migrate_to, table_triggers, trigger_definition
 
 BEFORE = [("koordweb", "0018_pod_terminating_active_index")]
 TABLES = ("koordweb_node", "koordweb_pod", "koordweb_job", "koordweb_nodemetric", "koordweb_device")
-
-
-def _deleted_trigger(table: str) -> str:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT pg_get_triggerdef(oid) FROM pg_trigger WHERE tgrelid = %s::regclass "
-            "AND tgname = %s",
-            [table, f"{table}_deleted"],
-        )
-        return cursor.fetchone()[0]
 
 
 def _logged(ids: list[int]) -> list[tuple[str, int, int]]:
@@ -47,7 +37,7 @@ def test_deletion_log_trigger_per_statement_and_back(latest: Any) -> None:
     triggers = {table: table_triggers(table) for table in TABLES}
     if connection.vendor == "postgresql":
         for table in TABLES:
-            definition = _deleted_trigger(table)
+            definition = trigger_definition(table, f"{table}_deleted")
             assert "REFERENCING OLD TABLE AS gone FOR EACH STATEMENT" in definition
             assert "koordweb_rows_deleted()" in definition
 
@@ -55,7 +45,7 @@ def test_deletion_log_trigger_per_statement_and_back(latest: Any) -> None:
     assert {table: table_triggers(table) for table in TABLES} == triggers
     if connection.vendor == "postgresql":
         for table in TABLES:
-            definition = _deleted_trigger(table)
+            definition = trigger_definition(table, f"{table}_deleted")
             assert "FOR EACH ROW EXECUTE FUNCTION koordweb_row_deleted()" in definition
 
     migrate_to(latest)
