@@ -320,3 +320,29 @@ def test_bad_cluster_name_and_missing_file(tmp_path):
         call_command("import_manifests", str(tmp_path / "missing.yaml"))
     assert caught.value.returncode == 2 and "missing.yaml: No such file" in str(caught.value)
     assert not Cluster.objects.exists()
+
+
+@pytest.mark.django_db
+def test_labels_and_tolerations_the_api_server_would_refuse(tmp_path):
+    """Checked as kube-apiserver checks them (koordweb.kubenames), with the field named."""
+    message = import_error(tmp_path, NODE, pod(meta="  labels: {'bad key!': x}"))
+    assert "document 2: metadata.labels: the key 'bad key!' has a name that is not" in message
+    selector = "  nodeSelector: {zone: 'a/b'}"
+    message = import_error(tmp_path, NODE, pod(extra_spec=selector))
+    assert "document 2: spec.nodeSelector: the value of 'zone' must be empty or" in message
+    toleration = "  tolerations: [{key: gpu, operator: Exists, value: x}]"
+    message = import_error(tmp_path, NODE, pod(extra_spec=toleration))
+    assert "document 2: spec.tolerations[0].value: must be empty when the operator is" in message
+
+
+@pytest.mark.django_db
+def test_a_quota_name_must_fit_a_label_value(tmp_path):
+    """Pods name their quota in a label, whose values have at most 63 characters."""
+    name = "q" * 64
+    quota = (
+        f"apiVersion: scheduling.sigs.k8s.io/v1alpha1\nkind: ElasticQuota\n"
+        f"metadata: {{name: {name}, namespace: default}}\nspec: {{max: {{cpu: '8'}}}}"
+    )
+    message = import_error(tmp_path, quota)
+    assert "document 1: metadata.name: must be lower-case letters" in message
+    assert ElasticQuota.objects.filter(name=name).count() == 0

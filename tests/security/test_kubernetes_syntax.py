@@ -115,3 +115,15 @@ def test_yaml_submission_refuses_what_the_api_server_would(
     assert response.status_code == 400, response.content[:300]
     assert field in response.content.decode(), response.content[:300]
     assert _written() == before
+
+
+def test_a_quota_name_longer_than_a_label_value_is_refused(world: Tenants) -> None:
+    """Pods carry their quota's name as a label value: at most 63 characters."""
+    admin = _client(world.admin)
+    body = {"cluster": world.cluster.name, "name": "q" * 64, "max": {"cpu": 8000}}
+    response = admin.post("/api/v1/quotas/", json.dumps(body), content_type="application/json")
+    assert response.status_code == 400, response.content[:300]
+    assert "name" in response.json()
+    body["name"] = "q" * 63
+    response = admin.post("/api/v1/quotas/", json.dumps(body), content_type="application/json")
+    assert response.status_code == 201, response.content[:300]
