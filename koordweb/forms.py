@@ -7,10 +7,12 @@ from typing import Any
 from django import forms
 from django.db.models import QuerySet
 
+from koordweb.kubenames import DNS_LABEL, DNS_SUBDOMAIN, LABEL_CHARACTERS, NAME_CHARACTERS
 from koordweb.models import Job
 from koordweb.presenters.quantities import resource_choices
 from koordweb.presenters.words import layer_word
 from koordweb.selectors.devices import VENDORS
+from koordweb.services.jobs import MAX_REPLICAS
 from scheduler.vocabulary import NVIDIA_GPU
 
 MILLI = 1000
@@ -132,12 +134,22 @@ class JobSubmitForm(forms.Form):
     """A gang of identical pods, as the API's JSON submission has it (the service validates the
     rest against the cluster: quota membership, layers, shapes no node can hold)."""
 
-    name = forms.SlugField(max_length=200)
-    namespace = forms.SlugField(max_length=63, initial="default")
+    # Kubernetes' rules for the pods' names ("<name>-<index>") and namespace, as the API's.
+    name = forms.RegexField(
+        regex=f"^{DNS_SUBDOMAIN.pattern}$",
+        max_length=200,
+        error_messages={"invalid": f"use {NAME_CHARACTERS}"},
+    )
+    namespace = forms.RegexField(
+        regex=f"^{DNS_LABEL.pattern}$",
+        max_length=63,
+        initial="default",
+        error_messages={"invalid": f"use {LABEL_CHARACTERS}"},
+    )
     quota = forms.ChoiceField(required=False)
     priority_class = forms.ChoiceField(required=False, label="Priority class")
-    replicas = forms.IntegerField(min_value=1, max_value=10_000, initial=1, label="Pods")
-    min_available = forms.IntegerField(min_value=1, max_value=10_000, required=False)
+    replicas = forms.IntegerField(min_value=1, max_value=MAX_REPLICAS, initial=1, label="Pods")
+    min_available = forms.IntegerField(min_value=1, max_value=MAX_REPLICAS, required=False)
     gpus = forms.IntegerField(min_value=0, max_value=64, initial=8, label="GPUs per pod")
     cpu = forms.DecimalField(min_value=0, max_value=10_000, initial=8, label="CPU cores per pod")
     memory = forms.DecimalField(min_value=0, max_value=100_000, initial=32, label="Memory GiB")

@@ -20,17 +20,20 @@ DNS_SUBDOMAIN_MAX = 253
 NAME_MAX = 63  # a key's name part and a label value
 ANNOTATIONS_MAX_BYTES = 256 * 1024  # all of an object's annotations together, keys included
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
-QUOTA_NAME_RULE = (
-    "must be lower-case letters, digits, '-' or '.', starting and ending with a letter or digit, "
-    f"at most {NAME_MAX} characters: pods carry it as the value of their quota label"
-)
+
 
 _NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 _NAME_RULE = "letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
-_SUBDOMAIN_RULE = (
-    f"a DNS subdomain of at most {DNS_SUBDOMAIN_MAX} characters (lower-case letters, digits, "
-    "'-' or '.', starting and ending with a letter or digit)"
+# In words, for the forms' and the API's messages.
+NAME_CHARACTERS = (
+    "lower-case letters, digits, '-' or '.', starting and ending with a letter or digit"
 )
+LABEL_CHARACTERS = "lower-case letters, digits or '-', starting and ending with a letter or digit"
+QUOTA_NAME_RULE = (
+    f"must be {NAME_CHARACTERS}, at most {NAME_MAX} characters: pods carry it as the value of "
+    "their quota label"
+)
+_SUBDOMAIN_RULE = f"a DNS subdomain of at most {DNS_SUBDOMAIN_MAX} characters ({NAME_CHARACTERS})"
 
 
 def is_dns_label(value: str) -> bool:

@@ -63,6 +63,7 @@ from scheduler.vocabulary import (
     QUOTA_NAME,
 )
 
+MAX_REPLICAS = 4096  # pods a job may have, whichever door it comes through
 # Resources every node has implicitly or that the engine accounts for itself.
 _UNCHECKED_RESOURCES = {"pods", "ephemeral-storage"}
 

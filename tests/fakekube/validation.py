@@ -1,5 +1,5 @@
 """Field validation kube-apiserver runs on a pod it is asked to create, as far as koordweb writes
-those fields: metadata labels and annotations, spec.nodeSelector and spec.tolerations.
+those fields: its name, metadata labels and annotations, spec.nodeSelector and spec.tolerations.
 
 Written from apimachinery's `util/validation` (IsQualifiedName, IsValidLabelValue,
 IsDNS1123Subdomain and their messages), `api/validation` (ValidateAnnotations) and the core API's
@@ -187,7 +187,9 @@ def pod_errors(pod: dict[str, Any]) -> list[Error]:
     """What the API server refuses in a pod to create, in the order it checks them."""
     metadata = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
+    name = metadata.get("name", "")
     return [
+        *[_invalid("metadata.name", name, m) for m in is_dns1123_subdomain(name) if name],
         *validate_labels(metadata.get("labels"), "metadata.labels"),
         *validate_annotations(metadata.get("annotations"), "metadata.annotations"),
         *validate_labels(spec.get("nodeSelector"), "spec.nodeSelector"),

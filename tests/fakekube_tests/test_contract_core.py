@@ -97,6 +97,17 @@ def test_a_pod_with_an_invalid_label_is_refused_as_invalid(
     assert core.list_namespaced_pod("default").items == []
 
 
+def test_a_pod_name_must_be_a_dns_subdomain(core: client.CoreV1Api, api: client.ApiClient) -> None:
+    with pytest.raises(ApiException) as caught:
+        core.create_namespaced_pod("default", pod("My_Job-0"))
+    status = status_of(caught.value, api)
+    assert (status.code, status.reason) == (422, "Invalid")
+    assert status.message.startswith(
+        'Pod "My_Job-0" is invalid: metadata.name: Invalid value: "My_Job-0": a lowercase RFC 1123 '
+        "subdomain must consist of lower case alphanumeric characters"
+    )
+
+
 def test_every_invalid_field_of_a_pod_is_listed(
     core: client.CoreV1Api, api: client.ApiClient
 ) -> None:

@@ -127,3 +127,27 @@ def test_a_quota_name_longer_than_a_label_value_is_refused(world: Tenants) -> No
     body["name"] = "q" * 63
     response = admin.post("/api/v1/quotas/", json.dumps(body), content_type="application/json")
     assert response.status_code == 201, response.content[:300]
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("name", "My_Job"), ("name", "job_1"), ("namespace", "Team_A")]
+)
+def test_the_submit_page_takes_only_names_kubernetes_accepts(
+    world: Tenants, field: str, value: str
+) -> None:
+    """The page's form took any slug (upper case, '_'): a job whose pods the cluster refuses."""
+    form = {
+        "name": "probe",
+        "namespace": "default",
+        "quota": world.a.quota.name,
+        "replicas": 1,
+        "gpus": 0,
+        "cpu": 1,
+        "memory": 1,
+        field: value,
+    }
+    before = _written()
+    response = _client(world.a.user).post("/jobs/submit/", form)
+    assert response.status_code == 200  # the page again, with the field's error
+    assert "lower-case letters, digits" in response.content.decode()
+    assert _written() == before

@@ -10,9 +10,8 @@ from koordweb.api.fields import ResourceListField
 from koordweb.api.serializers.strict import StrictSerializer
 from koordweb.kubenames import DNS_LABEL, DNS_SUBDOMAIN, labels_errors, toleration_errors
 from koordweb.models import Job
-from koordweb.services.jobs import GatherRule, JobSpec, PodShape
+from koordweb.services.jobs import MAX_REPLICAS, GatherRule, JobSpec, PodShape
 
-MAX_REPLICAS = 4096
 MAX_SELECTOR = 32  # node selector entries a pod may carry
 
 
