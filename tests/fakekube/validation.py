@@ -96,8 +96,22 @@ def is_valid_label_value(value: str) -> list[str]:
 
 
 def _invalid(path: str, value: Any, detail: str) -> Error:
-    shown = json.dumps(value) if isinstance(value, str) else json.dumps(value, sort_keys=True)
-    return (path, "FieldValueInvalid", f"Invalid value: {shown}: {detail}")
+    """field.Invalid of a string value: quoted, as Go's %q."""
+    return (path, "FieldValueInvalid", f"Invalid value: {json.dumps(value)}: {detail}")
+
+
+def _go_toleration(toleration: dict[str, Any]) -> str:
+    """A core.Toleration as %#v prints it (the pointer's address shown as Go shows a set one)."""
+    seconds = toleration.get("tolerationSeconds")
+    pointer = "(*int64)(nil)" if seconds is None else "(*int64)(0xc000a1b2c8)"
+    fields = ", ".join(
+        f'{name}:"{toleration.get(key, "")}"'
+        for name, key in (("Key", "key"), ("Operator", "operator"), ("Value", "value"))
+    )
+    return (
+        f'core.Toleration{{{fields}, Effect:"{toleration.get("effect", "")}", '
+        f"TolerationSeconds:{pointer}}}"
+    )
 
 
 def validate_labels(labels: Any, path: str) -> list[Error]:
@@ -156,12 +170,10 @@ def validate_tolerations(tolerations: Any, path: str) -> list[Error]:
                 errs.append(_invalid(f"{at}.operator", value, ";".join(value_errs)))
         elif operator == "Exists":
             if value:
+                why = "value must be empty when `operator` is 'Exists'"
+                shown = _go_toleration(toleration)
                 errs.append(
-                    _invalid(
-                        f"{at}.operator",
-                        toleration,
-                        "value must be empty when `operator` is 'Exists'",
-                    )
+                    (f"{at}.operator", "FieldValueInvalid", f"Invalid value: {shown}: {why}")
                 )
         else:
             errs.append(

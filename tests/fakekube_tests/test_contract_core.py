@@ -127,7 +127,12 @@ def test_every_invalid_field_of_a_pod_is_listed(
         "spec.nodeSelector",
         "spec.tolerations[0].operator",
     ]
-    assert "value must be empty when `operator` is 'Exists'" in status.message
+    assert (
+        "spec.tolerations[0].operator: Invalid value: "
+        'core.Toleration{Key:"gpu", Operator:"Exists", Value:"x", Effect:"", '
+        "TolerationSeconds:(*int64)(nil)}: value must be empty when "
+        "`operator` is 'Exists'"
+    ) in status.message
 
 
 def test_pod_priority_comes_from_its_priority_class(core: client.CoreV1Api, kube: FakeKube) -> None:
