@@ -361,10 +361,13 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
             self.wfile.flush()
 
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        try:
             stream_watch(fake.store, fake.settings, route, query, send)
             self.wfile.write(b"0\r\n\r\n")
-        self.close_connection = True
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+        # A watch that ended (its timeoutSeconds ran out) leaves the connection open for the
+        # next request, as kube-apiserver's HTTP/1.1 server does: the client's pool reuses it.
 
     def _drop(self) -> None:
         self.close_connection = True

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from typing import Any
 
@@ -193,3 +194,27 @@ def test_custom_resource_watch_yields_dicts(
     event = collect(stream, 1)[0]
     assert event["type"] == "ADDED"
     assert event["object"]["spec"] == device["spec"]
+
+
+def test_a_watch_that_ran_out_leaves_its_connection_open(kube: FakeKube) -> None:
+    """kube-apiserver ends a watch whose timeoutSeconds ran out with the last chunk and keeps
+    the HTTP/1.1 connection for the next request, which a client's pool sends on it. The fake
+    closed it after a complete answer, so a request sent at that moment was lost
+    (RemoteDisconnected in CI, now and then). Here both requests go on one socket."""
+    kube.add(pod("p1"))
+    where = urllib3.util.parse_url(kube.url)
+    with socket.create_connection((where.host, where.port), timeout=5) as conn:
+        stream = conn.makefile("rb")
+        conn.sendall(
+            b"GET /api/v1/namespaces/default/pods?watch=true&timeoutSeconds=1 HTTP/1.1\r\n"
+            b"Host: fake\r\n\r\n"
+        )
+        assert stream.readline().startswith(b"HTTP/1.1 200")
+        while stream.readline() not in (b"\r\n", b""):
+            pass  # headers
+        chunks = []
+        while (size := int(stream.readline().strip(), 16)) > 0:
+            chunks.append(stream.read(size + 2))
+        assert stream.readline() == b"\r\n" and b'"ADDED"' in b"".join(chunks)
+        conn.sendall(b"GET /api/v1/namespaces/default/pods/p1 HTTP/1.1\r\nHost: fake\r\n\r\n")
+        assert stream.readline().startswith(b"HTTP/1.1 200"), "the connection was kept"
