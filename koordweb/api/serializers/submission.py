@@ -8,7 +8,14 @@ from rest_framework import serializers
 
 from koordweb.api.fields import ResourceListField
 from koordweb.api.serializers.strict import StrictSerializer
-from koordweb.kubenames import DNS_LABEL, DNS_SUBDOMAIN, labels_errors, toleration_errors
+from koordweb.kubenames import (
+    LABEL_CHARACTERS,
+    NAME_CHARACTERS,
+    is_dns_label,
+    is_dns_subdomain,
+    labels_errors,
+    toleration_errors,
+)
 from koordweb.models import Job
 from koordweb.services.jobs import MAX_REPLICAS, GatherRule, JobSpec, PodShape
 
@@ -79,9 +86,12 @@ class JobSubmissionSerializer(StrictSerializer):
     """What a user submits; validated shapes only (the service checks it against the cluster)."""
 
     # Pods are named "<name>-<index>": 200 leaves room within a DNS subdomain's 253.
-    name = serializers.RegexField(f"^{DNS_SUBDOMAIN.pattern}$", max_length=200)
-    namespace = serializers.RegexField(
-        f"^{DNS_LABEL.pattern}$", max_length=63, required=False, default="default"
+    name = serializers.CharField(max_length=200, help_text=f"A Kubernetes name: {NAME_CHARACTERS}.")
+    namespace = serializers.CharField(
+        max_length=63,
+        required=False,
+        default="default",
+        help_text=f"A Kubernetes namespace: {LABEL_CHARACTERS}.",
     )
     cluster = serializers.SlugField(max_length=63, required=False, allow_null=True, default=None)
     quota = serializers.CharField(max_length=253, required=False, allow_null=True, default=None)
@@ -102,6 +112,17 @@ class JobSubmissionSerializer(StrictSerializer):
     labels = serializers.DictField(
         child=serializers.CharField(max_length=63, allow_blank=True), required=False, default=dict
     )
+
+    def validate_name(self, value: str) -> str:
+        # Checked after max_length: a pattern never runs over megabytes of text.
+        if not is_dns_subdomain(value):
+            raise serializers.ValidationError(f"must be {NAME_CHARACTERS}")
+        return value
+
+    def validate_namespace(self, value: str) -> str:
+        if not is_dns_label(value):
+            raise serializers.ValidationError(f"must be {LABEL_CHARACTERS}")
+        return value
 
     def validate_labels(self, value: dict[str, str]) -> dict[str, str]:
         return _labels(value)

@@ -78,7 +78,8 @@ CASES = [
     ),
     ("min-over-replicas", submission(replicas=2, min_available=3), "min_available", "at most"),
     ("bad-mode", submission(mode="Loose"), "mode", "valid choice"),
-    ("bad-name", submission(name="Train_1"), "name", "pattern"),
+    ("bad-name", submission(name="Train_1"), "name", "lower-case letters, digits, '-' or '.'"),
+    ("bad-namespace", submission(namespace="team.a"), "namespace", "lower-case letters, digits or"),
     (
         "tolerations-type",
         submission(pod={"requests": {"cpu": "1"}, "tolerations": "all"}),
