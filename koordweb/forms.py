@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django import forms
 from django.db.models import QuerySet
 
-from koordweb.kubenames import DNS_LABEL, DNS_SUBDOMAIN, LABEL_CHARACTERS, NAME_CHARACTERS
+from koordweb.kubenames import NAME_CHARACTERS, name_errors, namespace_errors
 from koordweb.models import Job
 from koordweb.presenters.quantities import resource_choices
 from koordweb.presenters.words import layer_word
@@ -130,22 +131,20 @@ class ManifestUploadForm(forms.Form):
         return data
 
 
+def _kubernetes(value: str, errors: Callable[[str], list[str]]) -> str:
+    refused = errors(value)
+    if refused:
+        raise forms.ValidationError(refused)
+    return value
+
+
 class JobSubmitForm(forms.Form):
     """A gang of identical pods, as the API's JSON submission has it (the service validates the
     rest against the cluster: quota membership, layers, shapes no node can hold)."""
 
     # Kubernetes' rules for the pods' names ("<name>-<index>") and namespace, as the API's.
-    name = forms.RegexField(
-        regex=f"^{DNS_SUBDOMAIN.pattern}$",
-        max_length=200,
-        error_messages={"invalid": f"use {NAME_CHARACTERS}"},
-    )
-    namespace = forms.RegexField(
-        regex=f"^{DNS_LABEL.pattern}$",
-        max_length=63,
-        initial="default",
-        error_messages={"invalid": f"use {LABEL_CHARACTERS}"},
-    )
+    name = forms.CharField(max_length=200, help_text=f"A Kubernetes name: {NAME_CHARACTERS}.")
+    namespace = forms.CharField(max_length=63, initial="default")
     quota = forms.ChoiceField(required=False)
     priority_class = forms.ChoiceField(required=False, label="Priority class")
     replicas = forms.IntegerField(min_value=1, max_value=MAX_REPLICAS, initial=1, label="Pods")
@@ -179,6 +178,13 @@ class JobSubmitForm(forms.Form):
         _choices(self, "gather_layer").choices = [("", "no constraint")] + [
             (n, layer_word(n)) for n in layers
         ]
+
+    # After max_length, as the API: no pattern ever runs over megabytes of text.
+    def clean_name(self) -> str:
+        return _kubernetes(self.cleaned_data["name"], name_errors)
+
+    def clean_namespace(self) -> str:
+        return _kubernetes(self.cleaned_data["namespace"], namespace_errors)
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}

@@ -46,6 +46,20 @@ def is_dns_subdomain(value: str) -> bool:
     return len(value) <= DNS_SUBDOMAIN_MAX and DNS_SUBDOMAIN.fullmatch(value) is not None
 
 
+def name_errors(value: str) -> list[str]:
+    """A job's name (its pods are "<name>-<index>"): a DNS subdomain."""
+    return [] if is_dns_subdomain(value) else [f"must be {NAME_CHARACTERS}"]
+
+
+def namespace_errors(value: str) -> list[str]:
+    return [] if is_dns_label(value) else [f"must be {LABEL_CHARACTERS}"]
+
+
+def quota_name_errors(value: str) -> list[str]:
+    """A quota's name: an object name that pods also carry as a label value (63 at most)."""
+    return [] if len(value) <= NAME_MAX and is_dns_subdomain(value) else [QUOTA_NAME_RULE]
+
+
 def qualified_name_errors(value: str) -> list[str]:
     """A label or annotation key, a toleration's key: an optional DNS-subdomain prefix and '/',
     then a name of at most 63 characters."""

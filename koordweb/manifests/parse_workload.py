@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from koordweb.kubenames import QUOTA_NAME_RULE, label_value_errors
+from koordweb.kubenames import quota_name_errors
 from koordweb.manifests.fields import MAX_INT32, At, pop_keys, read_metadata
 from koordweb.manifests.objects import PDB, POD, POD_GROUP, QUOTA, ParsedObject
 from koordweb.manifests.parse_cluster import PREEMPTION_POLICIES
@@ -254,8 +254,8 @@ def parse_pod_group(doc: At, api_version: str) -> ParsedObject:
 def parse_quota(doc: At) -> ParsedObject:
     """An ElasticQuota: min/max, tree labels and the shared-weight annotation."""
     meta = read_metadata(doc, namespaced=True)
-    if label_value_errors(meta.name):
-        doc.fail(QUOTA_NAME_RULE, "metadata.name")
+    for reason in quota_name_errors(meta.name):
+        doc.fail(reason, "metadata.name")
     spec = doc.child("spec")
     labels, annotations = dict(meta.labels), dict(meta.annotations)
     label = {

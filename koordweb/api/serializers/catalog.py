@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
 from koordweb.api.serializers.strict import StrictModelSerializer
-from koordweb.kubenames import QUOTA_NAME_RULE, is_dns_label, is_dns_subdomain, label_value_errors
+from koordweb.kubenames import is_dns_label, quota_name_errors
 from koordweb.models import Cluster, Device, ElasticQuota, Node, PriorityClass, TopologyLayer
 from koordweb.selectors.tenancy import quota_namespaces, user_is_admin
 from scheduler.vocabulary import QUOTA_NAMESPACES
@@ -130,8 +130,9 @@ class QuotaSerializer(StrictModelSerializer):
     def validate_name(self, value: str) -> str:
         """A pod names its quota in a label (quota.scheduling.koordinator.sh/name), so the name
         must also be a label value: at most 63 characters."""
-        if not is_dns_subdomain(value) or label_value_errors(value):
-            raise serializers.ValidationError(QUOTA_NAME_RULE)
+        refused = quota_name_errors(value)
+        if refused:
+            raise serializers.ValidationError(refused)
         return value
 
     def get_namespaces(self, quota: ElasticQuota) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from rest_framework import serializers
@@ -11,9 +12,9 @@ from koordweb.api.serializers.strict import StrictSerializer
 from koordweb.kubenames import (
     LABEL_CHARACTERS,
     NAME_CHARACTERS,
-    is_dns_label,
-    is_dns_subdomain,
     labels_errors,
+    name_errors,
+    namespace_errors,
     toleration_errors,
 )
 from koordweb.models import Job
@@ -42,6 +43,13 @@ class TolerationSerializer(StrictSerializer):
 
 
 _SNAKE = {"tolerationSeconds": "toleration_seconds"}
+
+
+def _valid(value: str, errors: Callable[[str], list[str]]) -> str:
+    refused = errors(value)
+    if refused:
+        raise serializers.ValidationError(refused)
+    return value
 
 
 def _labels(value: dict[str, str], at_most: int | None = None) -> dict[str, str]:
@@ -113,16 +121,12 @@ class JobSubmissionSerializer(StrictSerializer):
         child=serializers.CharField(max_length=63, allow_blank=True), required=False, default=dict
     )
 
+    # Checked after max_length: no pattern ever runs over megabytes of text.
     def validate_name(self, value: str) -> str:
-        # Checked after max_length: a pattern never runs over megabytes of text.
-        if not is_dns_subdomain(value):
-            raise serializers.ValidationError(f"must be {NAME_CHARACTERS}")
-        return value
+        return _valid(value, name_errors)
 
     def validate_namespace(self, value: str) -> str:
-        if not is_dns_label(value):
-            raise serializers.ValidationError(f"must be {LABEL_CHARACTERS}")
-        return value
+        return _valid(value, namespace_errors)
 
     def validate_labels(self, value: dict[str, str]) -> dict[str, str]:
         return _labels(value)
