@@ -127,7 +127,7 @@ def validate_annotations(annotations: Any, path: str) -> list[Error]:
     total = 0
     for key, value in (annotations or {}).items():
         errs += [_invalid(path, key, m) for m in is_qualified_name(key.lower())]
-        total += len(key) + len(str(value))
+        total += len(key.encode()) + len(str(value).encode())  # Go counts bytes
     if total > TOTAL_ANNOTATION_SIZE:
         errs.append(
             (

@@ -84,6 +84,9 @@ def test_annotation_keys_may_be_upper_case_and_all_fit_in_256_kib() -> None:
         "together take 262,148 bytes, more than 256 KiB"
     ]
     assert validation.validate_annotations({"note": "x" * (256 * 1024)}, "a") != []
+    # Bytes, not characters, on both sides: 100,000 three-byte characters are over the limit.
+    assert annotations_errors({"note": "€" * 100_000}) != []
+    assert validation.validate_annotations({"note": "€" * 100_000}, "a") != []
 
 
 TOLERATIONS = [
