@@ -123,6 +123,9 @@ def toleration_errors(toleration: Mapping[str, Any]) -> dict[str, str]:
     seconds = toleration.get("tolerationSeconds")
     if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, int)):
         errors["tolerationSeconds"] = "must be a whole number of seconds"
+    elif seconds is not None and not -(2**63) <= seconds < 2**63:
+        # An int64 in the API: the server cannot even read a larger number.
+        errors["tolerationSeconds"] = f"is out of range (at most {2**63 - 1:,} seconds)"
     if errors:
         return errors
     key, operator = toleration.get("key", ""), toleration.get("operator", "")

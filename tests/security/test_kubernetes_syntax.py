@@ -40,6 +40,11 @@ JSON_CASES = [
     ("tolerations", [{"key": "gpu", "value": "a b"}], "value"),
     ("tolerations", [{"key": "gpu", "operator": "Exists", "toleration_seconds": 5}], "effect"),
     ("tolerations", [{"value": "x"}], "operator"),
+    (
+        "tolerations",
+        [{"key": "k", "operator": "Exists", "effect": "NoExecute", "toleration_seconds": 10**30}],
+        "toleration_seconds",
+    ),
 ]
 
 
@@ -96,6 +101,11 @@ YAML_CASES = [
         "spec.tolerations[0].value",
     ),
     ("tolerations", [{"key": "gpu", "operator": "Sometimes"}], "spec.tolerations[0].operator"),
+    (
+        "tolerations",
+        [{"key": "k", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 10**30}],
+        "spec.tolerations[0].tolerationSeconds",
+    ),
 ]
 
 
