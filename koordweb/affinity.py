@@ -6,8 +6,10 @@ worker's leases every third of KOORDWEB_LEASE_SECONDS and gives unowned or expir
 workers, sending a cold-start round to each cluster a dead or departed worker owned
 (services/leases.py). `route_task` sends a cluster's round to its owner's queue, and to the shared
 queue when nobody owns it; the worker that takes a round owned by another live worker forwards it
-there (tasks.run_round). A warm snapshot of a cluster, kept in the worker process that runs its
-rounds, is therefore in one process: run round workers with `--pool=solo`, one process each.
+there (tasks.run_round). The heartbeat that retires a worker dead for an hour also removes its
+queue from the broker (koordweb.worker_queues). A warm snapshot of a cluster, kept in the worker
+process that runs its rounds, is therefore in one process: run round workers with `--pool=solo`,
+one process each.
 """
 
 from __future__ import annotations
@@ -111,6 +113,10 @@ class Heartbeat(threading.Thread):
         from koordweb.services.leases import worker_beat
 
         report = worker_beat(worker=self.worker, queue=self.queue, ttl=lease_seconds())
+        if report.retired_queues:
+            from koordweb.worker_queues import worker_queues_remove
+
+            worker_queues_remove(report.retired_queues)
         for cluster_id in sorted(report.taken_over):
             # A dead or departed owner's cluster: the requests sent to its queue may be lost, so
             # the new owner runs one round now (a cold start), not at the next tick.

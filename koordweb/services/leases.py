@@ -49,6 +49,9 @@ class BeatReport:
     # queue may be lost, so the new owner should run one now.
     taken_over: set[int] = field(default_factory=set)
     handed_over: dict[int, Owner] = field(default_factory=dict)
+    # The own queues of the dead workers this beat retired, for the broker to drop
+    # (koordweb.worker_queues).
+    retired_queues: list[str] = field(default_factory=list)
 
 
 def db_now() -> datetime:
@@ -212,8 +215,24 @@ def worker_beat(*, worker: str, queue: str, ttl: float) -> BeatReport:
         given = mine.order_by("-acquired_at", "-cluster_id").first()
         if given is not None and _swap(given, target, now, ttl):
             report.handed_over[given.cluster_id] = live[target]
-    RoundWorker.objects.filter(expires_at__lt=now - RETIRE_AFTER, leases__isnull=True).delete()
+    report.retired_queues = workers_retire(now)
     return report
+
+
+def workers_retire(now: datetime) -> list[str]:
+    """Delete the rows of workers dead for RETIRE_AFTER that own nothing; returns their queues
+    that no remaining worker uses. Each row goes by a conditional DELETE of its own, so a worker
+    that beat again meanwhile stays, and of two heartbeats retiring at once only the one whose
+    DELETE took the row reports its queue."""
+    cutoff = now - RETIRE_AFTER
+    dead = RoundWorker.objects.filter(expires_at__lt=cutoff, leases__isnull=True)
+    retired: list[str] = []
+    for name, queue in list(dead.values_list("name", "queue")):
+        deleted, _ = dead.filter(name=name).delete()
+        if deleted:
+            retired.append(queue)
+    in_use = set(RoundWorker.objects.filter(queue__in=retired).values_list("queue", flat=True))
+    return [queue for queue in retired if queue not in in_use]
 
 
 def worker_leave(*, worker: str) -> int:

@@ -11,6 +11,7 @@ from koordweb.affinity import route_task
 from koordweb.models import Cluster, ClusterLease, RoundWorker
 from koordweb.selectors.leases import cluster_owners, owner_queue
 from koordweb.services.leases import (
+    RETIRE_AFTER,
     _swap,
     db_now,
     lease_resolve,
@@ -105,6 +106,39 @@ def test_a_worker_leaving_frees_its_leases_at_once():
     assert all(owner_queue(c.id) is None for c in clusters)
     report = worker_beat(worker="w2", queue="q.w2", ttl=TTL)
     assert set(report.assigned) == {c.id for c in clusters}
+
+
+def test_a_worker_dead_long_and_owning_nothing_is_retired_with_its_queue():
+    cluster = Cluster.objects.create(name="c0")
+    for name in ("gone", "holding", "recent", "twin"):
+        worker_beat(worker=name, queue=f"q.{name}", ttl=TTL)
+    long_ago = db_now() - RETIRE_AFTER - timedelta(minutes=1)
+    RoundWorker.objects.exclude(name="recent").update(expires_at=long_ago)
+    RoundWorker.objects.filter(name="recent").update(expires_at=db_now() - timedelta(minutes=5))
+    # "holding" still owns the cluster (an expired lease): not retired until it is taken.
+    ClusterLease.objects.filter(cluster=cluster).update(owner_id="holding", expires_at=long_ago)
+    # "twin" shares its queue with a worker that stays: the queue is not reported.
+    RoundWorker.objects.filter(name="twin").update(queue="q.shared")
+    RoundWorker.objects.create(
+        name="other", queue="q.shared", started_at=long_ago, seen_at=long_ago,
+        expires_at=db_now() + timedelta(minutes=5),
+    )  # fmt: skip
+    ClusterLease.objects.filter(cluster=cluster).update(expires_at=db_now() + timedelta(hours=1))
+    report = worker_beat(worker="live", queue="q.live", ttl=TTL)
+    assert report.retired_queues == ["q.gone"]
+    left = set(RoundWorker.objects.values_list("name", flat=True))
+    assert left == {"holding", "recent", "other", "live"}
+    # Retired once: the next beat finds nothing more to drop.
+    assert worker_beat(worker="live", queue="q.live", ttl=TTL).retired_queues == []
+
+
+def test_a_worker_beating_again_is_not_retired():
+    worker_beat(worker="back", queue="q.back", ttl=TTL)
+    long_ago = db_now() - RETIRE_AFTER - timedelta(minutes=1)
+    RoundWorker.objects.filter(name="back").update(expires_at=long_ago)
+    worker_beat(worker="back", queue="q.back", ttl=TTL)  # it came back before anyone retired it
+    assert worker_beat(worker="live", queue="q.live", ttl=TTL).retired_queues == []
+    assert RoundWorker.objects.filter(name="back").exists()
 
 
 def test_operators_see_who_owns_which_cluster(admin_client):
