@@ -6,8 +6,10 @@ it. A worker listing the folder in between takes the empty file, fails to decode
 the message (seen as a JSONDecodeError when a web process, the beat and a worker share the
 folder). A queue's binding table has the same gap when its file is first made. Here a message is
 written under a name no reader matches and renamed into place, and a new binding table is linked
-into place only if no other process made it first: both are atomic on one filesystem. The
-networked brokers (Redis, RabbitMQ) are what scales out; this one serves one machine.
+into place only if no other process made it first: both are atomic on one filesystem. An exchange
+deleted (a retired worker's, koordweb.worker_queues) takes its table file with it once no queue is
+bound there; kombu leaves it, empty. The networked brokers (Redis, RabbitMQ) are what scales out;
+this one serves one machine.
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ from typing import Any
 
 from kombu.exceptions import ChannelError
 from kombu.transport import filesystem
-from kombu.utils.encoding import str_to_bytes
-from kombu.utils.json import dumps
+from kombu.utils.encoding import bytes_to_str, str_to_bytes
+from kombu.utils.json import dumps, loads
 
 PARTIAL = ".part"  # a reader matches `<stamp>_<uuid>.<queue>.msg` only
 
@@ -40,9 +42,19 @@ class Channel(filesystem.Channel):
             raise ChannelError(f"Cannot add file {final!r} to directory") from exc
 
     def _queue_bind(self, exchange: str, routing_key: str, pattern: str, queue: str) -> None:
-        """Bind `queue`: a table no process has made yet is made whole and linked into place
-        (a link fails if another process linked one first); an existing table is updated under
-        its lock, as kombu does."""
+        """Bind `queue`, and bind again if the table was removed meanwhile (`exchange_delete`
+        unlinks an emptied table while another process may have it open to add to it)."""
+        entry = filesystem.exchange_queue_t(routing_key or "", pattern or "", queue or "")
+        for _ in range(3):
+            self._queue_bind_once(exchange, routing_key, pattern, queue)
+            if entry in self.get_table(exchange):
+                return
+        raise ChannelError(f"Cannot bind {queue!r} to exchange {exchange!r}")
+
+    def _queue_bind_once(self, exchange: str, routing_key: str, pattern: str, queue: str) -> None:
+        """A table no process has made yet is made whole and linked into place (a link fails if
+        another process linked one first); an existing table is updated under its lock, as kombu
+        does."""
         file = self._exchange_file(exchange)
         self.control_folder.mkdir(exist_ok=True)
         if not file.exists():
@@ -58,6 +70,23 @@ class Channel(filesystem.Channel):
             finally:
                 os.unlink(scratch)
         super()._queue_bind(exchange, routing_key, pattern, queue)
+
+    def exchange_delete(self, exchange: str, if_unused: bool = False, nowait: bool = False) -> None:
+        """Delete `exchange` (its queues, when empty, as kombu does), then its table file if no
+        queue is bound there any more: checked and unlinked under the table's lock."""
+        super().exchange_delete(exchange, if_unused=if_unused, nowait=nowait)
+        file = self._exchange_file(exchange)
+        try:
+            table = file.open("rb", buffering=0)
+        except FileNotFoundError:
+            return
+        with table:
+            filesystem.lock(table, filesystem.LOCK_EX)
+            try:
+                if not loads(bytes_to_str(table.read()) or "[]"):
+                    file.unlink(missing_ok=True)
+            finally:
+                filesystem.unlock(table)
 
 
 class Transport(filesystem.Transport):

@@ -13,7 +13,7 @@ import pytest
 from kombu import Connection
 from kombu.transport import filesystem
 
-from koordweb.broker_files import Transport
+from koordweb.broker_files import Channel, Transport
 
 
 def _connection(folder: Path, transport: Any) -> Connection:
@@ -78,3 +78,44 @@ def test_two_processes_binding_a_new_queue_both_keep_their_binding(tmp_path: Pat
         table = {q.queue for q in one.default_channel.get_table("rounds-x")}
     assert table == {"queue-a", "queue-b"}
     assert [p.name for p in (tmp_path / "control").iterdir()] == ["rounds-x.exchange"]
+
+
+def test_a_deleted_exchange_takes_its_table_only_once_nothing_is_bound(tmp_path: Path) -> None:
+    table = tmp_path / "control" / "retired.exchange"
+    with _connection(tmp_path, Transport) as conn:
+        channel = conn.default_channel
+        channel._queue_bind("retired", "a", "", "queue-a")
+        channel._queue_bind("retired", "b", "", "queue-b")
+        channel._delete("queue-a", "retired", "a", "")
+        channel.exchange_delete("retired")  # queue-b is still bound (and kombu keeps non-empty)
+        assert table.exists() and [q.queue for q in channel.get_table("retired")] == ["queue-b"]
+        channel._delete("queue-b", "retired", "b", "")
+        channel.exchange_delete("retired")
+        assert not table.exists()
+        channel.exchange_delete("retired")  # again: nothing to do
+        channel._queue_bind("retired", "c", "", "queue-c")  # a new binding makes a new table
+        assert [q.queue for q in channel.get_table("retired")] == ["queue-c"]
+
+
+def test_a_binding_whose_table_was_removed_meanwhile_is_made_again(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The binder had the emptied table open when another process, deleting the exchange,
+    unlinked it: its entry went to the unlinked file, so it binds again."""
+    with _connection(tmp_path, Transport) as conn:
+        channel = conn.default_channel
+        channel._queue_bind("shared", "a", "", "queue-a")
+        channel._delete("queue-a", "shared", "a", "")  # the table is now empty: "[]"
+        real = Channel._queue_bind_once
+        calls: list[int] = []
+
+        def bind_then_lose_the_table(self: Any, *args: Any) -> None:
+            real(self, *args)
+            calls.append(1)
+            if len(calls) == 1:
+                (tmp_path / "control" / "shared.exchange").unlink()
+
+        monkeypatch.setattr(Channel, "_queue_bind_once", bind_then_lose_the_table)
+        channel._queue_bind("shared", "b", "", "queue-b")
+        assert len(calls) == 2
+        assert [q.queue for q in channel.get_table("shared")] == ["queue-b"]

@@ -55,6 +55,13 @@ def _bound(name: str) -> bool:
             return False
 
 
+def _table_file_left(name: str) -> bool:
+    """The embedded broker: whether the queue's exchange still has a table file."""
+    with app.connection_for_write() as conn:
+        channel = conn.default_channel
+        return hasattr(channel, "_exchange_file") and channel._exchange_file(name).exists()
+
+
 @pytest.fixture
 def worker_queue() -> Iterator[str]:
     name = f"koordweb-test-{uuid.uuid4().hex[:10]}.departed"
@@ -69,6 +76,7 @@ def test_a_departed_workers_queue_and_its_rounds_leave_the_broker(worker_queue: 
     assert worker_queues_remove([worker_queue]) == [worker_queue]
     assert _waiting(worker_queue) in (None, 0)  # the embedded broker has no "no such queue"
     assert not _bound(worker_queue)
+    assert not _table_file_left(worker_queue)
     # Removing again (a second heartbeat retiring the same worker) is harmless.
     assert worker_queues_remove([worker_queue, ""]) == [worker_queue]
 

@@ -108,19 +108,9 @@ class Fleet:
 
     def purge(self) -> None:
         """Drop what nobody took: this test's queue and every worker's own queue."""
-        from koordweb.celery import app
         from koordweb.worker_queues import worker_queues_remove
 
-        queues = [self.queue, *RoundWorker.objects.values_list("queue", flat=True)]
-        worker_queues_remove(queues)
-        with app.connection_for_write() as conn:
-            options = conn.transport_options or {}
-            filesystem = conn.transport_cls == "filesystem"
-        if filesystem:  # the embedded broker keeps an emptied exchange's table file
-            folder = Path(options.get("control_folder", "control"))
-            for base in {ROOT, Path.cwd()}:
-                for queue in queues:
-                    (base / folder / f"{queue}.exchange").unlink(missing_ok=True)
+        worker_queues_remove([self.queue, *RoundWorker.objects.values_list("queue", flat=True)])
 
 
 @pytest.fixture
