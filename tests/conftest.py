@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from collections.abc import Iterator
@@ -33,8 +34,11 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 @pytest.fixture
 def celery_queue() -> Iterator[str]:
-    """A queue of this test's own, so no other worker on a shared broker takes its tasks."""
+    """A queue of this test's own, so no other worker on a shared broker takes its tasks; it and
+    the own queues of the workers the test started leave the broker when the test ends."""
     from koordweb.celery import app
+    from koordweb.models import RoundWorker
+    from koordweb.worker_queues import worker_queues_remove
 
     name = f"koordweb-test-{uuid.uuid4().hex[:10]}"
     previous = app.conf.task_default_queue
@@ -43,6 +47,10 @@ def celery_queue() -> Iterator[str]:
         yield name
     finally:
         app.conf.task_default_queue = previous
+        queues = [name]
+        with contextlib.suppress(Exception):  # a test without the database started no worker
+            queues += list(RoundWorker.objects.values_list("queue", flat=True))
+        worker_queues_remove(queues)
 
 
 @pytest.fixture(autouse=True)

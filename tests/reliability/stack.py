@@ -139,22 +139,12 @@ class Workers:
         self.purge()
 
     def purge(self) -> None:
-        """Drop the round requests nobody took, so the shared broker keeps no debris."""
-        from koordweb.celery import app
+        """Drop the round requests nobody took, so the shared broker keeps no debris: this test's
+        queue and its workers' own queues."""
+        from koordweb.models import RoundWorker
+        from koordweb.worker_queues import worker_queues_remove
 
-        with app.connection_for_write() as conn:
-            channel = conn.default_channel
-            channel.queue_declare(queue=self.queue, durable=True, auto_delete=False)
-            channel.queue_purge(self.queue)
-            channel.queue_delete(self.queue)
-            options = conn.transport_options or {}
-            filesystem = conn.transport_cls == "filesystem"
-        if filesystem:
-            # kombu's filesystem transport never deletes an exchange's table file (relative
-            # to each process's working directory): remove the one our queue created.
-            folder = Path(options.get("control_folder", "control"))
-            for base in {ROOT, Path.cwd()}:
-                (base / folder / f"{self.queue}.exchange").unlink(missing_ok=True)
+        worker_queues_remove([self.queue, *RoundWorker.objects.values_list("queue", flat=True)])
 
 
 # --- the stack: a broker of its own, gunicorn and a worker with beat ---
