@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from scheduler.contracts import conformance_problems
+from scheduler.durations import go_duration_seconds
 from scheduler.framework import Arg, Plugin
 
 if TYPE_CHECKING:
@@ -273,16 +275,13 @@ def _object_problem(arg: Arg, value: Any) -> str:
     return ""
 
 
-_DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m(?!s))?(?:(\d+)s)?$")
-
-
 def duration_seconds(text: str) -> int | None:
-    """A Kubernetes (Go) duration in whole hours, minutes and seconds, in seconds; None if not."""
-    match = _DURATION.match(text.strip())
-    if not match or not text.strip() or not any(match.groups()):
+    """A Kubernetes (Go) duration in whole seconds, a fraction rounded up (`500ms` is 1); None
+    when Go would refuse it or it is negative."""
+    seconds = go_duration_seconds(text.strip())
+    if seconds is None or seconds < 0:
         return None
-    hours, minutes, seconds = (int(g or 0) for g in match.groups())
-    return hours * 3600 + minutes * 60 + seconds
+    return math.ceil(seconds)
 
 
 def _int_problem(arg: Arg, value: Any) -> str:

@@ -60,6 +60,7 @@ from koordweb.rows import pods as pod_services
 
 logger = logging.getLogger("koordweb.sync")
 FINISHED = (PodPhase.SUCCEEDED, PodPhase.FAILED)
+_said: set[str] = set()  # sync warnings already logged by this process
 
 
 def cluster_reconcile(
@@ -98,6 +99,13 @@ def cluster_reconcile(
         logger.warning("sync skipped %d documents: %s", len(skipped), "; ".join(skipped[:5]))
     for warning in warnings:
         logger.warning("sync: %s", warning)
+    # Gang settings Koordinator would not use (its defaults apply): said once per process, not at
+    # every sync of the same pod.
+    for obj in parsed:
+        for text in obj.extra.get("warnings", ()):
+            if text not in _said and len(_said) < 10_000:
+                _said.add(text)
+                logger.warning("sync: %s %s: %s", obj.kind, obj.key, text)
     return {
         "nodes": len(nodes),
         "pods": pods,

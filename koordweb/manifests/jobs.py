@@ -105,10 +105,6 @@ def _finish(plan: JobPlan) -> None:
     else:
         declared = values.get("total_number")
         values["total_number"] = declared or max(values["min_available"], len(pods))
-    if plan.kind == "podgroup" and not values["topology_spec"]:
-        specs = [pod.extra["topology_spec"] for pod in pods if "topology_spec" in pod.extra]
-        if specs:
-            values["topology_spec"] = specs[0]
     values.setdefault("gang_groups", [])
     values.setdefault("topology_spec", {})
     members = set(values["gang_groups"]) | {plan.gang_id}

@@ -77,8 +77,10 @@ class ManifestSet:
 
     @property
     def warnings(self) -> list[str]:
-        """What an import accepts but does not apply (e.g. unsupported scheduler arguments)."""
-        return [obj.extra["warning"] for obj in self.objects if obj.extra.get("warning")]
+        """What an import accepts but does not apply (unsupported scheduler arguments, gang
+        settings Koordinator would not use and replaces by its defaults)."""
+        found = [obj.extra["warning"] for obj in self.objects if obj.extra.get("warning")]
+        return found + [text for obj in self.objects for text in obj.extra.get("warnings", ())]
 
     def counts(self) -> dict[str, int]:
         """How many documents of each kind, plus the jobs built ("Job")."""

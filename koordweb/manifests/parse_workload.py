@@ -3,14 +3,17 @@ validated `ParsedObject`s (no database access). Jobs are assembled from them in 
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 from typing import Any
 
 from koordweb.kubenames import quota_name_errors
+from koordweb.manifests.errors import ManifestError
 from koordweb.manifests.fields import MAX_INT32, At, pop_keys, read_metadata
 from koordweb.manifests.objects import PDB, POD, POD_GROUP, QUOTA, ParsedObject
 from koordweb.manifests.parse_cluster import PREEMPTION_POLICIES
+from scheduler.durations import go_duration_seconds
 from scheduler.vocabulary import (
     DEFAULT_WAITING_SECONDS,
     DURATION_ANNOTATION,
@@ -107,28 +110,88 @@ def pod_resources(spec: At) -> tuple[dict[str, int], dict[str, int]]:
     return totals[0], totals[1]
 
 
-def _read_gang(annotations: dict[str, str], index: int) -> dict[str, Any]:
-    """Gang settings of an annotation gang, from the pod's gang annotations."""
+def _read_gang(annotations: dict[str, str], index: int, warnings: list[str]) -> dict[str, Any]:
+    """Gang settings of an annotation gang, from the pod's gang annotations, as Koordinator's
+    `tryInitByPodConfig` reads them: min-available is required, the rest fall back."""
+    min_available = _annotation(annotations, index, GANG_MIN_AVAILABLE).integer(
+        required=True, minimum=1, maximum=MAX_INT32
+    )
+    wait = _annotation(annotations, index, GANG_WAITING_TIME).string(max_length=64)
+    return {
+        "min_available": min_available,
+        **_gang_annotations(annotations, index, min_available, warnings),
+        "waiting_time_seconds": _waiting_seconds(wait, warnings),
+    }
+
+
+def _gang_annotations(
+    annotations: dict[str, str], index: int, min_available: int, warnings: list[str]
+) -> dict[str, Any]:
+    """What a PodGroup and an annotation gang's pods both say in gang annotations (total number,
+    mode, groups, topology), read as Koordinator v1.7 does (`tryInitByPodGroup`,
+    `tryInitByPodConfig`): a value it cannot use falls back to its default, with a warning,
+    rather than refusing the document."""
 
     def at(key: str) -> At:
         return _annotation(annotations, index, key)
 
-    min_available = at(GANG_MIN_AVAILABLE).integer(required=True, minimum=1, maximum=MAX_INT32)
-    total_at = at(GANG_TOTAL_NUMBER)
-    total = total_at.integer(minimum=1, maximum=MAX_INT32) if total_at.present() else None
-    if total is not None and total < min_available:
-        total_at.fail(f"must be at least min-available ({min_available}), got {total}")
-    mode = at(GANG_MODE).string("Strict")
+    total_text = at(GANG_TOTAL_NUMBER).string()
+    total: int | None = None
+    if total_text:
+        try:
+            total = int(total_text)
+        except ValueError:
+            warnings.append(_fallback(index, GANG_TOTAL_NUMBER, total_text, "min-available"))
+        else:
+            if total > MAX_INT32:
+                at(GANG_TOTAL_NUMBER).fail(f"is out of range (at most {MAX_INT32})")
+            if total != 0 and total < min_available:
+                warnings.append(_fallback(index, GANG_TOTAL_NUMBER, total_text, "min-available"))
+            if total < min_available:
+                total = None  # the job's size decides (at least min-available)
+    mode = at(GANG_MODE).string() or "Strict"
     if mode not in GANG_MODES:
-        at(GANG_MODE).fail(f"must be one of {sorted(GANG_MODES)}, got {mode!r}")
-    return {
-        "min_available": min_available,
-        "total_number": total,
-        "mode": mode,
-        "waiting_time_seconds": at(GANG_WAITING_TIME).duration_seconds(DEFAULT_WAITING_SECONDS),
-        "gang_groups": read_gang_groups(at(GANG_GROUPS)),
-        "topology_spec": read_topology_spec(at(GANG_TOPOLOGY_SPEC)),
-    }
+        warnings.append(_fallback(index, GANG_MODE, mode, "Strict"))
+        mode = "Strict"
+    try:
+        groups = read_gang_groups(at(GANG_GROUPS))
+    except ManifestError as error:
+        warnings.append(f"{error}: the gang is placed alone, as Koordinator does")
+        groups = []
+    try:
+        topology = read_topology_spec(at(GANG_TOPOLOGY_SPEC))
+    except ManifestError as error:
+        warnings.append(f"{error}: no topology rule, as Koordinator does")
+        topology = {}
+    return {"total_number": total, "mode": mode, "gang_groups": groups, "topology_spec": topology}
+
+
+def _waiting_seconds(text: str, warnings: list[str], where: str = "") -> int:
+    """The gang's waiting time from a Go duration: 0, an unreadable or a negative value is
+    Koordinator's default (600 s); a fraction of a second is rounded up (0 would be "never")."""
+    if not text:
+        return DEFAULT_WAITING_SECONDS
+    seconds = go_duration_seconds(text)
+    if seconds is None or seconds < 0:
+        warnings.append(
+            f"{where or 'metadata.annotations.' + GANG_WAITING_TIME}: {text[:64]!r} is not a "
+            f"duration Koordinator reads (such as 600s, 10m or 1h30m): the default "
+            f"{DEFAULT_WAITING_SECONDS} s applies"
+        )
+        return DEFAULT_WAITING_SECONDS
+    if seconds == 0:
+        return DEFAULT_WAITING_SECONDS
+    if seconds > MAX_INT32:
+        warnings.append(f"waiting time {text[:64]!r} is capped at {MAX_INT32} s")
+        return MAX_INT32
+    return max(1, math.ceil(seconds))
+
+
+def _fallback(index: int, key: str, value: str, default: str) -> str:
+    return (
+        f"document {index}: metadata.annotations.{key}: {value[:64]!r} is not used by "
+        f"Koordinator, which takes {default} instead; so does koordweb"
+    )
 
 
 def _finished_at(status: At) -> Any:
@@ -156,21 +219,27 @@ def parse_pod(doc: At) -> ParsedObject:
         policy_at.fail(f"must be one of {sorted(PREEMPTION_POLICIES)}")
     priority_at = spec.child("priority")
     index_at = _annotation(annotations, doc.index, GANG_TOPOLOGY_INDEX)
-    extra: dict[str, Any] = {"duration_seconds": _read_duration(annotations, doc.index)}
+    warnings: list[str] = []
+    extra: dict[str, Any] = {
+        "duration_seconds": _read_duration(annotations, doc.index),
+        "warnings": warnings,
+    }
     group_labels = pop_keys(labels, *POD_GROUP_LABELS)
     if group_labels:
         label, group = next(iter(group_labels.items()))
         extra["pod_group"] = At(doc.index, group, f"metadata.labels.{label}").string(required=True)
+        if GANG_TOPOLOGY_SPEC in annotations:
+            # Koordinator reads a PodGroup gang's rule from the PodGroup only.
+            warnings.append(
+                f"document {doc.index}: pod {meta.namespace}/{meta.name} belongs to PodGroup "
+                f"{group}: its own {GANG_TOPOLOGY_SPEC} is not used (Koordinator reads the "
+                "PodGroup's)"
+            )
     elif GANG_NAME in annotations:
         extra["gang"] = _annotation(annotations, doc.index, GANG_NAME).string(required=True)
-        extra["gang_settings"] = _read_gang(annotations, doc.index)
+        extra["gang_settings"] = _read_gang(annotations, doc.index, warnings)
     else:
         extra["gang_settings"] = {}
-    if GANG_TOPOLOGY_SPEC in annotations and "gang" not in extra:
-        # A PodGroup's pods may carry the topology spec themselves.
-        extra["topology_spec"] = read_topology_spec(
-            _annotation(annotations, doc.index, GANG_TOPOLOGY_SPEC)
-        )
     scheduled = [
         c for c in status.child("conditions").items() if c.child("type").string() == "PodScheduled"
     ]
@@ -230,25 +299,39 @@ def parse_pod_group(doc: At, api_version: str) -> ParsedObject:
     meta = read_metadata(doc, namespaced=True)
     spec = doc.child("spec")
     annotations = dict(meta.annotations)
+    warnings: list[str] = []
+    min_available = spec.child("minMember").integer(required=True, minimum=1, maximum=MAX_INT32)
+    timeout = spec.child("scheduleTimeoutSeconds")
+    waiting = DEFAULT_WAITING_SECONDS
+    if timeout.present():
+        waiting = timeout.integer(minimum=-MAX_INT32 - 1, maximum=MAX_INT32)
+        if waiting <= 0:  # Koordinator's GetWaitTimeDuration: not positive, the default
+            warnings.append(
+                f"document {doc.index}: spec.scheduleTimeoutSeconds: {waiting} is not positive:"
+                f" the default {DEFAULT_WAITING_SECONDS} s applies, as in Koordinator"
+            )
+            waiting = DEFAULT_WAITING_SECONDS
     values = {
         "pod_group_api": api_version,
-        "min_available": spec.child("minMember").integer(
-            required=True, minimum=1, maximum=MAX_INT32
-        ),
-        "waiting_time_seconds": spec.child("scheduleTimeoutSeconds").integer(
-            DEFAULT_WAITING_SECONDS, minimum=0, maximum=MAX_INT32
-        ),
-        "gang_groups": read_gang_groups(_annotation(annotations, doc.index, GANG_GROUPS)),
-        "topology_spec": read_topology_spec(
-            _annotation(annotations, doc.index, GANG_TOPOLOGY_SPEC)
-        ),
+        "min_available": min_available,
+        **_gang_annotations(annotations, doc.index, min_available, warnings),
+        "waiting_time_seconds": waiting,
         "duration_seconds": _read_duration(annotations, doc.index),
         "labels": meta.labels,
         "submitted_at": meta.created_at,
     }
-    pop_keys(annotations, GANG_GROUPS, GANG_TOPOLOGY_SPEC, DURATION_ANNOTATION)
+    pop_keys(
+        annotations,
+        GANG_GROUPS,
+        GANG_TOPOLOGY_SPEC,
+        GANG_MODE,
+        GANG_TOTAL_NUMBER,
+        DURATION_ANNOTATION,
+    )
     values["annotations"] = annotations
-    return ParsedObject(doc.index, POD_GROUP, meta.namespace, meta.name, values=values)
+    return ParsedObject(
+        doc.index, POD_GROUP, meta.namespace, meta.name, values=values, extra={"warnings": warnings}
+    )
 
 
 def parse_quota(doc: At) -> ParsedObject:
@@ -273,12 +356,23 @@ def parse_quota(doc: At) -> ParsedObject:
             spec.fail(f"min {name} is above max", f"min.{name}")
     pop_keys(labels, QUOTA_PARENT, QUOTA_IS_PARENT, QUOTA_ALLOW_LENT)
     pop_keys(annotations, QUOTA_SHARED_WEIGHT)
+    # Koordinator's IsParentQuota and IsAllowLentResource compare the label with "true" and
+    # "false" exactly: any other spelling is not a parent, and lends.
+    warnings = [
+        f'document {doc.index}: {at.path}: {at.value[:64]!r} is neither "true" nor "false": '
+        f"Koordinator reads it as {meaning}; so does koordweb"
+        for at, meaning in (
+            (label[QUOTA_IS_PARENT], "not a parent"),
+            (label[QUOTA_ALLOW_LENT], "lending its unused resources"),
+        )
+        if isinstance(at.value, str) and at.value not in ("true", "false")
+    ]
     values: dict[str, Any] = {
         "min": minimum,
         "max": maximum,
         "shared_weight": weight,
-        "is_parent": label[QUOTA_IS_PARENT].boolean(False),
-        "allow_lent": label[QUOTA_ALLOW_LENT].boolean(True),
+        "is_parent": label[QUOTA_IS_PARENT].string() == "true",
+        "allow_lent": label[QUOTA_ALLOW_LENT].string() != "false",
         "labels": labels,
         "annotations": annotations,
     }
@@ -289,6 +383,7 @@ def parse_quota(doc: At) -> ParsedObject:
         meta.name,
         values=values,
         refs={"parent": "" if parent == ROOT_QUOTA else parent},
+        extra={"warnings": warnings},
     )
 
 

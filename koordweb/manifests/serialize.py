@@ -262,6 +262,13 @@ def _gang_annotations(job: Job) -> dict[str, str]:
                 GANG_WAITING_TIME: f"{job.waiting_time_seconds}s",
             }
         )
+    elif job.kind == Job.Kind.POD_GROUP:
+        # A PodGroup carries the settings spec has no field for as annotations, as Koordinator
+        # reads them (the defaults are left out).
+        if job.mode != "Strict":
+            annotations[GANG_MODE] = job.mode
+        if job.total_number != job.min_available:
+            annotations[GANG_TOTAL_NUMBER] = str(job.total_number)
     if job.gang_groups and job.kind != Job.Kind.POD:
         annotations[GANG_GROUPS] = json.dumps(sorted(job.gang_groups))
     if job.topology_spec and job.kind != Job.Kind.POD:

@@ -176,16 +176,6 @@ def test_topology_spec_naming_an_unknown_layer(tmp_path):
 
 
 @pytest.mark.django_db
-def test_gang_min_available_above_total(tmp_path):
-    meta = """  annotations:
-    gang.scheduling.koordinator.sh/name: g
-    gang.scheduling.koordinator.sh/min-available: "4"
-    gang.scheduling.koordinator.sh/total-number: "2\""""
-    message = import_error(tmp_path, pod(meta=meta))
-    assert "metadata.annotations.gang.scheduling.koordinator.sh/total-number:" in message
-
-
-@pytest.mark.django_db
 def test_label_values_must_be_strings(tmp_path):
     doc = "apiVersion: v1\nkind: Node\nmetadata: {name: n, labels: {version: 1.0}}"
     assert "document 1: metadata.labels: must map strings to strings" in import_error(tmp_path, doc)
