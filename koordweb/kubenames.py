@@ -150,3 +150,97 @@ def toleration_errors(toleration: Mapping[str, Any]) -> dict[str, str]:
     elif seconds is not None and effect != "NoExecute":
         errors["effect"] = "must be NoExecute when tolerationSeconds is set"
     return errors
+
+
+NODE_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+
+
+def affinity_errors(affinity: Any) -> dict[str, str]:
+    """A pod's `spec.affinity` as the API server checks it (the decoder's types, then
+    `ValidateNodeSelector`, `ValidateNodeSelectorRequirement` and the preferred terms' weights):
+    the reason for each field it would refuse, keyed by the path under `affinity`."""
+    if not isinstance(affinity, dict):
+        return {"": "must be an object (nodeAffinity, podAffinity, podAntiAffinity)"}
+    errors: dict[str, str] = {}
+    for name in ("podAffinity", "podAntiAffinity"):
+        if affinity.get(name) is not None and not isinstance(affinity[name], dict):
+            errors[name] = "must be an object"
+    node = affinity.get("nodeAffinity")
+    if node is None:
+        return errors
+    if not isinstance(node, dict):
+        errors["nodeAffinity"] = "must be an object"
+        return errors
+    required = node.get("requiredDuringSchedulingIgnoredDuringExecution")
+    path = "nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+    if required is not None:
+        if not isinstance(required, dict):
+            errors[path] = "must be an object with nodeSelectorTerms"
+        else:
+            terms = required.get("nodeSelectorTerms")
+            if not isinstance(terms, list) or not terms:
+                errors[f"{path}.nodeSelectorTerms"] = "must have at least one node selector term"
+            else:
+                for i, term in enumerate(terms):
+                    errors.update(_term_errors(term, f"{path}.nodeSelectorTerms[{i}]"))
+    preferred = node.get("preferredDuringSchedulingIgnoredDuringExecution")
+    path = "nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
+    if preferred is not None:
+        if not isinstance(preferred, list):
+            errors[path] = "must be a list of weighted preferences"
+            return errors
+        for i, item in enumerate(preferred):
+            at = f"{path}[{i}]"
+            if not isinstance(item, dict):
+                errors[at] = "must be an object with weight and preference"
+                continue
+            weight = item.get("weight")
+            if isinstance(weight, bool) or not isinstance(weight, int) or not 1 <= weight <= 100:
+                errors[f"{at}.weight"] = "must be a whole number in the range 1-100"
+            errors.update(_term_errors(item.get("preference"), f"{at}.preference"))
+    return errors
+
+
+def _term_errors(term: Any, path: str) -> dict[str, str]:
+    if not isinstance(term, dict):
+        return {path: "must be an object with matchExpressions or matchFields"}
+    errors: dict[str, str] = {}
+    for kind in ("matchExpressions", "matchFields"):
+        requirements = term.get(kind)
+        if requirements is None:
+            continue
+        if not isinstance(requirements, list):
+            errors[f"{path}.{kind}"] = "must be a list"
+            continue
+        for i, requirement in enumerate(requirements):
+            errors.update(_requirement_errors(requirement, f"{path}.{kind}[{i}]"))
+    return errors
+
+
+def _requirement_errors(requirement: Any, path: str) -> dict[str, str]:
+    if not isinstance(requirement, dict):
+        return {path: "must be an object with key, operator and values"}
+    key, operator = requirement.get("key"), requirement.get("operator")
+    values = requirement.get("values")
+    errors: dict[str, str] = {}
+    if not isinstance(key, str):
+        errors[f"{path}.key"] = "must be a string"
+    else:
+        reasons = qualified_name_errors(key)
+        if reasons:
+            errors[f"{path}.key"] = f"is not a valid key: it {'; it '.join(reasons)}"
+    if values is not None and (
+        not isinstance(values, list) or not all(isinstance(v, str) for v in values)
+    ):
+        errors[f"{path}.values"] = "must be a list of strings"
+        return errors
+    count = len(values or [])
+    if operator in ("In", "NotIn") and not count:
+        errors[f"{path}.values"] = "must be given when the operator is In or NotIn"
+    elif operator in ("Exists", "DoesNotExist") and count:
+        errors[f"{path}.values"] = "may not be given when the operator is Exists or DoesNotExist"
+    elif operator in ("Gt", "Lt") and count != 1:
+        errors[f"{path}.values"] = "must be one value when the operator is Gt or Lt"
+    elif operator not in NODE_SELECTOR_OPERATORS:
+        errors[f"{path}.operator"] = f"must be one of {', '.join(NODE_SELECTOR_OPERATORS)}"
+    return errors

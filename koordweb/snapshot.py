@@ -88,23 +88,36 @@ def parse_tolerations(raw: Iterable[Mapping[str, Any]]) -> tuple[Toleration, ...
     )
 
 
+# What a pod whose stored affinity cannot be read requires: a term no node matches (`In` with
+# no values), so it waits with the node-affinity reason instead of failing everyone's round.
+UNREADABLE_AFFINITY = (
+    NodeSelectorTerm(
+        match_expressions=(NodeSelectorRequirement(key="", operator="In", values=()),)
+    ),
+)
+
+
 def parse_required_affinity(affinity: Mapping[str, Any]) -> tuple[NodeSelectorTerm, ...]:
-    required = (affinity.get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ) or {}
-    terms = []
-    for term in required.get("nodeSelectorTerms") or []:
-        terms.append(
-            NodeSelectorTerm(
-                match_expressions=tuple(
-                    NodeSelectorRequirement(
-                        key=e["key"], operator=e["operator"], values=tuple(e.get("values") or ())
-                    )
-                    for e in term.get("matchExpressions") or []
+    """The pod's required node affinity terms. The doors refuse an affinity the API server would
+    (`kubenames.affinity_errors`); a row written before they did, or by hand, matches no node."""
+    try:
+        required = (affinity.get("nodeAffinity") or {}).get(
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        ) or {}
+        terms = []
+        for term in required.get("nodeSelectorTerms") or []:
+            expressions = []
+            for e in term.get("matchExpressions") or []:
+                values = tuple(e.get("values") or ())
+                if not isinstance(e["key"], str) or not all(isinstance(v, str) for v in values):
+                    return UNREADABLE_AFFINITY
+                expressions.append(
+                    NodeSelectorRequirement(key=e["key"], operator=e["operator"], values=values)
                 )
-            )
-        )
-    return tuple(terms)
+            terms.append(NodeSelectorTerm(match_expressions=tuple(expressions)))
+        return tuple(terms)
+    except (AttributeError, KeyError, TypeError):
+        return UNREADABLE_AFFINITY
 
 
 def parse_topology_rule(spec: Mapping[str, Any]) -> TopologyRule | None:

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import Any, NoReturn
 
 from koordweb.kubenames import (
+    affinity_errors,
     annotations_errors,
     is_dns_label,
     is_dns_subdomain,
@@ -150,8 +151,16 @@ class At:
         return kept
 
     def json_value(self, default: Any) -> Any:
-        """A free-form value kept whole (affinity, taints, conditions, selectors)."""
+        """A free-form value kept whole (taints, conditions, selectors)."""
         return default if self.value is None else self.value
+
+    def affinity(self) -> dict[str, Any]:
+        """A pod's affinity, kept as written once the API server would accept it."""
+        if self.value is None:
+            return {}
+        for path, reason in affinity_errors(self.value).items():
+            self.fail(reason, path or None)
+        return dict(self.value)
 
     def resources(self) -> dict[str, int]:
         try:

@@ -260,7 +260,7 @@ def parse_pod(doc: At) -> ParsedObject:
             "requests": requests,
             "limits": limits,
             "node_selector": spec.child("nodeSelector").labels(),
-            "affinity": spec.child("affinity").json_value({}),
+            "affinity": spec.child("affinity").affinity(),
             "tolerations": spec.child("tolerations").tolerations(),
             "labels": labels,
             "annotations": annotations,
