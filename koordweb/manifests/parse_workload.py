@@ -156,12 +156,12 @@ def _gang_annotations(
     try:
         groups = read_gang_groups(at(GANG_GROUPS))
     except ManifestError as error:
-        warnings.append(f"{error}: the gang is placed alone, as Koordinator does")
+        warnings.append(f"{error}: Koordinator places the gang alone instead")
         groups = []
     try:
         topology = read_topology_spec(at(GANG_TOPOLOGY_SPEC))
     except ManifestError as error:
-        warnings.append(f"{error}: no topology rule, as Koordinator does")
+        warnings.append(f"{error}: Koordinator applies no topology rule instead")
         topology = {}
     return {"total_number": total, "mode": mode, "gang_groups": groups, "topology_spec": topology}
 
@@ -175,8 +175,8 @@ def _waiting_seconds(text: str, warnings: list[str], where: str = "") -> int:
     if seconds is None or seconds < 0:
         warnings.append(
             f"{where or 'metadata.annotations.' + GANG_WAITING_TIME}: {text[:64]!r} is not a "
-            f"duration Koordinator reads (such as 600s, 10m or 1h30m): the default "
-            f"{DEFAULT_WAITING_SECONDS} s applies"
+            f"duration Koordinator reads (such as 600s, 10m or 1h30m): it takes the default "
+            f"{DEFAULT_WAITING_SECONDS} s instead"
         )
         return DEFAULT_WAITING_SECONDS
     if seconds == 0:
@@ -189,8 +189,8 @@ def _waiting_seconds(text: str, warnings: list[str], where: str = "") -> int:
 
 def _fallback(index: int, key: str, value: str, default: str) -> str:
     return (
-        f"document {index}: metadata.annotations.{key}: {value[:64]!r} is not used by "
-        f"Koordinator, which takes {default} instead; so does koordweb"
+        f"document {index}: metadata.annotations.{key}: {value[:64]!r} is not a value "
+        f"Koordinator uses: it takes {default} instead"
     )
 
 
@@ -308,7 +308,7 @@ def parse_pod_group(doc: At, api_version: str) -> ParsedObject:
         if waiting <= 0:  # Koordinator's GetWaitTimeDuration: not positive, the default
             warnings.append(
                 f"document {doc.index}: spec.scheduleTimeoutSeconds: {waiting} is not positive:"
-                f" the default {DEFAULT_WAITING_SECONDS} s applies, as in Koordinator"
+                f" Koordinator takes the default {DEFAULT_WAITING_SECONDS} s instead"
             )
             waiting = DEFAULT_WAITING_SECONDS
     values = {
@@ -360,7 +360,7 @@ def parse_quota(doc: At) -> ParsedObject:
     # "false" exactly: any other spelling is not a parent, and lends.
     warnings = [
         f'document {doc.index}: {at.path}: {at.value[:64]!r} is neither "true" nor "false": '
-        f"Koordinator reads it as {meaning}; so does koordweb"
+        f"Koordinator reads it as {meaning}"
         for at, meaning in (
             (label[QUOTA_IS_PARENT], "not a parent"),
             (label[QUOTA_ALLOW_LENT], "lending its unused resources"),

@@ -227,10 +227,20 @@ def _walk(value: Any, allowed: Any, keys: tuple[str | int, ...], refusals: list[
     # A value of the wrong type is left to the parser, which names it.
 
 
+# What a JSON submission's own fields decide (its quota, its gang): its labels may not say them
+# too, or its pods would join a PodGroup the submitter names (another team's, say).
+JOB_OWNED_LABELS = frozenset({QUOTA_NAME, *POD_GROUP_LABELS})
+
+
 def refused_labels(labels: Mapping[str, Any], *, path: str = "labels") -> list[Refusal]:
-    """The JSON submission's labels outside the pod label rule."""
-    return [
-        Refusal(f"{path}.{key}", why_refused("metadata.labels"), (path, str(key)))
-        for key in labels
-        if not POD_LABELS.allows(str(key))
-    ]
+    """The JSON submission's labels outside the pod label rule, and those its own fields set."""
+    refused = []
+    for key in labels:
+        if str(key) in JOB_OWNED_LABELS:
+            why = "set by koordweb from the job's quota and gang, not by labels"
+            refused.append(Refusal(f"{path}.{key}", why, (path, str(key))))
+        elif not POD_LABELS.allows(str(key)):
+            refused.append(
+                Refusal(f"{path}.{key}", why_refused("metadata.labels"), (path, str(key)))
+            )
+    return refused

@@ -102,12 +102,18 @@ def pods_terminating(*, pods: Iterable[Pod], now: datetime) -> None:
     rows_update(Pod, rows, ["terminating", "terminating_since", "nominated_node"])
 
 
-def job_mark_preempting(*, job: Job, preemptor: str) -> None:
+# A victim's reason names no preemptor: its owner may be another team, whose jobs a tenant sees
+# counted, never named. Who preempted it is in the Preemption record, shown to each reader as
+# they may see it.
+PREEMPTED_REASON = "evicted to make room for another job"
+
+
+def job_mark_preempting(*, job: Job) -> None:
     """Evicted whole: Preempting while its pods terminate, Preempted once they are all gone."""
     if job.state in JobState.FINAL or job.state == JobState.PREEMPTING:
         return
     job.state = JobState.PREEMPTING
-    job.state_reason = f"preempted by {preemptor}; waiting for its pods to stop"
+    job.state_reason = f"{PREEMPTED_REASON}; waiting for its pods to stop"
     job.save(update_fields=["state", "state_reason"])
 
 

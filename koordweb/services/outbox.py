@@ -402,13 +402,11 @@ def _enact_record(
         pods=[p for p in victims_by_id.values() if p.phase not in pod_services.FINISHED_PHASES],
         now=now,
     )
-    preemptors = {
-        victims_by_id[e.pod_id].job_id: e.preemptor
-        for e in plan.evictions
-        if e.pod_id in victims_by_id
+    victim_jobs = {
+        victims_by_id[e.pod_id].job_id for e in plan.evictions if e.pod_id in victims_by_id
     }
-    for job in Job.objects.filter(id__in=list(preemptors)):
-        pod_services.job_mark_preempting(job=job, preemptor=preemptors[job.id])
+    for job in Job.objects.filter(id__in=list(victim_jobs)):
+        pod_services.job_mark_preempting(job=job)
     bound = {i for i in report.bound if i in binds}
     pod_services.pods_bind(intent_ids=[binds[i] for i in bound], now=now)
     nominated = set(report.nominated)

@@ -22,7 +22,7 @@ from koordweb.manifests.errors import ManifestError
 from koordweb.manifests.loader import load_documents
 from koordweb.manifests.objects import ManifestSet, ParsedObject
 from koordweb.manifests.parse import parse_documents
-from koordweb.manifests.policy import refused_fields, refused_labels
+from koordweb.manifests.policy import JOB_OWNED_LABELS, refused_fields, refused_labels
 from koordweb.models import Cluster, ElasticQuota, PriorityClass
 from koordweb.selectors.tenancy import quota_namespaces, user_is_admin
 
@@ -43,16 +43,22 @@ def manifests_submitted(*, user: Any, text: str) -> ManifestSet:
         if errors:
             raise ValidationError(errors)
     try:
-        return parse_documents(documents)
+        manifests = parse_documents(documents)
     except ManifestError as exc:
         raise ValidationError({"manifest": [str(exc)]}) from exc
+    # An import of objects a cluster already has takes Koordinator's defaults for what it would
+    # not use (with a warning); a new submission is told instead, and nothing is written.
+    if manifests.warnings:
+        raise ValidationError({"manifest": manifests.warnings})
+    return manifests
 
 
 def labels_check(*, user: Any, labels: dict[str, str]) -> None:
-    """The policy's label rule for a JSON submission's `labels` (its only metadata)."""
-    if user_is_admin(user):
-        return
+    """The policy's label rule for a JSON submission's `labels` (its only metadata); an admin
+    may set any label but those the job's own fields set (`policy.JOB_OWNED_LABELS`)."""
     refusals = refused_labels(labels)
+    if user_is_admin(user):
+        refusals = [r for r in refusals if r.keys[-1] in JOB_OWNED_LABELS]
     if refusals:
         raise ValidationError({refusal.path: [refusal.message] for refusal in refusals})
 

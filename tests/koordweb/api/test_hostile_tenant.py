@@ -83,3 +83,34 @@ def test_a_stored_affinity_nobody_can_read_fails_no_round(alice_api, bob_api, wo
     assert last.state == Round.State.SUCCEEDED, last.error
     assert Pod.objects.get(name="fine").node_id is not None
     assert Pod.objects.get(name="odd").node_id is None
+
+
+def test_a_submission_is_told_what_koordinator_would_not_use(alice_api, world):
+    """An import of existing objects takes Koordinator's defaults with a warning; a submission
+    is refused instead, naming the annotation, and nothing is written."""
+    gang = (
+        "  annotations:\n"
+        "    gang.scheduling.koordinator.sh/name: g\n"
+        "    gang.scheduling.koordinator.sh/min-available: '1'\n"
+        "    gang.scheduling.koordinator.sh/mode: strict\n"
+    )
+    text = yaml_pod("g-0").replace("  labels:", gang + "  labels:")
+    jobs = Job.objects.count()
+    response = yaml_post(alice_api, text)
+    assert response.status_code == 400, response.content
+    assert "gang.scheduling.koordinator.sh/mode" in response.json()["manifest"][0]
+    assert Job.objects.count() == jobs
+
+
+def test_a_json_jobs_labels_cannot_join_another_teams_pod_group(alice_api, world):
+    for key in ("pod-group.scheduling.sigs.k8s.io", "quota.scheduling.koordinator.sh/name"):
+        body = {
+            "name": "sneaky",
+            "quota": "team-a",
+            "labels": {key: "bravo"},
+            "pod": {"requests": {"cpu": "1"}},
+        }
+        response = alice_api.post(JOBS, body, format="json")
+        assert response.status_code == 400, response.content
+        assert f"labels.{key}" in response.json()
+    assert not Job.objects.filter(name="sneaky").exists()
