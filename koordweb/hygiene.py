@@ -106,7 +106,13 @@ class ControlCharacterMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        parameter = offending_parameter(request)
+        try:
+            parameter = offending_parameter(request)
+        except TooManyFieldsSent:
+            if not request.path_info.startswith("/api/"):
+                raise  # the pages answer Django's own 400
+            limit = settings.DATA_UPLOAD_MAX_NUMBER_FIELDS
+            return JsonResponse({"detail": f"more than {limit:,} query parameters"}, status=400)
         if parameter is not None:
             return refusal(request, parameter)
         return self.get_response(request)

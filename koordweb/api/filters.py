@@ -32,8 +32,17 @@ class UtcDateTimeFilter(django_filters.IsoDateTimeFilter):
             try:
                 value = value.astimezone(UTC)
             except OverflowError:
-                raise ValidationError({self.field_name: ["date and time out of range"]}) from None
+                raise ValidationError({self.parameter(): ["date and time out of range"]}) from None
         return super().filter(qs, value)
+
+    def parameter(self) -> str:
+        """The query parameter this filter reads (its name in the filter set), as clients send
+        it: `submitted_after`, not the field `submitted_at`."""
+        parent = getattr(self, "parent", None)
+        for name, candidate in getattr(parent, "filters", {}).items():
+            if candidate is self:
+                return str(name)
+        return str(self.field_name)
 
 
 def id_filter(field_name: str) -> django_filters.NumberFilter:

@@ -3,7 +3,7 @@ percents (amounts in the database are card-seconds in hundredths of a card)."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.utils import timezone
@@ -16,6 +16,16 @@ WINDOWS = {"24h": timedelta(hours=24), "7d": timedelta(days=7), "30d": timedelta
 MAX_HISTORY = timedelta(days=31)
 
 
+def window_start(until: datetime, span: timedelta) -> datetime:
+    """`until - span`, or a 400 on `until` when that is before year 1 (an OverflowError)."""
+    try:
+        return until - span
+    except OverflowError:
+        raise serializers.ValidationError(
+            {"until": ["is too early: the window would start before year 1"]}
+        ) from None
+
+
 class CardHistoryQuery(serializers.Serializer):  # type: ignore[type-arg]
     node = serializers.CharField(max_length=253)
     minor = serializers.IntegerField(min_value=0, max_value=1023, required=False)
@@ -24,7 +34,7 @@ class CardHistoryQuery(serializers.Serializer):  # type: ignore[type-arg]
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         until = attrs.get("until") or timezone.now()
-        since = attrs.get("since") or until - timedelta(hours=24)
+        since = attrs.get("since") or window_start(until, timedelta(hours=24))
         if since >= until:
             raise serializers.ValidationError({"since": ["must be before until"]})
         if until - since > MAX_HISTORY:
@@ -35,6 +45,10 @@ class CardHistoryQuery(serializers.Serializer):  # type: ignore[type-arg]
 class WindowQuery(serializers.Serializer):  # type: ignore[type-arg]
     window = serializers.ChoiceField(choices=list(WINDOWS), default="24h")
     until = serializers.DateTimeField(required=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        until = attrs.get("until") or timezone.now()
+        return {**attrs, "until": until, "since": window_start(until, WINDOWS[attrs["window"]])}
 
 
 class CardSampleSerializer(serializers.Serializer):  # type: ignore[type-arg]

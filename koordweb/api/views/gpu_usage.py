@@ -14,7 +14,6 @@ from rest_framework.response import Response
 
 from koordweb.api.base import ApiMixin, ApiView
 from koordweb.api.serializers.gpu_usage import (
-    WINDOWS,
     CardHistoryQuery,
     CardSampleSerializer,
     EfficiencySerializer,
@@ -102,8 +101,7 @@ class TeamEfficiencyView(ApiView):
     def get(self, request: Request) -> Response:
         query = WindowQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
-        until = query.validated_data.get("until") or timezone.now()
-        since = until - WINDOWS[query.validated_data["window"]]
+        until, since = query.validated_data["until"], query.validated_data["since"]
         result = efficiency(
             cluster_or_404(request), since=since, until=until, quotas=team_scope(request.user)
         )

@@ -8,6 +8,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -101,7 +102,10 @@ class JobViewSet(
                 )
         except IdempotencyKeyReused as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_422_UNPROCESSABLE_ENTITY)
-        detailed = job_detail_queryset(user=request.user).get(pk=job.pk)
+        detailed = job_detail_queryset(user=request.user).filter(pk=job.pk).first()
+        if detailed is None:
+            # A replay after the submitter lost sight of the job (it left the job's quota).
+            raise NotFound("the job this Idempotency-Key created is no longer visible to you")
         return Response(
             JobDetailSerializer(detailed, context=self.get_serializer_context()).data,
             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,

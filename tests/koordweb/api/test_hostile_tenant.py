@@ -114,3 +114,43 @@ def test_a_json_jobs_labels_cannot_join_another_teams_pod_group(alice_api, world
         assert response.status_code == 400, response.content
         assert f"labels.{key}" in response.json()
     assert not Job.objects.filter(name="sneaky").exists()
+
+
+def test_a_token_that_is_not_ascii_is_a_401(anon_api):
+    for path in (JOBS, "/api/v1/nodes/"):
+        response = anon_api.get(path, HTTP_AUTHORIZATION="Token \xe9\xe9")
+        assert response.status_code == 401, response.content
+        assert response["Content-Type"].startswith("application/json")
+
+
+def test_a_replay_after_leaving_the_quota_is_a_404_not_a_500(alice_api, world):
+    body = {"name": "replayed", "quota": "team-a", "pod": {"requests": {"cpu": "1"}}}
+    first = alice_api.post(JOBS, body, format="json", HTTP_IDEMPOTENCY_KEY="k1")
+    assert first.status_code == 201, first.content
+    world.team_a.members.remove(world.alice)
+    again = alice_api.post(JOBS, body, format="json", HTTP_IDEMPOTENCY_KEY="k1")
+    assert again.status_code == 404, again.content
+    assert "no longer visible" in again.json()["detail"]
+    assert Job.objects.filter(name="replayed").count() == 1
+
+
+@pytest.mark.parametrize(
+    ("path", "field"),
+    [
+        ("/api/v1/gpu/efficiency/?until=0001-01-01T00:00:00Z", "until"),
+        ("/api/v1/gpu/efficiency/?window=30d&until=0001-01-20T00:00:00Z", "until"),
+        ("/api/v1/jobs/?submitted_after=9999-12-31T23:59:59-23:59", "submitted_after"),
+        ("/api/v1/rounds/?started_after=0001-01-01T00:00:00%2B01:00", "started_after"),
+    ],
+)
+def test_dates_at_the_edge_of_time_are_a_400_naming_the_parameter(alice_api, path, field):
+    response = alice_api.get(path)
+    assert response.status_code == 400, response.content
+    assert field in response.json(), response.json()
+
+
+def test_more_than_a_thousand_query_parameters_answer_in_json(alice_api):
+    response = alice_api.get(JOBS + "?" + "&".join(["state=Pending"] * 1001))
+    assert response.status_code == 400
+    assert response["Content-Type"].startswith("application/json")
+    assert "query parameters" in response.json()["detail"]
