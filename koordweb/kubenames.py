@@ -244,3 +244,21 @@ def _requirement_errors(requirement: Any, path: str) -> dict[str, str]:
     elif operator not in NODE_SELECTOR_OPERATORS:
         errors[f"{path}.operator"] = f"must be one of {', '.join(NODE_SELECTOR_OPERATORS)}"
     return errors
+
+
+# A container may ask for these unqualified resources (Kubernetes' standard container resource
+# names); anything else needs a domain (`nvidia.com/gpu`, `koordinator.sh/gpu-core`).
+CONTAINER_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage"})
+
+
+def container_resource_errors(names: Any) -> list[str]:
+    """Resource names a container's requests or limits may not carry, as the API server's
+    `validateContainerResourceName` refuses them (`pods`, say, is a node's, not a container's)."""
+    return [
+        f"{name!r} is not a resource a container can ask for (cpu, memory, ephemeral-storage, "
+        "hugepages-<size> or a name with a domain such as nvidia.com/gpu)"
+        for name in names
+        if "/" not in str(name)
+        and str(name) not in CONTAINER_RESOURCES
+        and not str(name).startswith("hugepages-")
+    ]

@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from koordweb.kubenames import quota_name_errors
+from koordweb.kubenames import container_resource_errors, quota_name_errors
 from koordweb.manifests.errors import ManifestError
 from koordweb.manifests.fields import MAX_INT32, At, pop_keys, read_metadata
 from koordweb.manifests.objects import PDB, POD, POD_GROUP, QUOTA, ParsedObject
@@ -89,6 +89,8 @@ def _container_resources(containers: Iterable[At]) -> list[tuple[dict[str, int],
         limits = resources.child("limits").resources()
         # As in Kubernetes, a limit without a request is also the request.
         requests = {**limits, **resources.child("requests").resources()}
+        for reason in container_resource_errors(requests):
+            resources.fail(reason, "requests")
         result.append((requests, limits))
     return result
 

@@ -22,8 +22,12 @@ def submit_quotas(*, user: Any, cluster: Cluster) -> list[str]:
     return list(quotas.order_by("name").values_list("name", flat=True))
 
 
+def is_system_class(priority_class: PriorityClass) -> bool:
+    """A class for the cluster's own components, never a tenant's to use."""
+    return priority_class.value > SYSTEM_PRIORITY or priority_class.name.startswith("system-")
+
+
 def submit_priority_classes(*, user: Any, cluster: Cluster) -> list[str]:
-    classes = PriorityClass.objects.filter(cluster=cluster)
-    if not user_is_admin(user):
-        classes = classes.filter(value__lte=SYSTEM_PRIORITY).exclude(name__startswith="system-")
-    return list(classes.order_by("-value", "name").values_list("name", flat=True))
+    classes = PriorityClass.objects.filter(cluster=cluster).order_by("-value", "name")
+    admin = user_is_admin(user)
+    return [pc.name for pc in classes if admin or not is_system_class(pc)]

@@ -37,6 +37,7 @@ from koordweb.models import (
 )
 from koordweb.rows.pods import pods_terminating
 from koordweb.selectors.catalog import cluster_by_name
+from koordweb.selectors.submission import submit_priority_classes
 from koordweb.selectors.tenancy import quotas_of_member, user_is_admin
 from koordweb.services.feasibility import job_feasibility_check
 from koordweb.services.idempotency import fingerprint, job_submitted_once
@@ -152,15 +153,17 @@ def _resolve_quota(*, user: Any, cluster: Cluster, name: str | None) -> ElasticQ
     return quota
 
 
-def _resolve_priority_class(cluster: Cluster, name: str | None) -> PriorityClass | None:
+def _resolve_priority_class(
+    *, user: Any, cluster: Cluster, name: str | None
+) -> PriorityClass | None:
+    """The named class (a tenant's only among those it may use), else the cluster's default."""
     if name:
+        usable = submit_priority_classes(user=user, cluster=cluster)
         found = PriorityClass.objects.filter(cluster=cluster, name=name).first()
-        if found is None:
-            known = sorted(
-                PriorityClass.objects.filter(cluster=cluster).values_list("name", flat=True)
-            )
+        if found is None or found.name not in usable:
+            problem = "unknown priority class" if found is None else "a system priority class"
             raise ValidationError(
-                {"priority_class": [f"unknown priority class {name!r}; known: {known}"]}
+                {"priority_class": [f"{problem} {name!r}; this job may use: {usable}"]}
             )
         return found
     return PriorityClass.objects.filter(cluster=cluster, global_default=True).first()
@@ -246,7 +249,10 @@ def job_spec_resolve(
     checks: list[tuple[str, Callable[[], Any]]] = [
         ("quota", lambda: _resolve_quota(user=user, cluster=cluster, name=spec.quota)),
         ("labels", lambda: labels_check(user=user, labels=spec.labels)),
-        ("priority_class", lambda: _resolve_priority_class(cluster, spec.priority_class)),
+        (
+            "priority_class",
+            lambda: _resolve_priority_class(user=user, cluster=cluster, name=spec.priority_class),
+        ),
         ("topology", lambda: _check_layers(cluster, spec.gather)),
     ]
     for shape in requests:
@@ -499,7 +505,9 @@ def job_cancel(*, job: Job, user: Any, reason: str = "") -> Job:
     """Cancel an active job: its pods stop (bound ones are marked terminating), a round follows."""
     locked = Job.objects.select_for_update().get(pk=job.pk)
     if locked.state not in JobState.ACTIVE:
-        raise JobConflict(f"job {locked.gang_id} is already {locked.state}; nothing to cancel")
+        raise JobConflict(
+            f"job {locked.gang_id} is already {locked.state.lower()}; nothing to cancel"
+        )
     now = timezone.now()
     who = getattr(user, "get_username", lambda: "")()
     locked.state = JobState.CANCELLED

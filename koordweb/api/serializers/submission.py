@@ -12,6 +12,7 @@ from koordweb.api.serializers.strict import StrictSerializer
 from koordweb.kubenames import (
     LABEL_CHARACTERS,
     NAME_CHARACTERS,
+    container_resource_errors,
     labels_errors,
     name_errors,
     namespace_errors,
@@ -73,6 +74,9 @@ class PodShapeSerializer(StrictSerializer):
     tolerations = TolerationSerializer(many=True, required=False, default=list)
 
     def validate_requests(self, value: dict[str, int]) -> dict[str, int]:
+        refused = container_resource_errors(value)
+        if refused:
+            raise serializers.ValidationError(refused)
         if not any(value.values()):
             raise serializers.ValidationError("a pod must request at least one resource")
         return value

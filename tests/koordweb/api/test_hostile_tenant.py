@@ -154,3 +154,37 @@ def test_more_than_a_thousand_query_parameters_answer_in_json(alice_api):
     assert response.status_code == 400
     assert response["Content-Type"].startswith("application/json")
     assert "query parameters" in response.json()["detail"]
+
+
+def test_a_tenant_cannot_use_a_system_priority_class(alice_api, admin_api, world):
+    from koordweb.models import PriorityClass
+
+    PriorityClass.objects.create(
+        cluster=world.cluster, name="system-cluster-critical", value=2_000_000_000
+    )
+    PriorityClass.objects.create(cluster=world.cluster, name="ops-critical", value=1_500_000_000)
+    for name in ("system-cluster-critical", "ops-critical"):
+        body = {"name": f"vip-{name[:3]}", "quota": "team-a", "priority_class": name}
+        body["pod"] = {"requests": {"cpu": "1"}}
+        response = alice_api.post(JOBS, body, format="json")
+        assert response.status_code == 400, response.content
+        assert "system priority class" in response.json()["priority_class"][0]
+    text = yaml_pod("vip-yaml").replace("koord-prod", "system-cluster-critical")
+    assert yaml_post(alice_api, text).status_code == 400
+    assert not Job.objects.filter(name__startswith="vip").exists()
+    # The cluster's own components (an admin) still may.
+    body = {"name": "vip-ops", "quota": "team-a", "priority_class": "system-cluster-critical"}
+    body["pod"] = {"requests": {"cpu": "1"}}
+    assert admin_api.post(JOBS, body, format="json").status_code == 201
+
+
+def test_a_container_cannot_ask_for_pods(alice_api, world):
+    body = {"name": "greedy", "quota": "team-a", "replicas": 4}
+    body["pod"] = {"requests": {"cpu": "1", "pods": "9223372036854775807"}}
+    response = alice_api.post(JOBS, body, format="json")
+    assert response.status_code == 400, response.content
+    assert "'pods' is not a resource a container can ask for" in str(response.json())
+    text = yaml_pod("greedy-yaml").replace('nvidia.com/gpu: "1"', 'pods: "100"')
+    response = yaml_post(alice_api, text)
+    assert response.status_code == 400 and "pods" in response.content.decode()
+    assert not Job.objects.filter(name__startswith="greedy").exists()

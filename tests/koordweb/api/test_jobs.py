@@ -89,7 +89,7 @@ def test_cancel_then_cancel_again_conflicts(alice_api, world):
     assert response.status_code == 200 and response.json()["state"] == "Cancelled"
     assert set(Pod.objects.filter(job_id=job_id).values_list("phase", flat=True)) == {"Failed"}
     again = alice_api.post(f"{JOBS}{job_id}/cancel/")
-    assert again.status_code == 409 and "already Cancelled" in again.json()["detail"]
+    assert again.status_code == 409 and "already cancelled" in again.json()["detail"]
 
 
 def test_explain_pending_placed_and_preempted(alice_api, bob_api, world):
