@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from scheduler.vocabulary import GPU_CORE
+from scheduler.vocabulary import GPU_CORE, GPU_MEMORY_RATIO, NPU_CORE
 
 
 def parse_device_allocation(raw: str | None) -> list[tuple[str, int, dict[str, int]]]:
@@ -34,7 +34,23 @@ def parse_device_allocation(raw: str | None) -> list[tuple[str, int, dict[str, i
 
 
 def card_core_percent(resources: Mapping[str, Any]) -> int:
-    if GPU_CORE in resources:
-        return int(resources[GPU_CORE])
-    # A whole-card request may only name the vendor resource: a whole card is 100 percent.
+    """The share of the card one allocation holds, 0-100: its GPU core percent; where it has
+    none (an Ascend card held in AI cores, a Cambricon slice held by memory), its memory share;
+    a whole-card request that names only the vendor resource, the whole card."""
+    for key in (GPU_CORE, GPU_MEMORY_RATIO):
+        if key in resources:
+            return _int(resources[key])
     return 100 if any(k.endswith(("/gpu", "/npu", "/mlu")) for k in resources) else 0
+
+
+def card_ai_cores(resources: Mapping[str, Any]) -> int:
+    """The Ascend AI cores one allocation holds (`huawei.com/npu-core`), 0 for other cards."""
+    return _int(resources.get(NPU_CORE, 0))
+
+
+def _int(value: Any) -> int:
+    """An amount as the annotation writes it (a number, or a number in a string); 0 if not."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0

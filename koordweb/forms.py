@@ -148,13 +148,20 @@ class JobSubmitForm(forms.Form):
     quota = forms.ChoiceField(required=False)
     priority_class = forms.ChoiceField(required=False, label="Priority class")
     replicas = forms.IntegerField(min_value=1, max_value=MAX_REPLICAS, initial=1, label="Pods")
-    min_available = forms.IntegerField(min_value=1, max_value=MAX_REPLICAS, required=False)
+    min_available = forms.IntegerField(
+        min_value=1, max_value=MAX_REPLICAS, required=False, label="Pods that must start together"
+    )
     gpus = forms.IntegerField(min_value=0, max_value=64, initial=8, label="GPUs per pod")
     cpu = forms.DecimalField(min_value=0, max_value=10_000, initial=8, label="CPU cores per pod")
     memory = forms.DecimalField(min_value=0, max_value=100_000, initial=32, label="Memory GiB")
     gather_layer = forms.ChoiceField(required=False, label="Keep pods within layer")
     gather_strategy = forms.ChoiceField(
-        choices=[("MustGather", "MustGather"), ("PreferGather", "PreferGather")], required=False
+        choices=[
+            ("MustGather", "all pods must stay in one"),
+            ("PreferGather", "preferably in one, may spread if needed"),
+        ],
+        required=False,
+        label="Within one of that layer",
     )
     duration_seconds = forms.IntegerField(min_value=1, required=False, label="Duration (s)")
 

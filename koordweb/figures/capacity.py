@@ -151,7 +151,7 @@ def quota_bars(
     resource: str,
 ) -> dict:
     """Per quota (name, min, max, used, runtime|None): used within min and borrowed beyond min
-    stacked, with max and runtime as markers, for one resource."""
+    stacked, with max and what it may use now (its runtime quota) as markers, for one resource."""
     names = [q[0] for q in quotas]
     mins = [amount_in_unit(resource, q[1].get(resource, 0))[0] for q in quotas]
     maxes = [amount_in_unit(resource, q[2].get(resource, 0))[0] for q in quotas]
@@ -184,7 +184,7 @@ def quota_bars(
                 x=names,
                 y=[amount_in_unit(resource, r.get(resource, 0))[0] if r else None for r in runtime],
                 mode="markers",
-                name="runtime",
+                name="may use now",
                 marker={"symbol": "diamond", "size": 10, "color": "#16a085"},
             )
         )

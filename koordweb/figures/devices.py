@@ -1,8 +1,8 @@
 """The device heatmap: one row per node (grouped by block), one column per card minor.
 
-Colour is the card's allocated gpu-core percent; shared cards carry an "S", unhealthy ones a
-large dark cross (a marker trace over the cell). NUMA, PCIe and NVLink groups are drawn as
-labelled bands over the columns they span.
+Colour is the share of the card held (its largest resource held); shared cards carry an "S",
+unhealthy ones a large dark cross (a marker trace over the cell). NUMA, PCIe and NVLink groups
+are drawn as labelled bands over the columns they span.
 """
 
 from __future__ import annotations

@@ -6,12 +6,16 @@ it is said apart (`reasons.counterfactual_sentence`), with other tenants' jobs c
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from koordweb.presenters.quantities import amounts_text, number, resource_name
 from koordweb.presenters.words import as_dict, domain_text, layer_word, node_reason, pods
 from scheduler.plugins.preemption import NO_VICTIMS, NOT_HELPFUL
+
+# The preemption plugin's reason when it found victims (the preemption record counts them).
+PREEMPTING = "preempting"
 
 
 def preemption_status_sentence(reason: str) -> str:
@@ -20,8 +24,10 @@ def preemption_status_sentence(reason: str) -> str:
         return "Preempting would not help: no lower-priority job can be evicted."
     if reason.startswith(NOT_HELPFUL):
         return "Preempting would not help: evicting every lower-priority job still leaves no room."
+    if reason == PREEMPTING:
+        return "Evicting lower-priority jobs to make room for it."
     if "preemptionPolicy" in reason:
-        return "It may not preempt (its preemption policy is Never)."
+        return "It may not preempt: its preemption policy is to never preempt."
     if "PodDisruptionBudget" in reason:
         return f"Preempting is blocked by a disruption budget ({reason.rsplit(' ', 1)[-1]})."
     return f"Preemption: {reason}."
@@ -53,6 +59,29 @@ def cost_lines(cost: Mapping[str, Any] | None) -> list[tuple[str, str]]:
     return lines
 
 
+# The engine's plugins (scheduler/plugins, scheduler/profile.py) by what each checks.
+PLUGIN_WORDS = {
+    "PrioritySort": "the queue order",
+    "Coscheduling": "the gang check",
+    "ElasticQuota": "the quota check",
+    "NetworkTopology": "the network topology check",
+    "NodeResourcesFit": "the node resource check",
+    "DeviceShare": "the accelerator card check",
+    "LoadAware": "the node load check",
+    "NodeUnschedulable": "the cordoned-node check",
+    "NodeAffinity": "the node selector check",
+    "TaintToleration": "the node taint check",
+    "JobPreemption": "the preemption step",
+}
+
+
+def plugin_text(plugin: str) -> str:
+    """'the quota check' for ElasticQuota; a plugin added later is named in words from its name."""
+    if plugin in PLUGIN_WORDS:
+        return PLUGIN_WORDS[plugin]
+    return "the " + re.sub(r"(?<!^)(?=[A-Z])", " ", plugin).lower() + " check"
+
+
 # Labels of the details people may open; anything else is shown under its key in words.
 _DETAIL_LABELS = {
     "plugin": "Decided by",
@@ -66,7 +95,7 @@ _DETAIL_LABELS = {
     "quota": "Quota",
     "exceeded_dimensions": "Resources over quota",
     "quota_shortfall": "Quota short by",
-    "runtime": "Quota's runtime share",
+    "runtime": "The quota may use now",
     "used": "Quota in use",
     "request": "This job asks",
     "preemption": "Preemption",
@@ -108,7 +137,7 @@ def _detail_text(key: str, value: Any) -> str:
     if value is None or value == {} or value == []:
         return ""
     if key == "plugin":
-        return f"the {value} plugin"
+        return plugin_text(str(value))
     if key in ("domain_offer_slots", "alternatives"):
         return _domains(as_dict(value))
     if key == "chosen_domain":
@@ -129,7 +158,8 @@ def _detail_text(key: str, value: Any) -> str:
         amounts = as_dict(value)
         if amounts and all(isinstance(v, Mapping) for v in amounts.values()):
             amounts = next(iter(amounts.values()))
-        return amounts_text({k: int(v) for k, v in as_dict(amounts).items()})
+        # Resources the quota has none of are not worth a word.
+        return amounts_text({k: int(v) for k, v in as_dict(amounts).items() if int(v or 0)})
     if key == "preemption":
         return preemption_status_sentence(str(as_dict(value).get("reason") or "")) or ""
     if key in ("counterfactual", "cause"):

@@ -1,5 +1,5 @@
 """Amounts by their resource: memory in GiB, CPU in cores, whole devices in cards, device shares
-in percent of a card, never in e-notation.
+in percent of a card, Ascend AI cores and AI CPUs counted, never in e-notation.
 
 `quantity_text(resource, amount)` is the one function (the `quantity` template filter calls it);
 `amount_in_unit` gives the number and unit apart for charts and tables that put the unit in a
@@ -23,6 +23,8 @@ from scheduler.vocabulary import (
     HUAWEI_NPU,
     KOORD_GPU,
     NPU_CORE,
+    NPU_CPU,
+    NPU_DVPP,
     NVIDIA_GPU,
     RDMA,
 )
@@ -46,9 +48,12 @@ CARD_SHARES = {
     GPU_CORE: "GPU core",
     GPU_MEMORY_RATIO: "share of a GPU's memory",
     RDMA: "RDMA NIC",
-    NPU_CORE: "NPU core",
+    NPU_DVPP: "NPU media (DVPP) share",
     CAMBRICON_MLU_VCORE: "MLU core",
 }
+# Huawei's device plugin counts an Ascend card's compute units, not a percent of it (a 910B3
+# has 20 AI cores and 7 AI CPUs): (unit, name).
+NPU_UNITS = {NPU_CORE: ("AI cores", "NPU AI cores"), NPU_CPU: ("AI CPUs", "NPU AI CPUs")}
 # Byte-sized device memory, named so that it never reads as the node's memory.
 DEVICE_MEMORY = {GPU_MEMORY: "GPU memory"}
 # Vendors by a resource's domain, to tell apart resources that read the same ("GPUs").
@@ -59,7 +64,7 @@ VENDOR_WORDS = {
     "koordinator.sh": "Koordinator",
 }
 # Display order in a pod shape: what people look at first.
-LEADING = (NVIDIA_GPU, HUAWEI_NPU, CAMBRICON_MLU, GPU_CORE)
+LEADING = (NVIDIA_GPU, HUAWEI_NPU, NPU_CORE, CAMBRICON_MLU, GPU_CORE)
 
 
 def number(value: float) -> str:
@@ -75,6 +80,8 @@ def amount_in_unit(resource: str, amount: float) -> tuple[float, str]:
         return float(amount), "cards"
     if resource in CARD_SHARES:
         return float(amount), "% of a card"
+    if resource in NPU_UNITS:
+        return float(amount), NPU_UNITS[resource][0]
     unit = resource_unit(resource)
     if unit is Unit.MILLI:
         return round(amount / MILLI, 2), "cores"
@@ -103,11 +110,18 @@ def quantity_text(resource: str, amount: float | None) -> str:
         if amount > 100:
             return f"the memory of {number(amount / 100)} GPUs"
         return f"{number(amount)}% of a GPU's memory"
+    if resource == NPU_DVPP:
+        if amount > 100:
+            return f"the media engines (DVPP) of {number(amount / 100)} NPUs"
+        return f"{number(amount)}% of an NPU's media engine (DVPP)"
     if resource in CARD_SHARES:
         kind = CARD_SHARES[resource]
         if amount > 100:
             return f"{number(amount / 100)} cards of {kind}"
         return f"{number(amount)}% of a card ({kind})"
+    if resource in NPU_UNITS:
+        unit_word = NPU_UNITS[resource][0]
+        return f"{number(amount)} {unit_word[:-1] if amount == 1 else unit_word}"
     unit = resource_unit(resource)
     if unit is Unit.MILLI:
         return f"{number(amount / MILLI)} cores"
@@ -130,6 +144,8 @@ def resource_name(resource: str) -> str:
         return CARD_SHARES[resource]
     if resource in DEVICE_MEMORY:
         return DEVICE_MEMORY[resource]
+    if resource in NPU_UNITS:
+        return NPU_UNITS[resource][1]
     if resource == "cpu":
         return "CPU"
     return resource.rsplit("/", 1)[-1]
@@ -140,7 +156,7 @@ def resource_label(resource: str) -> str:
     'Memory (GiB)', 'GPU memory (GiB)', 'Share of a GPU's memory (% of a card)'."""
     name = resource_name(resource)
     unit = amount_in_unit(resource, 0)[1]
-    label = name if unit in ("", "cards", name) else f"{name} ({unit})"
+    label = name if unit in ("", "cards", name) or unit in name else f"{name} ({unit})"
     return label[:1].upper() + label[1:]
 
 

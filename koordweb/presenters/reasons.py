@@ -333,8 +333,12 @@ def state_sentence(state: str, state_reason: str = "") -> Explanation:
     state's meaning, then the recorded reason when there is one."""
     text = _STATE_WORDS.get(state, f"{state}.")
     reason = (state_reason or "").strip().rstrip(".")
-    if reason and reason.lower() != state.lower():
-        text = f"{text} {reason[:1].upper()}{reason[1:]}."
+    said = {state.lower(), text.rstrip(".").lower()}
+    if reason and reason.lower() not in said:
+        sentence = f"{reason[:1].upper()}{reason[1:]}."
+        # "Cancelled by alice" says the state already: "Cancelled. Cancelled by alice." twice.
+        opening = re.split(r"[\s(:,;]", reason, maxsplit=1)[0].lower()
+        text = sentence if opening in said else f"{text} {sentence}"
     return Explanation(f"state-{state.lower()}", text)
 
 

@@ -68,3 +68,28 @@ def node_reason(reason: str) -> str:
 
 def as_dict(value: Any) -> dict[str, Any]:
     return dict(value) if isinstance(value, Mapping) else {}
+
+
+_PREEMPTION_POLICIES = {
+    "PreemptLowerPriority": "may preempt lower-priority jobs",
+    "Never": "never preempts",
+}
+
+
+def preemption_policy_text(policy: str) -> str:
+    """A pod's preemptionPolicy in words: 'may preempt lower-priority jobs', 'never preempts'."""
+    return _PREEMPTION_POLICIES.get(policy, policy)
+
+
+def gang_text(min_available: int, total: int, mode: str) -> str:
+    """A gang's rule in words: a Strict gang starts its pods together (at least min-available of
+    them); a NonStrict one lets each pod that fits start, once min-available of them can."""
+    total = max(total, 1)
+    least = min(max(min_available, 1), total)
+    if total == 1:
+        return "a single pod"
+    if mode == "NonStrict":
+        return f"pods may start as they fit, at least {number(least)} of {number(total)} together"
+    if least == total:
+        return f"all {number(total)} pods must start together"
+    return f"at least {number(least)} of its {number(total)} pods must start together"

@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from koordweb.device_allocated import card_core_percent, parse_device_allocation
+from koordweb.device_allocated import card_ai_cores, card_core_percent, parse_device_allocation
 from koordweb.models import Cluster, Device, Pod
 from koordweb.selectors.topology import (
     OCCUPYING_PHASES,
@@ -24,6 +24,20 @@ from scheduler.vocabulary import ANNOTATION_DEVICE_ALLOCATED, GPU_MEMORY_RATIO
 
 # The filter's labels, keyed by the vendor value Koordinator puts on nodes and devices.
 VENDORS = {"nvidia": "NVIDIA", "huawei": "Ascend", "cambricon": "Cambricon"}
+# A vendor's words before its model, as people say the card: "Huawei Ascend 910B3".
+VENDOR_WORDS = {"nvidia": "NVIDIA", "huawei": "Huawei Ascend", "cambricon": "Cambricon"}
+
+
+def card_model_text(vendor: str, model: str) -> str:
+    """'Huawei Ascend 910B3' for ("huawei", "Ascend-910B3"), 'NVIDIA H800': the vendor's words
+    once, even when the model label repeats them."""
+    words = VENDOR_WORDS.get(vendor, vendor)
+    for word in words.split():
+        if model.lower().startswith(word.lower()):
+            model = model[len(word) :].lstrip(" -_")
+    return f"{words} {model}".strip() or "?"
+
+
 # NVLink partition tables Koordinator builds in for these 8-card models: pairs and quads.
 NVLINK_MODELS = ("H100", "H800", "H20")
 NVLINK_PARTITIONS = ((0, 1, 2, 3), (4, 5, 6, 7))
@@ -32,13 +46,15 @@ OUTSIDE = "(outside)"
 
 @dataclass
 class CardUse:
-    """One pod's share of one card."""
+    """One pod's share of one card (`core`: percent of the card, `device_allocated`), and the
+    Ascend AI cores it holds."""
 
     job: str
     pod: str
     core: int
     memory_ratio: int
     job_id: int | None = None
+    ai_cores: int = 0
 
 
 @dataclass
@@ -55,7 +71,8 @@ class Card:
 
     @property
     def core_used(self) -> int:
-        return sum(use.core for use in self.uses)
+        """The share of the card its pods hold, percent."""
+        return min(100, sum(use.core for use in self.uses))
 
     @property
     def shared(self) -> bool:
@@ -152,6 +169,7 @@ def _attach_uses(
                     core=card_core_percent(resources),
                     memory_ratio=int(resources.get(GPU_MEMORY_RATIO, 0)),
                     job_id=job_id,
+                    ai_cores=card_ai_cores(resources),
                 )
             )
 
@@ -189,9 +207,7 @@ def device_type_usage(cluster: Cluster) -> list[AcceleratorUse]:
             if device_type == "gpu" and key:
                 used[key] += card_core_percent(resources) / 100
     return [
-        AcceleratorUse(
-            f"{VENDORS.get(v, v or '?')} {m}".strip(), n, healthy[(v, m)], round(used[(v, m)], 2)
-        )
+        AcceleratorUse(card_model_text(v, m), n, healthy[(v, m)], round(used[(v, m)], 2))
         for (v, m), n in sorted(totals.items())
     ]
 

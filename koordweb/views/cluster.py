@@ -17,7 +17,7 @@ from koordweb.forms import DeviceFilterForm, PodShapeForm
 from koordweb.models import Cluster, JobState
 from koordweb.presenters.quantities import amount_in_unit, resource_name, shape_text
 from koordweb.presenters.words import domain_text, layer_word
-from koordweb.selectors.devices import VENDORS, Card, device_counts, device_grid
+from koordweb.selectors.devices import Card, card_model_text, device_counts, device_grid
 from koordweb.selectors.jobs import job_node_names
 from koordweb.selectors.topology import (
     ROOT_KEY,
@@ -25,6 +25,7 @@ from koordweb.selectors.topology import (
     accelerator_resources,
     topology_tree,
 )
+from koordweb.views.cards import held_text, use_text
 from koordweb.views.common import current_cluster, int_param, is_admin, visible_jobs
 from koordweb.views.gpu import HEATMAP_VIEWS, card_shades, heatmap_view
 from scheduler.vocabulary import NODE_LAYER, NVIDIA_GPU
@@ -146,7 +147,7 @@ def topology(request: HttpRequest) -> HttpResponse:
     job = form.cleaned_data.get("job") if form.is_valid() else None
     highlighted = placement_keys(tree, job_node_names(job)) if job else set()
     entries = tree_nodes(tree, resource)
-    unit = "cards" if resource != "cpu" else "cores"
+    unit = free_unit(resource)
     context = {
         "cluster": cluster,
         "form": form,
@@ -167,15 +168,17 @@ def topology(request: HttpRequest) -> HttpResponse:
 
 
 def _card_hover(card: Card) -> str:
+    """The card, where it sits, how much of it is held in its vendor's unit and by whom."""
     lines = [
-        f"<b>{card.node}</b> #{card.minor} {VENDORS.get(card.vendor, card.vendor)} {card.model}",
+        f"<b>{card.node}</b> #{card.minor} {card_model_text(card.vendor, card.model)}",
         f"NUMA {card.numa if card.numa is not None else '?'} · PCIe {card.pcie or '?'}"
         + (f" · NVLink {card.nvlink}" if card.nvlink else ""),
-        f"used {card.core_used}%"
+        ("allocated " if card.uses else "")
+        + held_text(card)
         + (" (shared)" if card.shared else "")
         + ("" if card.healthy else " · UNHEALTHY"),
     ]
-    lines += [f"{use.job} {use.pod} {use.core}%".replace("  ", " ") for use in card.uses[:6]]
+    lines += [f"{use.job} {use.pod} {use_text(use)}".replace("  ", " ") for use in card.uses[:6]]
     return "<br>".join(lines)
 
 

@@ -18,6 +18,7 @@ from koordweb.presenters.reasons import (
     decision_sentence,
     state_sentence,
 )
+from koordweb.presenters.words import gang_text, preemption_policy_text
 from koordweb.selectors.devices import natural_key
 from koordweb.selectors.jobs import (
     decisions_by_id,
@@ -191,6 +192,8 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "job": job,
         "pods": [(pod, shape_text(pod.requests or {})) for pod in pods],
         "shape": shape_text(requests) if pods else "",
+        "preemption_words": preemption_policy_text(job.preemption_policy),
+        "gang_words": gang_text(job.min_available, job.total_number, job.mode),
         "decisions": decisions,
         "why": why,
         "counterfactual": what_would_help(

@@ -101,6 +101,8 @@ def preemption_page(request: HttpRequest, pk: int) -> HttpResponse:
     if cluster is None or row is None:
         raise Http404("no such preemption")
     select_cluster(request, cluster)
+    for victim in row.victims:
+        victim.pods = sorted(victim.pods, key=natural_key)  # "-2" before "-10"
     context = {
         "row": row,
         "nominations": sorted(row.nominations.items(), key=lambda item: natural_key(item[0])),

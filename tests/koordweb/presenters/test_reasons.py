@@ -221,9 +221,9 @@ def test_details_are_formatted_lines_never_dicts() -> None:
             }
         )
     )
-    assert lines["Decided by"] == "the ElasticQuota plugin"
+    assert lines["Decided by"] == "the quota check"
     assert lines["Quota short by"] == "team-nlp: 64 GiB and 8 GPUs"
-    assert lines["Quota's runtime share"] == "8 GiB"
+    assert lines["The quota may use now"] == "8 GiB"
     assert lines["Room per domain"] == "block b2: 3 pods, block b1: 2 pods"
     assert "secret" not in str(lines)  # said apart, with other tenants' jobs counted
 
@@ -281,7 +281,7 @@ def test_preemption_cost_and_reason_in_words() -> None:
             "queue again. Kubelet refused pod x: OutOfnvidia.com/gpu.",
         ),
         ("Succeeded", "", "Finished."),
-        ("Cancelled", "cancelled by alice", "Cancelled. Cancelled by alice."),
+        ("Cancelled", "cancelled by alice", "Cancelled by alice."),
     ],
 )
 def test_job_states_without_a_decision_in_words(state: str, reason: str, sentence: str) -> None:

@@ -157,8 +157,8 @@ def test_admin_round_is_read_only_and_in_words(ui: Pages, as_admin: Client) -> N
     assert 'name="_save"' not in page
 
 
-# The engine's rule names: a page says the rule in words instead. (A job's preemption policy,
-# PreemptLowerPriority, is Kubernetes' name and is shown as it is.)
+# The engine's rule names: a page says the rule in words instead (a job's preemption policy too:
+# "may preempt lower-priority jobs").
 RULE_NAMES = re.compile(r"\b(LowerPriority|InQuota|QuotaReclaim)\b")
 LOWER_PRIORITY_OVER_QUOTA = {
     "reason": "Insufficient quotas, quotaName: team-a, exceedDimensions: [nvidia.com/gpu]",
