@@ -205,15 +205,19 @@ def _term_errors(term: Any, path: str) -> dict[str, str]:
     if not isinstance(term, dict):
         return {path: "must be an object with matchExpressions or matchFields"}
     errors: dict[str, str] = {}
-    for kind in ("matchExpressions", "matchFields"):
-        requirements = term.get(kind)
-        if requirements is None:
-            continue
-        if not isinstance(requirements, list):
-            errors[f"{path}.{kind}"] = "must be a list"
-            continue
-        for i, requirement in enumerate(requirements):
-            errors.update(_requirement_errors(requirement, f"{path}.{kind}[{i}]"))
+    if term.get("matchFields"):
+        # The engine places by node labels; a node-name field it ignored would be broken.
+        errors[f"{path}.matchFields"] = (
+            "is not supported: select nodes by label (matchExpressions on kubernetes.io/hostname)"
+        )
+    requirements = term.get("matchExpressions")
+    if requirements is None:
+        return errors
+    if not isinstance(requirements, list):
+        errors[f"{path}.matchExpressions"] = "must be a list"
+        return errors
+    for i, requirement in enumerate(requirements):
+        errors.update(_requirement_errors(requirement, f"{path}.matchExpressions[{i}]"))
     return errors
 
 

@@ -1,11 +1,14 @@
 """Field validation kube-apiserver runs on a pod it is asked to create, as far as koordweb writes
-those fields: its name, metadata labels and annotations, spec.nodeSelector and spec.tolerations.
+those fields: its name, metadata labels and annotations, spec.nodeSelector, spec.tolerations, the
+node affinity and the containers' resource names.
 
 Written from apimachinery's `util/validation` (IsQualifiedName, IsValidLabelValue,
 IsDNS1123Subdomain and their messages), `api/validation` (ValidateAnnotations) and the core API's
-`validateTolerations`, on purpose apart from koordweb's own checks (`koordweb.kubenames`): the
-fake stands in for the real server, so it must not share the code it is testing. Errors come
-back as `field.Error`s do: (field path, cause reason, message), the message in Go's words.
+`validateTolerations`, `ValidateNodeSelectorRequirement`, `ValidateNodeFieldSelectorRequirement`
+and `validateContainerResourceName`, on purpose apart from koordweb's own checks
+(`koordweb.kubenames`): the fake stands in for the real server, so it must not share the code
+it is testing. Errors come back as `field.Error`s do: (field path, cause reason, message), the
+message in Go's words.
 """
 
 from __future__ import annotations
@@ -195,6 +198,133 @@ def validate_tolerations(tolerations: Any, path: str) -> list[Error]:
     return errs
 
 
+STANDARD_CONTAINER_RESOURCES = ("cpu", "memory", "ephemeral-storage")
+NODE_FIELD_SELECTOR_KEYS = ("metadata.name",)
+
+
+def _required(path: str, detail: str) -> Error:
+    return (path, "FieldValueRequired", f"Required value: {detail}")
+
+
+def _forbidden(path: str, detail: str) -> Error:
+    return (path, "FieldValueForbidden", f"Forbidden: {detail}")
+
+
+def validate_container_resources(spec: dict[str, Any]) -> list[Error]:
+    """validateContainerResourceName over every container's requests and limits: a name without
+    a domain must be one a container may ask for."""
+    errs: list[Error] = []
+    for kind in ("initContainers", "containers"):
+        for i, container in enumerate(spec.get(kind) or []):
+            resources = (container or {}).get("resources") or {}
+            for field in ("limits", "requests"):
+                for name in resources.get(field) or {}:
+                    path = f"spec.{kind}[{i}].resources.{field}[{name}]"
+                    if "/" in name:
+                        continue
+                    if name in STANDARD_CONTAINER_RESOURCES or name.startswith("hugepages-"):
+                        continue
+                    errs.append(_invalid(path, name, "must be a standard resource for containers"))
+    return errs
+
+
+def _requirement(req: dict[str, Any], path: str) -> list[Error]:
+    """ValidateNodeSelectorRequirement: the values an operator takes, then the key."""
+    operator, values = req.get("operator", ""), req.get("values") or []
+    errs: list[Error] = []
+    if operator in ("In", "NotIn"):
+        if not values:
+            errs.append(
+                _required(f"{path}.values", "must be specified when `operator` is 'In' or 'NotIn'")
+            )
+    elif operator in ("Exists", "DoesNotExist"):
+        if values:
+            errs.append(
+                _forbidden(
+                    f"{path}.values",
+                    "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+                )
+            )
+    elif operator in ("Gt", "Lt"):
+        if len(values) != 1:
+            errs.append(
+                _required(
+                    f"{path}.values",
+                    "must be specified single value when `operator` is 'Lt' or 'Gt'",
+                )
+            )
+    else:
+        errs.append(_invalid(f"{path}.operator", operator, "not a valid selector operator"))
+    key = req.get("key", "")
+    errs += [_invalid(f"{path}.key", key, m) for m in is_qualified_name(key)]
+    return errs
+
+
+def _field_requirement(req: dict[str, Any], path: str) -> list[Error]:
+    """ValidateNodeFieldSelectorRequirement: In or NotIn one value, on metadata.name only."""
+    errs: list[Error] = []
+    operator = req.get("operator", "")
+    if operator in ("In", "NotIn"):
+        if len(req.get("values") or []) != 1:
+            errs.append(
+                _required(
+                    f"{path}.values",
+                    "must be only one value when `operator` is 'In' or 'NotIn' for node field "
+                    "selector",
+                )
+            )
+    else:
+        errs.append(_invalid(f"{path}.operator", operator, "not a valid selector operator"))
+    key = req.get("key", "")
+    if key not in NODE_FIELD_SELECTOR_KEYS:
+        errs.append(_invalid(f"{path}.key", key, "not a valid field selector key"))
+    return errs
+
+
+def _term(term: dict[str, Any], path: str) -> list[Error]:
+    errs: list[Error] = []
+    for j, req in enumerate(term.get("matchExpressions") or []):
+        errs += _requirement(req or {}, f"{path}.matchExpressions[{j}]")
+    for j, req in enumerate(term.get("matchFields") or []):
+        errs += _field_requirement(req or {}, f"{path}.matchFields[{j}]")
+    return errs
+
+
+def validate_node_affinity(affinity: Any, path: str) -> list[Error]:
+    """The node affinity part of validateAffinity: the required node selector has terms and each
+    requirement its operator's values; a preferred term weighs 1-100."""
+    node = (affinity or {}).get("nodeAffinity")
+    if not node:
+        return []
+    errs: list[Error] = []
+    at = f"{path}.nodeAffinity"
+    required = node.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if required is not None:
+        selector = f"{at}.requiredDuringSchedulingIgnoredDuringExecution"
+        terms = required.get("nodeSelectorTerms") or []
+        if not terms:
+            errs.append(
+                _required(
+                    f"{selector}.nodeSelectorTerms", "must have at least one node selector term"
+                )
+            )
+        for i, term in enumerate(terms):
+            errs += _term(term or {}, f"{selector}.nodeSelectorTerms[{i}]")
+    for i, term in enumerate(node.get("preferredDuringSchedulingIgnoredDuringExecution") or []):
+        where = f"{at}.preferredDuringSchedulingIgnoredDuringExecution[{i}]"
+        weight = (term or {}).get("weight", 0)
+        if not isinstance(weight, int) or not 1 <= weight <= 100:
+            errs.append(
+                (
+                    f"{where}.weight",
+                    "FieldValueInvalid",
+                    f"Invalid value: {weight}: must be in the range 1-100",
+                )
+            )
+        errs += _term((term or {}).get("preference") or {}, f"{where}.preference")
+    return errs
+
+
 def pod_errors(pod: dict[str, Any]) -> list[Error]:
     """What the API server refuses in a pod to create, in the order it checks them."""
     metadata = pod.get("metadata") or {}
@@ -206,4 +336,6 @@ def pod_errors(pod: dict[str, Any]) -> list[Error]:
         *validate_annotations(metadata.get("annotations"), "metadata.annotations"),
         *validate_labels(spec.get("nodeSelector"), "spec.nodeSelector"),
         *validate_tolerations(spec.get("tolerations"), "spec.tolerations"),
+        *validate_node_affinity(spec.get("affinity"), "spec.affinity"),
+        *validate_container_resources(spec),
     ]

@@ -135,6 +135,54 @@ def test_every_invalid_field_of_a_pod_is_listed(
     ) in status.message
 
 
+def test_a_pods_node_affinity_and_resource_names_are_validated(
+    core: client.CoreV1Api, api: client.ApiClient
+) -> None:
+    """ValidateNodeSelectorRequirement, the preferred terms' weights and
+    validateContainerResourceName, in kube-apiserver's words."""
+    terms = [
+        {"matchExpressions": [{"key": "zone", "operator": "In"}]},
+        {"matchExpressions": [{"key": "zone", "operator": "Exists", "values": ["a"]}]},
+        {"matchExpressions": [{"key": "rank", "operator": "Gt", "values": ["1", "2"]}]},
+        {"matchExpressions": [{"key": "zone", "operator": "Near", "values": ["a"]}]},
+        {"matchFields": [{"key": "spec.nodeName", "operator": "In", "values": ["n1"]}]},
+    ]
+    body = pod(
+        "p3",
+        affinity={
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms},
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 500, "preference": {"matchExpressions": []}}
+                ],
+            }
+        },
+    )
+    body["spec"]["containers"][0]["resources"] = {"requests": {"pods": "2", "cpu": "1"}}
+    with pytest.raises(ApiException) as caught:
+        core.create_namespaced_pod("default", body)
+    status = status_of(caught.value, api)
+    assert (status.code, status.reason) == (422, "Invalid")
+    required = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+    assert [(c.field, c.reason) for c in status.details.causes] == [
+        (f"{required}.nodeSelectorTerms[0].matchExpressions[0].values", "FieldValueRequired"),
+        (f"{required}.nodeSelectorTerms[1].matchExpressions[0].values", "FieldValueForbidden"),
+        (f"{required}.nodeSelectorTerms[2].matchExpressions[0].values", "FieldValueRequired"),
+        (f"{required}.nodeSelectorTerms[3].matchExpressions[0].operator", "FieldValueInvalid"),
+        (f"{required}.nodeSelectorTerms[4].matchFields[0].key", "FieldValueInvalid"),
+        (
+            "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight",
+            "FieldValueInvalid",
+        ),
+        ("spec.containers[0].resources.requests[pods]", "FieldValueInvalid"),
+    ]
+    assert "Required value: must be specified when `operator` is 'In' or 'NotIn'" in status.message
+    assert 'Invalid value: "Near": not a valid selector operator' in status.message
+    assert "Invalid value: 500: must be in the range 1-100" in status.message
+    assert 'Invalid value: "pods": must be a standard resource for containers' in status.message
+    assert core.list_namespaced_pod("default").items == []
+
+
 def test_pod_priority_comes_from_its_priority_class(core: client.CoreV1Api, kube: FakeKube) -> None:
     kube.add(
         {

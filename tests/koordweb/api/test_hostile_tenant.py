@@ -62,6 +62,11 @@ def yaml_post(client, text):
             "[{weight: 500, preference: {}}]}}",
             "weight",
         ),
+        (  # the engine places by labels: a node-name field it ignored would be broken silently
+            "{nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: "
+            "[{matchFields: [{key: metadata.name, operator: In, values: [node-1]}]}]}}}",
+            "matchFields",
+        ),
     ],
 )
 def test_an_affinity_the_api_server_refuses_is_a_400(alice_api, world, affinity, field):
