@@ -142,6 +142,9 @@ QUOTA_PREEMPTIBLE: Final = QUOTA_PREFIX + "preemptible"
 QUOTA_NAMESPACES: Final = QUOTA_PREFIX + "namespaces"
 # Koordinator's implicit root of the quota tree: a parent label naming it means "no parent".
 ROOT_QUOTA: Final = "koordinator-root-quota"
+# Where Koordinator counts a pod whose quota label names no quota, or that has none and no
+# quota of its namespace (apis/extension/elastic_quota.go DefaultQuotaName).
+DEFAULT_QUOTA: Final = "koordinator-default-quota"
 
 # --- koord-scheduler's configuration (a ConfigMap holding a KubeSchedulerConfiguration) --------
 SCHEDULER_CONFIG_NAME: Final = "koord-scheduler-config"

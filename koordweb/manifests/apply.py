@@ -43,6 +43,7 @@ from koordweb.models import (
 )
 from koordweb.models.workload import PreemptionPolicy
 from scheduler.vocabulary import (
+    DEFAULT_QUOTA,
     GANG_TOPOLOGY_SPEC,
     LABEL_GPU_MODEL,
     LABEL_GPU_VENDOR,
@@ -242,10 +243,8 @@ class _Applier:
     def create_quotas(self) -> None:
         objs = self.manifests.of_kind(QUOTA)
         self._refuse_stored(QUOTA, ElasticQuota, objs)
-        wanted = {obj.refs["parent"] for obj in objs} | {p.quota_name for p in self.manifests.jobs}
-        self.quotas = {
-            q.name: q for q in ElasticQuota.objects.filter(cluster=self.cluster, name__in=wanted)
-        }
+        # Every stored quota: a pod without a quota label may belong to one by its namespace.
+        self.quotas = {q.name: q for q in ElasticQuota.objects.filter(cluster=self.cluster)}
         by_name = {obj.name: obj for obj in objs}
         pending = list(objs)
         while pending:  # parents before children; no progress means a missing parent or a cycle
@@ -337,15 +336,7 @@ class _Applier:
                     f"unknown topology layer {rule['layer']!r} "
                     f"(ClusterNetworkTopology has {sorted(self.layers) or 'no layers'})",
                 )
-        quota = None
-        if plan.quota_name:
-            quota = self.quotas.get(plan.quota_name)
-            if quota is None:
-                raise ManifestError(
-                    plan.pods[0].index,
-                    f"metadata.labels.{QUOTA_NAME}",
-                    f"unknown ElasticQuota {plan.quota_name!r}",
-                )
+        quota = self._quota_of(plan)
         priorities = [self._priority(pod) for pod in plan.pods]
         classes = [pc for _, pc, _ in priorities if pc is not None]
         policies = {policy for _, _, policy in priorities}
@@ -367,6 +358,29 @@ class _Applier:
             quota=quota,
             **values,
         )
+
+    def _quota_of(self, plan: JobPlan) -> ElasticQuota | None:
+        """The job's quota as Koordinator's ElasticQuota plugin finds a pod's (`GetQuotaName`,
+        `getPodAssociateQuotaName`): the one its quota label names; without a label, the quota
+        named after its namespace in that namespace, else one whose namespaces annotation lists
+        it; a label naming no quota, or nothing found, the default quota when the cluster has
+        one (`koordinator-default-quota`), else none. A label naming no quota is warned about."""
+        if plan.quota_name in self.quotas:
+            return self.quotas[plan.quota_name]
+        leaves = sorted((q for q in self.quotas.values() if not q.is_parent), key=lambda q: q.name)
+        if plan.quota_name:
+            plan.pods[0].extra.setdefault("warnings", []).append(
+                f"document {plan.pods[0].index}: metadata.labels.{QUOTA_NAME}: no ElasticQuota "
+                f"{plan.quota_name!r}: Koordinator counts the job in its default quota instead"
+            )
+        else:
+            for quota in leaves:
+                if quota.name == plan.namespace and quota.namespace == plan.namespace:
+                    return quota
+            for quota in leaves:
+                if plan.namespace in quota.listed_namespaces:
+                    return quota
+        return self.quotas.get(DEFAULT_QUOTA)
 
     def _priority(self, pod: ParsedObject) -> tuple[int, PriorityClass | None, str]:
         """A pod's priority: spec.priority, else its class's value, else the global default."""

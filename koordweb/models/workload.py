@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import ClassVar
 
 from django.conf import settings
@@ -10,6 +11,7 @@ from django.db.models import Q
 
 from koordweb.models.cluster import Cluster, Node
 from koordweb.models.fields import validate_resource_list, validate_string_map
+from scheduler.vocabulary import QUOTA_NAMESPACES
 
 
 class PreemptionPolicy(models.TextChoices):
@@ -70,6 +72,18 @@ class ElasticQuota(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def listed_namespaces(self) -> set[str]:
+        """The namespaces Koordinator's `quota.scheduling.koordinator.sh/namespaces` annotation
+        lists (a JSON array of names; anything else in it is ignored)."""
+        try:
+            listed = json.loads((self.annotations or {}).get(QUOTA_NAMESPACES) or "[]")
+        except (TypeError, ValueError):
+            return set()
+        if not isinstance(listed, list):
+            return set()
+        return {name for name in listed if isinstance(name, str) and name}
 
 
 class JobState(models.TextChoices):

@@ -7,13 +7,11 @@ foreign object is simply absent (404), never forbidden (403).
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.db.models import Q, QuerySet
 
 from koordweb.models import ElasticQuota, Job, Preemption, PreemptionVictim
-from scheduler.vocabulary import QUOTA_NAMESPACES
 
 
 def user_is_admin(user: Any) -> bool:
@@ -33,14 +31,7 @@ def quota_namespaces(quota: ElasticQuota) -> set[str]:
     """The namespaces a team may submit into with this quota: the quota's own namespace and
     those Koordinator's `quota.scheduling.koordinator.sh/namespaces` annotation lists (a JSON
     array of names; anything else in it is ignored)."""
-    namespaces = {quota.namespace}
-    try:
-        listed = json.loads((quota.annotations or {}).get(QUOTA_NAMESPACES) or "[]")
-    except (TypeError, ValueError):
-        listed = []
-    if isinstance(listed, list):
-        namespaces.update(name for name in listed if isinstance(name, str) and name)
-    return namespaces
+    return {quota.namespace, *quota.listed_namespaces}
 
 
 def quota_ids_visible(*, user: Any) -> set[int]:

@@ -159,3 +159,43 @@ def test_quota_tree_labels_are_read_as_koordinator_compares_them(
     quota = manifests.objects[0]
     assert (quota.values["is_parent"], quota.values["allow_lent"]) == expected
     assert len(manifests.warnings) == warned
+
+
+def quota_doc(name: str, namespace: str, annotations: dict[str, str] | None = None) -> str:
+    meta = {"name": name, "namespace": namespace, "annotations": annotations or {}}
+    return (
+        "apiVersion: scheduling.sigs.k8s.io/v1alpha1\nkind: ElasticQuota\n"
+        f"metadata: {json.dumps(meta)}\nspec: {{min: {{cpu: 1}}, max: {{cpu: 100}}}}"
+    )
+
+
+def lone_pod(name: str, namespace: str, labels: dict[str, str] | None = None) -> str:
+    meta = {"name": name, "namespace": namespace, "labels": labels or {}}
+    return (
+        f"apiVersion: v1\nkind: Pod\nmetadata: {json.dumps(meta)}\n"
+        'spec: {containers: [{name: c, resources: {requests: {cpu: "1"}}}]}'
+    )
+
+
+def test_a_pod_without_a_quota_label_joins_its_namespaces_quota():
+    """Koordinator's GetQuotaName: the quota named after the pod's namespace, then one whose
+    namespaces annotation lists it, then the default quota; a label naming no quota, the
+    default quota too (with a warning)."""
+    listed = {"quota.scheduling.koordinator.sh/namespaces": '["research"]'}
+    jobs, warnings = imported(
+        quota_doc("team-a", "team-a"),
+        quota_doc("team-b", "team-b", listed),
+        quota_doc("koordinator-default-quota", "koordinator-system"),
+        lone_pod("a", "team-a"),
+        lone_pod("r", "research"),
+        lone_pod("x", "elsewhere"),
+        lone_pod("typo", "team-a", {"quota.scheduling.koordinator.sh/name": "team-aa"}),
+    )
+    quota = {name: job.quota.name if job.quota else None for name, job in jobs.items()}
+    assert quota == {
+        "a": "team-a",
+        "r": "team-b",
+        "x": "koordinator-default-quota",
+        "typo": "koordinator-default-quota",
+    }
+    assert len(warnings) == 1 and "'team-aa'" in warnings[0]

@@ -265,11 +265,9 @@ def test_quota_parents_forming_a_cycle(tmp_path):
 
 
 @pytest.mark.django_db
-def test_pod_in_unknown_quota_or_pod_group(tmp_path):
-    in_quota = pod(meta="  labels: {quota.scheduling.koordinator.sh/name: nowhere}")
-    message = import_error(tmp_path, in_quota)
-    assert "document 1: metadata.labels.quota.scheduling.koordinator.sh/name:" in message
-    assert "unknown ElasticQuota 'nowhere'" in message
+def test_pod_in_unknown_pod_group(tmp_path):
+    # (A quota label naming no quota is Koordinator's default quota, with a warning:
+    # test_koordinator_gang_settings.py.)
     in_group = pod(meta="  labels: {pod-group.scheduling.sigs.k8s.io: nowhere}")
     assert "unknown PodGroup default/nowhere" in import_error(tmp_path, NODE, in_group)
 
