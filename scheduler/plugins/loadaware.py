@@ -252,12 +252,14 @@ class LoadAware:
         return reported_at is not None and now - reported_at >= self.expiration
 
     def _node_thresholds(self, info: NodeInfo) -> dict[str, int]:
+        """The node's own `usageThresholds` replace the plugin's whole (Koordinator's
+        generateUsageThresholdsFilterProfile): a resource they leave out is not checked there."""
         raw = info.annotations.get(ANNOTATION_USAGE_THRESHOLDS)
         if not raw:
             return self.thresholds
         try:
             custom = json.loads(raw).get("usageThresholds") or {}
-            return {**self.thresholds, **{str(k): int(v) for k, v in custom.items()}}
+            return {str(k): int(v) for k, v in custom.items()} if custom else self.thresholds
         except (ValueError, AttributeError, TypeError):
             return self.thresholds  # a malformed annotation falls back to the defaults
 

@@ -70,6 +70,16 @@ def test_memory_threshold_and_node_annotation_override() -> None:
     assert slots(state, plugin) == [1, 0]
 
 
+def test_a_nodes_own_thresholds_replace_the_plugins_whole() -> None:
+    """Koordinator's generateUsageThresholdsFilterProfile: the annotation's usageThresholds are
+    the node's vector; memory, left out of it, is not checked there (the plugin's 95% is not
+    merged in)."""
+    cpu_only = {ANNOTATION_USAGE_THRESHOLDS: json.dumps({"usageThresholds": {"cpu": 90}})}
+    full = loaded("full", 1.0, memory_used_gib=99)
+    state, plugin = state_with(full, replace(full, name="own", annotations=cpu_only), pods=1)
+    assert slots(state, plugin) == [0, 1]  # name order: full (memory 99% > 95%), own
+
+
 @dataclass(frozen=True)
 class ReportedNode(NodeInfo):
     """A node with its NodeMetric report time (seconds on the snapshot clock)."""
