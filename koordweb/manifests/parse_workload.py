@@ -189,6 +189,22 @@ def _waiting_seconds(text: str, warnings: list[str], where: str = "") -> int:
     return max(1, math.ceil(seconds))
 
 
+def _topology_index(at: At, warnings: list[str]) -> int | None:
+    """A pod's network-topology-index as Koordinator's GetPodIndex reads it: a negative one is
+    "no index" (the pod is placed after those with one); one it cannot read too, with a warning."""
+    text = at.string()
+    if not text:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        warnings.append(f"{at.where()}: {text[:64]!r} is not a number: the pod has no index")
+        return None
+    if value > MAX_INT32:
+        at.fail(f"is out of range (at most {MAX_INT32})")
+    return value if value >= 0 else None
+
+
 def _fallback(index: int, key: str, value: str, default: str) -> str:
     return (
         f"document {index}: metadata.annotations.{key}: {value[:64]!r} is not a value "
@@ -268,9 +284,7 @@ def parse_pod(doc: At) -> ParsedObject:
             "annotations": annotations,
             "priority_class_name": spec.child("priorityClassName").string(),
             "phase": phase,
-            "topology_index": (
-                index_at.integer(minimum=0, maximum=MAX_INT32) if index_at.present() else None
-            ),
+            "topology_index": _topology_index(index_at, warnings),
             "created_at": meta.created_at,
             "bound_at": bound_at if node_name else None,
             "nominated_at": nominated_at,

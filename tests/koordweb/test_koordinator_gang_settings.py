@@ -199,3 +199,19 @@ def test_a_pod_without_a_quota_label_joins_its_namespaces_quota():
         "typo": "koordinator-default-quota",
     }
     assert len(warnings) == 1 and "'team-aa'" in warnings[0]
+
+
+@pytest.mark.parametrize(
+    ("written", "index", "warned"), [("3", 3, 0), ("-1", None, 0), ("x", None, 1)]
+)
+def test_a_topology_index_koordinator_cannot_use_is_no_index(
+    written: str, index: int | None, warned: int
+):
+    annotations = {
+        f"{GANG}/name": "g",
+        f"{GANG}/min-available": "1",
+        f"{GANG}/network-topology-index": written,
+    }
+    manifests = parse_manifests(pod("g-0", annotations))
+    assert manifests.objects[0].values["topology_index"] == index
+    assert len(manifests.warnings) == warned
