@@ -213,6 +213,12 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "placement": placement_figure(job.cluster, job_node_names(job))
         if any(p.node_id for p in pods)
         else None,
+        # A finished job's pods have left their nodes: it was placed, it is not "not placed".
+        "placement_empty": (
+            "Finished: its pods have left their nodes."
+            if job.state in JobState.FINAL
+            else "Not placed: no pod is bound to a node."
+        ),
         "active": job.state in JobState.HOLDING,
         "live_seconds": LIVE_SECONDS,
         **job_usage_context(job),

@@ -206,3 +206,14 @@ def test_victim_pods_are_listed_in_natural_order(ui: Pages, as_admin: Client) ->
     victim.save(update_fields=["pods"])
     html = as_admin.get(reverse("preemption-detail", args=[ui.preemption.pk])).content.decode()
     assert "default/old-b-0, default/old-b-1, default/old-b-2, default/old-b-10" in html
+
+
+def test_a_finished_jobs_page_does_not_say_not_placed(ui: Pages, as_admin: Client) -> None:
+    from koordweb.models import JobState, Pod
+
+    Pod.objects.filter(job=ui.running).update(node=None, phase="Succeeded")
+    Job.objects.filter(pk=ui.running.pk).update(state=JobState.SUCCEEDED)
+    text = _text(as_admin.get(reverse("job-detail", args=[ui.running.pk])).content.decode())
+    assert "Finished: its pods have left their nodes." in text and "Not placed" not in text
+    pending = _text(as_admin.get(reverse("job-detail", args=[ui.pending.pk])).content.decode())
+    assert "Not placed: no pod is bound to a node." in pending
