@@ -121,6 +121,10 @@ def _fill(
 
 
 def _weight(q: QuotaInfo, r: str) -> int:
-    if q.shared_weight is not None and r in q.shared_weight:
-        return int(q.shared_weight[r])
+    """The quota's share weight for `r` (Koordinator's GetSharedWeight): its shared-weight
+    annotation when it gives any weight, a resource it leaves out weighing nothing; else (none,
+    or all zero) its max."""
+    weights = q.shared_weight
+    if weights is not None and any(int(v) for v in weights.values()):
+        return int(weights.get(r, 0))
     return int(q.max.get(r, UNBOUNDED)) if r in q.max else max(1, int(q.min.get(r, 1)))

@@ -38,6 +38,16 @@ def test_runtime_quota_water_filling_table() -> None:
         assert runtime(quotas, requests, total) == expected, (specs, requests)
 
 
+def test_shared_weight_as_koordinator_reads_it() -> None:
+    """GetSharedWeight: a weight for memory only weighs cpu at nothing (a gets no cpu beyond
+    its min); an all-zero weight is no weight, so max weighs (as with none)."""
+    memory_only = QuotaInfo("a", {"cpu": 10}, {"cpu": 100}, None, {"memory": 5})
+    other = QuotaInfo("b", {"cpu": 10}, {"cpu": 100})
+    assert runtime([memory_only, other], {"a": 100, "b": 100}, 60) == {"a": 10, "b": 50}
+    zero = QuotaInfo("a", {"cpu": 10}, {"cpu": 100}, None, {"cpu": 0, "memory": 0})
+    assert runtime([zero, other], {"a": 40, "b": 40}, 60) == {"a": 30, "b": 30}
+
+
 def test_quota_that_does_not_lend_keeps_its_min_out_of_the_pool() -> None:
     quotas = [
         QuotaInfo("a", {"cpu": 50}, {"cpu": 100}, allow_lent=False),
