@@ -99,7 +99,8 @@ class TopologyTree:
             names: list[str | None] = []
             lowest = depth == len(chain) - 1
             for i, node in enumerate(nodes):
-                value = next((node.labels[k] for k in keys if k in node.labels), None)
+                # An empty value is no value (Koordinator's getTreeNodesMeta).
+                value = next((node.labels[k] for k in keys if node.labels.get(k)), None)
                 if value is None and lowest:
                     value = node.name  # virtual domain named after the node
                 if value is None:

@@ -70,7 +70,7 @@ def domain_path(
         if layer.name == NODE_LAYER:
             path.append((layer.name, node_name))
             continue
-        value = next((labels[key] for key in layer.label_keys if key in labels), None)
+        value = next((labels[key] for key in layer.label_keys if labels.get(key)), None)
         if value is None:
             if depth != len(chain) - 2:
                 return None  # a higher label is missing: outside the topology

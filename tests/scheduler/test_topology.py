@@ -32,6 +32,17 @@ def test_node_without_block_label_gets_a_virtual_block_and_without_spine_is_outs
     assert block_entries[0]["nodeNum"] == 2
 
 
+def test_an_empty_label_value_is_no_label() -> None:
+    """Koordinator's getTreeNodesMeta skips an empty value: an empty block makes a virtual
+    block, an empty spine leaves the node outside; no domain is named ""."""
+    c = cluster().topology(SPINE_BLOCK)
+    c.node(node("n1").cpu(8).spine("s1").block(""), node("n2").cpu(8).spine("").block("b2"))
+    snap = c.snapshot()
+    tree = TopologyTree.build(snap.topology, sorted(snap.nodes, key=lambda n: n.name))
+    assert tree.domain_names == [["s1"], ["n1"]]
+    assert tree.outside.tolist() == [False, True]
+
+
 def test_outside_nodes_take_no_topology_jobs_but_take_plain_pods() -> None:
     c = cluster().topology(SPINE_BLOCK).node(node("lonely").cpu(16))
     c.submit(gang("ml/topo", pods=1).cpu(1).prefer_gather("SpineLayer"), pod("plain").cpu(1))
