@@ -24,6 +24,10 @@ POD_GROUP_APIS: Final = {
 }
 DEFAULT_POD_GROUP_API: Final = "scheduling.sigs.k8s.io/v1alpha1"
 POD_GROUP_LABELS: Final = tuple(POD_GROUP_APIS.values())
+# Deprecated lightweight coscheduling: a gang named by a pod label, with no PodGroup object
+# (apis/extension/coscheduling.go LabelLightweightCoschedulingPodGroupName, ...MinAvailable).
+LIGHTWEIGHT_GANG_NAME: Final = "pod-group.scheduling.sigs.k8s.io/name"
+LIGHTWEIGHT_GANG_MIN_AVAILABLE: Final = "pod-group.scheduling.sigs.k8s.io/min-available"
 # Domains whose label and annotation keys Kubernetes, Koordinator and koordweb reserve.
 RESERVED_DOMAINS: Final = ("kubernetes.io", "k8s.io", "x-k8s.io", "koordinator.sh", "koordweb.io")
 # Kubernetes' recommended application labels (app.kubernetes.io/name, ...).

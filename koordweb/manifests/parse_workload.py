@@ -26,6 +26,8 @@ from scheduler.vocabulary import (
     GANG_TOPOLOGY_SPEC,
     GANG_TOTAL_NUMBER,
     GANG_WAITING_TIME,
+    LIGHTWEIGHT_GANG_MIN_AVAILABLE,
+    LIGHTWEIGHT_GANG_NAME,
     POD_GROUP_LABELS,
     QUOTA_ALLOW_LENT,
     QUOTA_IS_PARENT,
@@ -112,12 +114,18 @@ def pod_resources(spec: At) -> tuple[dict[str, int], dict[str, int]]:
     return totals[0], totals[1]
 
 
-def _read_gang(annotations: dict[str, str], index: int, warnings: list[str]) -> dict[str, Any]:
+def _read_gang(
+    annotations: dict[str, str], index: int, warnings: list[str], label_minimum: At
+) -> dict[str, Any]:
     """Gang settings of an annotation gang, from the pod's gang annotations, as Koordinator's
-    `tryInitByPodConfig` reads them: min-available is required, the rest fall back."""
-    min_available = _annotation(annotations, index, GANG_MIN_AVAILABLE).integer(
-        required=True, minimum=1, maximum=MAX_INT32
+    `tryInitByPodConfig` reads them: min-available is required (the lightweight label's first,
+    `GetGangMinNumFromPod`), the rest fall back."""
+    minimum = (
+        label_minimum
+        if label_minimum.string()
+        else _annotation(annotations, index, GANG_MIN_AVAILABLE)
     )
+    min_available = minimum.integer(required=True, minimum=1, maximum=MAX_INT32)
     wait = _annotation(annotations, index, GANG_WAITING_TIME).string(max_length=64)
     return {
         "min_available": min_available,
@@ -253,9 +261,21 @@ def parse_pod(doc: At) -> ParsedObject:
                 f"{group}: its own {GANG_TOPOLOGY_SPEC} is not used (Koordinator reads the "
                 "PodGroup's)"
             )
-    elif GANG_NAME in annotations:
-        extra["gang"] = _annotation(annotations, doc.index, GANG_NAME).string(required=True)
-        extra["gang_settings"] = _read_gang(annotations, doc.index, warnings)
+    elif labels.get(LIGHTWEIGHT_GANG_NAME) or GANG_NAME in annotations:
+        # Koordinator's GetGangNameByPod: the (deprecated) lightweight label, then the annotation.
+        if labels.get(LIGHTWEIGHT_GANG_NAME):
+            at = At(
+                doc.index, labels[LIGHTWEIGHT_GANG_NAME], f"metadata.labels.{LIGHTWEIGHT_GANG_NAME}"
+            )
+        else:
+            at = _annotation(annotations, doc.index, GANG_NAME)
+        extra["gang"] = at.string(required=True)
+        minimum = At(
+            doc.index,
+            labels.get(LIGHTWEIGHT_GANG_MIN_AVAILABLE),
+            f"metadata.labels.{LIGHTWEIGHT_GANG_MIN_AVAILABLE}",
+        )
+        extra["gang_settings"] = _read_gang(annotations, doc.index, warnings, minimum)
     else:
         extra["gang_settings"] = {}
     scheduled = [

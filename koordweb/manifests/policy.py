@@ -32,6 +32,8 @@ from scheduler.vocabulary import (
     DURATION_ANNOTATION,
     GANG_ANNOTATIONS,
     LABEL_QOS_CLASS,
+    LIGHTWEIGHT_GANG_MIN_AVAILABLE,
+    LIGHTWEIGHT_GANG_NAME,
     POD_GROUP_LABELS,
     QUOTA_NAME,
     RESERVED_DOMAINS,
@@ -78,7 +80,15 @@ PREEMPTION_POLICY = Checked("the priority class's preemption policy")
 # Labels a tenant sets: the quota (checked against membership), the PodGroup a pod joins, its
 # QoS class and Kubernetes' recommended application labels.
 POD_LABELS = Keys(
-    allowed=frozenset({QUOTA_NAME, *POD_GROUP_LABELS, LABEL_QOS_CLASS}),
+    allowed=frozenset(
+        {
+            QUOTA_NAME,
+            *POD_GROUP_LABELS,
+            LIGHTWEIGHT_GANG_NAME,
+            LIGHTWEIGHT_GANG_MIN_AVAILABLE,
+            LABEL_QOS_CLASS,
+        }
+    ),
     allowed_prefixes=(APP_LABEL_PREFIX,),
 )
 # Annotations a tenant sets: gang and network-topology settings, device requests (joint
@@ -229,7 +239,9 @@ def _walk(value: Any, allowed: Any, keys: tuple[str | int, ...], refusals: list[
 
 # What a JSON submission's own fields decide (its quota, its gang): its labels may not say them
 # too, or its pods would join a PodGroup the submitter names (another team's, say).
-JOB_OWNED_LABELS = frozenset({QUOTA_NAME, *POD_GROUP_LABELS})
+JOB_OWNED_LABELS = frozenset(
+    {QUOTA_NAME, *POD_GROUP_LABELS, LIGHTWEIGHT_GANG_NAME, LIGHTWEIGHT_GANG_MIN_AVAILABLE}
+)
 
 
 def refused_labels(labels: Mapping[str, Any], *, path: str = "labels") -> list[Refusal]:

@@ -215,3 +215,17 @@ def test_a_topology_index_koordinator_cannot_use_is_no_index(
     manifests = parse_manifests(pod("g-0", annotations))
     assert manifests.objects[0].values["topology_index"] == index
     assert len(manifests.warnings) == warned
+
+
+def test_lightweight_coscheduling_labels_make_a_gang():
+    """Koordinator's deprecated lightweight coscheduling: pods labelled with a gang name and
+    its minimum, no PodGroup object, are one gang (GetGangNameByPod, GetGangMinNumFromPod)."""
+    labels = {
+        "pod-group.scheduling.sigs.k8s.io/name": "lw",
+        "pod-group.scheduling.sigs.k8s.io/min-available": "2",
+    }
+    jobs, warnings = imported(pod("lw-0", {}, labels), pod("lw-1", {}, labels))
+    assert list(jobs) == ["lw"]
+    job = jobs["lw"]
+    assert (job.kind, job.min_available, job.total_number, job.mode) == ("gang", 2, 2, "Strict")
+    assert job.pods.count() == 2 and warnings == []
