@@ -99,7 +99,7 @@ def parse_device(doc: At) -> ParsedObject:
                 "device_type": device_type,
                 "minor": minor,
                 "uuid": item.child("id").string(max_length=128),
-                "health": item.child("health").boolean(True),
+                "health": item.child("health").boolean(False),
                 "labels": item.child("labels").string_map(),
                 "resources": item.child("resources").resources(),
                 "socket_id": socket.integer() if socket.present() else None,

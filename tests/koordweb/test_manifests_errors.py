@@ -267,7 +267,7 @@ def test_quota_parents_forming_a_cycle(tmp_path):
 @pytest.mark.django_db
 def test_pod_in_unknown_pod_group(tmp_path):
     # (A quota label naming no quota is Koordinator's default quota, with a warning:
-    # test_koordinator_gang_settings.py.)
+    # test_koordinator_reading.py.)
     in_group = pod(meta="  labels: {pod-group.scheduling.sigs.k8s.io: nowhere}")
     assert "unknown PodGroup default/nowhere" in import_error(tmp_path, NODE, in_group)
 

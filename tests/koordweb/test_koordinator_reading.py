@@ -1,7 +1,9 @@
-"""Gang settings read as Koordinator v1.7 reads them (coscheduling `tryInitByPodGroup`,
-`tryInitByPodConfig`, `GetWaitTimeDuration`): a PodGroup's mode and total-number annotations
-count, a value Koordinator cannot use falls back to its default with a warning instead of
-refusing the document, and a PodGroup gang's topology rule is the PodGroup's alone."""
+"""Objects read as Koordinator v1.7 reads them, where it falls back rather than refusing: gang
+settings (coscheduling `tryInitByPodGroup`, `tryInitByPodConfig`, `GetWaitTimeDuration`; a
+PodGroup's mode and total-number annotations count, a PodGroup gang's topology rule is the
+PodGroup's alone), lightweight coscheduling labels, a pod's quota (`GetQuotaName`), quota tree
+labels, the topology index and a Device's health (the CRD's default, false). A value Koordinator
+cannot use falls back to its default with a warning instead of refusing the document."""
 
 from __future__ import annotations
 
@@ -229,3 +231,16 @@ def test_lightweight_coscheduling_labels_make_a_gang():
     job = jobs["lw"]
     assert (job.kind, job.min_available, job.total_number, job.mode) == ("gang", 2, 2, "Strict")
     assert job.pods.count() == 2 and warnings == []
+
+
+def test_a_device_without_health_is_unhealthy():
+    """The Device CRD defaults `health` to false (`+kubebuilder:default=false`): a card whose
+    entry does not say it is healthy is not allocated."""
+    node = 'apiVersion: v1\nkind: Node\nmetadata: {name: gpu-1}\nstatus: {allocatable: {cpu: "8"}}'
+    device = (
+        "apiVersion: scheduling.koordinator.sh/v1alpha1\nkind: Device\nmetadata: {name: gpu-1}\n"
+        "spec: {devices: [{type: gpu, minor: 0}, {type: gpu, minor: 1, health: true}]}"
+    )
+    manifests = parse_manifests(node + "\n---\n" + device)
+    rows = next(o for o in manifests.objects if o.kind == "Device").rows
+    assert [(row["minor"], row["health"]) for row in rows] == [(0, False), (1, True)]
