@@ -7,29 +7,14 @@ import pytest
 
 from koordweb.models import Job, Pod, Round
 from koordweb.tasks import run_round
+from tests.koordweb.api.test_manifest_submission import pod, yaml_post
 
 JOBS = "/api/v1/jobs/"
 
 
 def yaml_pod(name: str, spec_extra: str = "", quota: str = "team-a") -> str:
-    return f"""
-apiVersion: v1
-kind: Pod
-metadata:
-  name: {name}
-  namespace: default
-  labels: {{quota.scheduling.koordinator.sh/name: {quota}}}
-spec:
-  priorityClassName: koord-prod
-{spec_extra}  containers:
-  - name: main
-    resources:
-      requests: {{cpu: "4", nvidia.com/gpu: "1"}}
-"""
-
-
-def yaml_post(client, text):
-    return client.generic("POST", JOBS, text.encode(), content_type="application/yaml")
+    """A pod of no PodGroup asking for one GPU."""
+    return pod(name, group="", quota=quota, gpus=1, spec_extra=spec_extra)
 
 
 @pytest.mark.parametrize(

@@ -22,7 +22,11 @@ spec:
 """
 
 
-def pod(name: str, group: str = "bert", quota: str = "team-a", gpus: int = 2) -> str:
+def pod(
+    name: str, group: str = "bert", quota: str = "team-a", gpus: int = 2, spec_extra: str = ""
+) -> str:
+    """A pod of PodGroup `group` (none when empty) in `quota`; `spec_extra`: more spec lines."""
+    member = f"    pod-group.scheduling.sigs.k8s.io: {group}\n" if group else ""
     return f"""
 apiVersion: v1
 kind: Pod
@@ -30,11 +34,10 @@ metadata:
   name: {name}
   namespace: default
   labels:
-    pod-group.scheduling.sigs.k8s.io: {group}
-    quota.scheduling.koordinator.sh/name: {quota}
+{member}    quota.scheduling.koordinator.sh/name: {quota}
 spec:
   priorityClassName: koord-prod
-  containers:
+{spec_extra}  containers:
   - name: main
     image: trainer
     resources:
