@@ -130,7 +130,7 @@ def _read_gang(
     return {
         "min_available": min_available,
         **_gang_annotations(annotations, index, min_available, warnings),
-        "waiting_time_seconds": _waiting_seconds(wait, warnings),
+        "waiting_time_seconds": _waiting_seconds(wait, index, warnings),
     }
 
 
@@ -176,23 +176,23 @@ def _gang_annotations(
     return {"total_number": total, "mode": mode, "gang_groups": groups, "topology_spec": topology}
 
 
-def _waiting_seconds(text: str, warnings: list[str], where: str = "") -> int:
+def _waiting_seconds(text: str, index: int, warnings: list[str]) -> int:
     """The gang's waiting time from a Go duration: 0, an unreadable or a negative value is
     Koordinator's default (600 s); a fraction of a second is rounded up (0 would be "never")."""
     if not text:
         return DEFAULT_WAITING_SECONDS
+    where = f"document {index}: metadata.annotations.{GANG_WAITING_TIME}: {text!r}"
     seconds = go_duration_seconds(text)
     if seconds is None or seconds < 0:
         warnings.append(
-            f"{where or 'metadata.annotations.' + GANG_WAITING_TIME}: {text[:64]!r} is not a "
-            f"duration Koordinator reads (such as 600s, 10m or 1h30m): it takes the default "
-            f"{DEFAULT_WAITING_SECONDS} s instead"
+            f"{where} is not a duration Koordinator reads (such as 600s, 10m or 1h30m): it "
+            f"takes the default {DEFAULT_WAITING_SECONDS} s instead"
         )
         return DEFAULT_WAITING_SECONDS
     if seconds == 0:
         return DEFAULT_WAITING_SECONDS
     if seconds > MAX_INT32:
-        warnings.append(f"waiting time {text[:64]!r} is capped at {MAX_INT32} s")
+        warnings.append(f"{where} is capped at {MAX_INT32:,} s")
         return MAX_INT32
     return max(1, math.ceil(seconds))
 
