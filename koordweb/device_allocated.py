@@ -33,7 +33,7 @@ def parse_device_allocation(raw: str | None) -> list[tuple[str, int, dict[str, i
     return entries
 
 
-def card_core_percent(resources: Mapping[str, Any]) -> int:
+def card_share_percent(resources: Mapping[str, Any]) -> int:
     """The share of the card one allocation holds, 0-100: its GPU core percent; where it has
     none (an Ascend card held in AI cores, a Cambricon slice held by memory), its memory share;
     a whole-card request that names only the vendor resource, the whole card."""

@@ -16,7 +16,7 @@ import hashlib
 from collections import defaultdict
 from datetime import datetime
 
-from koordweb.device_allocated import card_core_percent, parse_device_allocation
+from koordweb.device_allocated import card_share_percent, parse_device_allocation
 from koordweb.models import Cluster, Device, Job, JobState, NodeMetric, Pod
 from scheduler.vocabulary import (
     ANNOTATION_DEVICE_ALLOCATED,
@@ -102,7 +102,7 @@ def node_metrics_report(cluster: Cluster, *, now: datetime, interval: int = 60) 
             (pod.annotations or {}).get(ANNOTATION_DEVICE_ALLOCATED)
         ):
             totals = node_cards.get(pod.node_id, {}).get(minor)
-            share = card_core_percent(resources)
+            share = card_share_percent(resources)
             if device_type != "gpu" or totals is None or share <= 0:
                 continue
             card_memory = cards[pod.node_id][minor]

@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from koordweb.device_allocated import card_ai_cores, card_core_percent, parse_device_allocation
+from koordweb.device_allocated import card_ai_cores, card_share_percent, parse_device_allocation
 from koordweb.models import Cluster, Device, Pod
 from koordweb.selectors.topology import (
     OCCUPYING_PHASES,
@@ -166,7 +166,7 @@ def _attach_uses(
                 CardUse(
                     job=label,
                     pod=pod if label == job_name else "",
-                    core=card_core_percent(resources),
+                    core=card_share_percent(resources),
                     memory_ratio=int(resources.get(GPU_MEMORY_RATIO, 0)),
                     job_id=job_id,
                     ai_cores=card_ai_cores(resources),
@@ -205,7 +205,7 @@ def device_type_usage(cluster: Cluster) -> list[AcceleratorUse]:
         ):
             key = model_of.get((node, minor))
             if device_type == "gpu" and key:
-                used[key] += card_core_percent(resources) / 100
+                used[key] += card_share_percent(resources) / 100
     return [
         AcceleratorUse(card_model_text(v, m), n, healthy[(v, m)], round(used[(v, m)], 2))
         for (v, m), n in sorted(totals.items())

@@ -21,7 +21,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Max, Q
 
-from koordweb.device_allocated import card_core_percent, parse_device_allocation
+from koordweb.device_allocated import card_share_percent, parse_device_allocation
 from koordweb.models import (
     CardSample,
     Cluster,
@@ -101,7 +101,7 @@ def card_holders(cluster: Cluster, node_ids: Iterable[int]) -> dict[tuple[int, i
     for node_id, namespace, name, job_id, quota_id, pod_annotations in pods:
         raw = (pod_annotations or {}).get(ANNOTATION_DEVICE_ALLOCATED)
         for device_type, minor, resources in parse_device_allocation(raw):
-            share = card_core_percent(resources)
+            share = card_share_percent(resources)
             if device_type == "gpu" and share > 0:
                 holders[(node_id, minor)].append(
                     Holder(f"{namespace}/{name}", job_id, quota_id, min(share, 100))
