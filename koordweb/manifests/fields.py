@@ -20,10 +20,6 @@ from koordweb.kubenames import (
 from koordweb.manifests.errors import ManifestError
 from koordweb.quantity import QuantityError, parse_resource_list
 
-_DURATION_RE = re.compile(
-    r"(?:(?P<h>\d{1,12}(?:\.\d{1,9})?)h)?(?:(?P<m>\d{1,12}(?:\.\d{1,9})?)m(?!s))?"
-    r"(?:(?P<s>\d{1,12}(?:\.\d{1,9})?)s)?"
-)
 # Durations and counts are stored in 32-bit integer columns.
 MAX_INT32 = 2**31 - 1
 
@@ -193,23 +189,6 @@ class At:
             return json.loads(text)
         except json.JSONDecodeError as exc:
             self.fail(f"must be JSON ({exc.msg} at column {exc.colno})")
-
-    def duration_seconds(self, default: int) -> int:
-        """A Go duration such as `600s`, `10m` or `1h30m` (a bare number means seconds)."""
-        text = self.string(max_length=64)
-        if not text:
-            return default
-        if text.isdigit() and len(text) <= 12:
-            seconds = int(text)
-        else:
-            match = _DURATION_RE.fullmatch(text)
-            if match is None or not any(match.groupdict().values()):
-                self.fail(f"must be a duration such as 600s, 10m or 1h30m, got {text[:64]}")
-            hours, minutes, parts = (float(match[unit] or 0) for unit in ("h", "m", "s"))
-            seconds = round(hours * 3600 + minutes * 60 + parts)
-        if seconds > MAX_INT32:
-            self.fail(f"is out of range (at most {MAX_INT32} seconds)")
-        return seconds
 
 
 def format_timestamp(moment: datetime | None) -> str | None:
