@@ -214,7 +214,7 @@ def validate_container_resources(spec: dict[str, Any]) -> list[Error]:
     """validateContainerResourceName over every container's requests and limits: a name without
     a domain must be one a container may ask for."""
     errs: list[Error] = []
-    for kind in ("initContainers", "containers"):
+    for kind in ("containers", "initContainers"):
         for i, container in enumerate(spec.get(kind) or []):
             resources = (container or {}).get("resources") or {}
             for field in ("limits", "requests"):
@@ -334,8 +334,10 @@ def pod_errors(pod: dict[str, Any]) -> list[Error]:
         *[_invalid("metadata.name", name, m) for m in is_dns1123_subdomain(name) if name],
         *validate_labels(metadata.get("labels"), "metadata.labels"),
         *validate_annotations(metadata.get("annotations"), "metadata.annotations"),
-        *validate_labels(spec.get("nodeSelector"), "spec.nodeSelector"),
-        *validate_tolerations(spec.get("tolerations"), "spec.tolerations"),
-        *validate_node_affinity(spec.get("affinity"), "spec.affinity"),
+        # ValidatePodSpec's order: containers, init containers, nodeSelector, affinity, then
+        # (among what is checked here) tolerations.
         *validate_container_resources(spec),
+        *validate_labels(spec.get("nodeSelector"), "spec.nodeSelector"),
+        *validate_node_affinity(spec.get("affinity"), "spec.affinity"),
+        *validate_tolerations(spec.get("tolerations"), "spec.tolerations"),
     ]

@@ -165,6 +165,7 @@ def test_a_pods_node_affinity_and_resource_names_are_validated(
     assert (status.code, status.reason) == (422, "Invalid")
     required = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
     assert [(c.field, c.reason) for c in status.details.causes] == [
+        ("spec.containers[0].resources.requests[pods]", "FieldValueInvalid"),
         (f"{required}.nodeSelectorTerms[0].matchExpressions[0].values", "FieldValueRequired"),
         (f"{required}.nodeSelectorTerms[1].matchExpressions[0].values", "FieldValueForbidden"),
         (f"{required}.nodeSelectorTerms[2].matchExpressions[0].values", "FieldValueRequired"),
@@ -174,7 +175,6 @@ def test_a_pods_node_affinity_and_resource_names_are_validated(
             "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight",
             "FieldValueInvalid",
         ),
-        ("spec.containers[0].resources.requests[pods]", "FieldValueInvalid"),
     ]
     assert "Required value: must be specified when `operator` is 'In' or 'NotIn'" in status.message
     assert 'Invalid value: "Near": not a valid selector operator' in status.message
