@@ -182,7 +182,8 @@ def affinity_errors(affinity: Any) -> dict[str, str]:
                 errors[f"{path}.nodeSelectorTerms"] = "must have at least one node selector term"
             else:
                 for i, term in enumerate(terms):
-                    errors.update(_term_errors(term, f"{path}.nodeSelectorTerms[{i}]"))
+                    where = f"{path}.nodeSelectorTerms[{i}]"
+                    errors.update(_term_errors(term, where, label_values=True))
     preferred = node.get("preferredDuringSchedulingIgnoredDuringExecution")
     path = "nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
     if preferred is not None:
@@ -201,7 +202,9 @@ def affinity_errors(affinity: Any) -> dict[str, str]:
     return errors
 
 
-def _term_errors(term: Any, path: str) -> dict[str, str]:
+def _term_errors(term: Any, path: str, *, label_values: bool = False) -> dict[str, str]:
+    """`label_values`: the values of In and NotIn must be label values (a required term, as the
+    API server checks new pods; a preferred one is not checked so)."""
     if not isinstance(term, dict):
         return {path: "must be an object with matchExpressions or matchFields"}
     errors: dict[str, str] = {}
@@ -217,11 +220,12 @@ def _term_errors(term: Any, path: str) -> dict[str, str]:
         errors[f"{path}.matchExpressions"] = "must be a list"
         return errors
     for i, requirement in enumerate(requirements):
-        errors.update(_requirement_errors(requirement, f"{path}.matchExpressions[{i}]"))
+        where = f"{path}.matchExpressions[{i}]"
+        errors.update(_requirement_errors(requirement, where, label_values=label_values))
     return errors
 
 
-def _requirement_errors(requirement: Any, path: str) -> dict[str, str]:
+def _requirement_errors(requirement: Any, path: str, *, label_values: bool) -> dict[str, str]:
     if not isinstance(requirement, dict):
         return {path: "must be an object with key, operator and values"}
     key, operator = requirement.get("key"), requirement.get("operator")
@@ -239,6 +243,11 @@ def _requirement_errors(requirement: Any, path: str) -> dict[str, str]:
         errors[f"{path}.values"] = "must be a list of strings"
         return errors
     count = len(values or [])
+    if operator in ("In", "NotIn") and label_values:
+        for i, value in enumerate(values or []):
+            reasons = label_value_errors(value)
+            if reasons:
+                errors[f"{path}.values[{i}]"] = reasons[0]
     if operator in ("In", "NotIn") and not count:
         errors[f"{path}.values"] = "must be given when the operator is In or NotIn"
     elif operator in ("Exists", "DoesNotExist") and count:

@@ -228,8 +228,9 @@ def validate_container_resources(spec: dict[str, Any]) -> list[Error]:
     return errs
 
 
-def _requirement(req: dict[str, Any], path: str) -> list[Error]:
-    """ValidateNodeSelectorRequirement: the values an operator takes, then the key."""
+def _requirement(req: dict[str, Any], path: str, label_values: bool) -> list[Error]:
+    """ValidateNodeSelectorRequirement: the values an operator takes (In and NotIn values are
+    label values in a required term of a new pod), then the key."""
     operator, values = req.get("operator", ""), req.get("values") or []
     errs: list[Error] = []
     if operator in ("In", "NotIn"):
@@ -237,6 +238,11 @@ def _requirement(req: dict[str, Any], path: str) -> list[Error]:
             errs.append(
                 _required(f"{path}.values", "must be specified when `operator` is 'In' or 'NotIn'")
             )
+        if label_values:
+            for i, value in enumerate(values):
+                errs += [
+                    _invalid(f"{path}.values[{i}]", value, m) for m in is_valid_label_value(value)
+                ]
     elif operator in ("Exists", "DoesNotExist"):
         if values:
             errs.append(
@@ -281,10 +287,10 @@ def _field_requirement(req: dict[str, Any], path: str) -> list[Error]:
     return errs
 
 
-def _term(term: dict[str, Any], path: str) -> list[Error]:
+def _term(term: dict[str, Any], path: str, label_values: bool) -> list[Error]:
     errs: list[Error] = []
     for j, req in enumerate(term.get("matchExpressions") or []):
-        errs += _requirement(req or {}, f"{path}.matchExpressions[{j}]")
+        errs += _requirement(req or {}, f"{path}.matchExpressions[{j}]", label_values)
     for j, req in enumerate(term.get("matchFields") or []):
         errs += _field_requirement(req or {}, f"{path}.matchFields[{j}]")
     return errs
@@ -309,7 +315,7 @@ def validate_node_affinity(affinity: Any, path: str) -> list[Error]:
                 )
             )
         for i, term in enumerate(terms):
-            errs += _term(term or {}, f"{selector}.nodeSelectorTerms[{i}]")
+            errs += _term(term or {}, f"{selector}.nodeSelectorTerms[{i}]", True)
     for i, term in enumerate(node.get("preferredDuringSchedulingIgnoredDuringExecution") or []):
         where = f"{at}.preferredDuringSchedulingIgnoredDuringExecution[{i}]"
         weight = (term or {}).get("weight", 0)
@@ -321,7 +327,7 @@ def validate_node_affinity(affinity: Any, path: str) -> list[Error]:
                     f"Invalid value: {weight}: must be in the range 1-100",
                 )
             )
-        errs += _term((term or {}).get("preference") or {}, f"{where}.preference")
+        errs += _term((term or {}).get("preference") or {}, f"{where}.preference", False)
     return errs
 
 

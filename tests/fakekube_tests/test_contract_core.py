@@ -146,6 +146,7 @@ def test_a_pods_node_affinity_and_resource_names_are_validated(
         {"matchExpressions": [{"key": "rank", "operator": "Gt", "values": ["1", "2"]}]},
         {"matchExpressions": [{"key": "zone", "operator": "Near", "values": ["a"]}]},
         {"matchFields": [{"key": "spec.nodeName", "operator": "In", "values": ["n1"]}]},
+        {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["not a label"]}]},
     ]
     body = pod(
         "p3",
@@ -171,6 +172,7 @@ def test_a_pods_node_affinity_and_resource_names_are_validated(
         (f"{required}.nodeSelectorTerms[2].matchExpressions[0].values", "FieldValueRequired"),
         (f"{required}.nodeSelectorTerms[3].matchExpressions[0].operator", "FieldValueInvalid"),
         (f"{required}.nodeSelectorTerms[4].matchFields[0].key", "FieldValueInvalid"),
+        (f"{required}.nodeSelectorTerms[5].matchExpressions[0].values[0]", "FieldValueInvalid"),
         (
             "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight",
             "FieldValueInvalid",

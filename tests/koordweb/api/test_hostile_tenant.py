@@ -47,6 +47,11 @@ def yaml_pod(name: str, spec_extra: str = "", quota: str = "team-a") -> str:
             "[{weight: 500, preference: {}}]}}",
             "weight",
         ),
+        (  # a required term's In values are label values (300,000 characters got a 201)
+            "{nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: "
+            "[{matchExpressions: [{key: zone, operator: In, values: [" + "x" * 300 + "]}]}]}}}",
+            "matchExpressions[0].values[0]",
+        ),
         (  # the engine places by labels: a node-name field it ignored would be broken silently
             "{nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: "
             "[{matchFields: [{key: metadata.name, operator: In, values: [node-1]}]}]}}}",
