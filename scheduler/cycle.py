@@ -9,7 +9,7 @@ plan is checked with exactly the filters (devices, topology) a normal placement 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -122,9 +122,30 @@ class Framework:
         key = state.template(pod)
         verdicts = state.verdicts.get(key)
         if verdicts is None:
-            verdicts = [v for p in self.node_masks if (v := p.node_mask(state, pod)) is not None]
+            verdicts = [
+                replace(v, plugin=p.name)
+                for p in self.node_masks
+                if (v := p.node_mask(state, pod)) is not None
+            ]
             state.verdicts[key] = verdicts
         return verdicts
+
+    def mask_reasons(
+        self, state: CycleState, pod: PodInfo, node_indices: IntArray
+    ) -> tuple[dict[str, dict[str, int]], BoolArray]:
+        """Per node-mask Filter, how many of `node_indices` it rejects for `pod` (a node counted
+        under the first Filter that rejects it, as kube-scheduler reports one status per node),
+        and which of those nodes every Filter allows."""
+        told: dict[str, dict[str, int]] = {}
+        asked = np.zeros(len(state.nodes), dtype=np.bool_)
+        asked[node_indices] = True
+        for verdict in self.mask_verdicts(state, pod):
+            hit = asked & ~verdict.allowed
+            if hit.any():
+                reasons = told.setdefault(verdict.plugin, {})
+                reasons[verdict.reason] = reasons.get(verdict.reason, 0) + int(hit.sum())
+                asked &= verdict.allowed
+        return told, asked
 
     def sort(self, state: CycleState, jobs: Sequence[JobInfo]) -> list[JobInfo]:
         if not self.queue_sort:
@@ -226,9 +247,36 @@ class Framework:
                 limit = plugin.slot_limits(state, job, pods, memo.everywhere)
             if limit is not None:
                 slots = limit.copy() if slots is None else np.minimum(slots, limit)
+        if runs in memo.mask_caps:
+            cap = memo.mask_caps[runs]
+        else:
+            cap = memo.mask_caps[runs] = self._mask_cap(state, pods, runs)
         if slots is None:
-            slots = np.full(len(state.nodes), len(pods), dtype=np.int64)
+            return cap if cap is not None else np.full(len(state.nodes), len(pods), dtype=np.int64)
+        if cap is not None:
+            slots = np.minimum(slots, cap)
         return slots
+
+    def _mask_cap(self, state: CycleState, pods: Sequence[PodInfo], runs: Any) -> IntArray | None:
+        """Per node, how many of `pods` every node-mask Filter lets there (None: all, anywhere).
+
+        The framework applies the masks whichever slot-limit plugins a profile enables, so
+        removing one plugin removes only its own rule (taints, affinity and cordons still hold
+        without NodeResourcesFit)."""
+        if not self.node_masks:
+            return None
+        masks: list[tuple[BoolArray, int]] = []
+        start = 0
+        for _, count in runs:
+            masks.append((self.pod_mask(state, pods[start]).allowed, count))
+            start += count
+        if all(allowed.all() for allowed, _ in masks):
+            return None
+        cap: IntArray = np.zeros(len(state.nodes), dtype=np.int64)
+        for allowed, count in masks:
+            cap += allowed * count
+        cap.flags.writeable = False  # remembered for the round (`SlotMemo.mask_caps`)
+        return cap
 
     def node_checks(
         self, state: CycleState, on_node: Mapping[int, Sequence[PodInfo]]
@@ -270,19 +318,63 @@ class Framework:
         if not outcome.ok:
             return self.failure(state, job, pods, slots, outcome)
         assert outcome.node_order is not None and outcome.counts is not None
-        nodes = np.repeat(outcome.node_order, outcome.counts)
-        assignment = {pod.key: node for pod, node in zip(pods, nodes.tolist(), strict=True)}
-        # pods of one template (one run) fit as counted: `_fits` checks only mixed ones
-        if len(_slot_memo(state).runs(state, pods)) != 1 and not self._fits(state, assignment):
-            status = Status(
-                Code.UNSCHEDULABLE,
-                "pods of different shapes do not fit the nodes planned for them",
-                {},
-                "NodeResourcesFit",
-                SHAPES_DO_NOT_FIT,
-            )
-            return Failure(status)
+        nodes: list[int] = np.repeat(outcome.node_order, outcome.counts).tolist()
+        if len(_slot_memo(state).runs(state, pods)) == 1:
+            # pods of one template (one run) fit as counted
+            assignment = {pod.key: node for pod, node in zip(pods, nodes, strict=True)}
+        else:
+            # the counts are per node, summed over the runs: each pod needs a planned node that
+            # its own spec (masks, requests) allows
+            found = self._assign(state, pods, nodes)
+            if found is None:
+                status = Status(
+                    Code.UNSCHEDULABLE,
+                    "pods of different shapes do not fit the nodes planned for them",
+                    {},
+                    "NodeResourcesFit",
+                    SHAPES_DO_NOT_FIT,
+                )
+                return Failure(status)
+            assignment = found
         return Plan(assignment, outcome.decision, outcome.candidates)
+
+    def _assign(
+        self, state: CycleState, pods: Sequence[PodInfo], nodes: list[int]
+    ) -> dict[str, int] | None:
+        """Pods of several templates onto the planned node slots (`nodes`, one per pod), each on
+        a node its own masks allow and where its requests fit with the others assigned there.
+
+        In order when that holds (pods keep their rank order along the planned nodes); else the
+        most constrained template's pods first, each to the first planned slot that holds it.
+        None when no such assignment is found."""
+        in_order = {pod.key: node for pod, node in zip(pods, nodes, strict=True)}
+        if self._fits(state, in_order):
+            return in_order
+        left: dict[int, int] = {}
+        for node in nodes:
+            left[node] = left.get(node, 0) + 1
+        planned = np.array(sorted(left), dtype=np.int64)
+        room = {int(n): row for n, row in zip(planned, state.free(planned).copy(), strict=True)}
+        by_template: dict[int, list[PodInfo]] = {}
+        for pod in pods:
+            by_template.setdefault(state.template_id(pod), []).append(pod)
+        allowed = {t: self.pod_mask(state, group[0]).allowed for t, group in by_template.items()}
+        order = sorted(by_template, key=lambda t: (int(allowed[t][planned].sum()), t))
+        slots = list(dict.fromkeys(nodes))  # the planned nodes, in plan order
+        assignment: dict[str, int] = {}
+        for template in order:
+            ok = allowed[template]
+            for pod in by_template[template]:
+                need = state.vector(pod)
+                for node in slots:
+                    if left[node] and ok[node] and (room[node] >= need).all():
+                        left[node] -= 1
+                        room[node] = room[node] - need
+                        assignment[pod.key] = node
+                        break
+                else:
+                    return None
+        return {pod.key: assignment[pod.key] for pod in pods}
 
     def node_scores(self, state: CycleState, job: JobInfo) -> NodeScores | None:
         """Every Score plugin's per-node score for the job, summed (None without Score plugins),
@@ -310,7 +402,7 @@ class Framework:
             if idx is None:
                 return None
             assignment[pod.key] = idx
-        if not self._fits(state, assignment, always=True):
+        if not self._fits(state, assignment):
             return None
         slots = self.offer_slots(state, job, pods)
         planned = np.bincount(list(assignment.values()), minlength=len(slots))
@@ -318,15 +410,10 @@ class Framework:
             return None
         return Plan(assignment, {"chosen_domain": "nominated nodes", "nominated": True})
 
-    def _fits(self, state: CycleState, assignment: dict[str, int], always: bool = False) -> bool:
-        """Re-check a plan pod by pod when the job mixes templates (the slot count is per run)."""
+    def _fits(self, state: CycleState, assignment: dict[str, int]) -> bool:
+        """Check a plan pod by pod: each pod's own masks allow its node, and the pods planned
+        on a node fit its free resources together."""
         pods = [state.pods[k] for k in assignment]
-        first = pods[0]
-        same = all(
-            p.requests == first.requests and p.node_selector == first.node_selector for p in pods
-        )
-        if same and not always:
-            return True
         need: dict[int, IntArray] = {}
         for pod in pods:
             idx = assignment[pod.key]
@@ -347,8 +434,18 @@ class Framework:
     ) -> Failure:
         """The unschedulable status: the topology message, or kube-scheduler's node summary."""
         zero = np.flatnonzero(slots == 0).astype(np.int64)
+        unavailable = len(zero)
         reasons: dict[str, int] = {}
         explained: dict[str, dict[str, int]] = {}
+        if len(pods) and len(zero):
+            # nodes a node-mask Filter rejects are counted under that Filter only (the framework
+            # owns the masks); the slot-limit plugins explain the nodes every mask allows
+            masked, allowed = self.mask_reasons(state, pods[0], zero)
+            for name, told in masked.items():
+                explained[name] = told
+                for reason, count in told.items():
+                    reasons[reason] = reasons.get(reason, 0) + count
+            zero = np.flatnonzero(allowed).astype(np.int64)
         for plugin in self.slot_limits:
             told = plugin.explain(state, job, pods, zero)
             if told:
@@ -367,7 +464,7 @@ class Framework:
             )
             return Failure(status, reasons, explained, values)
         total = len(state.nodes)
-        available = total - len(zero)
+        available = total - unavailable
         offered = int(slots.sum())
         values.update(available_nodes=available, total_nodes=total, offer_slots=offered)
         summary = ", ".join(

@@ -113,6 +113,7 @@ class NodeMask:
 
     allowed: BoolArray
     reason: str
+    plugin: str = ""  # the Filter that gave it (the framework fills it in)
 
 
 @dataclass(frozen=True)

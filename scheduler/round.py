@@ -72,6 +72,7 @@ def _plan_round(snapshot: ClusterSnapshot, profile: Profile | None) -> RoundResu
         unschedulable[job.id] = verdict
         if record is not None:
             preemptions.append(record)
+            state.hold_nominations(job.id, record.nominations, job.priority)
     tree = state.topology
     return RoundResult(
         placements=placements,

@@ -62,6 +62,8 @@ class SlotMemo:
         self.everywhere: IntArray = np.arange(self.node_count, dtype=np.int64)
         self.everywhere.flags.writeable = False  # handed to every plugin: read, never changed
         self._runs: dict[tuple[str, ...], TemplateRuns] = {}  # pod keys -> `runs`
+        # The framework's node-mask cap per runs (`Framework.offer_slots`; None: no mask binds).
+        self.mask_caps: dict[TemplateRuns, IntArray | None] = {}
         self._counted: dict[tuple[str, TemplateRuns, bool], _Counted] = {}  # (.., dry run)
         self._moved_at: IntArray = np.full(self.node_count, -1, dtype=np.int64)
         self._folded = 0  # `state.touched` entries folded into `_moved_at`

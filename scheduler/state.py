@@ -272,6 +272,23 @@ class CycleState:
         if held:
             self.reservations[job_id] = held
 
+    def hold_nominations(self, job_id: str, nominations: Mapping[str, str], priority: int) -> None:
+        """A preemptor's pods nominated this round hold their nodes for the rest of the round, as
+        nominations from earlier rounds do (in place of any the job held before): a job of lower
+        or equal priority placed later in the round must not take the room its victims free."""
+        self.release_reservations(job_id)
+        held: list[tuple[int, IntArray]] = []
+        for key, node in nominations.items():
+            idx = self.node_index.get(node)
+            if idx is None:
+                continue
+            vec = self.vector(self.pods[key])
+            self._take(idx, vec)
+            held.append((idx, vec))
+        if held:
+            self.reservations[job_id] = held
+            self.reservation_priority[job_id] = priority
+
     @contextmanager
     def lower_reservations_released(self, priority: int) -> Iterator[None]:
         """While a job of `priority` is evaluated, reservations of lower-priority nominated jobs

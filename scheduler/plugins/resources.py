@@ -197,10 +197,9 @@ class NodeResourcesFit:
     def explain(
         self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo], node_indices: IntArray
     ) -> dict[str, int]:
-        """Reason counts over `node_indices` (nodes where not even the first pod fits).
-
-        A node a static filter rejects is counted under that filter's reasons only; the others
-        count once per resource the first pod lacks there, as kube-scheduler reports them.
+        """Reason counts over `node_indices` (nodes where not even the first pod fits, which
+        every node-mask Filter allows: the framework counts the others under those Filters):
+        once per resource the first pod lacks there, as kube-scheduler reports them.
         """
         if not pods or len(node_indices) == 0:
             return {}
@@ -208,11 +207,6 @@ class NodeResourcesFit:
         counts: dict[str, int] = {}
         asked = np.zeros(len(state.nodes), dtype=np.bool_)
         asked[node_indices] = True
-        for verdict in self.handle.mask_verdicts(state, first):
-            hit = asked & ~verdict.allowed
-            if hit.any():
-                counts[verdict.reason] = counts.get(verdict.reason, 0) + int(hit.sum())
-                asked &= verdict.allowed
         need = state.vector(first)
         free = state.free()
         for c in np.flatnonzero(need > 0):

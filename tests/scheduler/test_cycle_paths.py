@@ -95,9 +95,9 @@ def test_pods_of_one_template_are_rechecked_only_when_the_job_mixes_templates(
     asked: list[str] = []
     fits = framework._fits
 
-    def recording(state: CycleState, assignment: dict[str, int], always: bool = False) -> bool:
+    def recording(state: CycleState, assignment: dict[str, int]) -> bool:
         asked.append(next(iter(assignment)))
-        return fits(state, assignment, always)
+        return fits(state, assignment)
 
     monkeypatch.setattr(framework, "_fits", recording)
     for name in ("ml/one", "ml/mixed"):
