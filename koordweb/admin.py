@@ -210,7 +210,16 @@ class PriorityClassAdmin(ClusterOwnedAdmin):
 
 @admin.register(models.ElasticQuota)
 class ElasticQuotaAdmin(ClusterOwnedAdmin):
-    list_display = ("name", "namespace", "parent", "is_parent", "allow_lent", "cluster")
+    list_display = (
+        "name",
+        "namespace",
+        "parent",
+        "is_parent",
+        "allow_lent",
+        "max_pending_jobs",
+        "max_pending_pods",
+        "cluster",
+    )
     list_filter = ("cluster", "is_parent", "allow_lent")
     search_fields = ("name", "namespace")
     filter_horizontal = ("members",)

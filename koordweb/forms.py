@@ -8,12 +8,20 @@ from typing import Any
 from django import forms
 from django.db.models import QuerySet
 
-from koordweb.kubenames import NAME_CHARACTERS, name_errors, namespace_errors
+from koordweb.kubenames import NAME_CHARACTERS, namespace_errors
+from koordweb.limits import (
+    DURATION,
+    GATHER_STRATEGIES,
+    JOB_NAME_MAX,
+    MIN_AVAILABLE,
+    POD_COUNT,
+    TOKEN_DAYS,
+    job_name_errors,
+)
 from koordweb.models import Job
 from koordweb.presenters.quantities import resource_choices
 from koordweb.presenters.words import layer_word
 from koordweb.selectors.devices import VENDORS
-from koordweb.services.jobs import MAX_REPLICAS
 from scheduler.vocabulary import NVIDIA_GPU
 
 MILLI = 1000
@@ -139,31 +147,44 @@ def _kubernetes(value: str, errors: Callable[[str], list[str]]) -> str:
 
 
 class JobSubmitForm(forms.Form):
-    """A gang of identical pods, as the API's JSON submission has it (the service validates the
-    rest against the cluster: quota membership, layers, shapes no node can hold)."""
+    """A gang of identical pods, as the API's JSON submission has it, each field bounded as there
+    (`koordweb.limits`; the service validates the rest against the cluster: quota membership,
+    layers, shapes no node can hold)."""
 
     # Kubernetes' rules for the pods' names ("<name>-<index>") and namespace, as the API's.
-    name = forms.CharField(max_length=200, help_text=f"A Kubernetes name: {NAME_CHARACTERS}.")
+    name = forms.CharField(
+        max_length=JOB_NAME_MAX, help_text=f"A Kubernetes name: {NAME_CHARACTERS}."
+    )
     namespace = forms.CharField(max_length=63, initial="default")
     quota = forms.ChoiceField(required=False)
     priority_class = forms.ChoiceField(required=False, label="Priority class")
-    replicas = forms.IntegerField(min_value=1, max_value=MAX_REPLICAS, initial=1, label="Pods")
+    replicas = forms.IntegerField(
+        min_value=POD_COUNT.minimum, max_value=POD_COUNT.maximum, initial=1, label="Pods"
+    )
     min_available = forms.IntegerField(
-        min_value=1, max_value=MAX_REPLICAS, required=False, label="Pods that must start together"
+        min_value=MIN_AVAILABLE.minimum,
+        max_value=MIN_AVAILABLE.maximum,
+        required=False,
+        label="Pods that must start together",
     )
     gpus = forms.IntegerField(min_value=0, max_value=64, initial=8, label="GPUs per pod")
     cpu = forms.DecimalField(min_value=0, max_value=10_000, initial=8, label="CPU cores per pod")
     memory = forms.DecimalField(min_value=0, max_value=100_000, initial=32, label="Memory GiB")
     gather_layer = forms.ChoiceField(required=False, label="Keep pods within layer")
     gather_strategy = forms.ChoiceField(
-        choices=[
-            ("MustGather", "all pods must stay in one"),
-            ("PreferGather", "preferably in one, may spread if needed"),
-        ],
+        choices=list(
+            zip(
+                GATHER_STRATEGIES,
+                ["all pods must stay in one", "preferably in one, may spread if needed"],
+                strict=True,
+            )
+        ),
         required=False,
         label="Within one of that layer",
     )
-    duration_seconds = forms.IntegerField(min_value=1, required=False, label="Duration (s)")
+    duration_seconds = forms.IntegerField(
+        min_value=DURATION.minimum, max_value=DURATION.maximum, required=False, label="Duration (s)"
+    )
 
     def __init__(
         self,
@@ -188,7 +209,7 @@ class JobSubmitForm(forms.Form):
 
     # After max_length, as the API: no pattern ever runs over megabytes of text.
     def clean_name(self) -> str:
-        return _kubernetes(self.cleaned_data["name"], name_errors)
+        return _kubernetes(self.cleaned_data["name"], job_name_errors)
 
     def clean_namespace(self) -> str:
         return _kubernetes(self.cleaned_data["namespace"], namespace_errors)
@@ -209,6 +230,11 @@ class JobSubmitForm(forms.Form):
 
 
 class TokenCreateForm(forms.Form):
+    """A new API token's lifetime, bounded as the API's (`limits.TOKEN_DAYS`)."""
+
     expiry_days = forms.IntegerField(
-        min_value=1, max_value=365, required=False, label="Expires in (days)"
+        min_value=TOKEN_DAYS.minimum,
+        max_value=TOKEN_DAYS.maximum,
+        required=False,
+        label="Expires in (days)",
     )

@@ -1,4 +1,5 @@
-"""What every API view shares: parsers with a size limit, per-token throttles, the error shape.
+"""What every API view shares: parsers with a size limit, a renderer that cannot fail on text,
+throttles per user and per team, the error shape.
 
 Settings do not name these (settings.py belongs to the lead), so views inherit them from here.
 """
@@ -13,13 +14,15 @@ from rest_framework.views import APIView
 from koordweb.api.exceptions import api_exception_handler
 from koordweb.api.pagination import BoundedLimitOffsetPagination
 from koordweb.api.parsers import JSON_PARSERS
+from koordweb.api.renderers import API_RENDERERS
 from koordweb.api.schema import ApiAutoSchema
-from koordweb.api.throttles import AnonymousRateThrottle, TokenRateThrottle
+from koordweb.api.throttles import API_THROTTLES
 
 
 class ApiMixin:
     parser_classes: Any = JSON_PARSERS
-    throttle_classes: Any = [TokenRateThrottle, AnonymousRateThrottle]
+    renderer_classes: Any = API_RENDERERS
+    throttle_classes: Any = API_THROTTLES
     pagination_class: Any = BoundedLimitOffsetPagination
     schema: Any = ApiAutoSchema()
 

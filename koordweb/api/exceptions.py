@@ -1,7 +1,8 @@
 """One error shape for the whole API: JSON, never HTML, never a 500 for bad input.
 
 DRF's handler answers its own exceptions; this adds Django's validation and size errors, which
-services raise, so a service error turns into a 400 (or 413) with a message per field.
+services raise, so a service error turns into a 400 (or 413) with a message per field, and a
+team's limit reached (`TenantLimitExceeded`) into a 429 naming the limit and what is left.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from rest_framework.views import set_rollback
 
 from koordweb.outage import is_outage, outage_api_response
+from koordweb.services.tenant_checks import TenantLimitExceeded
 
 logger = logging.getLogger("koordweb.api")
 
@@ -34,6 +36,10 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         # A lost database, cache or broker is not a bug: 503 with Retry-After, never a 500.
         set_rollback()
         return outage_api_response(context.get("request"), exc)
+    if isinstance(exc, TenantLimitExceeded):
+        # A team's waiting work at its limit: try again once some of it has been placed.
+        body = {**django_validation_detail(exc), "limit": exc.limit, "limit_value": exc.value}
+        return Response({**body, "remaining": exc.remaining}, status=429)
     if isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(django_validation_detail(exc))
     elif isinstance(exc, RequestDataTooBig):

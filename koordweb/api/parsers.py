@@ -15,6 +15,8 @@ from django.conf import settings
 from rest_framework.exceptions import APIException, ParseError
 from rest_framework.parsers import BaseParser
 
+from koordweb.unencodable import first_unencodable
+
 
 class PayloadTooLarge(APIException):
     status_code = 413
@@ -56,7 +58,8 @@ def bounded_int(text: str) -> int | str:
 
 class LimitedJSONParser(BaseParser):
     """application/json, UTF-8, with the size limit; NaN and Infinity are refused, integers
-    are bounded before conversion."""
+    are bounded before conversion, and a lone surrogate escape (`"\\ud800"`, which no response
+    or row could carry) is refused by where it is, never echoed."""
 
     media_type = "application/json"
 
@@ -76,9 +79,16 @@ class LimitedJSONParser(BaseParser):
             raise ValueError(f"{name} is not valid JSON")
 
         try:
-            return json.loads(text, parse_constant=refuse_constant, parse_int=bounded_int)
+            data = json.loads(text, parse_constant=refuse_constant, parse_int=bounded_int)
         except (ValueError, RecursionError) as exc:
             raise ParseError(f"JSON parse error: {exc}") from exc
+        where = first_unencodable(data)
+        if where is not None:
+            raise ParseError(
+                f"JSON parse error: {where} holds a lone surrogate escape (such as \\ud800), "
+                "which is not a character"
+            )
+        return data
 
 
 class YAMLTextParser(BaseParser):

@@ -1,52 +1,129 @@
-"""Rate limits per API token (per session user, per client address when anonymous).
+"""Rate limits per user (whichever of their tokens or their session), per team, and per client
+address when anonymous.
 
-Counters live in the shared cache (settings.CACHES["default"]) so every web process counts
-together; the cache is looked up at call time so a test that swaps the cache backend is honoured.
+A user may hold several tokens, so counting per token let one user multiply their budget; a team
+of many users shares one budget besides, so a team cannot take the API from the others. Each
+limit is a counter per fixed window in the shared cache (settings.CACHES["default"]), created with
+`add` and advanced with `incr`: one atomic step on Redis and in the in-memory cache, so concurrent
+requests cannot lose a count as DRF's read-then-write history did (the file cache, a single
+machine's fallback, is not atomic). The cache is looked up at call time so a test that swaps the
+backend is honoured; a 429 says which limit was reached and when to retry.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from django.core.cache import caches
+from rest_framework import exceptions
 from rest_framework.request import Request
 from rest_framework.settings import api_settings
-from rest_framework.throttling import SimpleRateThrottle
+from rest_framework.throttling import BaseThrottle
+
+from koordweb.selectors.tenancy import quotas_of_member, user_is_admin
+
+# Used when settings' DEFAULT_THROTTLE_RATES does not name the scope.
+DEFAULT_RATES = {"user": "1200/min", "team": "3600/min", "anon": "60/min"}
+TEAMS_REMEMBERED_SECONDS = 60
+_PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
-class SharedCacheThrottle(SimpleRateThrottle):
-    """Reads the cache and the rates when used, not when imported (settings may change)."""
-
-    def __init__(self) -> None:
-        self.cache = caches["default"]
-        super().__init__()
-
-    def get_rate(self) -> str | None:
-        rates: dict[str, Any] = dict(api_settings.DEFAULT_THROTTLE_RATES)
-        rate = rates.get(str(self.scope))
-        return rate if isinstance(rate, str) else None
+def parse_rate(rate: str) -> tuple[int, int]:
+    """'1200/min' -> (1200, 60): requests allowed per window of that many seconds."""
+    count, period = rate.split("/")
+    return int(count), _PERIODS[period[0]]
 
 
-class TokenRateThrottle(SharedCacheThrottle):
-    """`user` rate for authenticated callers, counted per token when a token authenticated."""
+def rate_of(scope: str) -> tuple[int, int] | None:
+    rates: dict[str, Any] = {**DEFAULT_RATES, **dict(api_settings.DEFAULT_THROTTLE_RATES)}
+    rate = rates.get(scope)
+    return parse_rate(rate) if isinstance(rate, str) else None
+
+
+def window_count(key: str, period: int, now: float) -> tuple[int, int]:
+    """Count one more request under `key` in the current window of `period` seconds; returns
+    (the count so far, seconds until the window ends)."""
+    cache = caches["default"]
+    window = int(now // period)
+    counter = f"throttle:{key}:{period}:{window}"
+    cache.add(counter, 0, timeout=period + 1)
+    try:
+        count = cache.incr(counter)
+    except ValueError:  # expired between add and incr: this request opens the next window
+        cache.add(counter, 1, timeout=period + 1)
+        count = 1
+    return int(count), max(1, int((window + 1) * period - now))
+
+
+class CountingThrottle(BaseThrottle):
+    """One limit: `idents` says whose counters a request advances; any over its rate -> 429."""
+
+    scope = ""
+    what = ""
+
+    def idents(self, request: Request) -> list[str]:
+        raise NotImplementedError
+
+    def allow_request(self, request: Request, view: Any) -> bool:
+        rate = rate_of(self.scope)
+        if rate is None:
+            return True
+        allowed, period = rate
+        now = time.time()
+        for ident in self.idents(request):
+            count, wait = window_count(f"{self.scope}:{ident}", period, now)
+            if count > allowed:
+                raise exceptions.Throttled(
+                    wait,
+                    detail=f"Rate limit {self.what} reached: {allowed} requests per {period} s; "
+                    "0 left in this window.",
+                )
+        return True
+
+
+class UserRateThrottle(CountingThrottle):
+    """`user` rate: all of a user's requests together, whichever token or session sent them."""
 
     scope = "user"
+    what = "per user"
 
-    def get_cache_key(self, request: Request, view: Any) -> str | None:
+    def idents(self, request: Request) -> list[str]:
         user = request.user
-        if not (user and user.is_authenticated):
-            return None
-        token_key = getattr(request.auth, "token_key", None)
-        ident = f"token:{token_key}" if token_key else f"user:{user.pk}"
-        return self.cache_format % {"scope": self.scope, "ident": ident}
+        return [f"user:{user.pk}"] if user and user.is_authenticated else []
 
 
-class AnonymousRateThrottle(SharedCacheThrottle):
+class TeamRateThrottle(CountingThrottle):
+    """`team` rate: every member's requests count against each team (quota) they belong to;
+    admins belong to no team here. A user's teams are remembered in the cache for a minute, so a
+    request costs no query for them."""
+
+    scope = "team"
+    what = "per team"
+
+    def idents(self, request: Request) -> list[str]:
+        user = request.user
+        if not (user and user.is_authenticated) or user_is_admin(user):
+            return []
+        cache = caches["default"]
+        key = f"throttle:teams:{user.pk}"
+        ids = cache.get(key)
+        if not isinstance(ids, list):
+            ids = list(quotas_of_member(user=user).values_list("pk", flat=True).order_by("pk"))
+            cache.set(key, ids, timeout=TEAMS_REMEMBERED_SECONDS)
+        return [f"quota:{pk}" for pk in ids]
+
+
+class AnonymousRateThrottle(CountingThrottle):
     """`anon` rate for callers without credentials, per client address."""
 
     scope = "anon"
+    what = "per client address"
 
-    def get_cache_key(self, request: Request, view: Any) -> str | None:
+    def idents(self, request: Request) -> list[str]:
         if request.user and request.user.is_authenticated:
-            return None
-        return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
+            return []
+        return [f"address:{self.get_ident(request)}"]
+
+
+API_THROTTLES = [UserRateThrottle, TeamRateThrottle, AnonymousRateThrottle]

@@ -2,17 +2,33 @@
 
 Figures skip plotly's default template (several kilobytes per figure) and keep numbers short,
 so a page with 5,000 nodes still ships a small payload.
+
+Plotly draws its own subset of HTML in tick labels, bar and hover text, legends and titles
+(`<a href>`, `<b>`, `<br>`): Django's escaping does not reach it. Every text a figure shows that
+someone else wrote (job, team, node, card and domain names, reasons) passes through `plain`
+first, so it is shown as written and never becomes markup; only the figures' own tags stay tags.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 import plotly.graph_objects as go
 
 FONT = {"family": "system-ui, sans-serif", "size": 12}
 ALLOCATION_SCALE = [[0.0, "#e8f1fb"], [0.5, "#f2b134"], [1.0, "#c0392b"]]
+
+
+def plain(text: object) -> str:
+    """Text shown as written inside plotly's HTML subset: `&`, `<` and `>` as entities (plotly
+    turns them back into characters, never into tags)."""
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def plain_all(texts: Iterable[object]) -> list[str]:
+    return [plain(text) for text in texts]
 
 
 def base_layout(**overrides: Any) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 
 import plotly.graph_objects as go
 
-from koordweb.figures.base import base_layout, figure_dict, percent
+from koordweb.figures.base import base_layout, figure_dict, percent, plain_all
 from koordweb.presenters.quantities import (
     amount_in_unit,
     number,
@@ -22,12 +22,12 @@ from koordweb.presenters.quantities import (
 def capacity_bars(usage: Sequence[tuple[str, float, float]], *, title: str = "") -> dict:
     """Horizontal bars of percent allocated per (resource, capacity, allocated), each labelled
     with its absolute figures ('480 of 512 GPUs')."""
-    names = [resource_name(name) for name, _, _ in usage]
+    names = plain_all(resource_name(name) for name, _, _ in usage)
     shares = [percent(allocated, capacity) for _, capacity, allocated in usage]
-    labels = [
+    labels = plain_all(
         f"{_amount(name, allocated)} of {quantity_text(name, capacity)}"
         for name, capacity, allocated in usage
-    ]
+    )
     figure = go.Figure(
         [
             go.Bar(
@@ -73,7 +73,7 @@ def _amount(resource: str, amount: float) -> str:
 def accelerator_bars(rows: Sequence[tuple[str, int, int, float]]) -> dict:
     """Per accelerator model (name, total cards, healthy cards, cards allocated): stacked cards
     allocated, free and healthy, and unhealthy, each bar labelled 'allocated / healthy / total'."""
-    names = [name for name, _, _, _ in rows]
+    names = plain_all(name for name, _, _, _ in rows)
     allocated = [round(used, 2) for _, _, _, used in rows]
     free = [max(0.0, round(healthy - used, 2)) for _, _, healthy, used in rows]
     broken = [total - healthy for _, total, healthy, _ in rows]
@@ -152,7 +152,7 @@ def quota_bars(
 ) -> dict:
     """Per quota (name, min, max, used, runtime|None): used within min and borrowed beyond min
     stacked, with max and what it may use now (its runtime quota) as markers, for one resource."""
-    names = [q[0] for q in quotas]
+    names = plain_all(q[0] for q in quotas)
     mins = [amount_in_unit(resource, q[1].get(resource, 0))[0] for q in quotas]
     maxes = [amount_in_unit(resource, q[2].get(resource, 0))[0] for q in quotas]
     used = [amount_in_unit(resource, q[3].get(resource, 0))[0] for q in quotas]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import plotly.graph_objects as go
 
-from koordweb.figures.base import ALLOCATION_SCALE, base_layout, figure_dict
+from koordweb.figures.base import ALLOCATION_SCALE, base_layout, figure_dict, plain, plain_all
 
 # Bands sit above the heatmap at fixed pixel offsets, whatever the number of rows.
 BAND_OFFSETS = {"NUMA": 4, "PCIe": 24, "NVLink": 44}
@@ -66,7 +66,7 @@ def device_heatmap(
     heatmap = go.Heatmap(
         z=z,
         x=[f"#{m}" for m in minors],
-        y=list(rows),
+        y=plain_all(rows),
         text=text,
         texttemplate="%{text}",
         hovertext=hover,
@@ -86,7 +86,7 @@ def device_heatmap(
         traces.append(
             go.Scatter(
                 x=[f"#{minors[c]}" for _, c in broken],
-                y=[rows[r] for r, _ in broken],
+                y=[plain(rows[r]) for r, _ in broken],
                 mode="markers",
                 marker={
                     "symbol": "x-thin-open",
@@ -162,7 +162,7 @@ def _bands(groups: Sequence[ColumnGroup], columns: int) -> tuple[list[dict], lis
                 "y": 1,
                 "yshift": offset + BAND_HEIGHT / 2,
                 "yanchor": "middle",
-                "text": f"{group.kind} {group.label}",
+                "text": plain(f"{group.kind} {group.label}"),
                 "showarrow": False,
                 "font": {"size": 10},
             }

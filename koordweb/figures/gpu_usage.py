@@ -10,7 +10,7 @@ from datetime import datetime
 
 import plotly.graph_objects as go
 
-from koordweb.figures.base import base_layout, figure_dict
+from koordweb.figures.base import base_layout, figure_dict, plain, plain_all
 from koordweb.presenters.quantities import gpu_hours_text
 
 BUSY_SCALE = [[0.0, "#f4f6f8"], [0.05, "#fbe3c4"], [0.5, "#7fc97f"], [1.0, "#1b7837"]]
@@ -33,7 +33,7 @@ def job_usage_heatmap(
         "type": "heatmap",
         "z": [list(row) for row in busy],
         "x": _times(starts),
-        "y": list(cards),
+        "y": plain_all(cards),
         "zmin": 0,
         "zmax": 100,
         "colorscale": BUSY_SCALE,
@@ -51,7 +51,8 @@ def job_usage_heatmap(
 
 def efficiency_bars(rows: Sequence[tuple[str, float, float]], *, title: str) -> dict:
     """Horizontal stacked bars per (name, used GPU-hours, idle-allocated GPU-hours)."""
-    names = [name for name, _, _ in rows]
+    # Category values are shown as written by plotly's HTML subset: in ticks and in the hover.
+    names = plain_all(name for name, _, _ in rows)
     used = [round(u, 2) for _, u, _ in rows]
     idle = [round(i, 2) for _, _, i in rows]
     figure = go.Figure(
@@ -93,7 +94,7 @@ def idle_trend(
     """Idle-allocated GPU-hours per team per hour (or day): one line per team."""
     x = _times(starts)
     traces = [
-        go.Scatter(x=x, y=list(values), mode="lines+markers", name=team)
+        go.Scatter(x=x, y=list(values), mode="lines+markers", name=plain(team))
         for team, values in sorted(series.items())
     ]
     layout = base_layout(

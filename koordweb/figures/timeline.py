@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 
 import plotly.graph_objects as go
 
-from koordweb.figures.base import base_layout, figure_dict
+from koordweb.figures.base import base_layout, figure_dict, plain
 
 STATE_COLOURS = {"enacted": "#c0392b", "planned": "#f2b134", "blocked": "#7f8c8d"}
 ROUND_COLOURS = {"succeeded": "#2f6fb3", "failed": "#c0392b", "running": "#f2b134"}
@@ -46,7 +46,8 @@ def _iso(moment: datetime) -> str:
 
 
 def _link(name: str, url: str) -> str:
-    return f'<a href="{url}">{name}</a>' if url else name
+    """A row's name (already `plain`), a link to its job when the viewer may open it."""
+    return f'<a href="{plain(url)}">{name}</a>' if url else name
 
 
 def preemption_timeline(events: Sequence[PreemptionEvent]) -> dict:
@@ -55,23 +56,26 @@ def preemption_timeline(events: Sequence[PreemptionEvent]) -> dict:
     link_x: list[str | None] = []
     link_y: list[str | None] = []
     urls: dict[str, str] = {}
+    # Names as rows, ticks and hover show them: plain text, never markup (figures.base).
     for event in events:
-        urls[event.preemptor] = event.url
+        preemptor = plain(event.preemptor)
+        urls[preemptor] = event.url
         for victim in event.victims:
-            urls[victim.job] = victim.url
+            job = plain(victim.job)
+            urls[job] = victim.url
             hover = (
-                f"<b>{victim.job}</b> preempted by {event.preemptor}<br>{event.reason}"
+                f"<b>{job}</b> preempted by {preemptor}<br>{plain(event.reason)}"
                 f"<br>GPUs freed: {victim.gpus:g}, GPU-hours lost: {victim.gpu_hours:g}"
-                f"<br>state: {event.state}"
+                f"<br>state: {plain(event.state)}"
             )
             start = victim.started_at
             if start is None or start >= event.at:
                 instant["x"].append(_iso(event.at))
-                instant["y"].append(victim.job)
+                instant["y"].append(job)
                 instant["hover"].append(hover)
                 instant["url"].append(victim.url)
             else:
-                bars["y"].append(victim.job)
+                bars["y"].append(job)
                 bars["base"].append(_iso(start))
                 # A date axis takes bar lengths in milliseconds: the bar ends at the preemption.
                 bars["x"].append(round((event.at - start).total_seconds() * 1000))
@@ -79,8 +83,9 @@ def preemption_timeline(events: Sequence[PreemptionEvent]) -> dict:
                 bars["hover"].append(hover)
                 bars["url"].append(victim.url)
             link_x += [_iso(event.at), _iso(event.at), None]
-            link_y += [event.preemptor, victim.job, None]
-    rows = list(dict.fromkeys([*(e.preemptor for e in events), *bars["y"], *instant["y"]]))
+            link_y += [preemptor, job, None]
+    preemptors = [plain(e.preemptor) for e in events]
+    rows = list(dict.fromkeys([*preemptors, *bars["y"], *instant["y"]]))
     moments = [e.at for e in events] + [
         v.started_at for e in events for v in e.victims if v.started_at is not None
     ]
@@ -110,11 +115,12 @@ def preemption_timeline(events: Sequence[PreemptionEvent]) -> dict:
         ),
         go.Scatter(
             x=[_iso(e.at) for e in events],
-            y=[e.preemptor for e in events],
+            y=preemptors,
             mode="markers",
             marker={"symbol": "star", "size": 13, "color": "#1f2a44"},
             hovertext=[
-                f"<b>{e.preemptor}</b> preempted {len(e.victims)} job(s)<br>{e.reason}"
+                f"<b>{plain(e.preemptor)}</b> preempted {len(e.victims)} job(s)"
+                f"<br>{plain(e.reason)}"
                 for e in events
             ],
             hoverinfo="text",
@@ -239,12 +245,12 @@ def round_phases(phases: Sequence[tuple[str, int]]) -> dict:
                 y=["time"],
                 x=[ms],
                 orientation="h",
-                name=label,
+                name=plain(label),
                 marker={"color": PHASE_COLOURS[i % len(PHASE_COLOURS)]},
-                text=[f"{label} {ms:,} ms"],
+                text=[f"{plain(label)} {ms:,} ms"],
                 textposition="inside",
                 insidetextanchor="middle",
-                hovertext=[f"{label}: {ms:,} ms"],
+                hovertext=[f"{plain(label)}: {ms:,} ms"],
                 hoverinfo="text",
             )
             for i, (label, ms) in enumerate(phases)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import networkx as nx
 import plotly.graph_objects as go
 
-from koordweb.figures.base import ALLOCATION_SCALE, base_layout, figure_dict
+from koordweb.figures.base import ALLOCATION_SCALE, base_layout, figure_dict, plain, plain_all
 from koordweb.presenters.words import domain_text
 
 HIGHLIGHT = "#d6336c"
@@ -34,7 +34,7 @@ class TreeNode:
 
 def _hover(entry: TreeNode, unit: str) -> str:
     return (
-        f"<b>{domain_text(f'{entry.layer}/{entry.label}')}</b><br>{entry.nodes} node(s), "
+        f"<b>{plain(domain_text(f'{entry.layer}/{entry.label}'))}</b><br>{entry.nodes} node(s), "
         f"{entry.allocated_pct:g}% allocated<br>free {unit}: {entry.free:g}"
         f"<br>free slots: {entry.slots}"
     )
@@ -48,7 +48,7 @@ def domain_sunburst(
     figure = go.Figure(
         go.Sunburst(
             ids=[t.key for t in tree],
-            labels=[t.label for t in tree],
+            labels=plain_all(t.label for t in tree),
             parents=[t.parent for t in tree],
             values=[t.nodes for t in tree],
             branchvalues="total",

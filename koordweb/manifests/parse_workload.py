@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from koordweb.kubenames import container_resource_errors, quota_name_errors
+from koordweb.limits import DURATION, GANG_MODES, GATHER_STRATEGIES, job_name_errors
 from koordweb.manifests.errors import ManifestError
 from koordweb.manifests.fields import MAX_INT32, At, pop_keys, read_metadata
 from koordweb.manifests.objects import PDB, POD, POD_GROUP, QUOTA, ParsedObject
@@ -38,8 +39,6 @@ from scheduler.vocabulary import (
 )
 
 POD_PHASES = {"Pending", "Running", "Succeeded", "Failed"}
-GANG_MODES = {"Strict", "NonStrict"}
-GATHER_STRATEGIES = {"MustGather", "PreferGather"}
 _INT_OR_PERCENT_RE = re.compile(r"\d{1,9}%?")
 
 
@@ -79,8 +78,9 @@ def read_gang_groups(at: At) -> list[str]:
 
 
 def _read_duration(annotations: dict[str, str], index: int) -> int | None:
+    """The simulated run time, within the bound every door holds it to (`limits.DURATION`)."""
     at = _annotation(annotations, index, DURATION_ANNOTATION)
-    return at.integer(minimum=0, maximum=MAX_INT32) if at.present() else None
+    return at.integer(minimum=DURATION.minimum, maximum=DURATION.maximum) if at.present() else None
 
 
 def _container_resources(containers: Iterable[At]) -> list[tuple[dict[str, int], dict[str, int]]]:
@@ -270,6 +270,9 @@ def parse_pod(doc: At) -> ParsedObject:
         else:
             at = _annotation(annotations, doc.index, GANG_NAME)
         extra["gang"] = at.string(required=True)
+        # The gang's name becomes the job's: held to the job name rule of every other door.
+        for reason in job_name_errors(extra["gang"]):
+            at.fail(reason)
         minimum = At(
             doc.index,
             labels.get(LIGHTWEIGHT_GANG_MIN_AVAILABLE),

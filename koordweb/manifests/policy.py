@@ -1,7 +1,7 @@
 """The submission policy: the whitelist of what a tenant's Pod or PodGroup may carry.
 
 A tenant describes a job: its names, labels and own annotations, resource requests, node
-selection, tolerations, affinity, priority class, gang and topology settings. Everything else
+selection, tolerations, node affinity, priority class, gang and topology settings. Everything else
 about a pod belongs to someone else: the scheduler (`spec.nodeName`, the
 `scheduling.koordinator.sh/device-allocated` annotation), the API server (`metadata.uid`,
 `creationTimestamp`, `resourceVersion`), the kubelet (`status`) or the cluster's administrators
@@ -129,7 +129,9 @@ POD_SPEC: dict[str, Any] = {
     "containers": [CONTAINER],
     "initContainers": [CONTAINER],
     "nodeSelector": FREE,
-    "affinity": FREE,
+    # Node affinity only: the engine places by node labels and has no inter-pod affinity, so a
+    # podAffinity or podAntiAffinity would be ignored silently; it is refused instead.
+    "affinity": {"nodeAffinity": FREE},
     "tolerations": FREE,
     "priorityClassName": FREE,
     "schedulerName": SCHEDULER_NAME,
@@ -154,6 +156,14 @@ _OWNERS = (
     ("status", "the cluster writes an object's status"),
     ("spec.nodeName", "the scheduler sets it when it binds the pod"),
     ("spec.priority", "a priority comes from priorityClassName"),
+    (
+        "spec.affinity.podAffinity",
+        "koordweb's scheduler does not place by inter-pod affinity; it would be ignored",
+    ),
+    (
+        "spec.affinity.podAntiAffinity",
+        "koordweb's scheduler does not place by inter-pod anti-affinity; it would be ignored",
+    ),
     ("metadata.annotations", "the key is reserved for the scheduler and the cluster's admins"),
     ("metadata.labels", "the key is reserved for the scheduler and the cluster's admins"),
     ("metadata", "the API server sets it"),

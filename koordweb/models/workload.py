@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
+from koordweb.kubenames import toleration_errors
 from koordweb.models.cluster import Cluster, Node
 from koordweb.models.fields import validate_resource_list, validate_string_map
 from scheduler.vocabulary import QUOTA_NAMESPACES
@@ -42,6 +44,15 @@ class PriorityClass(models.Model):
         return f"{self.name} ({self.value})"
 
 
+def validate_toleration_list(value: Any) -> None:
+    """A list of tolerations in Kubernetes' spelling, each as the API server accepts it."""
+    if not isinstance(value, list) or not all(isinstance(t, dict) for t in value):
+        raise ValidationError("must be a list of tolerations (objects with key, operator, ...)")
+    for index, toleration in enumerate(value):
+        for name, reason in toleration_errors(toleration).items():
+            raise ValidationError(f"[{index}].{name} {reason}")
+
+
 class ElasticQuota(models.Model):
     """A node of the elastic quota tree; tenants are the users who are members of a quota."""
 
@@ -62,6 +73,30 @@ class ElasticQuota(models.Model):
     # A job of this quota whose cards stay idle longer than this is flagged (GPU monitoring).
     gpu_idle_alert_minutes = models.PositiveIntegerField(
         default=60, help_text="Flag a job whose GPUs have been idle for longer than this."
+    )
+    # What a team may leave waiting (ResourceQuota's count/pods idea): a submission that would
+    # go past either is refused with a 429 that names the limit and what is left.
+    max_pending_jobs = models.PositiveIntegerField(
+        default=500, help_text="Jobs of this quota that may wait for a placement at once."
+    )
+    max_pending_pods = models.PositiveIntegerField(
+        default=8192, help_text="Pods of this quota's waiting jobs, all together."
+    )
+    # Kubernetes' PodTolerationRestriction per team (docs/operations.md, "Dedicating nodes to a
+    # team"): defaults merged into every submitted pod, then each toleration must be covered by
+    # one allowed here; null allows any, an empty list none.
+    allowed_tolerations = models.JSONField(
+        null=True,
+        blank=True,
+        validators=[validate_toleration_list],
+        help_text="Tolerations this team's pods may carry (Kubernetes spelling); "
+        "null: any, []: none.",
+    )
+    default_tolerations = models.JSONField(
+        default=list,
+        blank=True,
+        validators=[validate_toleration_list],
+        help_text="Tolerations added to every pod this team submits (Kubernetes spelling).",
     )
 
     class Meta:

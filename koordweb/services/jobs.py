@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from koordweb.backends.base import Deletion, EnactPlan
 from koordweb.backends.intents import intents_write
+from koordweb.limits import DURATION, GANG_MODES, MIN_AVAILABLE, POD_COUNT, job_name_errors
 from koordweb.manifests.apply import apply_manifests
 from koordweb.manifests.errors import ManifestError
 from koordweb.manifests.objects import POD, POD_GROUP, JobPlan, ManifestSet
@@ -47,7 +48,10 @@ from koordweb.services.tenant_checks import (
     manifests_submitted,
     name_taken,
     namespace_check,
+    pending_limits_check,
     pod_fields_check,
+    quota_locked,
+    tolerations_admitted,
 )
 from scheduler.devices.request import validate_device_request
 from scheduler.vocabulary import (
@@ -64,7 +68,7 @@ from scheduler.vocabulary import (
     QUOTA_NAME,
 )
 
-MAX_REPLICAS = 4096  # pods a job may have, whichever door it comes through
+MAX_REPLICAS = POD_COUNT.maximum  # pods a job may have, whichever door it comes through
 # Resources every node has implicitly or that the engine accounts for itself.
 _UNCHECKED_RESOURCES = {"pods", "ephemeral-storage"}
 
@@ -169,6 +173,27 @@ def _resolve_priority_class(
     return PriorityClass.objects.filter(cluster=cluster, global_default=True).first()
 
 
+def _check_fields(spec: JobSpec) -> None:
+    """The limits every door holds a job to (`koordweb.limits`), checked once more here, where
+    every submission passes: a door that forgot one (the YAML door's pod count, its gang name)
+    cannot let it through."""
+    errors: dict[str, list[str]] = {}
+    checks: list[tuple[str, list[str]]] = [
+        ("name", job_name_errors(spec.name)),
+        ("replicas", POD_COUNT.errors(spec.replicas)),
+        ("mode", [] if spec.mode in GANG_MODES else [f"must be one of {list(GANG_MODES)}"]),
+    ]
+    if spec.min_available is not None:
+        checks.append(("min_available", MIN_AVAILABLE.errors(spec.min_available)))
+    if spec.duration_seconds is not None:
+        checks.append(("duration_seconds", DURATION.errors(spec.duration_seconds)))
+    for name, reasons in checks:
+        if reasons:
+            errors[name] = reasons
+    if errors:
+        raise ValidationError(errors)
+
+
 def _check_layers(cluster: Cluster, rules: tuple[GatherRule, ...]) -> None:
     known = set(TopologyLayer.objects.filter(cluster=cluster).values_list("name", flat=True))
     unknown = sorted({r.layer for r in rules} - known)
@@ -247,6 +272,7 @@ def job_spec_resolve(
     errors: dict[str, list[str]] = {}
     resolved: dict[str, Any] = {}
     checks: list[tuple[str, Callable[[], Any]]] = [
+        ("fields", lambda: _check_fields(spec)),
         ("quota", lambda: _resolve_quota(user=user, cluster=cluster, name=spec.quota)),
         ("labels", lambda: labels_check(user=user, labels=spec.labels)),
         (
@@ -268,10 +294,17 @@ def job_spec_resolve(
                 found = errors.setdefault(name, [])
                 found.extend(m for m in messages if m not in found)
     if "quota" in resolved:
+        quota = resolved["quota"]
         try:
-            namespace_check(user=user, quota=resolved["quota"], namespace=spec.namespace)
+            namespace_check(user=user, quota=quota, namespace=spec.namespace)
         except ValidationError as exc:
             errors.update(exc.message_dict)
+        try:
+            tolerations = tolerations_admitted(quota=quota, tolerations=spec.pod.tolerations)
+        except ValidationError as exc:
+            errors.update({f"pod.{name}": m for name, m in exc.message_dict.items()})
+        else:
+            spec = replace(spec, pod=replace(spec.pod, tolerations=tolerations))
     if errors:
         raise ValidationError(errors)
     return ResolvedJob(
@@ -368,6 +401,7 @@ def _create_job(
     *, owner: Any, resolved: ResolvedJob, idempotency_key: str | None, digest: str
 ) -> Job:
     spec = resolved.spec
+    pending_limits_check(quota=quota_locked(resolved.quota), pods=spec.replicas)
     now = timezone.now()
     annotations: dict[str, str] = {}
     if resolved.topology_spec:
@@ -449,6 +483,7 @@ def _plan_spec(plan: JobPlan, cluster: str | None) -> JobSpec:
         mode=values.get("mode") or Job.Mode.STRICT,
         waiting_time_seconds=values.get("waiting_time_seconds", DEFAULT_WAITING_SECONDS),
         gather=tuple(GatherRule(g["layer"], g["strategy"]) for g in gather),
+        duration_seconds=values.get("duration_seconds"),
         pod=PodShape(
             requests=dict(first["requests"]),
             node_selector=dict(first.get("node_selector") or {}),
@@ -478,9 +513,16 @@ def job_submit_manifest(
             pod_fields_check(
                 user=user, cluster=target, pod=pod, priority_class=resolved.priority_class
             )
+            pod.values["tolerations"] = tolerations_admitted(
+                quota=resolved.quota,
+                tolerations=pod.values.get("tolerations") or [],
+                field="spec.tolerations",
+                where=f"document {pod.index}: ",
+            )
         if Job.objects.filter(cluster=target, namespace=plan.namespace, name=plan.name).exists():
             raise name_taken(plan.namespace, plan.name)
         with transaction.atomic():
+            pending_limits_check(quota=quota_locked(resolved.quota), pods=len(plan.pods))
             apply_manifests(target, manifests)
             job = Job.objects.get(cluster=target, namespace=plan.namespace, name=plan.name)
             job.owner = owner

@@ -17,6 +17,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
 from koordweb.forms import JobSubmitForm, ManifestUploadForm, TokenCreateForm
@@ -190,20 +191,26 @@ def import_page(request: HttpRequest) -> HttpResponse:
     return render(request, "import.html", context, status=status)
 
 
+@never_cache
 @login_required
 def tokens_page(request: HttpRequest) -> HttpResponse:
+    """The user's tokens; a new one's clear text is shown once, in a response no cache keeps
+    (`Cache-Control: no-store`), never stored or redirected with."""
     form = TokenCreateForm(request.POST or None)
     new_token = ""
     if request.method == "POST" and form.is_valid():
         days = form.cleaned_data.get("expiry_days")
-        _, new_token = token_create(
-            user=request.user, expiry=timedelta(days=days) if days else None
-        )
+        try:
+            _, new_token = token_create(
+                user=request.user, expiry=timedelta(days=days) if days else None
+            )
+        except ValidationError as error:
+            _errors_into(form, error)
     now = timezone.now()
     tokens = [(t, token_expired(t, now)) for t in token_list(user=request.user)]
-    # The clear text is shown once in this response and never stored or redirected with.
-    context = {"form": TokenCreateForm(), "tokens": tokens, "new_token": new_token}
-    return render(request, "tokens.html", context)
+    shown = form if form.errors else TokenCreateForm()
+    context = {"form": shown, "tokens": tokens, "new_token": new_token}
+    return render(request, "tokens.html", context, status=400 if form.errors else 200)
 
 
 @require_POST

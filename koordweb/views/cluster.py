@@ -10,7 +10,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from koordweb.figures.base import percent
+from koordweb.figures.base import percent, plain
 from koordweb.figures.devices import CardCell, column_groups, device_heatmap
 from koordweb.figures.topology import TreeNode, domain_sunburst, topology_graph
 from koordweb.forms import DeviceFilterForm, PodShapeForm
@@ -178,7 +178,10 @@ def _card_hover(card: Card) -> str:
         + (" (shared)" if card.shared else "")
         + ("" if card.healthy else " · UNHEALTHY"),
     ]
-    lines += [f"{use.job} {use.pod} {use_text(use)}".replace("  ", " ") for use in card.uses[:6]]
+    # job and pod names are the tenants' text: shown as written, never as plotly markup
+    lines += [
+        plain(f"{use.job} {use.pod} {use_text(use)}".replace("  ", " ")) for use in card.uses[:6]
+    ]
     return "<br>".join(lines)
 
 

@@ -14,12 +14,19 @@ from koordweb.kubenames import (
     NAME_CHARACTERS,
     container_resource_errors,
     labels_errors,
-    name_errors,
     namespace_errors,
     toleration_errors,
 )
-from koordweb.models import Job
-from koordweb.services.jobs import MAX_REPLICAS, GatherRule, JobSpec, PodShape
+from koordweb.limits import (
+    DURATION,
+    GANG_MODES,
+    GATHER_STRATEGIES,
+    JOB_NAME_MAX,
+    MIN_AVAILABLE,
+    POD_COUNT,
+    job_name_errors,
+)
+from koordweb.services.jobs import GatherRule, JobSpec, PodShape
 
 MAX_SELECTOR = 32  # node selector entries a pod may carry
 
@@ -87,7 +94,7 @@ class PodShapeSerializer(StrictSerializer):
 
 class GatherRuleSerializer(StrictSerializer):
     layer = serializers.CharField(max_length=63, help_text="A TopologyLayer name, e.g. BlockLayer.")
-    strategy = serializers.ChoiceField(["MustGather", "PreferGather"])
+    strategy = serializers.ChoiceField(GATHER_STRATEGIES)
 
 
 class TopologyRuleSerializer(StrictSerializer):
@@ -97,8 +104,9 @@ class TopologyRuleSerializer(StrictSerializer):
 class JobSubmissionSerializer(StrictSerializer):
     """What a user submits; validated shapes only (the service checks it against the cluster)."""
 
-    # Pods are named "<name>-<index>": 200 leaves room within a DNS subdomain's 253.
-    name = serializers.CharField(max_length=200, help_text=f"A Kubernetes name: {NAME_CHARACTERS}.")
+    name = serializers.CharField(
+        max_length=JOB_NAME_MAX, help_text=f"A Kubernetes name: {NAME_CHARACTERS}."
+    )
     namespace = serializers.CharField(
         max_length=63,
         required=False,
@@ -110,16 +118,26 @@ class JobSubmissionSerializer(StrictSerializer):
     priority_class = serializers.CharField(
         max_length=253, required=False, allow_null=True, default=None
     )
-    replicas = serializers.IntegerField(min_value=1, max_value=MAX_REPLICAS, default=1)
-    min_available = serializers.IntegerField(
-        min_value=1, max_value=MAX_REPLICAS, required=False, allow_null=True, default=None
+    replicas = serializers.IntegerField(
+        min_value=POD_COUNT.minimum, max_value=POD_COUNT.maximum, default=1
     )
-    mode = serializers.ChoiceField(Job.Mode.choices, default=Job.Mode.STRICT)
+    min_available = serializers.IntegerField(
+        min_value=MIN_AVAILABLE.minimum,
+        max_value=MIN_AVAILABLE.maximum,
+        required=False,
+        allow_null=True,
+        default=None,
+    )
+    mode = serializers.ChoiceField(GANG_MODES, default=GANG_MODES[0])
     waiting_time_seconds = serializers.IntegerField(min_value=0, max_value=7 * 86400, default=600)
     pod = PodShapeSerializer()
     topology = TopologyRuleSerializer(required=False, allow_null=True, default=None)
     duration_seconds = serializers.IntegerField(
-        min_value=1, max_value=365 * 86400, required=False, allow_null=True, default=None
+        min_value=DURATION.minimum,
+        max_value=DURATION.maximum,
+        required=False,
+        allow_null=True,
+        default=None,
     )
     labels = serializers.DictField(
         child=serializers.CharField(max_length=63, allow_blank=True), required=False, default=dict
@@ -127,7 +145,7 @@ class JobSubmissionSerializer(StrictSerializer):
 
     # Checked after max_length: no pattern ever runs over megabytes of text.
     def validate_name(self, value: str) -> str:
-        return _valid(value, name_errors)
+        return _valid(value, job_name_errors)
 
     def validate_namespace(self, value: str) -> str:
         return _valid(value, namespace_errors)

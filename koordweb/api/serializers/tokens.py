@@ -5,6 +5,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from koordweb.api.serializers.strict import StrictSerializer
+from koordweb.limits import TOKEN_DAYS
 
 
 class TokenSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -19,5 +20,8 @@ class NewTokenSerializer(TokenSerializer):
 
 class TokenCreateSerializer(StrictSerializer):
     expiry_days = serializers.IntegerField(
-        min_value=1, max_value=30, required=False, help_text="At most the configured TTL."
+        min_value=TOKEN_DAYS.minimum,
+        max_value=TOKEN_DAYS.maximum,
+        required=False,
+        help_text="Days; the configured TTL if left out.",
     )

@@ -6,6 +6,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.http import Http404
+from django.utils.cache import add_never_cache_headers
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.authentication import SessionAuthentication
@@ -50,7 +51,9 @@ class TokenListView(ApiView):
             "expiry": instance.expiry,
             "token": clear_text,
         }
-        return Response(NewTokenSerializer(data).data, status=status.HTTP_201_CREATED)
+        response = Response(NewTokenSerializer(data).data, status=status.HTTP_201_CREATED)
+        add_never_cache_headers(response)  # the secret: no cache or history may keep it
+        return response
 
 
 class TokenDetailView(ApiView):

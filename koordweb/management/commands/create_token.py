@@ -6,6 +6,7 @@ import sys
 from typing import Any
 
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandParser
 
 from koordweb.services.tokens import token_create
@@ -23,7 +24,11 @@ class Command(BaseCommand):
         if user is None:
             self.stderr.write(f"create_token: no user named {username!r}")
             sys.exit(2)
-        instance, clear_text = token_create(user=user)
+        try:
+            instance, clear_text = token_create(user=user)
+        except ValidationError as exc:  # the user holds as many live tokens as allowed
+            self.stderr.write(f"create_token: {' '.join(exc.messages)}")
+            sys.exit(2)
         expiry = instance.expiry.isoformat() if instance.expiry else "never"
         self.stdout.write(f"token for {username}, expires {expiry}:")
         self.stdout.write(clear_text)

@@ -11,6 +11,8 @@ from django.utils import timezone
 from knox.models import AuthToken
 from rest_framework.test import APIClient
 
+from tests.builders import token_client
+
 TOKENS = "/api/v1/tokens/"
 CSRF = "abcdefghijklmnopqrstuvwxyzABCDEF"  # 32 characters: an unmasked CSRF secret
 
@@ -80,10 +82,11 @@ def test_create_token_unknown_user_exits_2(world):
     assert err.getvalue().strip().count("\n") == 0 and "nobody" in err.getvalue()
 
 
-def test_throttled_per_token(alice_api, world, settings):
+def test_throttled_per_user_whichever_token(alice_api, world, settings):
+    """Issue #36 item 4: a second token of the same user once had a budget of its own."""
     settings.REST_FRAMEWORK = {
         **settings.REST_FRAMEWORK,
-        "DEFAULT_THROTTLE_RATES": {"user": "3/min", "anon": "3/min"},
+        "DEFAULT_THROTTLE_RATES": {"user": "3/min", "team": "100/min", "anon": "3/min"},
     }
     codes = [alice_api.get("/api/v1/nodes/").status_code for _ in range(4)]
     assert codes == [200, 200, 200, 429]
@@ -91,4 +94,7 @@ def test_throttled_per_token(alice_api, world, settings):
     from koordweb.services.tokens import token_create
 
     other.credentials(HTTP_AUTHORIZATION=f"Token {token_create(user=world.alice)[1]}")
-    assert other.get("/api/v1/nodes/").status_code == 200  # a second token has its own budget
+    refused = other.get("/api/v1/nodes/")
+    assert refused.status_code == 429  # the user's budget, whichever token spends it
+    assert "per user" in refused.json()["detail"]
+    assert token_client(world.bob).get("/api/v1/nodes/").status_code == 200  # another user's
