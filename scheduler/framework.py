@@ -197,6 +197,8 @@ class PreFilterPlugin(Protocol):
 
 @runtime_checkable
 class NodeMaskPlugin(Protocol):
+    name: str
+
     def node_mask(self, state: CycleState, pod: PodInfo) -> NodeMask | None: ...
 
 

@@ -103,9 +103,29 @@ class Preemption(models.Model):
     nominations = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField()
 
+    class Outcome(models.TextChoices):
+        """What became of the preemptor after it preempted (`services.preemption_outcomes`)."""
+
+        WAITING = "waiting", "waiting for its nominated nodes"
+        STARTED = "started", "started on its nominated nodes"
+        STARTED_ELSEWHERE = "started_elsewhere", "started, partly on other nodes"
+        PREEMPTED_AGAIN = "preempted_again", "preempted again"
+        GAVE_UP = "gave_up", "gave its nominated nodes up"
+        LEFT = "left", "left the queue before it started"
+
+    # Which preemption this is for its preemptor (1: the first), and what became of it: whether
+    # and when the preemptor started on the nodes nominated for it, or why not.
+    attempt = models.PositiveIntegerField(default=1)
+    outcome = models.CharField(max_length=20, choices=Outcome.choices, default=Outcome.WAITING)
+    outcome_reason = models.TextField(blank=True)
+    outcome_at = models.DateTimeField(null=True, blank=True)
+
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["cluster", "-created_at"])]
+        indexes = [
+            models.Index(fields=["cluster", "-created_at"]),
+            models.Index(fields=["cluster", "outcome"], name="preemption_open_outcome"),
+        ]
 
     def __str__(self) -> str:
         when = self.created_at.astimezone(UTC)

@@ -58,6 +58,11 @@ class PreemptionRow:
     nominations: dict[str, Any]
     victims: list[VictimRow] = field(default_factory=list)
     preemptor_visible: bool = True  # False: another team's job (a tenant's view), not linked
+    outcome: str = "waiting"  # `Preemption.Outcome`: what became of the preemptor
+    outcome_text: str = ""  # the outcome in words ("started on its nominated nodes")
+    outcome_reason: str = ""
+    outcome_at: datetime | None = None
+    attempt: int = 1  # the preemptor's first, second, ... preemption
 
     @property
     def gpus_freed(self) -> float:
@@ -118,6 +123,11 @@ def _row(item: Preemption, visible_quotas: set[int] | None = None) -> Preemption
             if (row := _victim_row(v, item.created_at))
         ],
         preemptor_visible=own,
+        outcome=item.outcome,
+        outcome_text=item.get_outcome_display(),
+        outcome_reason=item.outcome_reason,
+        outcome_at=item.outcome_at,
+        attempt=item.attempt,
     )
 
 

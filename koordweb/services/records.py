@@ -36,6 +36,7 @@ from koordweb.rows.bulk import rows_insert
 from koordweb.services.engine import engine_profile
 from koordweb.services.gang_timeouts import gang_timeouts_record
 from koordweb.services.outbox import RoundIntents, intents_enact
+from koordweb.services.preemption_outcomes import preemption_outcomes_record
 from koordweb.services.warm import (
     WarmReport,
     warm_engine,
@@ -335,6 +336,7 @@ def _record(
             if nominee is not None:
                 nominations.append(Nomination(nominee.id, nominee.namespace, nominee.name, node))
     nominations += _nominations_given_up(result, index, pods, preempting)
+    preemption_outcomes_record(cluster=cluster, result=result, index=index, new=records, now=now)
     return EnactPlan(tuple(bindings), tuple(evictions), tuple(nominations)), records
 
 

@@ -82,6 +82,10 @@ class PreemptionSerializer(serializers.ModelSerializer):  # type: ignore[type-ar
             "nominations",
             "victims",
             "created_at",
+            "attempt",
+            "outcome",
+            "outcome_reason",
+            "outcome_at",
         ]
         read_only_fields = fields
 
