@@ -9,7 +9,8 @@ from koordweb.models import Cluster
 
 
 def backend_for(cluster: Cluster) -> ClusterBackend:
-    """The backend a cluster runs on: its own setting, else KOORDWEB_BACKEND."""
+    """The backend a cluster runs on: its own `backend` field. KOORDWEB_BACKEND chooses it when
+    seed_demo creates the cluster (and stands in for a field left empty)."""
     name = cluster.backend or settings.KOORDWEB_BACKEND
     if name == Cluster.Backend.KUBERNETES:
         from koordweb.backends.kubernetes import KubernetesBackend

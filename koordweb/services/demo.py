@@ -88,11 +88,15 @@ def credentials_path() -> Path:
 
 
 def demo_seed() -> dict[str, int]:
-    """Create the demo cluster if absent; return how many rows of each kind exist."""
+    """Create the demo cluster if absent, on the KOORDWEB_BACKEND backend; return how many rows
+    of each kind exist. A cluster that exists keeps its backend (the admin changes it)."""
     with transaction.atomic():
         cluster, created = Cluster.objects.get_or_create(
             name=settings.KOORDWEB_CLUSTER,
-            defaults={"description": "Demo: 2 H800 spines, an Ascend and a Cambricon block"},
+            defaults={
+                "description": "Demo: 2 H800 spines, an Ascend and a Cambricon block",
+                "backend": settings.KOORDWEB_BACKEND,
+            },
         )
         if created or not cluster.nodes.exists():
             _seed_topology(cluster)

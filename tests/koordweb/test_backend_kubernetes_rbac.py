@@ -56,6 +56,8 @@ def test_the_cluster_role_covers_a_whole_round(kube: FakeKube) -> None:
         )
         cluster.bind("default", "placed", uid, "node-1", annotations={"a": "b"}, labels={"c": "d"})
         cluster.evict("default", "victim", preemptor="default/preemptor")
+        # A cancelled job's pods and a requeued gang's are deleted (the plan's deletions).
+        assert cluster.pods.delete("default", "placed", uid)
         cluster.nominate("default", "preemptor", "node-1")
         cluster.apply_object(
             {
@@ -88,3 +90,16 @@ def test_the_cluster_role_covers_a_whole_round(kube: FakeKube) -> None:
     assert ("", "pods/binding", "create") in used and ("", "pods/eviction", "create") in used
     assert ("", "pods/status", "patch") in used
     assert ("slo.koordinator.sh", "nodemetrics", "watch") in used
+    assert ("", "pods", "delete") in used
+
+
+def test_operations_names_every_custom_resource_the_backend_watches() -> None:
+    """A cluster without one of these CRDs cannot be mirrored: the page lists them all."""
+    from koordweb.backends.kube.kinds import WATCHED_KINDS
+
+    text = (RBAC.parents[1] / "docs" / "operations.md").read_text()
+    for kind in WATCHED_KINDS:
+        if "." in kind.group:  # a custom resource (built-in groups: "", policy, scheduling.k8s.io)
+            if kind.group == "scheduling.k8s.io":
+                continue
+            assert f"{kind.plural}.{kind.group}" in text, kind.plural
