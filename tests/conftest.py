@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
+import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from types import ModuleType
+from typing import Any
 
 import pytest
 from django.conf import settings
@@ -62,3 +66,82 @@ def _warm_snapshots_forgotten() -> Iterator[None]:
     warm_forget()
     yield
     warm_forget()
+
+
+# --- Every round a test plans is checked by the oracle (scheduler.oracle) ------------------------
+# `plan_round` is wrapped wherever a module holds it; each result is checked with the rules the
+# profile's plugins keep, and the test fails at its end on a violation. A test that builds an
+# invalid situation on purpose opts out with `@pytest.mark.no_oracle`. Benchmark-sized snapshots
+# are not checked.
+ORACLE_MAX_NODES = 2_000
+
+
+class _Oracle:
+    """The wrapped `plan_round`, the modules it was put in, and the current test's findings."""
+
+    def __init__(self) -> None:
+        import scheduler.round
+
+        self.original: Callable[..., Any] = scheduler.round.plan_round
+        self.seen: set[str] = set()
+        self.patched: list[tuple[ModuleType, str]] = []
+        self.enabled = False
+        self.found: list[Any] = []
+
+        @functools.wraps(self.original)
+        def plan_round(snapshot: Any, profile: Any = None) -> Any:
+            result = self.original(snapshot, profile)
+            if self.enabled and len(snapshot.nodes) <= ORACLE_MAX_NODES:
+                self.check(snapshot, profile, result)
+            return result
+
+        self.wrapper = plan_round
+
+    def check(self, snapshot: Any, profile: Any, result: Any) -> None:
+        from scheduler.oracle import check_round, rules_for_plugins
+        from scheduler.profile import Profile
+
+        plugins = [spec.name for spec in (profile or Profile.default()).plugins]
+        self.found += check_round(snapshot, result, rules_for_plugins(plugins))
+
+    def patch(self) -> None:
+        """The wrapper in place of the original in every module imported since the last call."""
+        for name, module in list(sys.modules.items()):
+            if name in self.seen or module is None:
+                continue
+            self.seen.add(name)
+            attributes = getattr(module, "__dict__", None)
+            for attribute, value in list((attributes or {}).items()):
+                if value is self.original:
+                    setattr(module, attribute, self.wrapper)
+                    self.patched.append((module, attribute))
+
+    def restore(self) -> None:
+        for module, attribute in self.patched:
+            setattr(module, attribute, self.original)
+
+
+@pytest.fixture(scope="session")
+def _oracle() -> Iterator[_Oracle]:
+    oracle = _Oracle()
+    oracle.patch()
+    yield oracle
+    oracle.restore()
+
+
+@pytest.fixture(autouse=True)
+def _rounds_checked_by_the_oracle(
+    request: pytest.FixtureRequest, _oracle: _Oracle
+) -> Iterator[None]:
+    """Fail the test when a round it planned breaks a rule of the oracle."""
+    _oracle.patch()  # modules imported since the last test
+    _oracle.found = []
+    _oracle.enabled = request.node.get_closest_marker("no_oracle") is None
+    try:
+        yield
+    finally:
+        _oracle.enabled = False
+    found, _oracle.found = _oracle.found, []
+    if found:
+        listed = "\n".join(str(v) for v in found[:20])
+        pytest.fail(f"the oracle found {len(found)} violation(s):\n{listed}", pytrace=False)

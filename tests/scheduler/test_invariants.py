@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scheduler import ClusterSnapshot, QuotaInfo, plan_round
+from tests.oracle.asserts import PROTECT, check_invariants
 from tests.scheduler.builders import CORE, SPINE_BLOCK, cluster, gang, node, pod
-from tests.scheduler.invariants import PROTECT, check_invariants
 
 
 @st.composite

@@ -13,8 +13,8 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from scheduler import ClusterSnapshot, QuotaInfo, apply_round, plan_round
 from scheduler.model import GangInfo, JobInfo, LayerGather, PodInfo, TopologyRule
+from tests.oracle.asserts import PROTECT, check_invariants
 from tests.scheduler.builders import CORE, SPINE_BLOCK, cluster, node
-from tests.scheduler.invariants import PROTECT, check_invariants
 
 QUOTAS = ("qa", "qb")
 
