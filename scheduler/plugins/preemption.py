@@ -6,7 +6,9 @@ For a job that did not fit (koordinator.md, "Job-level preemption", with our dif
    (in-quota preemption, when quota admission failed: only jobs of the same quota; reclaim, when the
    job's quota is within its min: also jobs of quotas using more than their runtime quota);
 3. dry run with every possible victim removed: the whole job must fit, topology included, else
-   "preemption not helpful";
+   "preemption not helpful"; then the candidates are cut to the lowest priority band that still
+   makes room (kube-scheduler's lexicographic rule: the lowest highest-victim priority first,
+   across every domain, then the fewest victims; `_lowest_band`);
 4. for the best few candidate domains of that dry run, plan the job inside the domain (and on
    the domain's nodes whose victims cost least), keep back victims highest priority first
    (budget-breaking ones first) while every slot-limit Filter's `node_checks` (resources, cards)
@@ -30,6 +32,7 @@ domain's cheaper node sets in `preemption_node_picks`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
 from typing import Any, ClassVar
 
 import numpy as np
@@ -207,7 +210,8 @@ class JobPreemption:
         if not eligible.any():
             return Status(Code.UNRESOLVABLE, NO_VICTIMS, {}, self.name, "NoVictims")
         pool, framework = book.pool, self.handle
-        with state.releasing(*pool.release(state, np.flatnonzero(eligible))):
+        with ExitStack() as released:
+            released.enter_context(state.releasing(*pool.release(state, np.flatnonzero(eligible))))
             slots = framework.offer_slots(state, job, pods)
             scores = framework.node_scores(state, job)
             dry = framework.try_place(state, job, pods, slots=slots, scores=scores)
@@ -215,6 +219,17 @@ class JobPreemption:
                 reason = f"{NOT_HELPFUL}: {dry.status.reason}"
                 details = dict(dry.status.details)
                 return Status(Code.UNRESOLVABLE, reason, details, self.name, NO_HELP)
+            banded = eligible if quota_need else self._lowest_band(state, book, job, pods, eligible)
+            if banded is not eligible:  # a lower band makes room: plan with only its victims
+                released.close()
+                eligible = banded
+                release = pool.release(state, np.flatnonzero(eligible))
+                released.enter_context(state.releasing(*release))
+                slots = framework.offer_slots(state, job, pods)
+                scores = framework.node_scores(state, job)
+                dry = framework.try_place(state, job, pods, slots=slots, scores=scores)
+                if isinstance(dry, Failure):  # the band was chosen by this very dry run
+                    return Status(Code.UNRESOLVABLE, NOT_HELPFUL, {}, self.name, NO_HELP)
             # Different node sets often give the same plan: each distinct plan is costed once.
             plans: dict[tuple[int, ...], Plan] = {tuple(dry.assignment.values()): dry}
             tried: set[bytes] = set()
@@ -256,6 +271,45 @@ class JobPreemption:
         if best is None:
             return Status(Code.UNRESOLVABLE, NOT_HELPFUL, {}, self.name, NO_HELP)
         return best
+
+    def _lowest_band(
+        self,
+        state: CycleState,
+        book: PreemptionBook,
+        job: JobInfo,
+        pods: Sequence[PodInfo],
+        eligible: BoolArray,
+    ) -> BoolArray:
+        """The candidates up to the lowest priority band that makes room for the job.
+
+        kube-scheduler picks victims lexicographically: the lowest highest-victim priority
+        first, then the fewest victims. So the victims are offered band by band, lowest
+        priority first, across every candidate domain at once (a dry run places the job
+        anywhere with that band released), before a higher band is considered. Whether a band
+        makes room grows with the band, so the lowest one is found by bisection: a few dry runs
+        however many priorities the running jobs have. Jobs eligible by quota reclaim (of a
+        priority not below the preemptor's) stay candidates in every band. The caller has seen
+        the whole set (the highest band) make room."""
+        pool, framework = book.pool, self.handle
+        lower = eligible & (pool.priority < job.priority)
+        bands = np.unique(pool.priority[lower])
+        if len(bands) < 2:
+            return eligible
+        always = eligible & ~lower
+        low, high = 0, len(bands) - 1  # the highest band is known to make room
+        while low < high:
+            middle = (low + high) // 2
+            trial = always | (lower & (pool.priority <= bands[middle]))
+            with state.releasing(*pool.release(state, np.flatnonzero(trial))):
+                fits = isinstance(framework.try_place(state, job, pods), Plan)
+            if fits:
+                high = middle
+            else:
+                low = middle + 1
+        if low == len(bands) - 1:
+            return eligible
+        banded: BoolArray = always | (lower & (pool.priority <= bands[low]))
+        return banded
 
     def _victims_for(
         self,
