@@ -132,3 +132,25 @@ def test_gang_shortfall_message_names_slots() -> None:
     )
     assert verdict.details["desired_offer_slots"] == 3
     assert verdict.details["offer_slots"] == 2
+
+
+@pytest.mark.parametrize("without", ["NodeResourcesFit", "ElasticQuota"])
+def test_node_masks_hold_whichever_slot_limit_plugins_a_profile_enables(without: str) -> None:
+    # The framework applies every node-mask Filter itself: a profile without NodeResourcesFit
+    # (or another slot-limit plugin) still keeps pods off tainted, cordoned and unselected nodes.
+    nodes = [
+        node("a-tainted").cpu(8).label("zone", "z1").taint("dedicated", "x"),
+        node("b-cordoned").cpu(8).label("zone", "z1").unschedulable(),
+        node("c-other-zone").cpu(8).label("zone", "z2"),
+        node("d-fits").cpu(8).label("zone", "z1"),
+    ]
+    c = cluster().node(*nodes).submit(gang("ml/g", pods=1).cpu(1).select("zone", "z1"))
+    profile = CORE.without(without) if without in {p.name for p in CORE.plugins} else CORE
+    result = plan_round(c.snapshot(), profile)
+    assert {p.node for p in result.placements.values()} == {"d-fits"}
+    c = cluster().node(*nodes[:3]).submit(pod("p").cpu(1).select("zone", "z1"))
+    verdict = plan_round(c.snapshot(), profile).unschedulable["default/p"]
+    assert verdict.reason.startswith("0/3 nodes are available: ")
+    assert "1 node(s) had untolerated taint" in verdict.reason
+    assert "1 node(s) were unschedulable" in verdict.reason
+    assert "1 node(s) didn't match Pod's node affinity/selector" in verdict.reason

@@ -408,3 +408,23 @@ def test_a_remembered_plan_is_costed_again_once_pods_are_taken_onto_its_node() -
     assert victims() == ["default/a"]  # remembered
     state.assume({"ml/filler-1": state.node_index["n"]})
     assert victims() == ["default/a", "default/b"]
+
+
+def test_victims_come_from_the_lowest_priority_band_across_every_domain() -> None:
+    # Two blocks. b1 (first by name, and so the dry run's first candidate) runs one job of
+    # priority 7 on both nodes; b2 runs two jobs of priority 1 on each node. With one candidate
+    # domain the plan used to evict the priority-7 job; kube-scheduler's lexicographic rule
+    # (lowest highest-victim priority first, then fewest victims) takes the four in b2.
+    c = cluster().topology(SPINE_BLOCK)
+    for name, block in (("a1", "b1"), ("a2", "b1"), ("c1", "b2"), ("c2", "b2")):
+        c.node(node(name).cpu(16).spine("s1").block(block))
+    c.running(pod("mid-1").cpu(16).priority(7).job("batch/mid").on("a1"))
+    c.running(pod("mid-2").cpu(16).priority(7).job("batch/mid").on("a2"))
+    for i, where in enumerate(("c1", "c1", "c2", "c2")):
+        c.running(pod(f"low-{i}").cpu(8).priority(1).job(f"batch/low-{i}").on(where))
+    snap = c.submit(gang("ml/g", pods=2).cpu(16).must_gather("BlockLayer").priority(9)).snapshot()
+    profile = CORE.with_args("JobPreemption", candidateLimit=1)
+    [record] = plan_round(snap, profile).preemptions
+    assert record.cost["highest_victim_priority"] == 1
+    assert sorted(record.victim_jobs) == [f"batch/low-{i}" for i in range(4)]
+    assert sorted(record.nominations.values()) == ["c1", "c2"]
