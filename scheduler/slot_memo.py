@@ -64,7 +64,7 @@ class SlotMemo:
         self._runs: dict[tuple[str, ...], TemplateRuns] = {}  # pod keys -> `runs`
         # The framework's node-mask cap per runs (`Framework.offer_slots`; None: no mask binds).
         self.mask_caps: dict[TemplateRuns, IntArray | None] = {}
-        self._counted: dict[tuple[str, TemplateRuns, bool], _Counted] = {}  # (.., dry run)
+        self._counted: dict[tuple[Any, ...], _Counted] = {}  # (.., dry run, its kind)
         self._moved_at: IntArray = np.full(self.node_count, -1, dtype=np.int64)
         self._folded = 0  # `state.touched` entries folded into `_moved_at`
         # The last two releases compared (`_released_apart`) and the nodes where they differ:
@@ -110,7 +110,8 @@ class SlotMemo:
         also the nodes whose release differs). The array is the caller's to read, never to
         change."""
         dry = state.released is not None
-        key = (plugin.name, runs, dry)
+        # a dry run is compared with the last one of its kind (`CycleState.releasing`)
+        key = (plugin.name, runs, dry, state.release_kind if dry else None)
         known = self._counted.get(key)
         slots: IntArray | None
         if known is None:

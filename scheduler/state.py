@@ -13,7 +13,7 @@ of one `with state.releasing(...)` block.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -161,6 +161,7 @@ class CycleState:
         self.assumed: dict[str, int] = {}  # pod key -> node index, placed this round
         self.evicting: set[str] = set()  # pod keys chosen as victims this round
         self.released: IntArray | None = None
+        self.release_kind: Hashable = None  # see `releasing`
         self.released_mask: BoolArray | None = None  # over bound pods, during a dry run
         self.plugin_data: dict[str, Any] = {}
         # Node-mask verdicts per pod template, cached for the round by the framework's `pod_mask`.
@@ -303,17 +304,22 @@ class CycleState:
                 self.restore_reservations(job_id, vectors)
 
     @contextmanager
-    def releasing(self, released: IntArray, pods: BoolArray) -> Iterator[None]:
+    def releasing(
+        self, released: IntArray, pods: BoolArray, kind: Hashable = None
+    ) -> Iterator[None]:
         """Treat the bound pods marked in `pods` (freeing `released` per node) as gone, for a
         preemption dry run. Both arrays are read and never changed, here or after: the offer-slot
         memo keeps them to tell which nodes a later dry run releases differently
-        (`scheduler.slot_memo`), so another release comes in new arrays."""
-        previous = (self.released, self.released_mask, self._free_released)
+        (`scheduler.slot_memo`), so another release comes in new arrays. `kind` names the sort of
+        release (every candidate, or those up to a priority band): the memo compares a dry run
+        with the last one of its kind, which releases nearly the same pods."""
+        previous = (self.released, self.released_mask, self._free_released, self.release_kind)
         self.released, self.released_mask, self._free_released = released, pods, None
+        self.release_kind = kind
         try:
             yield
         finally:
-            (self.released, self.released_mask, self._free_released) = previous
+            (self.released, self.released_mask, self._free_released, self.release_kind) = previous
 
     def pending_jobs(self) -> list[JobInfo]:
         """The jobs with a pod still to place (those whose `pending_pods` is not empty), in

@@ -11,7 +11,7 @@ plugin's ledger, `Handle.runtime_quota`).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -95,8 +95,10 @@ class VictimPool:
         every = np.arange(len(state.nodes), dtype=np.int64)
         self.pair_start: IntArray = np.searchsorted(self.pair_node, every)
         self.pair_stop: IntArray = np.searchsorted(self.pair_node, every, side="right")
-        self._last: tuple[BoolArray, IntArray, BoolArray] | None = None  # see `release`
+        # the last release of each kind (see `release`)
+        self._last: dict[Hashable, tuple[BoolArray, IntArray, BoolArray]] = {}
         levels = np.unique(self.priority)
+        self.levels: IntArray = levels  # the victims' distinct priorities, ascending
         self.priority_rank: IntArray = np.searchsorted(levels, self.priority).astype(np.int64) + 1
         # Each job's place when victims are kept back: highest priority first, then by id.
         # (`reprieve_order`: the jobs in that order, so sorted ranks map back to jobs.)
@@ -120,17 +122,21 @@ class VictimPool:
         """The (node, job) pairs (indices into `pair_node` / `pair_job`) of sorted `nodes`."""
         return spans(self.pair_start[nodes], self.pair_stop[nodes])
 
-    def release(self, state: CycleState, jobs: IntArray) -> tuple[IntArray, BoolArray]:
+    def release(
+        self, state: CycleState, jobs: IntArray, kind: Hashable = None
+    ) -> tuple[IntArray, BoolArray]:
         """What evicting `jobs` (pool indices) frees: resources per node (nodes x resources) and
         the bound pods (a mask over `state.bound_keys`), as `state.releasing` takes them. The
         arrays are the caller's to read, never to change.
 
         Successive searches release nearly the same jobs (every lower-priority job not yet
-        evicted), so when few jobs differ the answer is the previous one adjusted by them."""
+        evicted, or those up to one priority band: a release's `kind`), so when few jobs differ
+        from the last release of the same kind the answer is that one adjusted by them."""
         chosen: BoolArray = np.zeros(len(self.jobs), dtype=np.bool_)
         chosen[jobs] = True
-        if self._last is not None:
-            last_chosen, last_freed, last_pods = self._last
+        last = self._last.get(kind)
+        if last is not None:
+            last_chosen, last_freed, last_pods = last
             added = np.flatnonzero(chosen & ~last_chosen)
             removed = np.flatnonzero(last_chosen & ~chosen)
             if len(added) + len(removed) < len(jobs) // 4:
@@ -138,7 +144,7 @@ class VictimPool:
                 freed, pods = last_freed.copy(order="K"), last_pods.copy()
                 self._scatter(freed, pods, added, 1)
                 self._scatter(freed, pods, removed, -1)
-                self._last = (chosen, freed, pods)
+                self._last[kind] = (chosen, freed, pods)
                 return freed, pods
         rows = self._rows(jobs)
         nodes, vectors = self.pod_node[rows], self.pod_vec[rows]
@@ -151,7 +157,7 @@ class VictimPool:
                 freed[:, c] = np.bincount(nodes, weights=vectors[:, c], minlength=len(freed))
         pods = np.zeros(len(state.bound_keys), dtype=np.bool_)
         pods[self.pod_bound[rows]] = True
-        self._last = (chosen, freed, pods)
+        self._last[kind] = (chosen, freed, pods)
         return freed, pods
 
     def _rows(self, jobs: IntArray) -> IntArray:

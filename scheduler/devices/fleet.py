@@ -15,7 +15,7 @@ state (often: idle) share one count.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -50,6 +50,7 @@ Held = tuple[AllocatedDevice, ...]
 UIntArray = npt.NDArray[np.uint64]
 BoolArray = npt.NDArray[np.bool_]
 
+MAX_MEMOS = 256  # released-slot memos (a shape and a release kind each) kept at once
 BITS = 64  # holders a node can name in one released-bits word; more go the exact, slower way
 
 
@@ -86,7 +87,7 @@ class DeviceFleet:
         self._state_keys: list[tuple[Any, ...]] = []  # state id -> its `_key`
         self._plans: dict[tuple[Any, ...], DeviceAllocation | None] = {}
         self._held_plans: dict[tuple[int, DeviceRequest], Held | None] = {}
-        self._memos: dict[Runs, Memo] = {}
+        self._memos: dict[tuple[Runs, Hashable], Memo] = {}  # by shape and release kind
         # For preemption drafts (`CardCheck`): usage with some pods gone, and the answers.
         self._freed_usage: dict[tuple[Any, ...], tuple[DeviceUsage, int]] = {}
         self._freed_for: BoolArray | None = None  # the release `_freed_at` answers for
@@ -175,11 +176,17 @@ class DeviceFleet:
 
     # --- questions over many nodes --------------------------------------------------------------
     def slots(
-        self, node_indices: IntArray, runs: Runs, released: BoolArray | None = None
+        self,
+        node_indices: IntArray,
+        runs: Runs,
+        released: BoolArray | None = None,
+        kind: Hashable = None,
     ) -> IntArray:
         """Per position, how many pods of `runs` fit that node's devices in order (0: none).
 
-        `released` marks the bound pods (by the ids given as `holders`) a dry run treats as gone.
+        `released` marks the bound pods (by the ids given as `holders`) a dry run treats as gone;
+        `kind`, the sort of release it is (`CycleState.releasing`): counts are remembered per
+        kind, as releases of one kind differ from each other in a few nodes.
         """
         shape, asked = shape_key(runs)
         groups = self.group[node_indices]
@@ -203,7 +210,7 @@ class DeviceFleet:
                 )
         result: IntArray = np.append(np.minimum(fits, asked), 0)[groups]
         if released is not None and len(self._holder_id):
-            self._released_slots(node_indices, shape, asked, released, result)
+            self._released_slots(node_indices, shape, asked, released, result, kind)
         return result
 
     def _released_slots(
@@ -213,6 +220,7 @@ class DeviceFleet:
         asked: int,
         released: BoolArray,
         result: IntArray,
+        kind: Hashable = None,
     ) -> None:
         """Overwrite `result` where the dry run frees cards, remembered per node and shape (the
         next dry run differs in a few nodes)."""
@@ -234,9 +242,11 @@ class DeviceFleet:
         positions = owner[starts]  # the positions whose node the dry run frees cards on
         nodes = positions if rows is None else node_indices[positions]
         nodes_bits: UIntArray = np.bitwise_or.reduceat(bits, starts)
-        memo = self._memos.get(shape)
+        memo = self._memos.get((shape, kind))
         if memo is None:
-            memo = self._memos[shape] = Memo(self.node_count)
+            if len(self._memos) >= MAX_MEMOS:  # many shapes and kinds: start again
+                self._memos.clear()
+            memo = self._memos[shape, kind] = Memo(self.node_count)
         groups = self.group[nodes]
         fits, known = memo.recall(nodes, groups, nodes_bits, asked)
         missing = np.flatnonzero(~known)

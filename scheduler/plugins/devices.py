@@ -172,7 +172,8 @@ class DeviceShare:
         device_runs, free_pods = ds.device_runs(pods)
         if not device_runs:
             return None
-        slots: IntArray = ds.fleet.slots(node_indices, device_runs, state.released_mask) + free_pods
+        released, kind = state.released_mask, state.release_kind
+        slots: IntArray = ds.fleet.slots(node_indices, device_runs, released, kind) + free_pods
         # Like Koordinator, a node without a Device CR is left to the resource-fit filter.
         slots[ds.fleet.group[node_indices] < 0] = len(pods)
         return slots

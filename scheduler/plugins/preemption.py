@@ -6,14 +6,15 @@ For a job that did not fit (koordinator.md, "Job-level preemption", with our dif
    (in-quota preemption, when quota admission failed: only jobs of the same quota; reclaim, when the
    job's quota is within its min: also jobs of quotas using more than their runtime quota);
 3. dry run with every possible victim removed: the whole job must fit, topology included, else
-   "preemption not helpful"; then the candidates are cut to the lowest priority band that still
-   makes room (kube-scheduler's lexicographic rule: the lowest highest-victim priority first,
-   across every domain, then the fewest victims; `_lowest_band`);
+   "preemption not helpful";
 4. for the best few candidate domains of that dry run, plan the job inside the domain (and on
    the domain's nodes whose victims cost least), keep back victims highest priority first
    (budget-breaking ones first) while every slot-limit Filter's `node_checks` (resources, cards)
    still holds on the plan's nodes, and cost the plan: (budget violations, highest victim
    priority, victim jobs, resources, rank);
+   Steps 3-4 take the candidates band by band, lowest priority first (kube-scheduler's
+   lexicographic rule: the lowest highest-victim priority first, across every domain, then the
+   fewest victims): the plan is made with the jobs up to the lowest band that makes room;
 5. the cheapest plan evicts its victims and nominates the job's pods to their planned nodes; a plan
    that must break a PodDisruptionBudget is reported as blocked instead.
 When preemption is not allowed (`preemptionPolicy: Never`) the same search yields the counterfactual
@@ -32,7 +33,6 @@ domain's cheaper node sets in `preemption_node_picks`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from contextlib import ExitStack
 from typing import Any, ClassVar
 
 import numpy as np
@@ -69,6 +69,7 @@ NEVER = "PreemptionNever"
 RULE_LOWER_PRIORITY = "LowerPriority"
 RULE_IN_QUOTA = "InQuota"
 RULE_QUOTA_RECLAIM = "QuotaReclaim"
+LINEAR_BANDS = 4  # this many priority bands or fewer left to try: one after the other
 
 
 class JobPreemption:
@@ -193,7 +194,7 @@ class JobPreemption:
         for priority, count, status in book.hopeless.get(shape, []) if shape else []:
             if job.priority <= priority and len(pods) >= count:
                 return status
-        found = self._search(state, book, job, pods, quota_need)
+        found = self._search(state, book, job, pods, quota_need, shape)
         if isinstance(found, Status) and shape is not None:
             book.hopeless.setdefault(shape, []).append((job.priority, len(pods), found))
         return found
@@ -205,31 +206,91 @@ class JobPreemption:
         job: JobInfo,
         pods: Sequence[PodInfo],
         quota_need: Mapping[str, int],
+        shape: tuple[Any, ...] | None,
     ) -> VictimPlan | Status:
         eligible = self.eligible(state, job, pods, bool(quota_need))
         if not eligible.any():
             return Status(Code.UNRESOLVABLE, NO_VICTIMS, {}, self.name, "NoVictims")
+        pool = book.pool
+        lower = eligible & (pool.priority < job.priority)
+        bands = pool.levels[pool.levels < job.priority]  # some may have no candidate left
+        if quota_need or len(bands) < 2 or not lower.any():
+            return self._plan_victims(state, book, job, pods, quota_need, eligible)[0]
+        # kube-scheduler's lexicographic rule: the lowest highest-victim priority first, across
+        # every candidate domain, then the fewest victims. So the victims are offered band by
+        # band: the plan is made with only the jobs up to the lowest priority band whose release
+        # makes room for the job anywhere. Whether a band makes room grows with the band; and
+        # within a round free capacity only shrinks, so the band a job of the same shape needed
+        # is where the search starts (`band_floors`). Jobs eligible by quota reclaim (of a
+        # priority not below the preemptor's) are candidates in every band.
+        always = eligible & ~lower
+
+        def up_to(band: int) -> BoolArray:
+            mask: BoolArray = always | (lower & (pool.priority <= bands[band]))
+            return mask
+
+        floors = book.band_floors.get(shape, []) if shape is not None else []
+        floor = max((b for n, b in floors if n <= len(pods)), default=int(bands[0]))
+        start = min(int(np.searchsorted(bands, floor)), len(bands) - 1)
+        found, roomy = self._plan_victims(state, book, job, pods, quota_need, up_to(start))
+        while not roomy and start < len(bands) - 1 and len(bands) - start <= LINEAR_BANDS:
+            # a few bands left: the next one up (a dry run that fails costs what a probe does)
+            start += 1
+            found, roomy = self._plan_victims(state, book, job, pods, quota_need, up_to(start))
+        if not roomy and start < len(bands) - 1:
+            # the lowest band that makes room, by bisection over the higher ones (a dry run each)
+            low, high = start + 1, len(bands)
+            while low < high:
+                middle = (low + high) // 2
+                if self._makes_room(state, book, job, pods, up_to(middle)):
+                    high = middle
+                else:
+                    low = middle + 1
+            if low == len(bands):  # not even every candidate makes room: say why
+                return self._plan_victims(state, book, job, pods, quota_need, eligible)[0]
+            start = low
+            found, roomy = self._plan_victims(state, book, job, pods, quota_need, up_to(low))
+        if shape is not None and roomy:
+            book.band_floors.setdefault(shape, []).append((len(pods), int(bands[start])))
+        if isinstance(found, Status) and roomy and start < len(bands) - 1:
+            # room, but no plan held in the domains searched: every candidate, as before
+            found = self._plan_victims(state, book, job, pods, quota_need, eligible)[0]
+        return found
+
+    def _makes_room(
+        self,
+        state: CycleState,
+        book: PreemptionBook,
+        job: JobInfo,
+        pods: Sequence[PodInfo],
+        candidates: BoolArray,
+    ) -> bool:
+        """Whether the job fits anywhere with every job of `candidates` gone (a dry run)."""
+        kind = _release_kind(book, candidates)
+        with state.releasing(*book.pool.release(state, np.flatnonzero(candidates), kind), kind):
+            return isinstance(self.handle.try_place(state, job, pods), Plan)
+
+    def _plan_victims(
+        self,
+        state: CycleState,
+        book: PreemptionBook,
+        job: JobInfo,
+        pods: Sequence[PodInfo],
+        quota_need: Mapping[str, int],
+        eligible: BoolArray,
+    ) -> tuple[VictimPlan | Status, bool]:
+        """The cheapest plan with `eligible` as the candidates, or why there is none; and
+        whether their release made room for the job at all (its dry run placed it)."""
         pool, framework = book.pool, self.handle
-        with ExitStack() as released:
-            released.enter_context(state.releasing(*pool.release(state, np.flatnonzero(eligible))))
+        kind = _release_kind(book, eligible)
+        with state.releasing(*pool.release(state, np.flatnonzero(eligible), kind), kind):
             slots = framework.offer_slots(state, job, pods)
             scores = framework.node_scores(state, job)
             dry = framework.try_place(state, job, pods, slots=slots, scores=scores)
             if isinstance(dry, Failure):
                 reason = f"{NOT_HELPFUL}: {dry.status.reason}"
                 details = dict(dry.status.details)
-                return Status(Code.UNRESOLVABLE, reason, details, self.name, NO_HELP)
-            banded = eligible if quota_need else self._lowest_band(state, book, job, pods, eligible)
-            if banded is not eligible:  # a lower band makes room: plan with only its victims
-                released.close()
-                eligible = banded
-                release = pool.release(state, np.flatnonzero(eligible))
-                released.enter_context(state.releasing(*release))
-                slots = framework.offer_slots(state, job, pods)
-                scores = framework.node_scores(state, job)
-                dry = framework.try_place(state, job, pods, slots=slots, scores=scores)
-                if isinstance(dry, Failure):  # the band was chosen by this very dry run
-                    return Status(Code.UNRESOLVABLE, NOT_HELPFUL, {}, self.name, NO_HELP)
+                return Status(Code.UNRESOLVABLE, reason, details, self.name, NO_HELP), False
             # Different node sets often give the same plan: each distinct plan is costed once.
             plans: dict[tuple[int, ...], Plan] = {tuple(dry.assignment.values()): dry}
             tried: set[bytes] = set()
@@ -269,47 +330,8 @@ class JobPreemption:
                 if candidate is not None and (best is None or candidate.key < best.key):
                     best = candidate
         if best is None:
-            return Status(Code.UNRESOLVABLE, NOT_HELPFUL, {}, self.name, NO_HELP)
-        return best
-
-    def _lowest_band(
-        self,
-        state: CycleState,
-        book: PreemptionBook,
-        job: JobInfo,
-        pods: Sequence[PodInfo],
-        eligible: BoolArray,
-    ) -> BoolArray:
-        """The candidates up to the lowest priority band that makes room for the job.
-
-        kube-scheduler picks victims lexicographically: the lowest highest-victim priority
-        first, then the fewest victims. So the victims are offered band by band, lowest
-        priority first, across every candidate domain at once (a dry run places the job
-        anywhere with that band released), before a higher band is considered. Whether a band
-        makes room grows with the band, so the lowest one is found by bisection: a few dry runs
-        however many priorities the running jobs have. Jobs eligible by quota reclaim (of a
-        priority not below the preemptor's) stay candidates in every band. The caller has seen
-        the whole set (the highest band) make room."""
-        pool, framework = book.pool, self.handle
-        lower = eligible & (pool.priority < job.priority)
-        bands = np.unique(pool.priority[lower])
-        if len(bands) < 2:
-            return eligible
-        always = eligible & ~lower
-        low, high = 0, len(bands) - 1  # the highest band is known to make room
-        while low < high:
-            middle = (low + high) // 2
-            trial = always | (lower & (pool.priority <= bands[middle]))
-            with state.releasing(*pool.release(state, np.flatnonzero(trial))):
-                fits = isinstance(framework.try_place(state, job, pods), Plan)
-            if fits:
-                high = middle
-            else:
-                low = middle + 1
-        if low == len(bands) - 1:
-            return eligible
-        banded: BoolArray = always | (lower & (pool.priority <= bands[low]))
-        return banded
+            return Status(Code.UNRESOLVABLE, NOT_HELPFUL, {}, self.name, NO_HELP), True
+        return best, True
 
     def _victims_for(
         self,
@@ -393,6 +415,14 @@ class JobPreemption:
         if victims is None:
             return None
         return costed_plan(state, plan, victims, book, rank)
+
+
+def _release_kind(book: PreemptionBook, candidates: BoolArray) -> int:
+    """A release's kind for the memos (`CycleState.releasing`): the highest priority it frees
+    (a band; every candidate of a search is a band too), so a dry run is compared with the last
+    one that released nearly the same jobs."""
+    priorities = book.pool.priority[candidates]
+    return int(priorities.max()) if len(priorities) else 0
 
 
 def _rule(job: JobInfo, victims: Sequence[VictimJob], in_quota: bool) -> str:

@@ -34,6 +34,10 @@ class PreemptionBook:
     # nothing for (shape, rule, mode) at priority p and n pods finds nothing for a later job of
     # that shape at priority <= p with >= n pods: remember (p, n, status) to skip repeats.
     hopeless: dict[tuple[Any, ...], list[tuple[int, int, Status]]] = field(default_factory=dict)
+    # The lowest victim priority band that made room for a job of a shape (see
+    # `JobPreemption._search`), as (pods, band priority): for the same reason a later job of
+    # that shape with at least as many pods needs at least that band.
+    band_floors: dict[tuple[Any, ...], list[tuple[int, int]]] = field(default_factory=dict)
     # The victims of a plan (see `JobPreemption._victims_for`) by what they depend on.
     # (None: the plan does not hold even with every candidate gone; else the victims and whether
     # they are all of them, or only the first ones, found before the plan was sure to lose.)
