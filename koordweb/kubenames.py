@@ -13,6 +13,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from scheduler.vocabulary import NODE_NAME_FIELD
+
 DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 DNS_LABEL_MAX = 63
@@ -153,6 +155,16 @@ def toleration_errors(toleration: Mapping[str, Any]) -> dict[str, str]:
 
 
 NODE_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+# matchFields: the node's own fields, of which the API server accepts only its name.
+NODE_FIELD_KEYS = (NODE_NAME_FIELD,)
+NODE_FIELD_OPERATORS = ("In", "NotIn")
+# What one pod's node affinity may cost the scheduler. kube-apiserver bounds no count here, only
+# the whole object (1.5 MiB, etcd's request limit), which still lets a pod carry 60,000 terms
+# that every node is matched against at every round; koordweb bounds the counts instead, well
+# above what any workload writes, and refuses more at every door with the field named.
+AFFINITY_TERMS_MAX = 100  # nodeSelectorTerms of the required affinity; preferred terms alike
+AFFINITY_EXPRESSIONS_MAX = 100  # matchExpressions of one term
+AFFINITY_VALUES_MAX = 1000  # values of one expression
 
 
 def affinity_errors(affinity: Any) -> dict[str, str]:
@@ -180,6 +192,8 @@ def affinity_errors(affinity: Any) -> dict[str, str]:
             terms = required.get("nodeSelectorTerms")
             if not isinstance(terms, list) or not terms:
                 errors[f"{path}.nodeSelectorTerms"] = "must have at least one node selector term"
+            elif len(terms) > AFFINITY_TERMS_MAX:
+                errors[f"{path}.nodeSelectorTerms"] = _too_many(len(terms), AFFINITY_TERMS_MAX)
             else:
                 for i, term in enumerate(terms):
                     where = f"{path}.nodeSelectorTerms[{i}]"
@@ -189,6 +203,9 @@ def affinity_errors(affinity: Any) -> dict[str, str]:
     if preferred is not None:
         if not isinstance(preferred, list):
             errors[path] = "must be a list of weighted preferences"
+            return errors
+        if len(preferred) > AFFINITY_TERMS_MAX:
+            errors[path] = _too_many(len(preferred), AFFINITY_TERMS_MAX)
             return errors
         for i, item in enumerate(preferred):
             at = f"{path}[{i}]"
@@ -208,20 +225,40 @@ def _term_errors(term: Any, path: str, *, label_values: bool = False) -> dict[st
     if not isinstance(term, dict):
         return {path: "must be an object with matchExpressions or matchFields"}
     errors: dict[str, str] = {}
-    if term.get("matchFields"):
-        # The engine places by node labels; a node-name field it ignored would be broken.
-        errors[f"{path}.matchFields"] = (
-            "is not supported: select nodes by label (matchExpressions on kubernetes.io/hostname)"
-        )
+    fields = term.get("matchFields")
+    if fields is not None and not isinstance(fields, list):
+        errors[f"{path}.matchFields"] = "must be a list"
+    elif fields:
+        for i, requirement in enumerate(fields):
+            errors.update(_field_requirement_errors(requirement, f"{path}.matchFields[{i}]"))
     requirements = term.get("matchExpressions")
     if requirements is None:
         return errors
     if not isinstance(requirements, list):
         errors[f"{path}.matchExpressions"] = "must be a list"
         return errors
+    if len(requirements) > AFFINITY_EXPRESSIONS_MAX:
+        errors[f"{path}.matchExpressions"] = _too_many(len(requirements), AFFINITY_EXPRESSIONS_MAX)
+        return errors
     for i, requirement in enumerate(requirements):
         where = f"{path}.matchExpressions[{i}]"
         errors.update(_requirement_errors(requirement, where, label_values=label_values))
+    return errors
+
+
+def _field_requirement_errors(requirement: Any, path: str) -> dict[str, str]:
+    """A matchFields entry as `ValidateNodeFieldSelectorRequirement` checks it: key
+    `metadata.name`, the node's name (the only field key), operator In or NotIn, one value."""
+    if not isinstance(requirement, dict):
+        return {path: "must be an object with key, operator and values"}
+    errors: dict[str, str] = {}
+    if requirement.get("key") not in NODE_FIELD_KEYS:
+        errors[f"{path}.key"] = f"must be {' or '.join(NODE_FIELD_KEYS)} (a node field)"
+    values = requirement.get("values")
+    if requirement.get("operator") not in NODE_FIELD_OPERATORS:
+        errors[f"{path}.operator"] = f"must be one of {', '.join(NODE_FIELD_OPERATORS)}"
+    elif not isinstance(values, list) or len(values) != 1 or not isinstance(values[0], str):
+        errors[f"{path}.values"] = "must be one node name when the operator is In or NotIn"
     return errors
 
 
@@ -243,6 +280,9 @@ def _requirement_errors(requirement: Any, path: str, *, label_values: bool) -> d
         errors[f"{path}.values"] = "must be a list of strings"
         return errors
     count = len(values or [])
+    if count > AFFINITY_VALUES_MAX:
+        errors[f"{path}.values"] = _too_many(count, AFFINITY_VALUES_MAX)
+        return errors
     if operator in ("In", "NotIn") and label_values:
         for i, value in enumerate(values or []):
             reasons = label_value_errors(value)
@@ -257,6 +297,10 @@ def _requirement_errors(requirement: Any, path: str, *, label_values: bool) -> d
     elif operator not in NODE_SELECTOR_OPERATORS:
         errors[f"{path}.operator"] = f"must be one of {', '.join(NODE_SELECTOR_OPERATORS)}"
     return errors
+
+
+def _too_many(count: int, limit: int) -> str:
+    return f"may have at most {limit} entries, got {count} (koordweb's bound on what a pod costs)"
 
 
 # A container may ask for these unqualified resources (Kubernetes' standard container resource

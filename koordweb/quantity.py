@@ -9,7 +9,8 @@ We store every amount as an integer: cpu-like resources in milli-units ("500m" -
                | decimalExponent ("e" or "E" followed by a signed integer)
 
 with exact rational arithmetic, and rounds a fraction of the stored unit up, as Kubernetes does
-for `MilliValue()` and `Value()`. Negative amounts are refused: nothing koordweb models can be
+for `MilliValue()` and `Value()`; an amount within int64 whose milli-units are not saturates at
+2^63 - 1, as `MilliValue()` does. Negative amounts are refused: nothing koordweb models can be
 negative. `format_quantity` writes the canonical string that parses back to the same integer.
 """
 
@@ -109,12 +110,13 @@ def parse_quantity(value: Any, *, field: str = "quantity", unit: Unit = Unit.COU
     if isinstance(value, float) and not math.isfinite(value):
         raise QuantityError(field, value, "must be finite")
     exact = parse_exact(value if isinstance(value, str) else repr(value), field=field)
-    if unit is Unit.MILLI:
-        exact *= 1000
-    amount = math.ceil(exact)
-    if amount > MAX_AMOUNT:
+    if math.ceil(exact) > MAX_AMOUNT:
         raise QuantityError(field, value, "too large (over 2^63 - 1)")
-    return amount
+    if unit is Unit.MILLI:
+        # Kubernetes' MilliValue saturates at MaxInt64 (`AsScaledInt64`): koord-scheduler's own
+        # default and system quotas say MaxInt64/5 cores, beyond int64 in milli-cores.
+        return min(math.ceil(exact * 1000), MAX_AMOUNT)
+    return math.ceil(exact)
 
 
 def parse_resource_quantity(resource: str, value: Any, *, field: str) -> int:

@@ -14,7 +14,7 @@ from datetime import datetime
 from functools import cached_property
 from operator import attrgetter, is_, itemgetter
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, get_args
 
 from django.db.models import JSONField, Max, Q, Subquery
 
@@ -34,6 +34,7 @@ from scheduler.devices.inventory import device_allocatable
 from scheduler.model import (
     ClusterSnapshot,
     GangInfo,
+    GatherStrategy,
     JobInfo,
     LayerGather,
     NodeInfo,
@@ -48,7 +49,7 @@ from scheduler.model import (
     TopologyRule,
     TopologySpec,
 )
-from scheduler.vocabulary import QUOTA_NAME
+from scheduler.vocabulary import DAEMONSET_KIND, QUOTA_NAME
 
 QUOTA_LABEL = QUOTA_NAME
 
@@ -98,38 +99,80 @@ UNREADABLE_AFFINITY = (
 
 
 def parse_required_affinity(affinity: Mapping[str, Any]) -> tuple[NodeSelectorTerm, ...]:
-    """The pod's required node affinity terms. The doors refuse an affinity the API server would
-    (`kubenames.affinity_errors`); a row written before they did, or by hand, matches no node."""
+    """The pod's required node affinity terms, their matchExpressions and matchFields. The doors
+    refuse an affinity the API server would (`kubenames.affinity_errors`); a row written before
+    they did, or by hand, matches no node."""
     try:
         required = (affinity.get("nodeAffinity") or {}).get(
             "requiredDuringSchedulingIgnoredDuringExecution"
         ) or {}
         terms = []
         for term in required.get("nodeSelectorTerms") or []:
-            expressions = []
-            for e in term.get("matchExpressions") or []:
-                values = tuple(e.get("values") or ())
-                if not isinstance(e["key"], str) or not all(isinstance(v, str) for v in values):
-                    return UNREADABLE_AFFINITY
-                expressions.append(
-                    NodeSelectorRequirement(key=e["key"], operator=e["operator"], values=values)
-                )
-            terms.append(NodeSelectorTerm(match_expressions=tuple(expressions)))
+            expressions = _requirements(term.get("matchExpressions") or [])
+            fields = _requirements(term.get("matchFields") or [])
+            if expressions is None or fields is None:
+                return UNREADABLE_AFFINITY
+            terms.append(NodeSelectorTerm(match_expressions=expressions, match_fields=fields))
         return tuple(terms)
     except (AttributeError, KeyError, TypeError):
         return UNREADABLE_AFFINITY
 
 
+def _requirements(raw: Iterable[Mapping[str, Any]]) -> tuple[NodeSelectorRequirement, ...] | None:
+    """matchExpressions or matchFields entries; None when a key or value is not a string."""
+    found = []
+    for e in raw:
+        values = tuple(e.get("values") or ())
+        if not isinstance(e["key"], str) or not all(isinstance(v, str) for v in values):
+            return None
+        found.append(NodeSelectorRequirement(key=e["key"], operator=e["operator"], values=values))
+    return tuple(found)
+
+
 def parse_topology_rule(spec: Mapping[str, Any]) -> TopologyRule | None:
-    """Koordinator's `{"gatherStrategy": [{"layer", "strategy"}]}` (plus our podCountMultiple)."""
-    gather = tuple(
-        LayerGather(layer=g["layer"], strategy=g["strategy"])
-        for g in spec.get("gatherStrategy") or []
-    )
-    multiple = int(spec.get("podCountMultiple") or 1)
+    """Koordinator's `{"gatherStrategy": [{"layer", "strategy"}]}` (plus our podCountMultiple).
+
+    Never raises on a stored value: a document the doors should have refused (a row written
+    before they did, or by hand) becomes a rule no domain satisfies, so that job alone waits,
+    with the reason in its decision, and the round and every other job go on."""
+    if not isinstance(spec, Mapping):
+        return _unreadable_rule("it is not a JSON object")
+    rules = spec.get("gatherStrategy") or []
+    if not isinstance(rules, list) or not all(
+        isinstance(g, Mapping)
+        and isinstance(g.get("layer"), str)
+        and g.get("strategy") in _GATHER_STRATEGIES
+        for g in rules
+    ):
+        return _unreadable_rule("gatherStrategy must be a list of {layer, strategy}")
+    gather = tuple(LayerGather(layer=g["layer"], strategy=g["strategy"]) for g in rules)
+    multiple = pod_count_multiple(spec.get("podCountMultiple", 1))
+    if multiple is None:
+        shown = repr(spec.get("podCountMultiple"))[:40]
+        return _unreadable_rule(f"podCountMultiple must be a positive integer, got {shown}")
     if not gather and multiple == 1:
         return None
     return TopologyRule(gather=gather, pod_count_multiple=multiple)
+
+
+_GATHER_STRATEGIES = get_args(GatherStrategy)
+
+
+def pod_count_multiple(value: Any) -> int | None:
+    """The manifest reader's rule for podCountMultiple (a positive whole number, not a boolean;
+    koordweb/manifests/parse_workload.py): the value, or None when it breaks the rule."""
+    if value is None:
+        return 1
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        return None
+    return value
+
+
+def _unreadable_rule(why: str) -> TopologyRule:
+    """A MustGather on a layer no cluster defines: the topology plugin refuses the job with its
+    own words ("unknown topology layer(s) ...") naming what is wrong with the stored document."""
+    layer = f"(unreadable network-topology-spec: {why})"
+    return TopologyRule(gather=(LayerGather(layer=layer, strategy="MustGather"),))
 
 
 def engine_job_id(job: Job, first_pod: str | None = None) -> str:
@@ -203,6 +246,7 @@ def pod_info(
         scheduled_at=pod.bound_at.timestamp() if pod.bound_at else None,
         initialized_at=pod.started_at.timestamp() if pod.started_at else None,
         nominated_at=pod.nominated_at.timestamp() if pod.nominated_at else None,
+        daemonset=pod.owner_kind == DAEMONSET_KIND,
     )
 
 
@@ -261,6 +305,7 @@ POD_FIELDS = (
     "bound_at",
     "started_at",
     "nominated_at",
+    "owner_kind",
 )
 JOB_FIELDS = (
     "id",
@@ -342,6 +387,7 @@ class PodRow(NamedTuple):
     bound_at: datetime | None
     started_at: datetime | None
     nominated_at: datetime | None
+    owner_kind: str = ""
 
 
 class JobRow(NamedTuple):

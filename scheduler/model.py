@@ -74,9 +74,13 @@ class NodeSelectorRequirement:
 
 @dataclass(frozen=True)
 class NodeSelectorTerm:
-    """Requirements that must all hold (terms of a required affinity are ORed)."""
+    """Requirements that must all hold (terms of a required affinity are ORed): expressions on
+    the node's labels and fields of the node itself (`matchFields`: key `metadata.name` only,
+    operators In and NotIn, as the API server allows; every DaemonSet pod has one). A term with
+    neither matches no node, as in Kubernetes."""
 
     match_expressions: tuple[NodeSelectorRequirement, ...] = ()
+    match_fields: tuple[NodeSelectorRequirement, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -129,6 +133,8 @@ class PodInfo:
     # When the pod was nominated to `nominated_node` (snapshot clock; None: unknown), for the
     # gang waiting time across rounds.
     nominated_at: float | None = None
+    # Owned by a DaemonSet (`metadata.ownerReferences`): LoadAware's Filter lets it through.
+    daemonset: bool = False
 
     @cached_property
     def key(self) -> str:

@@ -33,6 +33,48 @@ RESERVED_DOMAINS: Final = ("kubernetes.io", "k8s.io", "x-k8s.io", "koordinator.s
 # Kubernetes' recommended application labels (app.kubernetes.io/name, ...).
 APP_LABEL_PREFIX: Final = "app.kubernetes.io/"
 
+# The taint a cordoned node stands for (`spec.unschedulable`): a pod tolerating it, with effect
+# NoSchedule, may be scheduled there (kube-scheduler's NodeUnschedulable Filter).
+TAINT_NODE_UNSCHEDULABLE: Final = "node.kubernetes.io/unschedulable"
+
+# Every kind of Kubernetes' core API group (`v1`): a dump holds any of them, and an unknown one
+# there is a typo, not a kind of someone else's API.
+CORE_V1_KINDS: Final = frozenset(
+    {
+        "Binding",
+        "ComponentStatus",
+        "ConfigMap",
+        "Endpoints",
+        "Event",
+        "LimitRange",
+        "Namespace",
+        "Node",
+        "PersistentVolume",
+        "PersistentVolumeClaim",
+        "Pod",
+        "PodTemplate",
+        "ReplicationController",
+        "ResourceQuota",
+        "Secret",
+        "Service",
+        "ServiceAccount",
+    }
+)
+
+# A dump's wrapper: `kind: List` (and `PodList`, `NodeList`, ...), its objects under `items`.
+LIST_KIND: Final = "List"
+# The owner kind of a DaemonSet's pods (`metadata.ownerReferences[].kind`), and the node field a
+# DaemonSet pod's required node affinity selects its node by (`matchFields`), the only field
+# key the API server accepts there.
+DAEMONSET_KIND: Final = "DaemonSet"
+NODE_NAME_FIELD: Final = "metadata.name"
+# Kubernetes' built-in priority classes: every cluster has them, whether or not a dump lists the
+# objects (`pkg/apis/scheduling` SystemPriorityClasses).
+SYSTEM_PRIORITY_CLASSES: Final = {
+    "system-cluster-critical": 2_000_000_000,
+    "system-node-critical": 2_000_001_000,
+}
+
 # ClusterNetworkTopology's implicit layers: the root (the whole cluster) and the leaf (a node).
 CLUSTER_LAYER: Final = "ClusterTopologyLayer"
 NODE_LAYER: Final = "NodeTopologyLayer"

@@ -50,7 +50,10 @@ from scheduler.vocabulary import (
     QUOTA_IS_PARENT,
     QUOTA_NAME,
     QUOTA_PARENT,
+    SYSTEM_PRIORITY_CLASSES,
 )
+
+BUILT_IN = "Kubernetes' built-in priority class"
 
 
 def apply_manifests(cluster: Cluster, manifests: ManifestSet) -> dict[str, int]:
@@ -68,10 +71,15 @@ def apply_manifests(cluster: Cluster, manifests: ManifestSet) -> dict[str, int]:
 def pods_join(cluster: Cluster, joining: list[tuple[ParsedObject, Job]]) -> None:
     """Add parsed pods to jobs already stored (a cluster sync seeing a gang's late members)."""
     applier = _Applier(cluster, ManifestSet())
+    applier.classes = _stored_classes(cluster)
     applier._load_nodes(
         [pod.refs.get(ref, "") for pod, _ in joining for ref in ("node", "nominated_node")]
     )
     Pod.objects.bulk_create(applier._pod(pod, job) for pod, job in joining)
+
+
+def _stored_classes(cluster: Cluster) -> dict[str, PriorityClass]:
+    return {pc.name: pc for pc in PriorityClass.objects.filter(cluster=cluster)}
 
 
 def _now() -> Any:
@@ -142,7 +150,7 @@ class _Applier:
     def priority_classes(self) -> None:
         objs = self.manifests.of_kind(PRIORITY_CLASS)
         self._refuse_stored(PRIORITY_CLASS, PriorityClass, objs)
-        self.classes = {pc.name: pc for pc in PriorityClass.objects.filter(cluster=self.cluster)}
+        self.classes = _stored_classes(self.cluster)
         new = [PriorityClass(cluster=self.cluster, name=obj.name, **obj.values) for obj in objs]
         defaults = [pc for pc in self.classes.values() if pc.global_default]
         for obj, pc in zip(objs, new, strict=True):
@@ -383,16 +391,29 @@ class _Applier:
         return self.quotas.get(DEFAULT_QUOTA)
 
     def _priority(self, pod: ParsedObject) -> tuple[int, PriorityClass | None, str]:
-        """A pod's priority: spec.priority, else its class's value, else the global default."""
+        """A pod's priority: spec.priority, else its class's value, else the global default.
+
+        A class the cluster has no object of is one of Kubernetes' built-in system classes
+        (its row made on first use), or, when the pod carries spec.priority as the API server's
+        admission left it, a class deleted since: the pod keeps that priority, with a warning.
+        Naming neither is refused."""
         name = pod.values["priority_class_name"]
         explicit = pod.extra["priority"]
         priority_class = None
         if name:
-            priority_class = self.classes.get(name)
-            if priority_class is None:
+            priority_class = self.classes.get(name) or self._system_class(name)
+            if priority_class is None and explicit is None:
                 raise ManifestError(
                     pod.index, "spec.priorityClassName", f"unknown PriorityClass {name!r}"
                 )
+            if priority_class is None:
+                warning = (
+                    f"document {pod.index}: spec.priorityClassName: no PriorityClass {name!r}: "
+                    f"the pod keeps its spec.priority {explicit}, as Kubernetes does"
+                )
+                warnings = pod.extra.setdefault("warnings", [])
+                if warning not in warnings:
+                    warnings.append(warning)
         elif explicit is None:
             priority_class = next((pc for pc in self.classes.values() if pc.global_default), None)
         value = (
@@ -403,10 +424,26 @@ class _Applier:
         )
         return value, priority_class, policy
 
+    def _system_class(self, name: str) -> PriorityClass | None:
+        """Kubernetes' built-in `system-cluster-critical` and `system-node-critical` exist in
+        every cluster, listed or not: the row is made when a pod first names one."""
+        if name not in SYSTEM_PRIORITY_CLASSES:
+            return None
+        made, _ = PriorityClass.objects.get_or_create(
+            cluster=self.cluster,
+            name=name,
+            defaults={"value": SYSTEM_PRIORITY_CLASSES[name], "description": BUILT_IN},
+        )
+        self.classes[name] = made
+        return made
+
     def _pod(self, pod: ParsedObject, job: Job) -> Pod:
         value, priority_class, policy = self._priority(pod)
         values = {**pod.values, "created_at": pod.values["created_at"] or _now()}
-        values["priority_class_name"] = priority_class.name if priority_class else ""
+        if priority_class is not None:
+            values["priority_class_name"] = priority_class.name
+        elif pod.extra["priority"] is None:
+            values["priority_class_name"] = ""  # the global default, when there is none
         return Pod(
             cluster=self.cluster,
             job=job,

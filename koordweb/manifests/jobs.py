@@ -44,8 +44,6 @@ def build_jobs(manifests: ManifestSet) -> None:
             plans[(pod.namespace, name)] = plan
             if kind == "podgroup":
                 plan.existing = True  # its PodGroup is not in this import: resolved when applying
-            elif kind == "gang":
-                plan.values = {**pod.extra["gang_settings"]}
         elif plan.kind != kind:
             raise ManifestError(
                 pod.index,
@@ -64,19 +62,44 @@ def build_jobs(manifests: ManifestSet) -> None:
             plan = plan_for(pod, pod.extra["pod_group"], "podgroup")
         elif "gang" in pod.extra:
             plan = plan_for(pod, pod.extra["gang"], "gang")
-            _check_same_gang(plan, pod)
+            _gang_settings_from(plan, pod)
         else:
             plan = plan_for(pod, pod.name, "pod")
             if plan.pods:
                 raise ManifestError(pod.index, "metadata.name", f"duplicate job {pod.key}")
         plan.pods.append(pod)
+    unread = [plan for plan in plans.values() if plan.kind == "gang" and not plan.values]
+    for plan in unread:
+        _leave_out(manifests, plan)
+        del plans[(plan.namespace, plan.name)]
     for plan in plans.values():
         _finish(plan)
     manifests.jobs = sorted(plans.values(), key=lambda plan: plan.index)
 
 
-def _check_same_gang(plan: JobPlan, pod: ParsedObject) -> None:
+def _leave_out(manifests: ManifestSet, plan: JobPlan) -> None:
+    """A gang none of whose pods has a min-available Koordinator reads is never initialised, so
+    koord-scheduler never schedules it (`PreEnqueue`: "gang has not init"): its pods are not
+    imported, and the import says so."""
+    left = {id(pod) for pod in plan.pods}
+    manifests.objects = [obj for obj in manifests.objects if id(obj) not in left]
+    documents = ", ".join(str(pod.index) for pod in plan.pods)
+    manifests.notes.append(
+        f"gang {plan.gang_id}: none of its {len(plan.pods)} pods (documents {documents}) has a "
+        f"{GANG_MIN_AVAILABLE} Koordinator reads: koord-scheduler never schedules it, and its "
+        "pods are not imported"
+    )
+
+
+def _gang_settings_from(plan: JobPlan, pod: ParsedObject) -> None:
+    """The gang takes the settings of its first member that has readable ones (Koordinator's
+    gang is initialised once, by the first such pod); a later one must say the same."""
     settings = pod.extra["gang_settings"]
+    if settings is None:
+        return
+    if not plan.values:
+        plan.values = {**settings}
+        return
     for field, annotation in _GANG_FIELDS.items():
         if settings[field] != plan.values[field]:
             raise ManifestError(

@@ -71,6 +71,11 @@ class ManifestSet:
 
     objects: list[ParsedObject] = field(default_factory=list)
     jobs: list[JobPlan] = field(default_factory=list)
+    # Documents of kinds koordweb does not use (a cluster dump's Services, Events, ...): kind ->
+    # how many were skipped.
+    skipped: Counter[str] = field(default_factory=Counter)
+    # What the import as a whole warns of (a gang none of whose pods Koordinator can read).
+    notes: list[str] = field(default_factory=list)
 
     def of_kind(self, kind: str) -> list[ParsedObject]:
         return [obj for obj in self.objects if obj.kind == kind]
@@ -80,7 +85,13 @@ class ManifestSet:
         """What an import accepts but does not apply (unsupported scheduler arguments, gang
         settings Koordinator would not use and replaces by its defaults)."""
         found = [obj.extra["warning"] for obj in self.objects if obj.extra.get("warning")]
-        return found + [text for obj in self.objects for text in obj.extra.get("warnings", ())]
+        found += [text for obj in self.objects for text in obj.extra.get("warnings", ())]
+        found += self.notes
+        if self.skipped:
+            kinds = ", ".join(f"{kind} {count}" for kind, count in sorted(self.skipped.items()))
+            total = sum(self.skipped.values())
+            found.append(f"skipped {total} documents of kinds koordweb does not use: {kinds}")
+        return found
 
     def counts(self) -> dict[str, int]:
         """How many documents of each kind, plus the jobs built ("Job")."""

@@ -3,7 +3,12 @@ and PriorityClass documents -> validated `ParsedObject`s (no database access).""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+from koordweb.manifests.errors import ManifestError
 from koordweb.manifests.fields import At, read_metadata
+from koordweb.manifests.loader import load_documents
 from koordweb.manifests.objects import (
     CONFIG_MAP,
     DEVICE,
@@ -221,6 +226,32 @@ def parse_topology(doc: At) -> ParsedObject:
             if steps > len(rows):
                 where.fail("layers form a cycle", "parentTopologyLayer")
     return ParsedObject(doc.index, TOPOLOGY, "", meta.name, rows=rows)
+
+
+def _is_template_table(text: object) -> bool:
+    """A data value that reads as device templates: a YAML mapping of names to mappings
+    (`huawei-Ascend-910B3: {vir01: {...}}`, or one model's `vir01: {aicore: 1, ...}`)."""
+    if not isinstance(text, str):
+        return False
+    try:
+        documents = load_documents(text)
+    except ManifestError:
+        return False
+    return any(
+        isinstance(doc, dict) and doc and all(isinstance(value, dict) for value in doc.values())
+        for doc in documents
+    )
+
+
+def is_config_map_read(document: Mapping[str, Any]) -> bool:
+    """Whether koordweb reads this ConfigMap: the scheduler's `koord-scheduler-config`, or one
+    holding device templates. Any other (`kube-root-ca.crt`, `coredns`, an application's own)
+    is skipped."""
+    meta = document.get("metadata")
+    if isinstance(meta, Mapping) and is_scheduler_config(str(meta.get("name", ""))):
+        return True
+    data = document.get("data")
+    return isinstance(data, Mapping) and any(_is_template_table(v) for v in data.values())
 
 
 def parse_config_map(doc: At) -> ParsedObject:

@@ -16,6 +16,7 @@ from koordweb.manifests.objects import PDB, POD, POD_GROUP, QUOTA, ParsedObject
 from koordweb.manifests.parse_cluster import PREEMPTION_POLICIES
 from scheduler.durations import go_duration_seconds
 from scheduler.vocabulary import (
+    DAEMONSET_KIND,
     DEFAULT_WAITING_SECONDS,
     DURATION_ANNOTATION,
     GANG_ANNOTATIONS,
@@ -116,22 +117,46 @@ def pod_resources(spec: At) -> tuple[dict[str, int], dict[str, int]]:
 
 def _read_gang(
     annotations: dict[str, str], index: int, warnings: list[str], label_minimum: At
-) -> dict[str, Any]:
+) -> dict[str, Any] | None:
     """Gang settings of an annotation gang, from the pod's gang annotations, as Koordinator's
-    `tryInitByPodConfig` reads them: min-available is required (the lightweight label's first,
-    `GetGangMinNumFromPod`), the rest fall back."""
+    `tryInitByPodConfig` reads them: min-available first (the lightweight label's before the
+    annotation's, `GetGangMinNumFromPod`), the rest fall back. A pod whose min-available cannot
+    be read initialises nothing (None, with a warning): its gang takes the settings of a member
+    that can. `0` (or less) needs no other member: each pod binds alone, as a NonStrict gang
+    of one (Koordinator's PreEnqueue and Permit find a minimum of 0 always met)."""
     minimum = (
         label_minimum
         if label_minimum.string()
         else _annotation(annotations, index, GANG_MIN_AVAILABLE)
     )
-    min_available = minimum.integer(required=True, minimum=1, maximum=MAX_INT32)
+    text = minimum.string(max_length=64).strip()
+    try:
+        min_available = int(text)
+    except ValueError:
+        shown = repr(text[:64]) if text else "missing"
+        warnings.append(
+            f"document {index}: {minimum.path}: {shown} is not a number Koordinator reads: "
+            "this pod does not set up its gang (a member that has one does)"
+        )
+        return None
+    if min_available > MAX_INT32:
+        minimum.fail(f"is out of range (at most {MAX_INT32})")
+    alone = min_available < 1
+    if alone:
+        warnings.append(
+            f"document {index}: {minimum.path}: {text!r} needs no other member: Koordinator "
+            "binds each pod of the gang alone (koordweb: NonStrict, min-available 1)"
+        )
+        min_available = 1
     wait = _annotation(annotations, index, GANG_WAITING_TIME).string(max_length=64)
-    return {
+    settings = {
         "min_available": min_available,
         **_gang_annotations(annotations, index, min_available, warnings),
         "waiting_time_seconds": _waiting_seconds(wait, index, warnings),
     }
+    if alone:
+        settings["mode"] = "NonStrict"
+    return settings
 
 
 def _gang_annotations(
@@ -229,6 +254,22 @@ def _finished_at(status: At) -> Any:
     return max((time for time in times if time is not None), default=None)
 
 
+def owner_kind(meta: At) -> str:
+    """The kind of a pod's owner (`metadata.ownerReferences`): DaemonSet when any reference is
+    one (Koordinator's `isDaemonSetPod` looks at every reference), else the controller's, else
+    the first's; "" without an owner."""
+    kinds: list[str] = []
+    controller = ""
+    for ref in meta.child("ownerReferences").items():
+        kind = ref.child("kind").string(required=True, max_length=63)
+        kinds.append(kind)
+        if ref.child("controller").boolean() and not controller:
+            controller = kind
+    if DAEMONSET_KIND in kinds:
+        return DAEMONSET_KIND
+    return controller or (kinds[0] if kinds else "")
+
+
 def parse_pod(doc: At) -> ParsedObject:
     meta = read_metadata(doc, namespaced=True)
     spec, status = doc.child("spec"), doc.child("status")
@@ -314,6 +355,7 @@ def parse_pod(doc: At) -> ParsedObject:
             "started_at": status.child("startTime").timestamp(),
             "finished_at": _finished_at(status),
             "terminating": meta.deleting,
+            "owner_kind": owner_kind(doc.child("metadata")),
         },
         refs={
             "node": node_name,

@@ -316,6 +316,10 @@ class Pod(models.Model):
     # it is gone; `terminating_since` is when koordweb or the cluster started its deletion.
     terminating = models.BooleanField(default=False)
     terminating_since = models.DateTimeField(null=True, blank=True)
+    # The kind of the pod's owner (`metadata.ownerReferences`: DaemonSet when one of them is,
+    # else the controller's, else the first's; empty without one). A DaemonSet's pods pass
+    # LoadAware's Filter (migration 0024).
+    owner_kind = models.CharField(max_length=63, blank=True)
 
     class Meta:
         ordering = ["cluster", "namespace", "name"]

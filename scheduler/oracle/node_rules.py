@@ -113,10 +113,15 @@ def requirement_matches(req: NodeSelectorRequirement, labels: Mapping[str, str])
     return None
 
 
-def term_matches(term: NodeSelectorTerm, labels: Mapping[str, str]) -> bool:
-    if not term.match_expressions:
+def term_matches(
+    term: NodeSelectorTerm, labels: Mapping[str, str], fields: Mapping[str, str] | None = None
+) -> bool:
+    """A term's expressions over the node's labels and its fields over the node's fields (the
+    API server allows only `metadata.name`), all ANDed; a term with neither matches nothing."""
+    if not term.match_expressions and not term.match_fields:
         return False
     answers = [requirement_matches(req, labels) for req in term.match_expressions]
+    answers += [requirement_matches(req, fields or {}) for req in term.match_fields]
     return None not in answers and all(answers)
 
 
@@ -126,7 +131,8 @@ def affinity_matches(pod: PodInfo, node: NodeInfo) -> bool:
         return False
     if not pod.required_affinity:
         return True
-    return any(term_matches(term, labels) for term in pod.required_affinity)
+    fields = {vocabulary.NODE_NAME_FIELD: node.name}
+    return any(term_matches(term, labels, fields) for term in pod.required_affinity)
 
 
 def check_taints(view: RoundView) -> list[Violation]:

@@ -7,7 +7,8 @@ estimate (max(limit, request) x scaling factor). Filter: a pod fits while round(
 allocatable x 100) is within its threshold (0 turns a resource off), counting the job's own
 earlier pods; the node annotation `scheduling.koordinator.sh/usage-thresholds` overrides per node.
 Nodes without a report are not constrained; an expired one refuses the node ("node(s) nodeMetric
-expired") while filterExpiredNodeMetrics, unless enableScheduleWhenNodeMetricsExpired. Prod pods
+expired") while filterExpiredNodeMetrics, unless enableScheduleWhenNodeMetricsExpired. A
+DaemonSet's pods pass the Filter whatever the node's load (`PodInfo.daemonset`). Prod pods
 (Koordinator's priority class prod) are held to prodUsageThresholds, when set, on prod pods'
 usage only; others to `aggregated.usageThresholds` on a percentile of the aggregated usage when
 configured ("node(s) cpu aggregated usage exceed threshold"), else to usageThresholds. Score:
@@ -298,6 +299,8 @@ class LoadAware:
     def slot_limits(
         self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo], node_indices: IntArray
     ) -> IntArray | None:
+        if pods and all(pod.daemonset for pod in pods):
+            return None  # Koordinator's Filter lets a DaemonSet's pods through (isDaemonSetPod)
         ls = self._state(state)
         if not ls.any_fresh and not ls.any_expired:
             return None
@@ -362,6 +365,8 @@ class LoadAware:
     ) -> dict[str, int]:
         ls = self._state(state)
         if not pods or len(node_indices) == 0 or not (ls.any_fresh or ls.any_expired):
+            return {}
+        if all(pod.daemonset for pod in pods):
             return {}
         expired = int(ls.expired[node_indices].sum())
         reasons = {REASON_EXPIRED: expired} if expired else {}

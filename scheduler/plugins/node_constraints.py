@@ -1,8 +1,10 @@
 """Node constraint plugins. Extension point: Filter (node masks).
 
-- `NodeUnschedulable`: cordoned nodes take no new pods.
-- `NodeAffinity`: `spec.nodeSelector` and required node affinity matchExpressions
-  (In, NotIn, Exists, DoesNotExist, Gt, Lt; terms ORed, expressions ANDed).
+- `NodeUnschedulable`: cordoned nodes take no new pods, but for a pod tolerating the cordon's
+  taint (`node.kubernetes.io/unschedulable:NoSchedule`), as kube-scheduler lets it.
+- `NodeAffinity`: `spec.nodeSelector` and required node affinity: matchExpressions on labels
+  (In, NotIn, Exists, DoesNotExist, Gt, Lt) and matchFields on the node's name (In, NotIn);
+  terms ORed, a term's expressions and fields ANDed, an empty term matching nothing.
 - `TaintToleration`: NoSchedule and NoExecute taints must be tolerated (PreferNoSchedule is soft).
 
 Each verdict is a boolean array over all nodes, computed once per pod template and cached by the
@@ -17,10 +19,19 @@ from typing import Any
 import numpy as np
 
 from scheduler.framework import Handle, NodeMask
-from scheduler.model import NodeInfo, NodeSelectorRequirement, PodInfo, Taint, Toleration
+from scheduler.model import (
+    NodeInfo,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    PodInfo,
+    Taint,
+    Toleration,
+)
 from scheduler.state import CycleState
+from scheduler.vocabulary import NODE_NAME_FIELD, TAINT_NODE_UNSCHEDULABLE
 
 REASON_UNSCHEDULABLE = "node(s) were unschedulable"
+CORDON = Taint(TAINT_NODE_UNSCHEDULABLE, "", "NoSchedule")
 REASON_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
 REASON_TAINT = "node(s) had untolerated taint"
 
@@ -44,16 +55,25 @@ def requirement_matches(req: NodeSelectorRequirement, labels: Mapping[str, str])
     return have > want if op == "Gt" else have < want
 
 
+def term_matches(term: NodeSelectorTerm, node: NodeInfo) -> bool:
+    """All of a term's expressions hold on the node's labels and all its fields on the node
+    (`metadata.name`, the one field key); a term with neither matches nothing, as Kubernetes'
+    `nodeaffinity.NewNodeSelector` drops it."""
+    if not term.match_expressions and not term.match_fields:
+        return False
+    fields = {NODE_NAME_FIELD: node.name}
+    return all(requirement_matches(r, node.labels) for r in term.match_expressions) and all(
+        requirement_matches(r, fields) for r in term.match_fields
+    )
+
+
 def node_matches(pod: PodInfo, node: NodeInfo) -> bool:
     labels = node.labels
     if any(labels.get(k) != v for k, v in pod.node_selector.items()):
         return False
     if not pod.required_affinity:
         return True
-    return any(
-        all(requirement_matches(r, labels) for r in term.match_expressions)
-        for term in pod.required_affinity
-    )
+    return any(term_matches(term, node) for term in pod.required_affinity)
 
 
 def tolerates(toleration: Toleration, taint: Taint) -> bool:
@@ -79,6 +99,10 @@ class NodeUnschedulable:
         self.args = dict(args or {})
 
     def node_mask(self, state: CycleState, pod: PodInfo) -> NodeMask | None:
+        # kube-scheduler's NodeUnschedulable: a pod that tolerates the cordon's taint
+        # (node.kubernetes.io/unschedulable:NoSchedule, what `kubectl cordon` means) may go there
+        if any(tolerates(t, CORDON) for t in pod.tolerations):
+            return None
         allowed = np.array([not n.unschedulable for n in state.nodes], dtype=np.bool_)
         return None if allowed.all() else NodeMask(allowed, REASON_UNSCHEDULABLE)
 

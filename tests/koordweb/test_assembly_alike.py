@@ -57,6 +57,7 @@ VALUES: dict[str, list[Any]] = {
     "namespace": ["team-a", "team-b"],
     "priority": [100, 200],
     "preemption_policy": ["PreemptLowerPriority", "Never"],
+    "owner_kind": ["", "DaemonSet"],
     "node_id": [None, 1, 2],
     "nominated_node_id": [None, 3],
     "phase": [PodPhase.PENDING, PodPhase.RUNNING],

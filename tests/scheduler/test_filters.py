@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from scheduler import plan_round
@@ -154,3 +156,21 @@ def test_node_masks_hold_whichever_slot_limit_plugins_a_profile_enables(without:
     assert "1 node(s) had untolerated taint" in verdict.reason
     assert "1 node(s) were unschedulable" in verdict.reason
     assert "1 node(s) didn't match Pod's node affinity/selector" in verdict.reason
+
+
+def test_a_pod_tolerating_the_cordon_taint_may_go_to_a_cordoned_node() -> None:
+    # kube-scheduler's NodeUnschedulable: tolerating node.kubernetes.io/unschedulable:NoSchedule
+    # (as DaemonSet pods do) lets a pod onto a cordoned node; other pods stay off it.
+    from scheduler.model import Toleration
+    from scheduler.vocabulary import TAINT_NODE_UNSCHEDULABLE
+
+    c = cluster().node(node("a").cpu(8).unschedulable())
+    tolerant = pod("agent").cpu(1).build()
+    tolerant = replace(
+        tolerant, tolerations=(Toleration(TAINT_NODE_UNSCHEDULABLE, "Exists", "", "NoSchedule"),)
+    )
+    c.pods.append(tolerant)
+    c.submit(pod("plain").cpu(1))
+    result = plan_round(c.snapshot(), CORE)
+    assert {k: p.node for k, p in result.placements.items()} == {"default/agent": "a"}
+    assert "default/plain" in result.unschedulable

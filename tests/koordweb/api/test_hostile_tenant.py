@@ -52,9 +52,9 @@ def yaml_pod(name: str, spec_extra: str = "", quota: str = "team-a") -> str:
             "[{matchExpressions: [{key: zone, operator: In, values: [" + "x" * 300 + "]}]}]}}}",
             "matchExpressions[0].values[0]",
         ),
-        (  # the engine places by labels: a node-name field it ignored would be broken silently
+        (  # the API server's rule: matchFields selects by metadata.name only
             "{nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: "
-            "[{matchFields: [{key: metadata.name, operator: In, values: [node-1]}]}]}}}",
+            "[{matchFields: [{key: metadata.labels, operator: In, values: [node-1]}]}]}}}",
             "matchFields",
         ),
     ],
