@@ -388,6 +388,13 @@ if CELERY_BROKER_URL.startswith("filesystem"):
 # the backend it was created with (the admin changes it). backends.backend_for reads the cluster's.
 KOORDWEB_BACKEND = env_choice("KOORDWEB_BACKEND", "simulated", ("simulated", "kubernetes"))
 KUBECONFIG = _raw("KUBECONFIG")
+# The Kubernetes API budget of each worker, named as kube-scheduler's flags (--kube-api-qps,
+# --kube-api-burst), and how many bindings (and evictions) are in flight at once.
+KOORDWEB_KUBE_API_QPS = env_float("KOORDWEB_KUBE_API_QPS", 50.0, minimum=0.0, above=True)
+KOORDWEB_KUBE_API_BURST = env_int("KOORDWEB_KUBE_API_BURST", 100, minimum=1)
+KOORDWEB_KUBE_BIND_PARALLELISM = env_int(
+    "KOORDWEB_KUBE_BIND_PARALLELISM", 16, minimum=1, maximum=256
+)
 if KUBECONFIG and KOORDWEB_BACKEND == "kubernetes" and not Path(KUBECONFIG).is_file():
     _problems.append(f"KUBECONFIG={KUBECONFIG!r}: no such file")
 KOORDWEB_SCHEDULER_NAME = _raw("KOORDWEB_SCHEDULER_NAME") or "koordweb"

@@ -9,6 +9,7 @@ is another pod, and the cluster refuses the action (409) rather than apply it to
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -102,6 +103,38 @@ class EnactReport:
     created: dict[int, str] = field(default_factory=dict)  # pod id -> the new pod's uid
     refused_jobs: dict[int, str] = field(default_factory=dict)  # job id -> the cluster's words
     deleted: list[int] = field(default_factory=list)
+    # (intent kind, pod id) -> the cluster's words: an action it refused (403, a webhook's 400,
+    # ...), which fails only its own job; the outbox tries it again later or drops it.
+    refused: dict[tuple[str, int], str] = field(default_factory=dict)
+    # pod id -> the pod as the API server created it (kept to create it again exactly so).
+    manifests: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+
+# What kubectl shows of a pod koordweb scheduled, as kube-scheduler writes it: the PodScheduled
+# condition's reasons and the Events' reasons (pkg/scheduler/schedule_one.go, preemption.go).
+UNSCHEDULABLE = "Unschedulable"
+SCHEDULER_ERROR = "SchedulerError"
+FAILED_SCHEDULING = "FailedScheduling"
+SCHEDULED = "Scheduled"
+PREEMPTED = "Preempted"
+
+
+@dataclass(frozen=True)
+class PodNote:
+    """One thing to tell about a pod where kubectl looks: an Event (`reason`, `message`, Normal
+    or Warning, the `action` taken) and, when `condition` is set, the pod's PodScheduled=False
+    condition with that reason and the same message. `related`: the other pod involved (the
+    preemptor of a victim), as (namespace, name, uid)."""
+
+    namespace: str
+    name: str
+    uid: str
+    reason: str
+    message: str
+    action: str
+    warning: bool = False
+    condition: str = ""
+    related: tuple[str, str, str] | None = None
 
 
 class ClusterBackend(Protocol):
@@ -124,3 +157,12 @@ class ClusterBackend(Protocol):
     def enact(self, cluster: Cluster, plan: EnactPlan, *, now: datetime) -> EnactReport:
         """Apply a plan to the cluster, idempotently; runs after the plan committed and writes
         no row (the outbox records the report)."""
+
+    def refusal(self, error: Exception) -> str | None:
+        """The cluster's words when `error`, raised by `enact` for one action, is the cluster
+        refusing that action (it fails its own job); None when the cluster could not be reached
+        (the round fails and its intents wait, as before)."""
+
+    def explain(self, cluster: Cluster, notes: Sequence[PodNote], *, now: datetime) -> int:
+        """Tell the pods' story where the cluster's users look (conditions, Events, PodGroup
+        status), best effort and outside any transaction; returns how many writes it made."""

@@ -56,6 +56,7 @@ from koordweb.models import (
     PriorityClass,
     TopologyLayer,
 )
+from koordweb.models.outbox import PodManifest
 from koordweb.rows import pods as pod_services
 
 logger = logging.getLogger("koordweb.sync")
@@ -261,6 +262,9 @@ class _PodStory:
             self._gone(pod)
         if new:
             self.touched_jobs |= _import_new_pods(self.cluster, new, groups, self.raw)
+            _manifests_capture(
+                self.cluster, [self.raw.get((POD, o.namespace, o.name)) for o in new]
+            )
         self._requeue_refused()
         jobs = Job.objects.filter(id__in=self.touched_jobs)
         pod_services.job_refresh_states(jobs=jobs, now=self.now)
@@ -336,13 +340,66 @@ class _PodStory:
         for job in Job.objects.filter(id__in=list(self.refused)):
             if job.state in JobState.FINAL:
                 continue
-            for pod in pod_services.job_requeue_refused(
+            doomed = pod_services.job_requeue_refused(
                 job=job, reason=self.refused[job.id], now=self.now
-            ):
+            )
+            # What creating them again starts from (pods first seen before manifests were kept).
+            _manifests_capture(
+                self.cluster, [self.raw.get((POD, p.namespace, p.name)) for p in doomed]
+            )
+            for pod in doomed:
                 deletions.append(Deletion(pod.id, pod.namespace, pod.name, pod.uid))
         if deletions:
             plan = EnactPlan(deletions=tuple(deletions))
             intents_write(cluster=self.cluster, round_id=None, plan=plan, now=self.now)
+
+
+def _manifests_capture(cluster: Cluster, docs: Iterable[dict[str, Any] | None]) -> None:
+    """Keep each pod's manifest as the cluster holds it (not already kept): a pod koordweb has
+    to create again (its gang refused by a kubelet) is created from it, and one another
+    controller owns (`ownerReferences` with `controller: true`) is never created by koordweb."""
+    wanted = {
+        ((d.get("metadata") or {}).get("namespace") or "default", d["metadata"].get("name")): d
+        for d in docs
+        if d and (d.get("metadata") or {}).get("name")
+    }
+    if not wanted:
+        return
+    rows = {
+        (ns, name): pod_id
+        for pod_id, ns, name in cluster.pods.filter(
+            namespace__in={ns for ns, _ in wanted}, name__in={name for _, name in wanted}
+        ).values_list("id", "namespace", "name")
+        if (ns, name) in wanted
+    }
+    kept = set(
+        PodManifest.objects.filter(pod_id__in=rows.values()).values_list("pod_id", flat=True)
+    )
+    PodManifest.objects.bulk_create(
+        PodManifest(
+            pod_id=pod_id, document=_as_created(wanted[key]), controller=_controller(wanted[key])
+        )
+        for key, pod_id in rows.items()
+        if pod_id not in kept
+    )
+
+
+def _as_created(doc: dict[str, Any]) -> dict[str, Any]:
+    """The pod as it was created: no status, no node (a binding set it), no server fields."""
+    metadata = {
+        k: v
+        for k, v in (doc.get("metadata") or {}).items()
+        if k in ("name", "namespace", "labels", "annotations", "ownerReferences", "generateName")
+    }
+    spec = {k: v for k, v in (doc.get("spec") or {}).items() if k != "nodeName"}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+
+
+def _controller(doc: dict[str, Any]) -> str:
+    for owner in (doc.get("metadata") or {}).get("ownerReferences") or []:
+        if isinstance(owner, dict) and owner.get("controller"):
+            return f"{owner.get('kind')}/{owner.get('name')}"[:400]
+    return ""
 
 
 # Why a kubelet fails a pod at admission (pkg/kubelet/lifecycle/predicate.go and admission

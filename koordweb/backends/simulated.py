@@ -9,12 +9,13 @@ cluster has not moved on (the node still exists, the pod is not bound elsewhere)
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 
-from koordweb.backends.base import EnactPlan, EnactReport
+from koordweb.backends.base import EnactPlan, EnactReport, PodNote
 from koordweb.models import Cluster, Job, JobState, Node, Pod, PodPhase
 from koordweb.rows import pods as pod_services
 from koordweb.rows.read import rows_read
@@ -83,3 +84,12 @@ class SimulatedBackend:
         report.nominated = [n.pod_id for n in plan.nominations if not n.node or n.node in nodes]
         report.deleted = [d.pod_id for d in plan.deletions]
         return report
+
+    def refusal(self, error: Exception) -> str | None:
+        """The database that is the cluster refuses nothing: an error is a fault of the round."""
+        return None
+
+    def explain(self, cluster: Cluster, notes: Sequence[PodNote], *, now: datetime) -> int:
+        """Nothing to write: the job page shows the Events a real cluster would have been given,
+        from the round's Decision rows (`selectors.jobs.job_events`)."""
+        return 0

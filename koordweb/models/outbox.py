@@ -65,6 +65,11 @@ class Intent(models.Model):
     uid = models.CharField(max_length=64, blank=True)  # the pod decided about: a precondition
     payload = models.JSONField(default=dict, blank=True)
     outcome = models.TextField(blank=True)
+    # A pending intent the cluster refused (a 403, a webhook's 400, ...) is tried again after a
+    # back-off, up to INTENT_ATTEMPTS times, then dropped with the cluster's words: it fails its
+    # own job, never the round (migration 0023).
+    attempts = models.PositiveSmallIntegerField(default=0, db_default=0)
+    not_before = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField()
     done_at = models.DateTimeField(null=True, blank=True)
 
@@ -77,3 +82,22 @@ class Intent(models.Model):
 
 
 STEPS = {kind: step for step, kind in enumerate(Intent.Kind)}
+
+
+class PodManifest(models.Model):
+    """A pod as the cluster first held it, so that koordweb can create it again exactly so.
+
+    A gang a kubelet refused is deleted whole and created again: from this document (spec,
+    labels, annotations as the API server stored them at creation), never from the rows koordweb
+    schedules by. `controller` names the pod's controlling owner (`Kind/name`) when the pod is
+    another controller's: koordweb then never creates it, its controller's replacement joins the
+    job instead (migration 0023)."""
+
+    pod = models.OneToOneField(
+        Pod, on_delete=models.CASCADE, primary_key=True, related_name="manifest"
+    )
+    document = models.JSONField(default=dict)
+    controller = models.CharField(max_length=400, blank=True)
+
+    def __str__(self) -> str:
+        return f"manifest of pod {self.pod_id}"

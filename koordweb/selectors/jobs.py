@@ -13,6 +13,7 @@ from typing import Any
 
 from django.db.models import Prefetch, QuerySet
 
+from koordweb.backends.base import FAILED_SCHEDULING, PREEMPTED, SCHEDULED
 from koordweb.models import Cluster, Decision, Job, JobState, Pod, Preemption, PreemptionVictim
 from koordweb.models.records import latest_decision
 from koordweb.presenters.reasons import decision_sentence, preemption_sentence
@@ -89,6 +90,40 @@ def job_decisions(job: Job, *, limit: int = 100) -> list[Decision]:
     """The job's latest decisions, newest first."""
     rows = Decision.objects.filter(job=job).select_related("round")
     return list(rows.order_by("-created_at", "-id")[:limit])
+
+
+def job_events(
+    decisions: Iterable[Decision], victims: Iterable[PreemptionVictim], *, limit: int = 100
+) -> list[dict[str, Any]]:
+    """The Events `kubectl describe pod` would list for the job's pods, newest first, from its
+    Decision rows and the preemptions that hit it: what the kubernetes backend writes
+    (services/pod_notes.py), shown on the simulated backend's pages, where nothing writes
+    them. A FailedScheduling row carries its decision (the page words its reason, redacted);
+    victims carry the preemptor's name as the page may show it (`preemptor_name`)."""
+    events: list[dict[str, Any]] = []
+    for d in decisions:
+        if d.outcome == Decision.Outcome.PLACED:
+            placements = (d.details or {}).get("placements") or {}
+            for key, node in sorted(placements.items()):
+                message = f"Successfully assigned {key} to {node}"
+                events.append(_event(d.created_at, "Normal", SCHEDULED, key, message))
+        else:
+            nodes = (d.round.metrics or {}).get("nodes", "?") if d.round_id else "?"
+            prefix = "" if "nodes are available" in d.reason else f"0/{nodes} nodes are available: "
+            row = _event(d.created_at, "Warning", FAILED_SCHEDULING, "its pending pods", prefix)
+            row["decision"] = d
+            events.append(row)
+    for victim in victims:
+        by = getattr(victim, "preemptor_name", "") or "a higher-priority job"
+        for key in victim.pods:
+            message = f"Preempted by {by}"
+            events.append(_event(victim.preemption.created_at, "Normal", PREEMPTED, key, message))
+    events.sort(key=lambda e: e["when"], reverse=True)
+    return events[:limit]
+
+
+def _event(when: Any, kind: str, reason: str, pod: str, message: str) -> dict[str, Any]:
+    return {"when": when, "type": kind, "reason": reason, "pod": pod, "message": message}
 
 
 def job_preemptions_made(job: Job, *, limit: int = 20) -> list[Preemption]:

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple, Protocol
 
 from django.db import transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, Q
 
 from koordweb.backends.base import (
     Binding,
@@ -29,15 +29,22 @@ from koordweb.backends.base import (
     EnactReport,
     Eviction,
     Nomination,
+    PodNote,
 )
 from koordweb.backends.intents import Written
 from koordweb.models import Cluster, Intent, Job, JobState, Node, Pod, PodPhase, Preemption
-from koordweb.models.outbox import STEPS
+from koordweb.models.outbox import STEPS, PodManifest
 from koordweb.rows import pods as pod_services
 from koordweb.rows.bulk import rows_delete, rows_set, rows_write
 from koordweb.rows.read import rows_read
+from koordweb.services.pod_notes import enact_notes
 
 KEEP_DROPPED = timedelta(days=1)  # dropped ones carry the cluster's reason: kept longer
+# An action the cluster refused is tried this many times in all, the waits between tries
+# doubling from REFUSED_BACKOFF; a refused binding is not tried again (the next round plans
+# its pod afresh, as kube-scheduler requeues a pod whose binding failed).
+INTENT_ATTEMPTS = 3
+REFUSED_BACKOFF = timedelta(seconds=30)
 
 
 @dataclass
@@ -47,6 +54,8 @@ class EnactSummary:
     report: EnactReport
     intents: int = 0
     dropped: int = 0
+    refused: int = 0  # actions the cluster refused (each fails only its own job)
+    notes: list[PodNote] = field(default_factory=list)  # what kubectl should show of it
 
 
 def intents_pending(*, cluster: Cluster) -> int:
@@ -70,6 +79,7 @@ class _Pending(NamedTuple):
     on_node: int | None
     job_id: int
     job_state: str
+    attempts: int = 0
 
 
 _PENDING_FIELDS = (
@@ -87,6 +97,7 @@ _PENDING_FIELDS = (
     "pod__node_id",
     "pod__job_id",
     "pod__job__state",
+    "attempts",
 )
 
 
@@ -140,25 +151,27 @@ def intents_enact(
         _prune(cluster, now)
     if own is not None:
         batch = sorted(
-            [*_own_pending(own), *_stored_pending(cluster, other_than=own.round_id)],
+            [*_own_pending(own), *_stored_pending(cluster, now, other_than=own.round_id)],
             key=_enact_order,
         )
         for start in range(0, len(batch), backend.enact_chunk):
             _enact_batch(cluster, backend, batch[start : start + backend.enact_chunk], now, summary)
         return summary
     while True:
-        batch = _stored_pending(cluster, limit=backend.enact_chunk)
+        batch = _stored_pending(cluster, now, limit=backend.enact_chunk)
         if not batch:
             return summary
         _enact_batch(cluster, backend, batch, now, summary)
 
 
 def _stored_pending(
-    cluster: Cluster, *, limit: int | None = None, other_than: int | None = None
+    cluster: Cluster, now: datetime, *, limit: int | None = None, other_than: int | None = None
 ) -> list[_Pending]:
-    """Pending intents as stored, in enact order: the first `limit`, or all but round
-    `other_than`'s."""
-    pending = Intent.objects.filter(cluster=cluster, state=Intent.State.PENDING)
+    """Pending intents as stored and due (a refused one waits out its back-off), in enact
+    order: the first `limit`, or all but round `other_than`'s."""
+    pending = Intent.objects.filter(cluster=cluster, state=Intent.State.PENDING).filter(
+        Q(not_before__isnull=True) | Q(not_before__lte=now)
+    )
     if other_than is not None:
         pending = pending.exclude(round_id=other_than)
     rows = pending.order_by("step", "id").values_list(*_PENDING_FIELDS)
@@ -203,7 +216,7 @@ def _enact_batch(
     names = Node.objects.filter(cluster_id=cluster.id).order_by().values_list("name", "id")
     nodes = dict(rows_read(names))
     plan, settled = _plan_of(batch, set(nodes))
-    report = backend.enact(cluster, plan, now=now) if len(plan) else EnactReport()
+    report = _enact_isolated(cluster, backend, plan, now) if len(plan) else EnactReport()
     with transaction.atomic():
         pods = {it.pod_id: it for it in batch}
         binds = {it.pod_id: it.id for it in batch if it.kind == Intent.Kind.BIND}
@@ -212,8 +225,55 @@ def _enact_batch(
         )
         _preemption_states(plan, report)
         summary.dropped += _settle(batch, report, settled, now)
+        summary.refused += _jobs_hold(batch, report, now)
+        _manifests_keep(report)
     summary.intents += len(batch)
+    summary.notes += enact_notes(plan, report, {i: n for n, i in nodes.items()}, batch)
     _merge(summary.report, report)
+
+
+def _enact_isolated(
+    cluster: Cluster, backend: ClusterBackend, plan: EnactPlan, now: datetime
+) -> EnactReport:
+    """`backend.enact`, with one action the cluster refuses failing only itself: the chunk is
+    enacted again action by action (each is idempotent), and what the cluster refuses is in
+    the report's `refused`. A cluster that cannot be reached still fails the round."""
+    try:
+        return backend.enact(cluster, plan, now=now)
+    except Exception as error:
+        if _refusal(backend, error) is None:
+            raise
+    report = EnactReport()
+    for kind, pod_id, single in _single_actions(plan):
+        try:
+            part = backend.enact(cluster, single, now=now)
+        except Exception as error:
+            words = _refusal(backend, error)
+            if words is None:
+                raise
+            report.refused[(kind, pod_id)] = words
+            continue
+        _merge(report, part)
+    return report
+
+
+def _refusal(backend: ClusterBackend, error: Exception) -> str | None:
+    says = getattr(backend, "refusal", None)  # test doubles may not implement it
+    return says(error) if says is not None else None
+
+
+def _single_actions(plan: EnactPlan) -> list[tuple[str, int, EnactPlan]]:
+    """Every action of a plan as a plan of its own, in enact order, with its kind and pod."""
+    return [
+        *((Intent.Kind.CREATE.value, c.pod_id, EnactPlan(creations=(c,))) for c in plan.creations),
+        *((Intent.Kind.BIND.value, b.pod_id, EnactPlan(bindings=(b,))) for b in plan.bindings),
+        *((Intent.Kind.EVICT.value, e.pod_id, EnactPlan(evictions=(e,))) for e in plan.evictions),
+        *(
+            (Intent.Kind.NOMINATE.value, n.pod_id, EnactPlan(nominations=(n,)))
+            for n in plan.nominations
+        ),
+        *((Intent.Kind.DELETE.value, d.pod_id, EnactPlan(deletions=(d,))) for d in plan.deletions),
+    ]
 
 
 def _plan_of(
@@ -319,6 +379,12 @@ def _settle(
     dropped: dict[str, list[int]] = defaultdict(list)
     accepted = _Accepted(set(report.bound), set(report.nominated), set(report.deleted))
     for intent in intents:
+        words = report.refused.get((intent.kind, intent.pod_id))
+        if words is not None and intent.id not in settled:
+            if _tried_again(intent):
+                _retry_later(intent, words, now)
+                continue
+            settled[intent.id] = (Intent.State.DROPPED, _refused_words(intent, words))
         state, outcome = settled.get(intent.id) or _outcome(intent, report, accepted)
         if state == Intent.State.DONE:
             done.append(intent.id)
@@ -330,6 +396,52 @@ def _settle(
     return sum(len(ids) for ids in dropped.values())
 
 
+def _tried_again(intent: _Pending) -> bool:
+    """Whether a refused intent gets another try (not a binding: its pod is planned afresh)."""
+    return intent.kind != Intent.Kind.BIND and intent.attempts + 1 < INTENT_ATTEMPTS
+
+
+def _retry_later(intent: _Pending, words: str, now: datetime) -> None:
+    attempts = intent.attempts + 1
+    Intent.objects.filter(id=intent.id).update(
+        attempts=attempts,
+        not_before=now + REFUSED_BACKOFF * 2 ** (attempts - 1),
+        outcome=f"refused by the cluster, tried again later: {words}"[:2000],
+    )
+
+
+def _refused_words(intent: _Pending, words: str) -> str:
+    tries = intent.attempts + 1
+    return f"refused by the cluster ({tries} {'try' if tries == 1 else 'tries'}): {words}"[:2000]
+
+
+def _jobs_hold(intents: Sequence[_Pending], report: EnactReport, now: datetime) -> int:
+    """Each job an action was refused for says so in its state reason (it alone is held: the
+    round and every other job go on). Returns how many actions were refused."""
+    held: dict[int, str] = {}
+    for it in intents:
+        words = report.refused.get((it.kind, it.pod_id))
+        if words is None or it.job_id in held:
+            continue
+        text = f"held: the cluster refused to {it.kind} pod {it.namespace}/{it.name}: {words}"
+        if _tried_again(it):
+            wait = REFUSED_BACKOFF * 2**it.attempts
+            text += f" (tried again in {int(wait.total_seconds())} s)"
+        elif it.kind != Intent.Kind.BIND:
+            text += f" (given up after {INTENT_ATTEMPTS} tries)"
+        held[it.job_id] = text[:4000]
+    for job in Job.objects.filter(id__in=list(held)).exclude(state__in=JobState.FINAL):
+        job.state_reason = held[job.id]
+        job.save(update_fields=["state_reason"])
+    return sum(1 for it in intents if (it.kind, it.pod_id) in report.refused)
+
+
+def _manifests_keep(report: EnactReport) -> None:
+    """The pods created, as the API server stored them: what creating them again starts from."""
+    for pod_id, document in report.manifests.items():
+        PodManifest.objects.update_or_create(pod_id=pod_id, defaults={"document": document})
+
+
 def _preemption_states(plan: EnactPlan, report: EnactReport) -> None:
     """A preemption is enacted when its evictions were accepted, blocked when a budget refused."""
     by_record: dict[int, list[Eviction]] = defaultdict(list)
@@ -339,6 +451,12 @@ def _preemption_states(plan: EnactPlan, report: EnactReport) -> None:
     for record in Preemption.objects.filter(id__in=list(by_record)):
         evictions = by_record[record.id]
         blocked = [report.blocked[e.pod_id] for e in evictions if e.pod_id in report.blocked]
+        blocked += [
+            f"the cluster refused the eviction of {e.namespace}/{e.name}: "
+            + report.refused[(Intent.Kind.EVICT.value, e.pod_id)]
+            for e in evictions
+            if (Intent.Kind.EVICT.value, e.pod_id) in report.refused
+        ]
         replaced = [e for e in evictions if e.pod_id in report.replaced]
         if blocked:
             record.state = Preemption.State.BLOCKED
@@ -361,8 +479,9 @@ def _merge(total: EnactReport, part: EnactReport) -> None:
     total.evicted += part.evicted
     total.nominated += part.nominated
     total.deleted += part.deleted
-    for name in ("dropped", "blocked", "replaced", "created", "refused_jobs"):
+    for name in ("dropped", "blocked", "replaced", "created", "refused_jobs", "refused"):
         getattr(total, name).update(getattr(part, name))
+    total.manifests.update(part.manifests)
 
 
 def _prune(cluster: Cluster, now: datetime) -> None:

@@ -36,6 +36,7 @@ from koordweb.rows.bulk import rows_insert
 from koordweb.services.engine import engine_profile
 from koordweb.services.gang_timeouts import gang_timeouts_record
 from koordweb.services.outbox import RoundIntents, intents_enact
+from koordweb.services.pod_notes import pods_explain, round_notes
 from koordweb.services.preemption_outcomes import preemption_outcomes_record
 from koordweb.services.warm import (
     WarmReport,
@@ -46,6 +47,8 @@ from koordweb.services.warm import (
 )
 from koordweb.snapshot import JobRow, PodRow
 from scheduler.collector import collector_paused
+from scheduler.model import ClusterSnapshot
+from scheduler.profile import Profile
 from scheduler.result import PreemptionRecord, RoundResult
 from scheduler.round import plan_round
 
@@ -55,6 +58,9 @@ class RoundOutcome:
     round: Round
     result: RoundResult
     summary: dict[str, Any]
+    # what the engine was given: `simulate --check` has the oracle check the result against it
+    snapshot: ClusterSnapshot | None = None
+    profile: Profile | None = None
 
 
 def round_execute(
@@ -129,6 +135,8 @@ def _round_execute(
     except Exception as error:
         error.koordweb_round = rnd  # type: ignore[attr-defined]
         raise
+    notes = [*leftover.notes, *enacted.notes, *round_notes(result, index, len(snapshot.nodes))]
+    explained = pods_explain(cluster=cluster, backend=backend, notes=notes, now=now)
     t4, cpu4 = perf_counter(), process_time()
     report = enacted.report
     rnd.state = Round.State.SUCCEEDED
@@ -152,6 +160,9 @@ def _round_execute(
         "evictions_replaced": len(report.replaced),
         "intents": enacted.intents,
         "intents_dropped": enacted.dropped,
+        # Actions the cluster refused (a 403, a webhook): each holds only its own job.
+        "intents_refused": enacted.refused + leftover.refused,
+        "explain_writes": explained,
         "leftover_intents": leftover.intents,
         "kubelet_rejections": int(synced.get("kubelet_rejections", 0)),
         "nodes": len(snapshot.nodes),
@@ -172,7 +183,7 @@ def _round_execute(
         "unschedulable": len(result.unschedulable),
         "duration_ms": rnd.duration_ms,
     }
-    return RoundOutcome(rnd, result, summary)
+    return RoundOutcome(rnd, result, summary, snapshot, profile)
 
 
 def _job_states(

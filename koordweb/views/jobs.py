@@ -9,7 +9,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from koordweb.models import Decision, Job, JobState, Pod, PreemptionVictim
+from koordweb.models import Cluster, Decision, Job, JobState, Pod, PreemptionVictim
 from koordweb.presenters.quantities import shape_text
 from koordweb.presenters.reasons import (
     NEVER_FITS_PREFIX,
@@ -23,6 +23,7 @@ from koordweb.selectors.devices import natural_key
 from koordweb.selectors.jobs import (
     decisions_by_id,
     job_decisions,
+    job_events,
     job_first_requests,
     job_names_visible,
     job_node_names,
@@ -188,6 +189,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
         if is_admin(request.user)
         else job_names_visible(user=request.user, cluster_id=job.cluster_id)
     )
+    preempted_by = _preempted_by(request, job)
     context = {
         "job": job,
         "pods": [(pod, shape_text(pod.requests or {})) for pod in pods],
@@ -195,6 +197,10 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "preemption_words": preemption_policy_text(job.preemption_policy),
         "gang_words": gang_text(job.min_available, job.total_number, job.mode),
         "decisions": decisions,
+        # What kubectl would list: a real cluster holds them, a simulated one is shown them.
+        "events": []
+        if job.cluster.backend == Cluster.Backend.KUBERNETES
+        else job_events(decisions, preempted_by),
         "why": why,
         "counterfactual": what_would_help(
             details.get("counterfactual"),
@@ -209,7 +215,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
         else "",
         "placed_on": _placed_on(pods, decisions),
         "preemptions_made": job_preemptions_made(job),
-        "preempted_by": _preempted_by(request, job),
+        "preempted_by": preempted_by,
         "placement": placement_figure(job.cluster, job_node_names(job))
         if any(p.node_id for p in pods)
         else None,

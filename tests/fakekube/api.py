@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tests.fakekube import deletion, disruption, errors, policy, validation
+from tests.fakekube import deletion, disruption, errors, events, policy, validation
 from tests.fakekube.patches import json_patch, merge_patch, strategic_merge_patch
 from tests.fakekube.resources import ResourceType, Route, served
 from tests.fakekube.selectors import field_matcher, label_matcher
@@ -19,8 +20,9 @@ if TYPE_CHECKING:
 
 NAMESPACES = served("v1", "Namespace")
 PRIORITY_CLASSES = served("scheduling.k8s.io/v1", "PriorityClass")
-# Resources whose `status` belongs to a subresource: the main resource may not write it.
-WITHOUT_STATUS = {"configmaps", "priorityclasses"}
+# Resources without a status subresource: the main resource writes `status` (Koordinator's
+# and scheduler-plugins' PodGroup CRD declares none; its controller merge-patches the object).
+WITHOUT_STATUS = {"configmaps", "priorityclasses", "podgroups", "events"}
 MERGE = "application/merge-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -45,6 +47,11 @@ class Settings:
     pod_grace_seconds: float = 0.0
     bookmark_interval: float = 5.0  # seconds between watch BOOKMARK events
     watch_timeout: float = 1800.0  # a watch without timeoutSeconds ends after this
+    # Seconds each watch event reaches its watchers after its write (a lagging watch cache).
+    watch_delay: float = 0.0
+    # How long a watch or list asking for a resourceVersion newer than the store waits for it
+    # before answering ResourceVersionTooLarge (the watch cache's blockTimeout: 3 s).
+    too_large_wait: float = 3.0
 
 
 def _status_success(resource: ResourceType, obj: Obj) -> dict[str, Any]:
@@ -99,6 +106,7 @@ class ApiLogic:
                     "The provided continue parameter is too old to display a consistent list "
                     "result. You can start a new list without the continue parameter."
                 )
+        wait_until_fresh(self.store, self.settings, query.get("resourceVersion"))
         limit = int(query.get("limit") or 0)
         selected = query.get("labelSelector") or query.get("fieldSelector")
         items, rv, remaining = self.store.page(
@@ -151,7 +159,11 @@ class ApiLogic:
             refused = validation.pod_errors(body)
             if refused:
                 raise errors.invalid_fields("Pod", metadata.get("name", ""), refused)
-        elif resource.custom:
+        elif resource.plural == "events":
+            refused = events.event_errors(body, resource.group)
+            if refused:
+                raise errors.invalid_fields("Event", metadata.get("name", ""), refused)
+        elif resource.custom and resource.plural not in WITHOUT_STATUS:
             body.pop("status", None)  # status belongs to the status subresource
         created = self.store.create(resource, body)
         disruption.resync(self.store, resource)
@@ -236,6 +248,12 @@ class ApiLogic:
     @staticmethod
     def _keep_owned_parts(route: Route, current: Obj, proposed: Obj) -> Obj:
         """The main resource may not write status; the status subresource writes only status."""
+        if route.subresource == "status" and route.resource.plural in WITHOUT_STATUS:
+            raise errors.not_found(route.resource.qualified, route.name or "")
+        if route.resource.plural == "events":
+            refused = events.event_update_errors(proposed, current, route.resource.group)
+            if refused:
+                raise errors.invalid_fields("Event", route.name or "", refused)
         if route.subresource == "status":
             result = dict(current)
             result["status"] = proposed.get("status")
@@ -343,6 +361,21 @@ class ApiLogic:
         if route.subresource == "eviction":
             return self._evict(route, body)
         raise errors.method_not_allowed("POST")
+
+
+def wait_until_fresh(store: ObjectStore, settings: Settings, requested: str | None) -> None:
+    """A read at least as new as `requested` waits for the store to get there, then answers
+    504 ResourceVersionTooLarge (the watch cache's waitUntilFreshAndBlock)."""
+    if not requested or requested == "0" or not requested.isdigit():
+        return
+    wanted = int(requested)
+    deadline = time.monotonic() + settings.too_large_wait
+    with store.cond:
+        while store.resource_version < wanted:
+            left = deadline - time.monotonic()
+            if left <= 0 or store.closed:
+                raise errors.too_large_resource_version(wanted, store.resource_version)
+            store.cond.wait(left)
 
 
 def qos_class(pod: Obj) -> str:

@@ -156,6 +156,20 @@ def expired(message: str) -> ApiError:
     return ApiError(410, "Expired", message)
 
 
+def too_large_resource_version(requested: int, current: int) -> ApiError:
+    """apiserver storage's NewTooLargeResourceVersionError: a Timeout (504) whose cause is
+    ResourceVersionTooLarge; the watch cache asks for a retry after 1 second."""
+    details = {
+        "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+        "retryAfterSeconds": 1,
+    }
+    message = f"Timeout: Too large resource version: {requested}, current: {current}"
+    return ApiError(504, "Timeout", message, details)
+
+
+APF_REJECTION = "Too many requests, please try again later.\n"  # http.Error's plain-text body
+
+
 def too_many_requests(message: str, retry_after: int, causes: list[dict[str, str]]) -> ApiError:
     details: dict[str, Any] = {"causes": causes}
     if retry_after:

@@ -3,13 +3,17 @@
 A fault matches requests by method and a path regex and fires for its next `count` matches:
 `status` answers that code before the request is processed, `drop` closes the connection before
 processing, `drop_after` processes the request and then closes the connection without answering
-(the nastiest case for idempotency). `latency` delays every matching request.
+(the nastiest case for idempotency). `latency` delays every matching request. `apf` makes a 429
+the one API Priority and Fairness sends: a plain-text body, `Retry-After: retry_after` and the
+flow schema / priority level headers. The log keeps when each request arrived (`at`), so a test
+can check a client waited as long as it was told to.
 """
 
 from __future__ import annotations
 
 import re
 import threading
+import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -23,6 +27,8 @@ class Fault:
     drop: bool = False  # close the connection before processing
     drop_after: bool = False  # process, then close without answering
     latency: float = 0.0  # seconds to wait before handling
+    apf: bool = False  # a 429 as API Priority and Fairness rejects a request
+    retry_after: int = 1  # its Retry-After (APF sends 1 to 32 seconds)
     fired: int = 0
 
     def matches(self, method: str, path: str) -> bool:
@@ -40,6 +46,9 @@ class LoggedRequest:
     body: Any
     status: int | None  # None when the connection was dropped
     delay: float = 0.0  # seconds of injected latency waited before handling
+    at: float = field(default_factory=time.monotonic)  # when it arrived
+    retry_after: int | None = None  # the Retry-After it was answered with
+    done: float = field(default_factory=time.monotonic)  # when it was answered (logged)
 
 
 @dataclass

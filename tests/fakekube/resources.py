@@ -44,6 +44,23 @@ POD_FIELDS = (
     "status.nominatedNodeName",
 )
 
+# The field labels kube-apiserver selects core Events on (pkg/registry/core/event/strategy.go).
+EVENT_FIELDS = (
+    "metadata.name",
+    "metadata.namespace",
+    "involvedObject.kind",
+    "involvedObject.namespace",
+    "involvedObject.name",
+    "involvedObject.uid",
+    "involvedObject.apiVersion",
+    "involvedObject.resourceVersion",
+    "involvedObject.fieldPath",
+    "reason",
+    "reportingComponent",
+    "source",
+    "type",
+)
+
 RESOURCE_TYPES: tuple[ResourceType, ...] = (
     ResourceType("", "v1", "namespaces", "Namespace", False, ("metadata.name", "status.phase")),
     ResourceType("", "v1", "nodes", "Node", False, ("metadata.name", "spec.unschedulable")),
@@ -65,6 +82,27 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
     ),
     ResourceType("scheduling.sigs.k8s.io", "v1alpha1", "podgroups", "PodGroup", True, custom=True),
     ResourceType("slo.koordinator.sh", "v1alpha1", "nodemetrics", "NodeMetric", False, custom=True),
+    # Events: the core API (what client-go's record package writes and kubectl describe lists)
+    # and events.k8s.io (kube-scheduler's events library); stored apart here.
+    ResourceType("", "v1", "events", "Event", True, EVENT_FIELDS),
+    ResourceType(
+        "events.k8s.io",
+        "v1",
+        "events",
+        "Event",
+        True,
+        (
+            "metadata.name",
+            "metadata.namespace",
+            "reason",
+            "type",
+            "regarding.kind",
+            "regarding.namespace",
+            "regarding.name",
+            "regarding.uid",
+            "reportingController",
+        ),
+    ),
 )
 
 _BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCE_TYPES}

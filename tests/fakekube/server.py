@@ -10,7 +10,12 @@ through `/_fake/...`:
     GET    /_fake/requests  the request log (method, path, query, content type, body, status)
     DELETE /_fake/requests  clear the log
     POST   /_fake/compact   forget the event history (older resourceVersions now expire)
-    POST   /_fake/settings  {"pod_grace_seconds": 5, "bookmark_interval": 1, ...}
+    POST   /_fake/restart   kube-apiserver restarts: open watches cut, history forgotten
+    POST   /_fake/expire    etcd compacts under the open watches: each gets a 410 ERROR event
+    POST   /_fake/checkpoint, /_fake/restore   an etcd backup taken, then restored (objects and
+                            resourceVersion go back: newer versions are "too large")
+    POST   /_fake/settings  {"pod_grace_seconds": 5, "bookmark_interval": 1, "watch_delay": 1.5,
+                            "too_large_wait": 3, ...}
     GET    /_fake/kubelet   the kubelet stand-in's options and the terminating pods
     POST   /_fake/kubelet   {"manual": true, "time_scale": 0.01, "admission": false,
                             "terminal_phase": "Succeeded"} sets options; then, in this order,
@@ -43,8 +48,8 @@ from tests.fakekube.kubelet import Kubelet
 from tests.fakekube.overcommit import Overcommit, overcommitted
 from tests.fakekube.resources import parse_path, resource_for_kind, served
 from tests.fakekube.selectors import field_matcher, label_matcher
-from tests.fakekube.store import Obj, ObjectStore, meta
-from tests.fakekube.watch import encode_event, stream_watch
+from tests.fakekube.store import Checkpoint, Obj, ObjectStore, meta
+from tests.fakekube.watch import Cut, encode_event, stream_watch
 
 VERSION = {"major": "1", "minor": "34", "gitVersion": "v1.34.0-fakekube", "platform": "linux/amd64"}
 
@@ -65,6 +70,7 @@ class FakeKube:
         self._httpd = _Server((host, port), _Handler)
         self._httpd.fake = self
         self._thread: threading.Thread | None = None
+        self.backup: Checkpoint | None = None
         for namespace in ("default", "kube-system"):
             self.add({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
 
@@ -161,11 +167,39 @@ class FakeKube:
     def pod(self, namespace: str, name: str) -> Obj | None:
         return self.find("v1", "Pod", name, namespace)
 
+    def checkpoint(self) -> Checkpoint:
+        """An etcd backup of this cluster as it stands (also kept for `restore()`)."""
+        self.backup = self.store.checkpoint()
+        return self.backup
+
+    def restore(self, saved: Checkpoint | None = None) -> None:
+        """etcd restored from `saved` (the last checkpoint by default), the API server
+        restarted: objects and resourceVersion go back to it; open watches are cut."""
+        backup = saved or self.backup
+        if backup is None:
+            raise ValueError("no checkpoint to restore")
+        self.store.restore(backup)
+        disruption.resync(self.store)
+
+    def restart(self) -> None:
+        """kube-apiserver restarts: open watches cut, the watch history forgotten."""
+        self.store.restart()
+
     def overcommitted(self) -> list[Overcommit]:
         """Every node or card whose holders ask for more than it has, from this fake's own
         state: bound non-terminal pods (terminating included) against the Node's allocatable,
         and card claims against the node's Device. [] when nothing is over-committed."""
         return overcommitted(self.store)
+
+
+def _apf_headers(retry_after: int) -> dict[str, str]:
+    # What the APF filter sets on a rejection (the UIDs are the fake's own, fixed).
+    return {
+        "Retry-After": str(retry_after),
+        "X-Content-Type-Options": "nosniff",
+        "X-Kubernetes-Pf-Flowschema-Uid": "fakekube-flowschema",
+        "X-Kubernetes-Pf-Prioritylevel-Uid": "fakekube-prioritylevel",
+    }
 
 
 class _Server(ThreadingHTTPServer):
@@ -186,6 +220,14 @@ class _Dropped(Exception):
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
+
+    def setup(self) -> None:
+        super().setup()
+        # Go's net package sets TCP_NODELAY on every connection kube-apiserver accepts; without
+        # it the headers and the body, written apart, wait out Nagle against the client's
+        # delayed ACK (40 ms a request).
+        with contextlib.suppress(OSError):
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # the request log replaces stderr noise
@@ -217,11 +259,13 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError:
             body = raw.decode(errors="replace")
 
-        delay = 0.0
+        delay, arrived, retry_after = 0.0, time.monotonic(), None
 
         # Logged before the answer goes out, so a client that got its answer finds it logged.
         def record(status: int | None) -> None:
-            entry = LoggedRequest(method, path, parts.query, content_type, body, status, delay)
+            entry = LoggedRequest(
+                method, path, parts.query, content_type, body, status, delay, arrived, retry_after
+            )
             fake.faults.log(entry)
 
         self._record = record
@@ -234,6 +278,10 @@ class _Handler(BaseHTTPRequestHandler):
                 time.sleep(delay)
             if fault is not None and fault.drop:
                 raise _Dropped
+            if fault is not None and fault.status == 429 and fault.apf:
+                retry_after = fault.retry_after
+                self._reply(Reply(429, errors.APF_REJECTION, _apf_headers(retry_after)))
+                return
             if fault is not None and fault.status:
                 raise errors.injected(fault.status)
             if isinstance(body, str):
@@ -247,6 +295,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._reply(reply)
         except errors.ApiError as error:
             headers = {"Retry-After": str(error.retry_after)} if error.retry_after else {}
+            retry_after = error.retry_after
             self._reply(Reply(error.code, error.body, headers))
         except _Dropped:
             record(None)
@@ -293,6 +342,14 @@ class _Handler(BaseHTTPRequestHandler):
                 fake.add(obj)
         elif path == "/_fake/compact" and method == "POST":
             fake.store.compact()
+        elif path == "/_fake/restart" and method == "POST":
+            fake.store.restart()
+        elif path == "/_fake/expire" and method == "POST":
+            fake.store.expire_watches()
+        elif path == "/_fake/checkpoint" and method == "POST":
+            fake.backup = fake.store.checkpoint()
+        elif path == "/_fake/restore" and method == "POST":
+            fake.restore()
         elif path == "/_fake/kubelet":
             return Reply(200, self._kubelet_admin(method, body or {}), {})
         elif path == "/_fake/overcommit" and method == "GET":
@@ -366,6 +423,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(b"0\r\n\r\n")
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
+        except Cut:
+            self._drop()
         # A watch that ended (its timeoutSeconds ran out) leaves the connection open for the
         # next request, as kube-apiserver's HTTP/1.1 server does: the client's pool reuses it.
 

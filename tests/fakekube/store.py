@@ -3,6 +3,11 @@
 Every write bumps the counter and appends a watch event; only the last `event_window` events are
 kept, so a watch (or continue token) from before the window is answered `410 Expired` as etcd
 compaction makes the real server do.
+
+Disruptions of a real control plane: `restart()` (kube-apiserver restarts: open watches are cut,
+its new watch cache holds no history), `expire_watches()` (etcd compacts under open watches: each
+gets a 410 ERROR event mid-stream), `checkpoint()` / `restore()` (etcd restored from a backup:
+objects and resourceVersion go back, so a client's newer version is "too large").
 """
 
 from __future__ import annotations
@@ -10,10 +15,11 @@ from __future__ import annotations
 import bisect
 import copy
 import threading
+import time
 import uuid
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -39,6 +45,15 @@ class WatchEvent:
     type: str  # ADDED, MODIFIED, DELETED
     obj: Obj
     old: Obj | None
+    at: float = field(default_factory=time.monotonic)  # when it was written
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """The store as a backup holds it: objects and the resourceVersion."""
+
+    rv: int
+    objects: dict[ResourceType, dict[Key, Obj]]
 
 
 class ObjectStore:
@@ -52,6 +67,9 @@ class ObjectStore:
         self._objects: dict[ResourceType, dict[Key, Obj]] = {}
         self._events: deque[WatchEvent] = deque()
         self.closed = False
+        # Bumped when open watches must end: `interruption` says how ("drop" or "expire").
+        self.generation = 0
+        self.interruption = ""
 
     # --- reading -------------------------------------------------------------------------
     @property
@@ -207,6 +225,39 @@ class ObjectStore:
         with self.cond:
             self._events.clear()
             self._horizon = self._rv
+
+    def interrupt(self, how: str) -> None:
+        """End every open watch: "drop" cuts its connection, "expire" sends a 410 ERROR."""
+        with self.cond:
+            self.generation += 1
+            self.interruption = how
+            self.cond.notify_all()
+
+    def restart(self) -> None:
+        """kube-apiserver restarting: watches cut, and its new watch cache starts at the
+        current resourceVersion (older ones are answered 410)."""
+        self.compact()
+        self.interrupt("drop")
+
+    def expire_watches(self) -> None:
+        """etcd compacted past the open watches: each gets a 410 ERROR event and ends."""
+        self.compact()
+        self.interrupt("expire")
+
+    def checkpoint(self) -> Checkpoint:
+        with self.cond:
+            return Checkpoint(self._rv, copy.deepcopy(self._objects))
+
+    def restore(self, saved: Checkpoint) -> None:
+        """etcd restored from `saved`: its objects and resourceVersion come back, the history
+        goes, and the API server restarts (watches cut). A client's version newer than `saved`
+        is now ahead of the server: 504 ResourceVersionTooLarge."""
+        with self.cond:
+            self._objects = copy.deepcopy(saved.objects)
+            self._rv = saved.rv
+            self._events.clear()
+            self._horizon = self._rv
+        self.interrupt("drop")
 
     def close(self) -> None:
         with self.cond:

@@ -3,28 +3,46 @@
 It reads the cluster as manifests (`snapshot()`: every watched kind, kept current by list+watch
 threads) and enacts decisions (`bind`, `evict`, `nominate`, `apply_object`, `create_job_pods`).
 It never touches the database: the caller turns documents into rows and outcomes into records.
+
+Enacting runs bindings, then evictions, `parallelism` at a time (kube-scheduler binds in parallel
+too), every request under one client budget (`qps`, `burst`: kube-scheduler's --kube-api-qps and
+--kube-api-burst). `unseen()` says which pods the caller knows that the mirror cannot yet call
+gone: absence from a watch that may be late is not deletion.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, TypeVar
 
 from kubernetes import client
 
 from koordweb.backends.base import EnactPlan, EnactReport
-from koordweb.backends.kube.connection import KubeUnavailable, RetryPolicy, api_client
+from koordweb.backends.kube.connection import (
+    KubeUnavailable,
+    RetryPolicy,
+    TokenBucket,
+    api_client,
+)
 from koordweb.backends.kube.kinds import WATCHED_KINDS, WatchedKind
 from koordweb.backends.kube.mirror import ClusterMirror
 from koordweb.backends.kube.objects import ObjectWriter
 from koordweb.backends.kube.pods import BindResult, EvictOutcome, EvictResult, PodActions
 
 Doc = dict[str, Any]
+T = TypeVar("T")
+R = TypeVar("R")
 TERMINAL_PHASES = {"Succeeded", "Failed"}
 # A created pod the watch has not delivered after this long is taken as gone.
 UNSEEN_CREATED_SECONDS = 300.0
+# A pod the caller knows and the mirror has not shown for this long: a fresh list settles it.
+UNSEEN_PROOF_SECONDS = 5.0
+# The defaults of kube-scheduler's --kube-api-qps and --kube-api-burst, and its parallelism.
+API_QPS, API_BURST, BIND_PARALLELISM = 50.0, 100, 16
 
 
 class KubeClusterClient:
@@ -40,36 +58,58 @@ class KubeClusterClient:
         sync_timeout: float = 60.0,
         budget_attempts: int = 5,
         kinds: Iterable[WatchedKind] = WATCHED_KINDS,
+        qps: float = API_QPS,
+        burst: int = API_BURST,
+        parallelism: int = BIND_PARALLELISM,
     ) -> None:
         self.api = api
         self.scheduler_name = scheduler_name
-        self.retry = retry or RetryPolicy()
+        retry = retry or RetryPolicy()
+        if retry.limiter is None:
+            retry = dataclasses.replace(retry, limiter=TokenBucket(qps, burst))
+        self.retry = retry
+        self.parallelism = max(int(parallelism), 1)
         self.sync_timeout = sync_timeout
         self.mirror = ClusterMirror(api, kinds, self.retry, watch_timeout)
         self.pods = PodActions(api, self.retry, budget_attempts)
         self.writer = ObjectWriter(api, self.retry, scheduler_name)
         self._created: dict[str, float] = {}  # uid -> when this client created the pod
         self._created_lock = threading.Lock()
+        self._noticed: dict[str, float] = {}  # uid -> since when the caller knows it, unseen
+        self._proving: threading.Thread | None = None
+        self._proved_at = float("-inf")
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
 
     # --- construction --------------------------------------------------------------------
     @classmethod
     def from_kubeconfig(
         cls, path: str, context: str | None = None, **options: Any
     ) -> KubeClusterClient:
-        return cls(api_client(kubeconfig=path, context=context), **options)
+        return cls(
+            api_client(kubeconfig=path, context=context, pool_maxsize=_pool_size(options)),
+            **options,
+        )
 
     @classmethod
     def in_cluster(cls, **options: Any) -> KubeClusterClient:
-        return cls(api_client(in_cluster=True), **options)
+        return cls(api_client(in_cluster=True, pool_maxsize=_pool_size(options)), **options)
 
     @classmethod
     def from_url(
         cls, url: str, token: str | None = None, verify_ssl: bool = True, **options: Any
     ) -> KubeClusterClient:
-        return cls(api_client(base_url=url, token=token, verify_ssl=verify_ssl), **options)
+        connection = api_client(
+            base_url=url, token=token, verify_ssl=verify_ssl, pool_maxsize=_pool_size(options)
+        )
+        return cls(connection, **options)
 
     def close(self) -> None:
         self.mirror.stop()
+        with self._pool_lock:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
+                self._pool = None
         self.api.close()
 
     def __enter__(self) -> KubeClusterClient:
@@ -122,7 +162,9 @@ class KubeClusterClient:
         annotations: Mapping[str, str] | None = None,
         labels: Mapping[str, str] | None = None,
     ) -> BindResult:
-        return self.pods.bind(namespace, name, uid, node, annotations, labels)
+        pods = self.mirror.reflectors.get("pods")
+        seen = pods.find(namespace, name) if pods is not None else None
+        return self.pods.bind(namespace, name, uid, node, annotations, labels, seen)
 
     def evict(
         self, namespace: str, name: str, preemptor: str, uid: str | None = None
@@ -138,23 +180,22 @@ class KubeClusterClient:
         Outcomes are keyed by the plan's pod ids; the database is the caller's business.
         """
         report = EnactReport()
-        for binding in plan.bindings:
-            bound = self.bind(
-                binding.namespace,
-                binding.name,
-                binding.uid or None,
-                binding.node,
-                binding.annotations,
-                binding.labels,
-            )
+        bindings = self._each(
+            plan.bindings,
+            lambda b: self.bind(
+                b.namespace, b.name, b.uid or None, b.node, b.annotations, b.labels
+            ),
+        )
+        for binding, bound in zip(plan.bindings, bindings, strict=True):
             if bound.ok:
                 report.bound.append(binding.pod_id)
             else:
                 report.dropped[binding.pod_id] = bound.message
-        for eviction in plan.evictions:
-            evicted = self.evict(
-                eviction.namespace, eviction.name, eviction.preemptor, eviction.uid or None
-            )
+        evictions = self._each(
+            plan.evictions,
+            lambda e: self.evict(e.namespace, e.name, e.preemptor, e.uid or None),
+        )
+        for eviction, evicted in zip(plan.evictions, evictions, strict=True):
             if evicted.ok:
                 report.evicted.append(eviction.pod_id)
             elif evicted.outcome is EvictOutcome.REPLACED:
@@ -168,6 +209,34 @@ class KubeClusterClient:
             if self.pods.delete(deletion.namespace, deletion.name, deletion.uid or None):
                 report.deleted.append(deletion.pod_id)
         return report
+
+    def _each(self, items: Sequence[T], action: Callable[[T], R]) -> list[R]:
+        """`action` on every item, `parallelism` in flight, answers in the items' order. The
+        first failure stops what has not started and is raised once the started ones end
+        (each action is idempotent: the outbox enacts the rest again)."""
+        if self.parallelism == 1 or len(items) < 2:
+            return [action(item) for item in items]
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.parallelism, "kube-enact")
+            pool = self._pool
+        futures: list[Future[R]] = [pool.submit(action, item) for item in items]
+        failure: BaseException | None = None
+        for future in futures:
+            if failure is not None:
+                future.cancel()
+                continue
+            error = future.exception()
+            if error is not None:
+                failure = error
+                for rest in futures:
+                    rest.cancel()
+        if failure is not None:
+            for future in futures:
+                if not future.cancelled():
+                    future.exception()  # wait for the ones in flight
+            raise failure
+        return [future.result() for future in futures]
 
     def apply_object(self, doc: Doc) -> Doc:
         return self.writer.apply_object(doc)
@@ -184,6 +253,39 @@ class KubeClusterClient:
                     self._created[uid] = now
         return created
 
+    def unseen(self, known: Iterable[str]) -> set[str]:
+        """Of the pod UIDs the caller knows (its rows), those the mirror does not hold and cannot
+        call gone: no DELETED event, no list since the caller first asked that lacked them (the
+        watch may be late; another worker may have just created them). For one unseen longer
+        than UNSEEN_PROOF_SECONDS a fresh list is started in the background (never in the
+        caller's thread), and the next call knows. Pods this client created are included."""
+        pods = self.mirror.reflectors.get("pods")
+        if pods is None:
+            return self.unseen_created()
+        absent = set(known) - pods.uids()
+        now = time.monotonic()
+        with self._created_lock:
+            self._noticed = {uid: self._noticed.get(uid, now) for uid in absent}
+            unseen = {uid for uid, since in self._noticed.items() if not pods.gone(uid, since)}
+            for uid in absent - unseen:
+                del self._noticed[uid]
+            overdue = any(now - self._noticed[uid] > UNSEEN_PROOF_SECONDS for uid in unseen)
+            idle = self._proving is None or not self._proving.is_alive()
+            if overdue and idle and now - self._proved_at > UNSEEN_PROOF_SECONDS:
+                self._proved_at = now
+                self._proving = threading.Thread(
+                    target=self._prove, args=(pods,), name="kube-prove-absence", daemon=True
+                )
+                self._proving.start()
+        return unseen | self.unseen_created()
+
+    @staticmethod
+    def _prove(pods: Any) -> None:
+        try:
+            pods.prove_absence()
+        except Exception as error:  # the next call tries again
+            pods.last_error = error
+
     def unseen_created(self) -> set[str]:
         """UIDs of pods this client created that the mirror has not shown yet (at most
         UNSEEN_CREATED_SECONDS old): absent from the mirror does not mean gone for them."""
@@ -193,3 +295,8 @@ class KubeClusterClient:
             for uid in [u for u, t in self._created.items() if u in seen or t < horizon]:
                 del self._created[uid]
             return set(self._created)
+
+
+def _pool_size(options: Mapping[str, Any]) -> int:
+    """Connections to keep: one per binding in flight, one per watch, some to spare."""
+    return int(options.get("parallelism", BIND_PARALLELISM)) + 48

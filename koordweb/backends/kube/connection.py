@@ -1,14 +1,18 @@
-"""How the kubernetes backend reaches a cluster: client construction and bounded retries.
+"""How the kubernetes backend reaches a cluster: client construction, bounded retries, a budget.
 
 Every call goes through `RetryPolicy.call`: 5xx answers, 429 throttling and dropped connections
-are retried with exponential backoff (honouring Retry-After), everything else is raised at once.
+are retried with exponential backoff, everything else is raised at once. A Retry-After the server
+sends (API Priority and Fairness 429s, Timeout 504s) is honoured as given: never retried sooner.
 The urllib3 pool's own retries are switched off so that this is the one place that retries.
+Every request, retries and watch openings included, first takes a token from the client's
+`TokenBucket` (client-go's QPS/burst rate limiter, named as kube-scheduler's flags).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,6 +38,7 @@ def api_client(
     base_url: str | None = None,
     token: str | None = None,
     verify_ssl: bool = True,
+    pool_maxsize: int = 64,
 ) -> client.ApiClient:
     """An ApiClient from a kubeconfig file, the pod's service account, or a bare URL."""
     configuration = client.Configuration()
@@ -52,6 +57,9 @@ def api_client(
     else:
         raise ValueError("give a kubeconfig path, in_cluster=True or a base_url")
     configuration.retries = False
+    # One connection per watch stream plus one per binding in flight: urllib3 opens (and then
+    # throws away) a connection beyond the pool's size, a TCP handshake per call.
+    configuration.connection_pool_maxsize = max(pool_maxsize, 1)
     return client.ApiClient(configuration)
 
 
@@ -81,23 +89,69 @@ def is_transient(error: BaseException) -> bool:
     return isinstance(error, urllib3.exceptions.HTTPError | ConnectionError | TimeoutError)
 
 
+class TokenBucket:
+    """Client-side rate limit: `qps` tokens a second, up to `burst` saved (client-go's
+    token-bucket limiter). `take()` waits for a token; qps <= 0 means no limit."""
+
+    def __init__(
+        self,
+        qps: float,
+        burst: int,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.qps = float(qps)
+        self.burst = max(int(burst), 1)
+        self._clock, self._sleep = clock, sleep
+        self._lock = threading.Lock()
+        self._tokens = float(self.burst)
+        self._at = clock()
+        self.waited = 0.0  # seconds callers spent waiting for tokens, for the metrics
+
+    def take(self) -> None:
+        if self.qps <= 0:
+            return
+        with self._lock:
+            now = self._clock()
+            self._tokens = min(self.burst, self._tokens + (now - self._at) * self.qps)
+            self._at = now
+            self._tokens -= 1.0  # reserved now; a debt is paid by waiting outside the lock
+            wait = -self._tokens / self.qps if self._tokens < 0 else 0.0
+            self.waited += wait
+        if wait > 0:
+            self._sleep(wait)
+
+
 @dataclass
 class RetryPolicy:
-    """Exponential backoff, bounded in attempts and in each delay; the clock is injectable."""
+    """Exponential backoff, bounded in attempts and in each delay; the clock is injectable.
+
+    The server's Retry-After is not bounded by `max_delay`: retrying sooner than it asked is
+    what overloads it (up to `max_hint`, against a nonsense value).
+    """
 
     attempts: int = 6
     base_delay: float = 0.2
     max_delay: float = 10.0
     sleep: Callable[[float], None] = field(default=time.sleep)
+    limiter: TokenBucket | None = None
+    max_hint: float = 120.0
 
     def delay(self, attempt: int, error: BaseException | None = None) -> float:
         hinted = retry_after_seconds(error) if isinstance(error, ApiException) else None
-        backoff = self.base_delay * (2**attempt)
-        return min(self.max_delay, hinted if hinted is not None else backoff)
+        if hinted is not None and hinted > 0:
+            return min(hinted, self.max_hint)
+        return min(self.max_delay, self.base_delay * (2**attempt))
+
+    def throttle(self) -> None:
+        """Take a token of the client's budget before a request (no-op without a limiter)."""
+        if self.limiter is not None:
+            self.limiter.take()
 
     def call(self, what: str, action: Callable[[], T]) -> T:
         for attempt in range(self.attempts):
             try:
+                self.throttle()
                 return action()
             except Exception as error:
                 if not is_transient(error):

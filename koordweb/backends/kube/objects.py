@@ -144,6 +144,25 @@ class ObjectWriter:
         wanted["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
         return _json(self.retry.call(what, lambda: endpoint.replace(namespace, name, wanted)))
 
+    def replace_status(self, current: Doc, status: Doc) -> Doc:
+        """Write a custom object's status through the object itself (a PodGroup: its CRD has no
+        status subresource), replacing the version read (`current`, as the watch shows it): a
+        409 means it changed meanwhile, and the caller tries again with the next version."""
+        key = (current.get("apiVersion", ""), current.get("kind", ""))
+        endpoint = self.endpoints.get(key)
+        if endpoint is None:
+            raise ValueError(f"replace_status does not manage {key[0]} {key[1]}")
+        wanted = copy.deepcopy(current)
+        wanted["status"] = status
+        metadata = wanted.get("metadata") or {}
+        name, namespace = metadata["name"], metadata.get("namespace")
+        return _json(
+            self.retry.call(
+                f"status of {key[1]} {namespace}/{name}",
+                lambda: endpoint.replace(namespace, name, wanted),
+            )
+        )
+
     def create_job_pods(
         self, namespace: str, pods: Sequence[Doc], pod_group: Doc | None = None
     ) -> list[Doc]:

@@ -3,7 +3,10 @@
 bind: patch the pod's annotations/labels (device allocation, gang labels), then POST pods/binding
 with the pod's UID as precondition. A 409 that names our node means an earlier attempt (perhaps
 one whose answer was lost) already bound it: success. Another node, another UID or no pod at all
-means the decision is dropped.
+means the decision is dropped. When the caller has the pod as the watch last showed it, the read
+is skipped: the patch carries that resourceVersion as its precondition, so a pod changed since
+(bound by someone else, say) answers 409 and is read afresh; a pod the watch shows bound is
+answered without a call (a pod's node never changes). Answers not read are drained, not decoded.
 evict: mark the victim `DisruptionTarget=True` (reason PreemptionByScheduler), then POST
 pods/eviction with the victim's UID as precondition. The API server only starts a graceful
 deletion: the pod stays on its node, terminating, until its kubelet has stopped it. A 404 is
@@ -15,6 +18,7 @@ delete: a graceful DELETE with the pod's UID as precondition; 404 and 409 mean i
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import json
 import logging
@@ -92,8 +96,23 @@ class PodActions:
         node: str,
         annotations: Mapping[str, str] | None = None,
         labels: Mapping[str, str] | None = None,
+        seen: Mapping[str, Any] | None = None,
     ) -> BindResult:
+        """Bind the pod; `seen` is the pod as the watch last showed it, when the caller has it."""
         where = f"bind {namespace}/{name} to {node}"
+        seen_meta = (seen or {}).get("metadata") or {}
+        if seen and seen_meta.get("uid") and (not uid or seen_meta["uid"] == uid):
+            bound_to = (seen.get("spec") or {}).get("nodeName")
+            if bound_to:
+                return self._already(bound_to, node)
+            version = seen_meta.get("resourceVersion")
+            if version or not (annotations or labels):
+                try:
+                    return self._patch_and_bind(
+                        where, namespace, name, seen_meta["uid"], node, annotations, labels, version
+                    )
+                except _Stale:
+                    pass  # changed since the watch showed it: read it afresh
         try:
             pod = self.retry.call(
                 where,
@@ -108,23 +127,47 @@ class PodActions:
             return BindResult(BindOutcome.DROPPED, f"pod was replaced (uid {found_uid})")
         if bound_to:
             return self._already(bound_to, node)
+        try:
+            return self._patch_and_bind(
+                where, namespace, name, found_uid, node, annotations, labels
+            )
+        except _Stale as stale:
+            return BindResult(BindOutcome.DROPPED, _message(stale.error))
+
+    def _patch_and_bind(
+        self,
+        where: str,
+        namespace: str,
+        name: str,
+        uid: str,
+        node: str,
+        annotations: Mapping[str, str] | None,
+        labels: Mapping[str, str] | None,
+        version: str | None = None,
+    ) -> BindResult:
         if annotations or labels:
-            metadata: dict[str, Any] = {"uid": found_uid}
+            metadata: dict[str, Any] = {"uid": uid}
+            if version:
+                metadata["resourceVersion"] = version
             if annotations:
                 metadata["annotations"] = dict(annotations)
             if labels:
                 metadata["labels"] = dict(labels)
             try:
-                self.retry.call(
-                    where,
-                    lambda: self.core.patch_namespaced_pod(
-                        name, namespace, {"metadata": metadata}, _preload_content=False
-                    ),
+                _drain(
+                    self.retry.call(
+                        where,
+                        lambda: self.core.patch_namespaced_pod(
+                            name, namespace, {"metadata": metadata}, _preload_content=False
+                        ),
+                    )
                 )
             except ApiException as error:
+                if error.status == 409 and (version or "UID" in _message(error)):
+                    raise _Stale(error) from error
                 return self._bind_refused(error, node)
         body = client.V1Binding(
-            metadata=client.V1ObjectMeta(name=name, namespace=namespace, uid=found_uid),
+            metadata=client.V1ObjectMeta(name=name, namespace=namespace, uid=uid),
             target=client.V1ObjectReference(api_version="v1", kind="Node", name=node),
         )
         try:
@@ -136,9 +179,13 @@ class PodActions:
                 ),
             )
         except ApiException as error:
+            if error.status == 409 and version and not _ASSIGNED.search(_message(error)):
+                raise _Stale(error) from error  # another UID under the name: read it afresh
             return self._bind_refused(error, node)
-        if answer.status not in (200, 201):
-            return BindResult(BindOutcome.DROPPED, f"unexpected answer {answer.status}")
+        status = answer.status
+        _drain(answer)
+        if status not in (200, 201):
+            return BindResult(BindOutcome.DROPPED, f"unexpected answer {status}")
         return BindResult(BindOutcome.BOUND, node=node)
 
     @staticmethod
@@ -162,11 +209,13 @@ class PodActions:
         """Set (or with None clear) `status.nominatedNodeName`; False when the pod is gone."""
         body = {"status": {"nominatedNodeName": node or None}}
         try:
-            self.retry.call(
-                f"nominate {namespace}/{name}",
-                lambda: self.core.patch_namespaced_pod_status(
-                    name, namespace, body, _preload_content=False
-                ),
+            _drain(
+                self.retry.call(
+                    f"nominate {namespace}/{name}",
+                    lambda: self.core.patch_namespaced_pod_status(
+                        name, namespace, body, _preload_content=False
+                    ),
+                )
             )
         except ApiException as error:
             if error.status == 404:
@@ -188,11 +237,13 @@ class PodActions:
         if uid:
             patch["metadata"] = {"uid": uid}
         try:
-            self.retry.call(
-                where,
-                lambda: self.core.patch_namespaced_pod_status(
-                    name, namespace, patch, _preload_content=False
-                ),
+            _drain(
+                self.retry.call(
+                    where,
+                    lambda: self.core.patch_namespaced_pod_status(
+                        name, namespace, patch, _preload_content=False
+                    ),
+                )
             )
         except ApiException as error:
             if error.status == 404:
@@ -210,7 +261,9 @@ class PodActions:
         refusals = 0
         while True:
             try:
-                self.retry.call(where, lambda: self._post_eviction(namespace, name, eviction))
+                _drain(
+                    self.retry.call(where, lambda: self._post_eviction(namespace, name, eviction))
+                )
                 return EvictResult(EvictOutcome.EVICTED, budget_refusals=refusals)
             except ApiException as error:
                 if error.status == 404:
@@ -230,11 +283,13 @@ class PodActions:
         if uid:
             body["preconditions"] = {"uid": uid}
         try:
-            self.retry.call(
-                f"delete {namespace}/{name}",
-                lambda: self.core.delete_namespaced_pod(
-                    name, namespace, body=body, _preload_content=False
-                ),
+            _drain(
+                self.retry.call(
+                    f"delete {namespace}/{name}",
+                    lambda: self.core.delete_namespaced_pod(
+                        name, namespace, body=body, _preload_content=False
+                    ),
+                )
             )
         except ApiException as error:
             if error.status in (404, 409):
@@ -254,6 +309,14 @@ class PodActions:
             raise
 
 
+class _Stale(Exception):
+    """A precondition taken from the watch's copy failed: the pod changed since."""
+
+    def __init__(self, error: ApiException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 class _BudgetRefusal(Exception):
     def __init__(self, error: ApiException) -> None:
         super().__init__(str(error))
@@ -266,3 +329,11 @@ def _replaced(error: ApiException) -> str:
 
 def _json(answer: Any) -> dict[str, Any]:
     return json.loads(answer.data)  # type: ignore[no-any-return]
+
+
+def _drain(answer: Any) -> None:
+    """Read an answer we do not use to its end, undecoded, so its connection goes back to the
+    pool (an unread one would cost a new connection per call)."""
+    with contextlib.suppress(Exception):
+        answer.read()
+        answer.release_conn()

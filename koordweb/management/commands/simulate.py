@@ -1,5 +1,5 @@
-"""`python manage.py simulate FILE.yaml [--rounds N] [--scheduler-args JSON]`: rounds on a YAML
-dump, nothing kept.
+"""`python manage.py simulate FILE.yaml [--rounds N] [--scheduler-args JSON] [--check]`: rounds on
+a YAML dump, nothing kept.
 
 The objects are imported into a scratch cluster in a private in-memory database
 (`koordweb.services.scratch`), so the configured database is never read, written or locked and
@@ -7,6 +7,9 @@ need not even be migrated; rounds run through the same code as the real ones (th
 backend enacts them), until a round changes nothing or N rounds have run. The decisions are
 printed as JSON on stdout. `--scheduler-args` runs them with plugin arguments, as a cluster's
 `scheduler_args` would (e.g. '{"NetworkTopology": {"bestFit": true}}'), to compare profiles.
+`--check` has the round oracle (`scheduler.oracle`) check every round against the snapshot it was
+planned from, with the rules the profile's plugins keep: the violations are added to each round's
+JSON and printed in words on stderr, and the command exits 1 when there are any.
 """
 
 from __future__ import annotations
@@ -27,7 +30,10 @@ from koordweb.manifests.loader import MAX_MANIFEST_BYTES
 from koordweb.models import Cluster, Pod, PodPhase, Round
 from koordweb.services.records import round_execute
 from koordweb.services.scratch import scratch_database
-from scheduler.profile import check_args, problem_lines
+from scheduler.model import ClusterSnapshot
+from scheduler.oracle import check_round, rules_for_plugins
+from scheduler.profile import Profile, check_args, problem_lines
+from scheduler.result import RoundResult
 
 
 class Command(BaseCommand):
@@ -42,6 +48,11 @@ class Command(BaseCommand):
             default="{}",
             help='plugin arguments as JSON, e.g. \'{"NetworkTopology": {"bestFit": true}}\'',
         )
+        parser.add_argument(
+            "--check",
+            action="store_true",
+            help="check every round with the oracle; print the violations, exit 1 on any",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         rounds = options["rounds"]
@@ -51,13 +62,26 @@ class Command(BaseCommand):
         documents = _read(Path(options["file"]))
         try:
             with scratch_database():
-                output = simulate(documents, rounds, scheduler_args)
+                output = simulate(documents, rounds, scheduler_args, check=options["check"])
         except ManifestError as exc:
             raise CommandError(str(exc), returncode=2) from exc
         except DatabaseError as exc:
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise CommandError(f"the objects could not be stored: {reason}", returncode=2) from exc
         self.stdout.write(json.dumps(output, indent=options["indent"], sort_keys=True))
+        if options["check"]:
+            found = [
+                f"round {number}: {v['rule']}: {v['message']}"
+                for number, rnd in enumerate(output["rounds"], start=1)
+                for v in rnd["violations"]
+            ]
+            for line in found:
+                self.stderr.write(line)
+            if found:
+                raise CommandError(
+                    f"the oracle found {len(found)} violation(s) in the simulated rounds",
+                    returncode=1,
+                )
 
 
 def _scheduler_args(text: str) -> dict[str, Any]:
@@ -87,10 +111,25 @@ def _read(path: Path) -> list[Any]:
         raise CommandError(f"{path}: {exc}", returncode=2) from exc
 
 
+def _violations(
+    snapshot: ClusterSnapshot, profile: Profile | None, result: RoundResult
+) -> list[dict[str, str]]:
+    """The oracle's findings on one round, with the rules the profile's plugins keep."""
+    plugins = [spec.name for spec in (profile or Profile.default()).plugins]
+    return [
+        {"rule": v.rule, "job": v.job, "pod": v.pod, "node": v.node, "message": v.message}
+        for v in check_round(snapshot, result, rules_for_plugins(plugins))
+    ]
+
+
 def simulate(
-    documents: list[Any], max_rounds: int, scheduler_args: dict[str, Any] | None = None
+    documents: list[Any],
+    max_rounds: int,
+    scheduler_args: dict[str, Any] | None = None,
+    check: bool = False,
 ) -> dict[str, Any]:
-    """Import into a scratch cluster and run rounds until nothing changes."""
+    """Import into a scratch cluster and run rounds until nothing changes; with `check`, each
+    round's violations of the oracle's rules under "violations"."""
     cluster = Cluster.objects.create(
         name=f"simulate-{timezone.now().strftime('%H%M%S%f')}",
         scheduler_args=scheduler_args or {},
@@ -125,6 +164,11 @@ def simulate(
                 },
             }
         )
+        if check:
+            assert outcome.snapshot is not None
+            rounds[-1]["violations"] = _violations(
+                outcome.snapshot, outcome.profile, outcome.result
+            )
         if not plain["placements"] and not plain["preemptions"]:
             break
         now += timedelta(seconds=1 + number)
