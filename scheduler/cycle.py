@@ -44,7 +44,7 @@ from scheduler.model import JobInfo, PodInfo
 from scheduler.placement import NodeScores, PlacementOutcome
 from scheduler.profile import Profile, ProfileError
 from scheduler.slot_memo import SlotMemo
-from scheduler.state import CycleState
+from scheduler.state import CycleState, template_fields
 
 # Cause codes of the failures the cycle itself words (`Status.cause`, docs/plugins.md "Reasons").
 TOPOLOGY_NO_DOMAIN = "TopologyNoDomain"  # no domain of the gather layer has room for the job
@@ -98,6 +98,13 @@ class Framework:
         raise KeyError(name)
 
     def start(self, state: CycleState) -> None:
+        # Pods are grouped into templates by every field the Filters that answer per template
+        # read (node masks, slot counts remembered per template): their declared `pod_fields`,
+        # or every spec field for one that declares none, so a new Filter cannot be forgotten.
+        per_template = [*self.node_masks, *(p for p in self.slot_limits if _by_template(p))]
+        state.template_fields = template_fields(
+            [getattr(plugin, "pod_fields", None) for plugin in per_template]
+        )
         for plugin in self.setups:
             plugin.setup(state)
 
@@ -241,7 +248,7 @@ class Framework:
         memo = _slot_memo(state)
         runs = memo.runs(state, pods)
         for plugin in self.slot_limits:
-            if getattr(plugin, "slots_by_template", False):
+            if _by_template(plugin):
                 limit = memo.slot_limits(plugin, state, job, pods, runs)
             else:
                 limit = plugin.slot_limits(state, job, pods, memo.everywhere)
@@ -484,6 +491,10 @@ def _slot_memo(state: CycleState) -> SlotMemo:
     if not isinstance(memo, SlotMemo):
         memo = state.plugin_data[SLOT_MEMO] = SlotMemo(state)
     return memo
+
+
+def _by_template(plugin: SlotLimitPlugin) -> bool:
+    return bool(getattr(plugin, "slots_by_template", False))
 
 
 def _reason_order(item: tuple[str, int]) -> tuple[int, str]:

@@ -53,23 +53,63 @@ def placement_order(pods: Sequence[PodInfo]) -> list[PodInfo]:
     )
 
 
-def template_key(pod: PodInfo) -> tuple[Any, ...]:
-    """What makes two pods interchangeable for node fit: requests, node constraints and the
+# What a pod's spec holds that a Filter may read: a Filter plugin declares the fields its
+# verdict reads in `pod_fields` (a name, or "name:prefix" for the keys of a mapping field that
+# start with the prefix); one that declares nothing is taken to read all of these.
+SPEC_FIELDS: tuple[str, ...] = (
+    "requests",
+    "limits",
+    "node_selector",
+    "required_affinity",
+    "tolerations",
+    "labels",
+    "annotations",
+    "priority",
+    "preemption_policy",
+    "quota",
+    "daemonset",
+)
+# The in-tree Filters' fields (NodeResourcesFit, NodeUnschedulable, NodeAffinity,
+# TaintToleration, DeviceShare): the key of a profile of these alone.
+DEFAULT_TEMPLATE_FIELDS: tuple[str, ...] = (
+    "requests",
+    "node_selector",
+    "required_affinity",
+    "tolerations",
+    "annotations:" + SCHEDULING_ANNOTATION_PREFIX,
+)
+
+
+def template_key(pod: PodInfo, fields: Sequence[str] = DEFAULT_TEMPLATE_FIELDS) -> tuple[Any, ...]:
+    """What makes two pods interchangeable for node fit: the pod fields the profile's Filters
+    read (`fields`, see `SPEC_FIELDS`): by default requests, node constraints and the
     Koordinator scheduling annotations (a joint GPU+RDMA allocation fits fewer nodes)."""
-    annotations = pod.annotations
-    return (
-        tuple(sorted(pod.requests.items())),
-        tuple(sorted(pod.node_selector.items())) if pod.node_selector else (),
-        pod.required_affinity,
-        pod.tolerations,
-        tuple(
-            sorted(
-                (k, v) for k, v in annotations.items() if k.startswith(SCHEDULING_ANNOTATION_PREFIX)
-            )
-        )
-        if annotations
-        else (),
-    )
+    return tuple(_field_value(pod, field) for field in fields)
+
+
+def _field_value(pod: PodInfo, field: str) -> Any:
+    name, _, prefix = field.partition(":")
+    value = getattr(pod, name)
+    if isinstance(value, Mapping):
+        if not value:
+            return ()
+        if prefix:
+            return tuple(sorted((k, v) for k, v in value.items() if k.startswith(prefix)))
+        return tuple(sorted(value.items()))
+    return value
+
+
+def template_fields(declared: Sequence[Sequence[str] | None]) -> tuple[str, ...]:
+    """The fields a template key covers for Filters that declared `declared` (None: a Filter
+    that declared nothing, taken to read every spec field), in a fixed order."""
+    wanted: set[str] = set()
+    for fields in declared:
+        wanted.update(SPEC_FIELDS if fields is None else fields)
+    # a whole mapping field covers its prefixed parts
+    wanted = {f for f in wanted if f.partition(":")[0] == f or f.partition(":")[0] not in wanted}
+    if set(DEFAULT_TEMPLATE_FIELDS) >= wanted:  # the default key, in its own order
+        return tuple(f for f in DEFAULT_TEMPLATE_FIELDS if f in wanted)
+    return tuple(sorted(wanted))
 
 
 class CycleState:
@@ -169,6 +209,8 @@ class CycleState:
         self.verdicts: dict[tuple[Any, ...], list[NodeMask]] = {}
         self._pending: dict[str, list[PodInfo]] = {}
         self._unassumed: dict[str, tuple[int, list[PodInfo]]] = {}  # see `pending_pods`
+        # The pod fields a template key covers: the profile's Filters' (`Framework.start`).
+        self.template_fields: tuple[str, ...] = DEFAULT_TEMPLATE_FIELDS
         self._templates: dict[str, tuple[Any, ...]] = {}
         self._template_ids: dict[tuple[Any, ...], int] = {}  # see `template_id`
         self._template_of: dict[str, int] = {}  # pod key -> its template's id
@@ -232,10 +274,10 @@ class CycleState:
         self.touched.append(idx)
 
     def template(self, pod: PodInfo) -> tuple[Any, ...]:
-        """`template_key(pod)`, computed once per pod per round."""
+        """`template_key(pod, self.template_fields)`, computed once per pod per round."""
         key = self._templates.get(pod.key)
         if key is None:
-            key = template_key(pod)
+            key = template_key(pod, self.template_fields)
             self._templates[pod.key] = key
         return key
 

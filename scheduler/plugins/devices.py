@@ -60,6 +60,7 @@ from scheduler.framework import (
 )
 from scheduler.model import JobInfo, NodeInfo, PodInfo
 from scheduler.state import CycleState
+from scheduler.vocabulary import SCHEDULING_ANNOTATION_PREFIX
 
 
 @dataclass
@@ -104,6 +105,7 @@ class DeviceShare:
     # scheduling annotations, part of the template): `scheduler.slot_memo` may recount only
     # moved nodes.
     slots_by_template = True
+    pod_fields = ("requests", "annotations:" + SCHEDULING_ANNOTATION_PREFIX)
     arguments: ClassVar[Mapping[str, Arg]] = {
         "scoring": Arg("choice", choices=("LeastAllocated", "MostAllocated")),
     }

@@ -94,6 +94,7 @@ def taints_tolerated(pod: PodInfo, node: NodeInfo) -> bool:
 class NodeUnschedulable:
     name = "NodeUnschedulable"
     extension_points = frozenset({"Filter"})
+    pod_fields = ("tolerations",)  # what its verdict reads of a pod (`state.template_fields`)
 
     def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
         self.args = dict(args or {})
@@ -110,6 +111,7 @@ class NodeUnschedulable:
 class NodeAffinity:
     name = "NodeAffinity"
     extension_points = frozenset({"Filter"})
+    pod_fields = ("node_selector", "required_affinity")
 
     def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
         self.args = dict(args or {})
@@ -124,6 +126,7 @@ class NodeAffinity:
 class TaintToleration:
     name = "TaintToleration"
     extension_points = frozenset({"Filter"})
+    pod_fields = ("tolerations",)
 
     def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
         self.args = dict(args or {})

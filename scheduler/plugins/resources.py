@@ -151,6 +151,7 @@ class NodeResourcesFit:
     # A node's count reads its free resources (released ones in a dry run) and the pods' runs of
     # one template (request row, node mask): `scheduler.slot_memo` may recount only moved nodes.
     slots_by_template = True
+    pod_fields = ("requests",)  # what its count reads of a pod (`state.template_fields`)
 
     def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
         self.args = dict(args)

@@ -128,7 +128,7 @@ def test_other_kinds_of_koordinators_groups_are_skipped() -> None:
 
 def test_a_file_of_only_kinds_koordweb_does_not_use_is_an_error() -> None:
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}}
-    with pytest.raises(ManifestError, match="nothing here koordweb reads.*Secret"):
+    with pytest.raises(ManifestError, match=r"nothing here koordweb reads.*Secret"):
         parse_documents([secret])
 
 

@@ -7,14 +7,16 @@ import re
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
 import pytest
 
+from scheduler import plan_round
 from scheduler.cycle import Framework
-from scheduler.framework import Plan
+from scheduler.framework import NodeMask, Plan
 from scheduler.plugins.devices import DeviceShare
-from scheduler.profile import Profile
+from scheduler.profile import PluginSpec, Profile
 from scheduler.state import CycleState, natural_key
-from tests.scheduler.builders import cluster, gang, node
+from tests.scheduler.builders import CORE, cluster, gang, node
 
 
 @pytest.mark.parametrize(
@@ -104,3 +106,53 @@ def test_pods_of_one_template_are_rechecked_only_when_the_job_mixes_templates(
         job = state.jobs[name]
         assert isinstance(framework.try_place(state, job, state.pending_pods(job)), Plan)
     assert asked == ["ml/mixed-1"]
+
+
+class SameTeam:
+    """A Filter outside the tree: a pod goes only to nodes of its `team` label."""
+
+    name = "SameTeam"
+    extension_points = frozenset({"Filter"})
+
+    def __init__(self, args: Any, handle: Any) -> None:
+        self.args = args
+
+    def node_mask(self, state: CycleState, pod: Any) -> NodeMask | None:
+        team = pod.labels.get("team")
+        allowed = np.array([n.labels.get("team") == team for n in state.nodes], dtype=np.bool_)
+        return NodeMask(allowed, "node(s) of another team")
+
+
+class SameTeamDeclared(SameTeam):
+    name = "SameTeamDeclared"
+    pod_fields = ("labels:team",)
+
+
+class SameTeamMisdeclared(SameTeam):
+    name = "SameTeamMisdeclared"
+    pod_fields = ("requests",)  # a planted bug: it reads labels
+
+
+@pytest.mark.no_oracle  # the oracle does not know this out-of-tree Filter's rule
+@pytest.mark.parametrize(
+    ("plugin", "kept"),
+    [("SameTeam", True), ("SameTeamDeclared", True), ("SameTeamMisdeclared", False)],
+)
+def test_the_template_key_covers_what_the_profiles_filters_read(plugin: str, kept: bool) -> None:
+    # Two gang members alike but for their team label, two nodes of those teams: grouped by a
+    # key that leaves the label out, both members take the first one's verdict. A Filter that
+    # declares no `pod_fields` is taken to read every spec field.
+    snap = (
+        cluster()
+        .node(node("a").cpu(8).label("team", "blue"), node("b").cpu(8).label("team", "red"))
+        .submit(gang("ml/g", pods=2).cpu(8))
+        .snapshot()
+    )
+    teams = zip(snap.pods, ("red", "blue"), strict=True)
+    red, blue = (replace(p, labels={**p.labels, "team": t}) for p, t in teams)
+    snap = replace(snap, pods=(red, blue))
+    registry = {plugin: f"{__name__}:{plugin}"}
+    profile = Profile("default", (*CORE.plugins, PluginSpec(plugin)), tuple(registry.items()))
+    placed = {k: p.node for k, p in plan_round(snap, profile).placements.items()}
+    right = {red.key: "b", blue.key: "a"}
+    assert (placed == right) is kept, placed
