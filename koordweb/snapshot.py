@@ -34,6 +34,7 @@ from scheduler.devices.inventory import device_allocatable
 from scheduler.model import (
     ClusterSnapshot,
     GangInfo,
+    GangMatchPolicy,
     GatherStrategy,
     JobInfo,
     LayerGather,
@@ -49,7 +50,13 @@ from scheduler.model import (
     TopologyRule,
     TopologySpec,
 )
-from scheduler.vocabulary import DAEMONSET_KIND, QUOTA_NAME
+from scheduler.vocabulary import (
+    DAEMONSET_KIND,
+    GANG_MATCH_POLICY,
+    MATCH_ONCE_SATISFIED,
+    MATCH_POLICIES,
+    QUOTA_NAME,
+)
 
 QUOTA_LABEL = QUOTA_NAME
 
@@ -323,6 +330,7 @@ JOB_FIELDS = (
     "topology_spec",
     "preemption_policy",
     "state",
+    "annotations",
 )
 METRIC_FIELDS = (
     "id",
@@ -406,6 +414,7 @@ class JobRow(NamedTuple):
     topology_spec: dict[str, Any]
     preemption_policy: str
     state: str
+    annotations: dict[str, str] | None = None  # a gang's match policy is kept here
 
     @property
     def gang_id(self) -> str:
@@ -683,6 +692,7 @@ def engine_job_info(
                 total=j.total_number,
                 mode=j.mode,  # type: ignore[arg-type]
                 waiting_seconds=j.waiting_time_seconds,
+                match_policy=_match_policy(j.annotations),
             )
             for j in members
             if j.kind != Job.Kind.POD
@@ -693,6 +703,12 @@ def engine_job_info(
         submission_order=min(map(attrgetter("submitted_at"), members)).timestamp(),
         preemption_policy=lead.preemption_policy,  # type: ignore[arg-type]
     )
+
+
+def _match_policy(annotations: Mapping[str, str] | None) -> GangMatchPolicy:
+    """The gang's match policy, kept in its annotations (once-satisfied unless known)."""
+    value = (annotations or {}).get(GANG_MATCH_POLICY, "")
+    return value if value in MATCH_POLICIES else MATCH_ONCE_SATISFIED  # type: ignore[return-value]
 
 
 def _lead_order(job: JobRow) -> tuple[int, datetime, int]:

@@ -37,6 +37,7 @@ ResourceList = Mapping[str, int]
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 GatherStrategy = Literal["MustGather", "PreferGather"]
 GangMode = Literal["Strict", "NonStrict"]
+GangMatchPolicy = Literal["once-satisfied", "only-waiting", "waiting-and-running"]
 PreemptionPolicy = Literal["PreemptLowerPriority", "Never"]
 PodPhase = Literal["Pending", "Running", "Succeeded", "Failed"]
 
@@ -187,6 +188,10 @@ class GangInfo:
     total: int
     mode: GangMode = "Strict"
     waiting_seconds: int = 600
+    # Which members count towards min-available in Permit (gang.scheduling.koordinator.sh/
+    # match-policy): only-waiting (those placed now), waiting-and-running (and those bound), or
+    # once-satisfied (those placed now; once any member of the group is bound, none is needed).
+    match_policy: GangMatchPolicy = "once-satisfied"
 
 
 @dataclass(frozen=True)

@@ -142,6 +142,14 @@ ANNOTATION_GPU_PARTITIONS: Final = SCHEDULING_ANNOTATION_PREFIX + "gpu-partition
 ANNOTATION_GPU_MINORS: Final = SCHEDULING_ANNOTATION_PREFIX + "gpu-minors"
 # A pod's request for partitioned cards (honour the partition table even on a Prefer node).
 ANNOTATION_GPU_PARTITION_SPEC: Final = SCHEDULING_ANNOTATION_PREFIX + "gpu-partition-spec"
+# Its `allocatePolicy` values (GPUPartitionAllocatePolicy): only the best-scored partitions, or
+# the best that is free (the default).
+PARTITION_RESTRICTED: Final = "Restricted"
+PARTITION_BEST_EFFORT: Final = "BestEffort"
+# A shared-GPU pod's isolation provider (a pod label), matched against the node's same label
+# (apis/extension/device_share.go LabelGPUIsolationProvider; HAMi-core the one value v1.7 knows).
+LABEL_GPU_ISOLATION_PROVIDER: Final = "koordinator.sh/gpu-isolation-provider"
+GPU_ISOLATION_HAMI_CORE: Final = "HAMi-core"
 ANNOTATION_USAGE_THRESHOLDS: Final = SCHEDULING_ANNOTATION_PREFIX + "usage-thresholds"
 # Cambricon's dynamic sMLU device plugin reads these; "ASSIGHED" is the vendor's own spelling.
 ANNOTATION_CAMBRICON_PROFILE: Final = "CAMBRICON_DSMLU_PROFILE"
@@ -164,6 +172,14 @@ GANG_WAITING_TIME: Final = GANG_PREFIX + "waiting-time"
 GANG_GROUPS: Final = GANG_PREFIX + "groups"
 GANG_TOPOLOGY_SPEC: Final = GANG_PREFIX + "network-topology-spec"
 GANG_TOPOLOGY_INDEX: Final = GANG_PREFIX + "network-topology-index"
+# Which members count towards min-available in Permit (apis/extension/coscheduling.go), and
+# the same under the lightweight coscheduling prefix; its three values.
+GANG_MATCH_POLICY: Final = GANG_PREFIX + "match-policy"
+LIGHTWEIGHT_GANG_MATCH_POLICY: Final = "pod-group.scheduling.sigs.k8s.io/match-policy"
+MATCH_ONLY_WAITING: Final = "only-waiting"
+MATCH_WAITING_AND_RUNNING: Final = "waiting-and-running"
+MATCH_ONCE_SATISFIED: Final = "once-satisfied"
+MATCH_POLICIES: Final = (MATCH_ONCE_SATISFIED, MATCH_ONLY_WAITING, MATCH_WAITING_AND_RUNNING)
 GANG_ANNOTATIONS: Final = (
     GANG_NAME,
     GANG_MIN_AVAILABLE,
@@ -191,6 +207,9 @@ ROOT_QUOTA: Final = "koordinator-root-quota"
 # Where Koordinator counts a pod whose quota label names no quota, or that has none and no
 # quota of its namespace (apis/extension/elastic_quota.go DefaultQuotaName).
 DEFAULT_QUOTA: Final = "koordinator-default-quota"
+# Koordinator's quota of kube-system's pods (apis/extension/elastic_quota.go SystemQuotaName): like
+# the default quota it stands beside the tree, its use taken out of what the tree shares.
+SYSTEM_QUOTA: Final = "koordinator-system-quota"
 
 # --- koord-scheduler's configuration (a ConfigMap holding a KubeSchedulerConfiguration) --------
 SCHEDULER_CONFIG_NAME: Final = "koord-scheduler-config"

@@ -21,6 +21,7 @@ from scheduler.vocabulary import (
     DURATION_ANNOTATION,
     GANG_ANNOTATIONS,
     GANG_GROUPS,
+    GANG_MATCH_POLICY,
     GANG_MIN_AVAILABLE,
     GANG_MODE,
     GANG_NAME,
@@ -28,8 +29,11 @@ from scheduler.vocabulary import (
     GANG_TOPOLOGY_SPEC,
     GANG_TOTAL_NUMBER,
     GANG_WAITING_TIME,
+    LIGHTWEIGHT_GANG_MATCH_POLICY,
     LIGHTWEIGHT_GANG_MIN_AVAILABLE,
     LIGHTWEIGHT_GANG_NAME,
+    MATCH_ONCE_SATISFIED,
+    MATCH_POLICIES,
     POD_GROUP_LABELS,
     QUOTA_ALLOW_LENT,
     QUOTA_IS_PARENT,
@@ -156,7 +160,23 @@ def _read_gang(
     }
     if alone:
         settings["mode"] = "NonStrict"
+    policy = match_policy(annotations, index, warnings)
+    if policy:
+        # koordweb has no column for it: the job keeps it as its own annotation.
+        settings["annotations"] = {GANG_MATCH_POLICY: policy}
     return settings
+
+
+def match_policy(annotations: dict[str, str], index: int, warnings: list[str]) -> str:
+    """The gang's match policy as Koordinator's GetGangMatchPolicy reads it (the gang
+    annotation, then the lightweight one); one it does not know is once-satisfied, with a
+    warning; "" when neither is set (once-satisfied, the default)."""
+    key = GANG_MATCH_POLICY if annotations.get(GANG_MATCH_POLICY) else LIGHTWEIGHT_GANG_MATCH_POLICY
+    value = annotations.get(key, "")
+    if value and value not in MATCH_POLICIES:
+        warnings.append(_fallback(index, key, value, MATCH_ONCE_SATISFIED))
+        return MATCH_ONCE_SATISFIED
+    return value
 
 
 def _gang_annotations(
@@ -401,6 +421,7 @@ def parse_pod_group(doc: At, api_version: str) -> ParsedObject:
         "labels": meta.labels,
         "submitted_at": meta.created_at,
     }
+    policy = match_policy(annotations, doc.index, warnings)
     pop_keys(
         annotations,
         GANG_GROUPS,
@@ -408,7 +429,11 @@ def parse_pod_group(doc: At, api_version: str) -> ParsedObject:
         GANG_MODE,
         GANG_TOTAL_NUMBER,
         DURATION_ANNOTATION,
+        GANG_MATCH_POLICY,
+        LIGHTWEIGHT_GANG_MATCH_POLICY,
     )
+    if policy:
+        annotations[GANG_MATCH_POLICY] = policy  # read by the snapshot from the job's annotations
     values["annotations"] = annotations
     return ParsedObject(
         doc.index, POD_GROUP, meta.namespace, meta.name, values=values, extra={"warnings": warnings}

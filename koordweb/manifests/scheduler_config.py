@@ -5,8 +5,9 @@ Koordinator deploys koord-scheduler with a ConfigMap (config/manager/scheduler-c
 `KubeSchedulerConfiguration`; each profile's `pluginConfig[]` gives a plugin's `args`. Reading it,
 the args of the first profile that koordweb has an equivalent for become `scheduler_args`
 (`LoadAwareScheduling` -> LoadAware with the same argument names, `DeviceShare`
-`scoringStrategy.type` -> DeviceShare `scoring`); every other argument, profile or data key is
-named in one warning, never dropped silently. Arguments of koordweb's own plugins (topology
+`scoringStrategy.type` -> DeviceShare `scoring`, `ElasticQuota` `enableCheckParentQuota` and
+`enableMinQuotaScale`, `Coscheduling` `enablePreemption`); every other argument, profile or data
+key is named in one warning, never dropped silently. Arguments of koordweb's own plugins (topology
 placement, job preemption, queue order), which koord-scheduler does not have, travel in a second
 data key, `koordweb-scheduler-args` (JSON), so the Koordinator configuration stays one that
 koord-scheduler itself accepts; so do out-of-tree plugins a cluster enables (`enabledPlugins`)
@@ -42,8 +43,18 @@ from scheduler.vocabulary import (
 )
 
 # Koordinator plugin name -> koordweb plugin name, for plugins whose args are Koordinator's own.
-_KOORDINATOR_NAMES = {"LoadAwareScheduling": "LoadAware", "DeviceShare": "DeviceShare"}
-_ARGS_KINDS = {"LoadAwareScheduling": "LoadAwareSchedulingArgs", "DeviceShare": "DeviceShareArgs"}
+_KOORDINATOR_NAMES = {
+    "LoadAwareScheduling": "LoadAware",
+    "DeviceShare": "DeviceShare",
+    "ElasticQuota": "ElasticQuota",
+    "Coscheduling": "Coscheduling",
+}
+_ARGS_KINDS = {
+    "LoadAwareScheduling": "LoadAwareSchedulingArgs",
+    "DeviceShare": "DeviceShareArgs",
+    "ElasticQuota": "ElasticQuotaArgs",
+    "Coscheduling": "CoschedulingArgs",
+}
 # Type metadata every args object carries; not an argument.
 _TYPE_META = ("apiVersion", "kind")
 

@@ -30,6 +30,8 @@ ERR_MISSING_PARTITION_TABLE = "node(s) missing GPU Partition Table"
 ERR_UNSUPPORTED_GPU_COUNT = "node(s) Unsupported number of GPU requests"
 ERR_INSUFFICIENT_PARTITIONED = "Insufficient Partitioned GPU Devices"
 ERR_FPGA = "Insufficient fpga devices (koordweb does not allocate FPGAs)"
+# plugin.go Filter's reason for a shared-GPU pod whose isolation provider the node lacks.
+ERR_ISOLATION_PROVIDER = "GPUIsolationProviderHAMICore not found on the node"
 
 
 @dataclass(frozen=True)
@@ -163,6 +165,8 @@ def _plan_accelerators(
     if request.gpu is None:
         return ()
     shape = request.gpu
+    if request.isolation and not shape.whole and request.isolation != node.isolation_provider:
+        return ERR_ISOLATION_PROVIDER
     if node.vendor == n.VENDOR_CAMBRICON:
         if shape.count != 1 or shape.whole or not shape.memory:
             return "Cambricon cards are shared as dynamic sMLU only (one card, gpu-memory)"
@@ -194,7 +198,7 @@ def _plan_gpus(
 ) -> tuple[AllocatedDevice, ...] | str:
     if not node.gpus:
         return "node has no GPU"
-    refused = _partition_refusal(node, shape)
+    refused = _partition_refusal(node, shape, request)
     if refused:
         return refused
     needs = [_card_need(card, shape) for card in node.gpus]
@@ -209,7 +213,7 @@ def _plan_gpus(
         candidates = [i for i in candidates if pcie_key(node.gpus[i]) in reachable]
     if len(candidates) < shape.count:
         return _shortage(node, shape, len(candidates))
-    chosen = _choose_cards(node, usage, shape, candidates, scoring)
+    chosen = _choose_cards(node, usage, shape, candidates, scoring, request.partition)
     if isinstance(chosen, str):
         return chosen
     return tuple(
@@ -222,9 +226,16 @@ _Need = tuple[int, int, int]
 """Per card: (core percent, memory bytes, memory percent)."""
 
 
-def _partition_refusal(node: NodeDevices, shape: GPUShape) -> str:
-    """Koordinator's `allocateByPartition` refusals under the Honor policy ("" when none)."""
-    if not shape.whole or node.partition_policy != "Honor":
+def _honours_partitions(node: NodeDevices, request: DeviceRequest | str) -> bool:
+    """Whether the partition table binds: the node's Honor policy, or the pod's partition spec
+    (`request` may be just that spec)."""
+    spec = request if isinstance(request, str) else request.partition
+    return node.partition_policy == "Honor" or bool(spec)
+
+
+def _partition_refusal(node: NodeDevices, shape: GPUShape, request: DeviceRequest) -> str:
+    """Koordinator's `allocateByPartition` refusals when partitions bind ("" when none)."""
+    if not shape.whole or not _honours_partitions(node, request):
         return ""
     if node.partitions is None:
         return ERR_MISSING_PARTITION_TABLE
@@ -263,13 +274,15 @@ def _choose_cards(
     shape: GPUShape,
     candidates: list[int],
     scoring: n.Scoring,
+    spec: str = "",
 ) -> list[int] | str:
     if shape.whole and node.partitions is not None:
         minors = [node.gpus[i].minor for i in candidates]
-        partition = choose_partition(node.partitions, shape.count, minors)
+        restricted = spec == n.PARTITION_RESTRICTED
+        partition = choose_partition(node.partitions, shape.count, minors, restricted)
         if partition is not None:
             return [node.gpu_index[m] for m in partition]
-        if node.partition_policy == "Honor":
+        if _honours_partitions(node, spec):
             return ERR_INSUFFICIENT_PARTITIONED
     if not shape.whole and shape.count == 1:
         # A share goes wherever the scoring strategy says; scopes only matter for whole cards.

@@ -420,6 +420,7 @@ class DeviceFleet:
             id(node.partitions),
             node.partition_policy,
             id(node.ascend),
+            node.isolation_provider,
         )
         known = self._layout_seen.get(same)
         if known is None:

@@ -70,6 +70,7 @@ def build_node_devices(
         partitions=partitions if gpus else None,
         partition_policy=policy,
         ascend=ascend,
+        isolation_provider=labels.get(n.LABEL_GPU_ISOLATION_PROVIDER, ""),
     )
 
 

@@ -152,7 +152,15 @@ class FleetMemory:
             for d in (*node.gpus, *node.rdmas)
         )
         partitions = tuple(sorted(node.partitions.items())) if node.partitions else None
-        key = (devices, node.vendor, node.model, partitions, node.partition_policy, node.ascend)
+        key = (
+            devices,
+            node.vendor,
+            node.model,
+            partitions,
+            node.partition_policy,
+            node.ascend,
+            node.isolation_provider,
+        )
         return self._layouts.setdefault(key, len(self._layouts))
 
     def count(

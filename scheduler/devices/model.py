@@ -105,6 +105,7 @@ class NodeDevices:
     partitions: PartitionTable | None = None
     partition_policy: PartitionPolicy = "Prefer"
     ascend: AscendProfile | None = None
+    isolation_provider: str = ""  # the Node's koordinator.sh/gpu-isolation-provider label
     gpu_index: Mapping[int, int] = field(init=False, repr=False, compare=False)
     rdma_index: Mapping[int, int] = field(init=False, repr=False, compare=False)
 

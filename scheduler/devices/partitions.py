@@ -86,18 +86,23 @@ def render_partition_table(table: PartitionTable) -> str:
 
 
 def choose_partition(
-    table: PartitionTable, size: int, free_minors: Collection[int]
+    table: PartitionTable, size: int, free_minors: Collection[int], restricted: bool = False
 ) -> tuple[int, ...] | None:
     """The free partition of `size` cards that keeps the most large partitions free, or None.
 
     Free-partition counts after taking a candidate are compared from the largest size down; then
     the higher allocation score wins, then the lower minors (so the same input always gives the
-    same cards).
+    same cards). `restricted` (a pod's `Restricted` partition spec) considers only the partitions
+    of the best allocation score, as Koordinator's allocateByPartition does.
     """
     free = frozenset(free_minors)
     best: tuple[tuple[int, ...], int, tuple[int, ...]] | None = None
     chosen: tuple[int, ...] | None = None
-    for partition in table.get(size, ()):
+    candidates = table.get(size, ())
+    if restricted and candidates:
+        top = max(p.allocation_score for p in candidates)
+        candidates = tuple(p for p in candidates if p.allocation_score == top)
+    for partition in candidates:
         if not free.issuperset(partition.minors):
             continue
         left = free.difference(partition.minors)

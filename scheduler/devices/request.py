@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from scheduler.devices import names as n
 from scheduler.devices.quantity import to_int
@@ -90,28 +90,40 @@ class NPUShape:
 
 @dataclass(frozen=True, slots=True)
 class DeviceRequest:
-    """What one pod needs of a node's devices; `joint` asks for RDMA on the GPUs' PCIe switches."""
+    """What one pod needs of a node's devices; `joint` asks for RDMA on the GPUs' PCIe switches.
+
+    For a GPU request, `partition` is the pod's `gpu-partition-spec` allocate policy ("" when it
+    has none; `BestEffort` or `Restricted`: honour the node's partition table whatever the node's
+    policy), and `isolation` its `koordinator.sh/gpu-isolation-provider` label (a shared GPU
+    then needs a node with the same label).
+    """
 
     gpu: GPUShape | None = None
     npu: NPUShape | None = None
     rdma: int = 0
     fpga: int = 0
     joint: bool = False
+    partition: str = ""
+    isolation: str = ""
 
 
 def validate_device_request(
-    requests: Mapping[str, object], annotations: Mapping[str, str] | None = None
+    requests: Mapping[str, object],
+    annotations: Mapping[str, str] | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """Every problem with a pod's device resources and joint-allocation annotation ([] if fine)."""
+    """Every problem with a pod's device resources and device annotations ([] if fine)."""
     try:
-        parse_device_request(requests, annotations)
+        parse_device_request(requests, annotations, labels)
     except DeviceRequestError as error:
         return error.messages
     return []
 
 
 def parse_device_request(
-    requests: Mapping[str, object], annotations: Mapping[str, str] | None = None
+    requests: Mapping[str, object],
+    annotations: Mapping[str, str] | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> DeviceRequest | None:
     """The pod's device request, None if it asks for no device; raises DeviceRequestError."""
     errors: list[str] = []
@@ -133,9 +145,36 @@ def parse_device_request(
             if value > n.FULL and value % n.FULL:
                 errors.append(f"invalid resource unit {name}: {value}")
     request = _request(amounts, joint, errors) if not errors else None
+    if request is not None and request.gpu is not None:
+        # Koordinator's parseGPURequirements reads both only for a GPU request.
+        partition = _parse_partition_spec(annotations or {}, errors)
+        isolation = (labels or {}).get(n.LABEL_GPU_ISOLATION_PROVIDER, "")
+        if partition or isolation:
+            request = replace(request, partition=partition, isolation=isolation)
     if errors:
         raise DeviceRequestError(errors)
     return request
+
+
+def _parse_partition_spec(annotations: Mapping[str, str], errors: list[str]) -> str:
+    """The `gpu-partition-spec` allocate policy ("" without the annotation); Koordinator's
+    GetGPUPartitionSpec: an empty policy is BestEffort. `ringBusBandwidth` is not read."""
+    if n.ANNOTATION_GPU_PARTITION_SPEC not in annotations:
+        return ""
+    raw = annotations[n.ANNOTATION_GPU_PARTITION_SPEC]
+    try:
+        spec = json.loads(raw)
+    except ValueError as error:
+        errors.append(f"invalid GPUPartitionSpec annotation, err: {error}")
+        return ""
+    if not isinstance(spec, dict):
+        errors.append("invalid GPUPartitionSpec annotation, err: not a JSON object")
+        return ""
+    policy = spec.get("allocatePolicy") or n.PARTITION_BEST_EFFORT
+    if not isinstance(policy, str):
+        errors.append("invalid GPUPartitionSpec annotation, err: allocatePolicy is not a string")
+        return ""
+    return n.PARTITION_RESTRICTED if policy == n.PARTITION_RESTRICTED else n.PARTITION_BEST_EFFORT
 
 
 def _request(amounts: dict[str, int], joint: bool, errors: list[str]) -> DeviceRequest | None:

@@ -2,7 +2,10 @@
 
 - Gang: a job (gang group) that gets new pods this round must, for every member gang, have at
   least its min-available members running afterwards: placed this round, or bound, not
-  finished, not terminating and not evicted this round. This holds for Strict and NonStrict gangs
+  finished, not terminating and not evicted this round; as Koordinator's match policy says
+  (`core/gang.go` isGangValidForPermit): `only-waiting` counts only the pods placed this round,
+  `waiting-and-running` both, and the default `once-satisfied` lets a gang with a member running
+  (satisfied once) place the rest one by one. This holds for Strict and NonStrict gangs
   alike (NonStrict only lets a failed member leave the group's other members waiting; the group
   still waits for min-available in Permit); a Strict gang that has nothing running therefore
   gets at least min-available of its pods in one round, never fewer. A pod names its gang by
@@ -46,7 +49,11 @@ def check_gangs(view: RoundView) -> list[Violation]:
             members = _members(view, job, gang.id)
             placed = sum(1 for k in members if k in placements)
             running = sum(1 for k in members if _running(view, k))
-            if placed + running < gang.min_available:
+            policy = gang.match_policy
+            if policy == "once-satisfied" and running:
+                continue  # satisfied once: the rest bind one by one (Koordinator's default)
+            counted = placed if policy == "only-waiting" else placed + running
+            if counted < gang.min_available:
                 found.append(
                     Violation(
                         GANG,

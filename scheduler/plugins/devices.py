@@ -12,7 +12,10 @@ of `Device`, which the plugin builds with the node's labels. Usage comes from th
 `scheduling.koordinator.sh/device-allocated` annotations; a bound device pod without one is given
 cards by the allocator itself, so its capacity is never handed out twice. `DeviceFleet` groups
 nodes by device layout and usage, so 5,000 identical idle nodes cost one allocation run per job
-shape. Args: `{"scoring": "LeastAllocated" | "MostAllocated"}`.
+shape. A pod's `gpu-partition-spec` annotation makes the node's partition table bind, and a
+shared-GPU pod labelled `koordinator.sh/gpu-isolation-provider` fits only nodes with the same
+label (Koordinator's Filter; a node without a Device CR is not checked, as above).
+Args: `{"scoring": "LeastAllocated" | "MostAllocated"}`.
 """
 
 from __future__ import annotations
@@ -40,8 +43,10 @@ from scheduler.devices.fleet import CardCheck, DeviceFleet, Held
 from scheduler.devices.memory import FleetMemory, Runs
 from scheduler.devices.names import (
     ANNOTATION_DEVICE_ALLOCATED,
+    ANNOTATION_GPU_PARTITION_SPEC,
     ANNOTATION_JOINT_ALLOCATE,
     DEVICE_RESOURCES,
+    LABEL_GPU_ISOLATION_PROVIDER,
     LABEL_GPU_MODEL,
     LABEL_GPU_VENDOR,
     LABEL_PARTITION_POLICY,
@@ -103,9 +108,13 @@ class DeviceShare:
     # A node's count reads its cards' usage (moved only by Reserve, for pods then assumed onto
     # it), the released bound pods' cards there, and the pods' device requests (requests and
     # scheduling annotations, part of the template): `scheduler.slot_memo` may recount only
-    # moved nodes.
+    # moved nodes. The isolation-provider label is the one label it reads.
     slots_by_template = True
-    pod_fields = ("requests", "annotations:" + SCHEDULING_ANNOTATION_PREFIX)
+    pod_fields = (
+        "requests",
+        "annotations:" + SCHEDULING_ANNOTATION_PREFIX,
+        "labels:" + LABEL_GPU_ISOLATION_PROVIDER,
+    )
     arguments: ClassVar[Mapping[str, Arg]] = {
         "scoring": Arg("choice", choices=("LeastAllocated", "MostAllocated")),
     }
@@ -277,7 +286,12 @@ _Templates = dict[tuple[Any, ...], tuple[Sequence[Device], NodeDevices]]
 """Nodes sharing one sequence of `Device` (by identity) and the labels `build_node_devices`
 reads: the first one's `NodeDevices`, renamed for the others."""
 
-_LAYOUT_LABELS = (LABEL_GPU_VENDOR, LABEL_GPU_MODEL, LABEL_PARTITION_POLICY)
+_LAYOUT_LABELS = (
+    LABEL_GPU_VENDOR,
+    LABEL_GPU_MODEL,
+    LABEL_PARTITION_POLICY,
+    LABEL_GPU_ISOLATION_PROVIDER,
+)
 
 
 def _node_devices(info: NodeInfo, templates: _Templates) -> NodeDevices | None:
@@ -300,10 +314,12 @@ def _request(cache: RequestCache, pod: PodInfo) -> DeviceRequest | list[str] | N
     if DEVICE_RESOURCES.isdisjoint(pod.requests):
         return None
     joint = pod.annotations.get(ANNOTATION_JOINT_ALLOCATE, "")
-    key = (tuple(sorted(pod.requests.items())), joint)
+    spec = pod.annotations.get(ANNOTATION_GPU_PARTITION_SPEC)
+    isolation = pod.labels.get(LABEL_GPU_ISOLATION_PROVIDER, "")
+    key = (tuple(sorted(pod.requests.items())), joint, spec, isolation)
     if key not in cache:
         try:
-            cache[key] = parse_device_request(pod.requests, pod.annotations)
+            cache[key] = parse_device_request(pod.requests, pod.annotations, pod.labels)
         except DeviceRequestError as error:
             cache[key] = error.messages
     return cache[key]

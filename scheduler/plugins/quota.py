@@ -2,25 +2,41 @@
 RuntimeQuota (its ledger, which preemption reads through the Handle).
 
 At the start of a round it computes every quota's runtime quota from the requests of bound and
-pending pods (`scheduler.quota_tree`). Admission requires used + request <= runtime for the job's
-quota and each of its ancestors, on the dimensions the quota declares (min or max); otherwise the
-job is rejected with `Insufficient quotas` naming the exceeded dimensions and the shortfall, which
-the preemption plugin may resolve by in-quota preemption. Reserve adds a placed job to `used` so
-later jobs in the round see it.
+pending pods (`scheduler.quota_tree`: mins scaled down when they outgrow the pool, the default and
+system quotas and pods of no quota beside the tree). Admission, as Koordinator's PreFilter
+(`elasticquota/plugin.go`), requires used + request <= runtime for the job's quota on the
+dimensions it declares (min or max), and for its ancestors too only with `enableCheckParentQuota`
+(off by default, as in Koordinator: a child's runtime is already its share of its parent's);
+otherwise the job is rejected with `Insufficient quotas` naming the exceeded dimensions and the
+shortfall, which the preemption plugin may resolve by in-quota preemption. Pods labelled
+`quota.scheduling.koordinator.sh/preemptible=false` must also stay within the quota's min
+(`Insufficient non-preemptible quotas`): nothing may evict them, so only the guarantee may hold
+them. Reserve adds a placed job to `used` so later jobs in the round see it.
+
+Args (ElasticQuotaArgs): `enableCheckParentQuota` (false), `enableMinQuotaScale` (true).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
-from scheduler.framework import Code, Handle, Plan, ReserveResult, Status
+from scheduler.framework import Arg, Code, Handle, Plan, ReserveResult, Status
 from scheduler.model import JobInfo, PodInfo
-from scheduler.quota_tree import QuotaTree, add_into, quota_sums, runtime_quota
+from scheduler.quota_tree import (
+    QuotaTree,
+    add_into,
+    outside_used,
+    quota_sums,
+    runtime_quota,
+    tree_total,
+)
 from scheduler.state import CycleState
+from scheduler.vocabulary import QUOTA_PREEMPTIBLE
 
 INSUFFICIENT = "Insufficient quotas"
+INSUFFICIENT_NON_PREEMPTIBLE = "Insufficient non-preemptible quotas"
 
 
 @dataclass
@@ -30,9 +46,20 @@ class QuotaBook:
     tree: QuotaTree
     runtime: dict[str, dict[str, int]]
     used: dict[str, dict[str, int]]
+    # The guaranteed min (scaled down when the mins outgrow the pool), per quota and resource.
+    mins: dict[str, dict[str, int]] = field(default_factory=dict)
+    # Use by non-preemptible pods (children rolled up), held to the declared min.
+    non_preemptible: dict[str, dict[str, int]] = field(default_factory=dict)
+    check_parents: bool = False
 
     def min_of(self, quota: str) -> Mapping[str, int]:
-        return self.tree.quotas[quota].min
+        declared = self.tree.quotas[quota].min
+        scaled = self.mins.get(quota, {})
+        return {r: scaled.get(r, int(v)) for r, v in declared.items()}
+
+    def checked(self, quota: str) -> list[str]:
+        """The quotas admission checks for a job of `quota`: it, and its ancestors when asked."""
+        return self.tree.ancestors(quota) if self.check_parents else [quota]
 
 
 def quota_book(state: CycleState) -> QuotaBook | None:
@@ -47,12 +74,23 @@ def job_requests(pods: Sequence[PodInfo]) -> dict[str | None, dict[str, int]]:
     return per_quota
 
 
+def non_preemptible(pod: PodInfo) -> bool:
+    """Koordinator's IsPodNonPreemptible: labelled preemptible=false (not the scheduling
+    label that only keeps a pod from being a victim)."""
+    return pod.labels.get(QUOTA_PREEMPTIBLE) == "false"
+
+
+def non_preemptible_sums(tree: QuotaTree, pods: Sequence[PodInfo]) -> dict[str, dict[str, int]]:
+    """Per quota (children rolled up), what its bound non-preemptible pods request."""
+    return quota_sums(tree, [p for p in pods if non_preemptible(p)], include_pending=False)
+
+
 def shortfall(
     book: QuotaBook, quota: str, request: Mapping[str, int], released: Mapping[str, int]
 ) -> dict[str, dict[str, int]]:
     """Per quota in the chain, how much each checked dimension would exceed runtime."""
     missing: dict[str, dict[str, int]] = {}
-    for name in book.tree.ancestors(quota):
+    for name in book.checked(quota):
         dims = book.tree.checked_dimensions(name)
         runtime, used = book.runtime[name], book.used[name]
         for r, v in request.items():
@@ -64,12 +102,27 @@ def shortfall(
     return missing
 
 
+def non_preemptible_excess(book: QuotaBook, quota: str, request: Mapping[str, int]) -> list[str]:
+    """The dimensions of its declared min that `quota`'s non-preemptible pods would exceed."""
+    used = book.non_preemptible.get(quota, {})
+    minimum = book.tree.quotas[quota].min  # the declared min, as Koordinator compares
+    return sorted(
+        r for r, v in minimum.items() if request.get(r, 0) > 0 and used.get(r, 0) + request[r] > v
+    )
+
+
 class ElasticQuota:
     name = "ElasticQuota"
     extension_points = frozenset({"Setup", "PreFilter", "Reserve", "RuntimeQuota"})
+    arguments: ClassVar[Mapping[str, Arg]] = {
+        "enableCheckParentQuota": Arg("bool"),
+        "enableMinQuotaScale": Arg("bool"),
+    }
 
     def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
         self.args = dict(args or {})
+        self.check_parents = bool(self.args.get("enableCheckParentQuota", False))
+        self.scale_min = bool(self.args.get("enableMinQuotaScale", True))
 
     def runtime_quota(self, state: CycleState) -> QuotaBook | None:
         """This round's ledger (None without quotas), read by others through the Handle."""
@@ -78,11 +131,16 @@ class ElasticQuota:
     def setup(self, state: CycleState) -> None:
         if not state.snapshot.quotas:
             return
+        pods = state.snapshot.pods
         tree = QuotaTree.build(state.snapshot.quotas)
-        requests = quota_sums(tree, state.snapshot.pods, include_pending=True)
-        total = {r: int(state.allocatable[:, i].sum()) for i, r in enumerate(state.resources)}
-        book = QuotaBook(tree, runtime_quota(tree, requests, total), {})
-        book.used = quota_sums(tree, state.snapshot.pods, include_pending=False)
+        requests = quota_sums(tree, pods, include_pending=True)
+        allocatable = {r: int(state.allocatable[:, i].sum()) for i, r in enumerate(state.resources)}
+        total = tree_total(allocatable, outside_used(tree, pods))
+        mins: dict[str, dict[str, int]] = {}
+        runtime = runtime_quota(tree, requests, total, scale_min=self.scale_min, mins=mins)
+        used = quota_sums(tree, pods, include_pending=False)
+        book = QuotaBook(tree, runtime, used, mins, non_preemptible_sums(tree, pods))
+        book.check_parents = self.check_parents
         state.plugin_data[self.name] = book
 
     def pre_filter(self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo]) -> Status:
@@ -109,6 +167,23 @@ class ElasticQuota:
                     self.name,
                     "QuotaInsufficient",
                 )
+            pinned = job_requests([p for p in pods if non_preemptible(p)]).get(quota)
+            excess = non_preemptible_excess(book, quota, pinned) if pinned else []
+            if excess:
+                return Status(
+                    Code.UNSCHEDULABLE,
+                    f"{INSUFFICIENT_NON_PREEMPTIBLE}, quotaName: {quota},"
+                    f" exceedDimensions: [{' '.join(excess)}]",
+                    {
+                        "quota": quota,
+                        "exceeded_dimensions": excess,
+                        "min": dict(book.tree.quotas[quota].min),
+                        "non_preemptible_used": dict(book.non_preemptible.get(quota, {})),
+                        "request": pinned,
+                    },
+                    self.name,
+                    "NonPreemptibleQuotaInsufficient",
+                )
         return Status.success()
 
     def reserve(self, state: CycleState, job: JobInfo, plan: Plan) -> ReserveResult:
@@ -125,5 +200,8 @@ class ElasticQuota:
         for key in plan.assignment:
             pod = state.pods[key]
             if pod.quota in book.tree.quotas:
+                pinned = non_preemptible(pod)
                 for name in book.tree.ancestors(pod.quota):
                     add_into(book.used[name], pod.requests, sign)
+                    if pinned:
+                        add_into(book.non_preemptible.setdefault(name, {}), pod.requests, sign)

@@ -30,7 +30,7 @@ from tests.scheduler.builders import gang, pod, t8
         ({"LoadAware": {"usageThresholds": {"cpu": 120}}}, "LoadAware.usageThresholds", "cpu:"),
         ({"LoadAware": {"resourceWeights": [1]}}, "LoadAware.resourceWeights", "resource name"),
         ({"PrioritySort": {"order": "fifo"}}, "PrioritySort.order", "takes: largestFirst"),
-        ({"Coscheduling": {"mode": "Strict"}}, "Coscheduling.mode", "takes: none"),
+        ({"Coscheduling": {"mode": "Strict"}}, "Coscheduling.mode", "takes: enablePreemption"),
     ],
 )
 def test_bad_arguments_are_named_with_what_is_wrong(config: Any, where: str, message: str) -> None:

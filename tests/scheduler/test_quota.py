@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from scheduler import QuotaInfo, plan_round
-from scheduler.quota_tree import QuotaTree, runtime_quota
+from scheduler import PodInfo, QuotaInfo, plan_round
+from scheduler.quota_tree import QuotaTree, outside_used, runtime_quota, tree_total
+from scheduler.vocabulary import DEFAULT_QUOTA
 from tests.scheduler.builders import CORE, cluster, gang, node, pod
 
 
@@ -138,3 +139,40 @@ def test_a_borrowing_quota_cannot_reclaim_from_higher_priorities() -> None:
     c.submit(gang("team/a-job", pods=1).cpu(8).quota("team-a").priority(5))
     result = plan_round(c.snapshot(), CORE)
     assert result.preemptions == ()
+
+
+def test_mins_past_the_pool_are_scaled_down() -> None:
+    """scale_minquota_when_over_root_res.go (TestGroupQuotaManager_MultiUpdateQuotaRequest_
+    WithScaledMinQuota1): three children of min 100 under a parent holding 200 get 66 each
+    (66.666 rounded down) and share the remainder; unscaled, each is promised 100 of the 200
+    (the first two to come take the cluster, the third gets nothing)."""
+    quotas = [QuotaInfo("p", {"cpu": 300}, {"cpu": 1000})] + [
+        QuotaInfo(n, {"cpu": 100}, {"cpu": 1000}, "p") for n in "abc"
+    ]
+    scaled = runtime(quotas, {"a": 200, "b": 200, "c": 200}, 200)
+    assert scaled["p"] == 200
+    assert sorted(scaled[n] for n in "abc") == [66, 67, 67]
+    tree = QuotaTree.build(quotas)
+    reqs = {"a": {"cpu": 200}, "b": {"cpu": 200}, "c": {"cpu": 200}, "p": {"cpu": 600}}
+    plain = runtime_quota(tree, reqs, {"cpu": 200}, scale_min=False)
+    assert sorted(plain[n]["cpu"] for n in "abc") == [100, 100, 100]
+
+
+def test_pods_outside_the_tree_shrink_its_pool() -> None:
+    """updateClusterTotalResourceNoLock: what the default quota (and pods of no quota) use is
+    taken out of the total before the tree shares it; the default quota's runtime is its max."""
+    quotas = [
+        QuotaInfo("qa", {"cpu": 60}, {"cpu": 100}),
+        QuotaInfo("qb", {"cpu": 0}, {"cpu": 100}),
+        QuotaInfo(DEFAULT_QUOTA, {}, {"cpu": 1000}),
+    ]
+    tree = QuotaTree.build(quotas)
+    pods = [
+        PodInfo("ns", "agent", "ns/agent", {"cpu": 20}, node="n", phase="Running"),
+        PodInfo("ns", "d", "ns/d", {"cpu": 10}, node="n", quota=DEFAULT_QUOTA, phase="Running"),
+    ]
+    total = tree_total({"cpu": 100}, outside_used(tree, pods))
+    assert total == {"cpu": 70}
+    reqs = {"qa": {"cpu": 60}, "qb": {"cpu": 40}, DEFAULT_QUOTA: {"cpu": 500}}
+    out = runtime_quota(tree, reqs, total)
+    assert out["qb"]["cpu"] == 10 and out[DEFAULT_QUOTA]["cpu"] == 1000

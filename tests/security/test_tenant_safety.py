@@ -174,6 +174,8 @@ def test_3_what_if_counts_other_teams_jobs(world: Tenants) -> None:
         node=world.node, phase=PodPhase.RUNNING, requests={"cpu": 32000}, priority=1
     )
     ElasticQuota.objects.filter(pk=world.a.quota.pk).update(min={"cpu": 64000})
+    # the mins fit the 64-CPU node, so Koordinator does not scale them down (EnableMinQuotaScale)
+    ElasticQuota.objects.filter(pk=world.b.quota.pk).update(min={})
     body = {
         "name": "probe",
         "quota": world.a.quota.name,
