@@ -8,6 +8,9 @@ limit is a counter per fixed window in the shared cache (settings.CACHES["defaul
 requests cannot lose a count as DRF's read-then-write history did (the file cache, a single
 machine's fallback, is not atomic). The cache is looked up at call time so a test that swaps the
 backend is honoured; a 429 says which limit was reached and when to retry.
+
+What-if answers (api/views/whatif.py) each run a round's work on the live state, so they have
+budgets of their own besides: `whatif` per user and `whatif_team` per team.
 """
 
 from __future__ import annotations
@@ -24,7 +27,13 @@ from rest_framework.throttling import BaseThrottle
 from koordweb.selectors.tenancy import quotas_of_member, user_is_admin
 
 # Used when settings' DEFAULT_THROTTLE_RATES does not name the scope.
-DEFAULT_RATES = {"user": "1200/min", "team": "3600/min", "anon": "60/min"}
+DEFAULT_RATES = {
+    "user": "1200/min",
+    "team": "3600/min",
+    "anon": "60/min",
+    "whatif": "30/min",
+    "whatif_team": "120/min",
+}
 TEAMS_REMEMBERED_SECONDS = 60
 _PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -126,4 +135,19 @@ class AnonymousRateThrottle(CountingThrottle):
         return [f"address:{self.get_ident(request)}"]
 
 
+class WhatIfRateThrottle(UserRateThrottle):
+    """`whatif` rate: a user's what-if computations (each one a round's engine work)."""
+
+    scope = "whatif"
+    what = "for what-if per user"
+
+
+class WhatIfTeamRateThrottle(TeamRateThrottle):
+    """`whatif_team` rate: what-if computations of every member of a team together."""
+
+    scope = "whatif_team"
+    what = "for what-if per team"
+
+
 API_THROTTLES = [UserRateThrottle, TeamRateThrottle, AnonymousRateThrottle]
+WHATIF_THROTTLES = [*API_THROTTLES, WhatIfRateThrottle, WhatIfTeamRateThrottle]

@@ -1,9 +1,11 @@
 """What-if: the plan for a hypothetical job on the live state, computed without writing.
 
-The live cluster is read into a snapshot exactly as a round reads it, the hypothetical job and its
-pods are added, and the engine runs one round; the answer is what that round decided for the
-hypothetical job. Jobs, pods and quotas the user may not see are counted, never named
-(`koordweb.selectors.redaction`).
+The live cluster is read into a snapshot exactly as a round reads it, the jobs the cluster's last
+round left out as backed off are left out too (services/backoff.py: they could not be placed and
+nothing has changed for them, so they take no room), the hypothetical job and its pods are added,
+and the engine runs one round: never more work than the cluster's own round, however much a tenant
+has parked. The answer is what that round decided for the hypothetical job. Jobs, pods and quotas
+the user may not see are counted, never named (`koordweb.selectors.redaction`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from django.utils import timezone
 from koordweb import snapshot as snapshot_adapter
 from koordweb.models import Job
 from koordweb.selectors.redaction import Redactor
+from koordweb.services.backoff import backoff_held_jobs, snapshot_without
 from koordweb.services.engine import engine_profile
 from koordweb.services.jobs import ResolvedJob, job_pod_rows
 from scheduler.model import GangInfo, JobInfo
@@ -45,6 +48,7 @@ def _hypothetical_job(resolved: ResolvedJob) -> Job:
 def _plan(resolved: ResolvedJob) -> tuple[str, list[str], RoundResult]:
     now = timezone.now()
     live, _ = snapshot_adapter.build_for_round(resolved.cluster, now=now)
+    live = snapshot_without(live, backoff_held_jobs(resolved.cluster.id))
     job = _hypothetical_job(resolved)
     spec = resolved.spec
     pods = job_pod_rows(job, replace(resolved, spec=replace(spec, name=job.name)), now)

@@ -17,6 +17,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Max
 
 from koordweb import snapshot as snapshot_adapter
 from koordweb.backends.base import Binding, ClusterBackend, EnactPlan, Eviction, Nomination
@@ -33,6 +34,7 @@ from koordweb.models import (
 from koordweb.models.records import latest_decision
 from koordweb.observability import round_context, round_id_set
 from koordweb.rows.bulk import rows_insert
+from koordweb.services.backoff import backoff_forget, backoff_hold, backoff_record
 from koordweb.services.engine import engine_profile
 from koordweb.services.gang_timeouts import gang_timeouts_record
 from koordweb.services.outbox import RoundIntents, intents_enact
@@ -93,8 +95,10 @@ def round_execute(
                     cluster=cluster, backend=backend, trigger=trigger, now=now, warm=warm
                 )
         except Exception as error:
-            # What the warm state read may have been rolled back: the next round builds cold.
+            # What the warm state read may have been rolled back: the next round builds cold,
+            # and tries every job again.
             warm_forget(cluster.id)
+            backoff_forget(cluster.id)
             rnd = getattr(error, "koordweb_round", None)
             round_record_failure(
                 cluster=cluster, trigger=trigger, started=now, error=error, round_row=rnd
@@ -116,17 +120,23 @@ def _round_execute(
         else:
             snapshot, index = snapshot_adapter.build_for_round(cluster, now=now)
             made = WarmReport("cold", reason="warm snapshot off")
+        # Jobs backed off (unschedulable, nothing changed since) are left out of the engine's
+        # input; they keep their last verdict (services/backoff.py).
+        given, held = backoff_hold(cluster.id, snapshot, profile)
         t1 = perf_counter()
         if warm:
-            result, made.engine_reused = warm_engine(cluster, snapshot, profile, plan_round)
+            result, made.engine_reused = warm_engine(cluster, given, profile, plan_round)
         else:
-            result = plan_round(snapshot, profile)
+            result = plan_round(given, profile)
         t2 = perf_counter()
-        rnd = Round.objects.create(cluster=cluster, trigger=trigger, started_at=now)
+        rnd = Round.objects.create(
+            cluster=cluster, trigger=trigger, started_at=now, number=round_number_next(cluster)
+        )
         round_id_set(rnd.id)
         plan, preemptions = _record(cluster, rnd, result, index, now)
         written = intents_write(cluster=cluster, round_id=rnd.id, plan=plan, now=now)
     t3 = perf_counter()
+    backoff_record(cluster.id, snapshot, result, held, profile)
     try:
         # Pruned by the call above, before the plan's intents were written; the plan's own
         # intents are enacted as written, with their pods as the snapshot read them.
@@ -169,6 +179,7 @@ def _round_execute(
         "outside_topology": list(result.outside_topology),
         "runtime_quota": quota_runtime(result),
         **made.metrics(),
+        **held.metrics(),
         **{k: int(v) for k, v in result.metrics.items()},
     }
     if report.dropped:
@@ -183,7 +194,7 @@ def _round_execute(
         "unschedulable": len(result.unschedulable),
         "duration_ms": rnd.duration_ms,
     }
-    return RoundOutcome(rnd, result, summary, snapshot, profile)
+    return RoundOutcome(rnd, result, summary, given, profile)
 
 
 def _job_states(
@@ -225,12 +236,20 @@ def round_record_failure(
             return round_row
         return Round.objects.create(
             cluster=cluster,
+            number=round_number_next(cluster),
             trigger=trigger,
             started_at=started,
             finished_at=started,
             state=Round.State.FAILED,
             error=text[:4000],
         )
+
+
+def round_number_next(cluster: Cluster) -> int:
+    """The next round's number in the cluster's own count (rounds of a cluster run one at a
+    time under the round lock, so the highest number so far is this cluster's last)."""
+    last = Round.objects.filter(cluster=cluster).aggregate(last=Max("number"))["last"]
+    return (last or 0) + 1
 
 
 def _record(

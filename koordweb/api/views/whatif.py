@@ -12,6 +12,7 @@ from rest_framework.response import Response
 
 from koordweb.api.base import ApiView
 from koordweb.api.serializers.submission import JobSubmissionSerializer
+from koordweb.api.throttles import WHATIF_THROTTLES
 from koordweb.selectors.whatif import job_whatif
 from koordweb.services.jobs import job_spec_resolve
 
@@ -49,6 +50,10 @@ class EngineUnavailableSerializer(serializers.Serializer):  # type: ignore[type-
 
 
 class WhatIfView(ApiView):
+    # Each answer runs a round's work: a budget per user and per team besides the API's
+    # (429 naming the limit).
+    throttle_classes = WHATIF_THROTTLES
+
     @extend_schema(
         request=JobSubmissionSerializer,
         responses={200: WhatIfSerializer, 503: EngineUnavailableSerializer},
