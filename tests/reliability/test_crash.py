@@ -73,6 +73,9 @@ def trial(
         kube.add(pod)
     mine = {f"ml/{p['metadata']['name']}" for p in pods}
     kube.faults.add(path=r"/binding$", method="POST", latency=0.8, count=10**6)
+    # Bindings run in parallel: one member's binding is slower, so the kill that follows the
+    # first binding lands while its gang is partly bound.
+    kube.faults.add(path=rf"/pods/{names[0]}-3/binding$", method="POST", latency=6, count=10**6)
     # The worker's mirror may not have seen the new pods when its round starts: ask again, as
     # beat would, whenever a round finished without binding any (never while one is enacting).
     finished = [finished_rounds(cluster).count()]

@@ -68,9 +68,11 @@ def test_5xx_and_dropped_connections_during_enact_are_retried(kube, client, clus
     mirror_caught_up(kube, client)
     binding = r"/pods/alpha-0/binding$"
     kube.faults.add(path=binding, method="POST", status=503, count=2)
-    kube.faults.add(path=r"/pods/alpha-1$", method="GET", drop=True)  # bind's read of the pod
+    # (the read of a pod before its binding is skipped when the mirror has it: the faults are on
+    # the bindings themselves)
+    kube.faults.add(path=r"/pods/alpha-1/binding$", method="POST", drop=True)  # never arrived
     kube.faults.add(path=r"/pods/alpha-2/binding$", method="POST", drop_after=True)  # bound, lost
-    kube.faults.add(path=r"/pods/beta-0$", method="GET", status=500)
+    kube.faults.add(path=r"/pods/beta-0/binding$", method="POST", status=500)
     kube.faults.add(path=r"/pods/beta-1/binding$", method="POST", status=429)
 
     summary = run_round(cluster.id, "manual")
@@ -106,7 +108,9 @@ def test_a_round_that_runs_out_of_retries_fails_whole_and_the_next_one_finishes(
     # The plan committed, but no outcome of the failed chunk was recorded: the database still has
     # the whole gang pending, and its intents wait for the next round.
     assert Pod.objects.filter(cluster=cluster, node__isnull=False).count() == 0
-    assert partly_bound_gangs(kube) == {"alpha": (1, 3)}
+    # the others were bound in parallel meanwhile: the gang is partly bound
+    [(bound, total)] = partly_bound_gangs(kube).values()
+    assert total == 3 and 1 <= bound < 3
 
     mirror_caught_up(kube, client)
     summary = run_round(cluster.id, "manual")
