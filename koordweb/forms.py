@@ -19,10 +19,16 @@ from koordweb.limits import (
     job_name_errors,
 )
 from koordweb.models import Job
-from koordweb.presenters.quantities import resource_choices
+from koordweb.presenters.quantities import amount_in_unit, resource_choices, resource_label
 from koordweb.presenters.words import layer_word
 from koordweb.selectors.devices import VENDORS
-from scheduler.vocabulary import NVIDIA_GPU
+from koordweb.selectors.submission import SUBMIT_DEVICES
+from scheduler.vocabulary import (
+    GPU_CORE,
+    GPU_MEMORY,
+    GPU_MEMORY_RATIO,
+    NVIDIA_GPU,
+)
 
 MILLI = 1000
 GIB = 1024**3
@@ -167,7 +173,22 @@ class JobSubmitForm(forms.Form):
         required=False,
         label="Pods that must start together",
     )
-    gpus = forms.IntegerField(min_value=0, max_value=64, initial=8, label="GPUs per pod")
+    device = forms.ChoiceField(label="Accelerator", required=False)
+    gpus = forms.IntegerField(min_value=0, max_value=64, initial=8, label="Cards per pod")
+    gpu_share = forms.IntegerField(
+        min_value=1,
+        max_value=100,
+        required=False,
+        label="GPU share per pod (% of a card)",
+        help_text="For a GPU share: the part of one card's compute.",
+    )
+    gpu_memory = forms.DecimalField(
+        min_value=0,
+        max_value=1024,
+        required=False,
+        label="GPU memory per pod (GiB)",
+        help_text="For a GPU share: the card memory it needs (else its share of the memory).",
+    )
     cpu = forms.DecimalField(min_value=0, max_value=10_000, initial=8, label="CPU cores per pod")
     memory = forms.DecimalField(min_value=0, max_value=100_000, initial=32, label="Memory GiB")
     gather_layer = forms.ChoiceField(required=False, label="Keep pods within layer")
@@ -190,22 +211,33 @@ class JobSubmitForm(forms.Form):
         self,
         *args: Any,
         quotas: list[str],
-        priority_classes: list[str],
+        priority_classes: list[str] | list[tuple[str, str]],
         layers: list[str],
         admin: bool = False,
+        devices: list[tuple[str, str]] | None = None,
         **kwargs: Any,
     ):
         super().__init__(*args, **kwargs)
+        # The kinds of accelerator the cluster has (`SUBMIT_DEVICES`), NVIDIA GPUs first.
+        offered = devices if devices is not None else [("gpu", SUBMIT_DEVICES["gpu"][0])]
+        _choices(self, "device").choices = [*offered, ("", "none (CPU only)")]
+        self.fields["device"].initial = offered[0][0] if offered else ""
         # A tenant must name one of its quotas; only admins may submit without one.
         none = [("", "none (admins)")] if admin else []
         _choices(self, "quota").choices = none + [(q, q) for q in quotas]
         self.fields["quota"].required = not admin
         _choices(self, "priority_class").choices = [("", "cluster default")] + [
-            (p, p) for p in priority_classes
+            (p, p) if isinstance(p, str) else p for p in priority_classes
         ]
         _choices(self, "gather_layer").choices = [("", "no constraint")] + [
             (n, layer_word(n)) for n in layers
         ]
+
+    def clean_device(self) -> str:
+        # A post without the field (an older form, a script) meant NVIDIA GPUs.
+        if "device" not in self.data:
+            return str(self.fields["device"].initial or "")
+        return str(self.cleaned_data.get("device") or "")
 
     # After max_length, as the API: no pattern ever runs over megabytes of text.
     def clean_name(self) -> str:
@@ -219,13 +251,22 @@ class JobSubmitForm(forms.Form):
         replicas, minimum = data.get("replicas"), data.get("min_available")
         if replicas and minimum and minimum > replicas:
             self.add_error("min_available", "cannot exceed the number of pods")
+        if data.get("device") == "gpu-share" and not data.get("gpu_share"):
+            self.add_error("gpu_share", "a GPU share needs the part of a card it uses")
         return data
 
     def requests(self) -> dict[str, int]:
         data = self.cleaned_data
         requests = {"cpu": int(data["cpu"] * MILLI), "memory": int(data["memory"] * GIB)}
-        if data["gpus"]:
-            requests[NVIDIA_GPU] = int(data["gpus"])
+        device = data.get("device") or ""
+        if device == "gpu-share":
+            requests[GPU_CORE] = int(data.get("gpu_share") or 0)
+            if data.get("gpu_memory"):
+                requests[GPU_MEMORY] = int(data["gpu_memory"] * GIB)
+            else:
+                requests[GPU_MEMORY_RATIO] = int(data.get("gpu_share") or 0)
+        elif device in SUBMIT_DEVICES and data["gpus"]:
+            requests[SUBMIT_DEVICES[device][1]] = int(data["gpus"])
         return {name: amount for name, amount in requests.items() if amount}
 
 
@@ -238,3 +279,86 @@ class TokenCreateForm(forms.Form):
         required=False,
         label="Expires in (days)",
     )
+
+
+def amount_from_unit(resource: str, value: Any) -> int:
+    """The stored integer for an amount typed in the unit `amount_in_unit` shows: cores ->
+    milli-cores, GiB -> bytes; cards, percents and counts as they are."""
+    unit = amount_in_unit(resource, 0)[1]
+    if unit == "cores":
+        return round(value * MILLI)
+    if unit == "GiB":
+        return round(value * GIB)
+    return int(value)
+
+
+class QuotaEditForm(forms.Form):
+    """A quota's limits in units (cores, GiB, cards): min, max and shared weight per resource,
+    the pending limits and the idle-alert threshold. A blank amount leaves the resource out of
+    the list. On a Kubernetes cluster only what koordweb owns is enabled (`services.ownership`);
+    the service checks the rest (min within max, within the parent's max) and records it."""
+
+    max_pending_jobs = forms.IntegerField(
+        min_value=0, max_value=1_000_000, label="Jobs that may wait at once"
+    )
+    max_pending_pods = forms.IntegerField(
+        min_value=0, max_value=10_000_000, label="Pods that may wait at once"
+    )
+    gpu_idle_alert_minutes = forms.IntegerField(
+        min_value=1, max_value=60 * 24 * 30, label="Flag GPUs idle for longer than (minutes)"
+    )
+
+    LISTS = (("min", "Min"), ("max", "Max"), ("shared_weight", "Shared weight"))
+
+    def __init__(
+        self,
+        *args: Any,
+        quota: Any,
+        resources: list[str],
+        owned_only: frozenset[str] | None = None,
+        **kwargs: Any,
+    ):
+        super().__init__(*args, **kwargs)
+        self.resources = resources
+        self.rows: list[tuple[str, list[forms.BoundField]]] = []
+        for i, resource in enumerate(resources):
+            _, unit = amount_in_unit(resource, 0)
+            for key, word in self.LISTS:
+                name = f"{key}_{i}"
+                stored = (getattr(quota, key) or {}).get(resource)
+                shown = None if stored is None else amount_in_unit(resource, stored)[0]
+                if shown is not None and unit not in ("cores", "GiB"):
+                    shown = int(shown)
+                self.fields[name] = forms.DecimalField(
+                    required=False,
+                    min_value=0,
+                    max_digits=20,
+                    decimal_places=3 if unit in ("cores", "GiB") else 0,
+                    label=f"{word}: {resource_label(resource)}",
+                    initial=shown,
+                )
+        for name in ("max_pending_jobs", "max_pending_pods", "gpu_idle_alert_minutes"):
+            self.fields[name].initial = getattr(quota, name)
+        if owned_only is not None:
+            for name, field in self.fields.items():
+                field.disabled = name not in owned_only
+        for i, resource in enumerate(resources):
+            self.rows.append(
+                (resource_label(resource), [self[f"{key}_{i}"] for key, _ in self.LISTS])
+            )
+
+    def values(self) -> dict[str, Any]:
+        """The quota's new fields as the rows hold them (resource lists in integer units)."""
+        data = self.cleaned_data
+        values: dict[str, Any] = {
+            name: data[name]
+            for name in ("max_pending_jobs", "max_pending_pods", "gpu_idle_alert_minutes")
+        }
+        for key, _ in self.LISTS:
+            amounts = {
+                resource: amount_from_unit(resource, data[f"{key}_{i}"])
+                for i, resource in enumerate(self.resources)
+                if data.get(f"{key}_{i}") is not None
+            }
+            values[key] = amounts if amounts or key != "shared_weight" else None
+        return values

@@ -4,7 +4,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from koordweb.security import RateLimitedLoginView
-from koordweb.views import actions, cluster, gpu, jobs, navigation, overview, records
+from koordweb.views import actions, cluster, gpu, jobs, navigation, overview, quotas, records
 
 urlpatterns = [
     path("login/", RateLimitedLoginView.as_view(template_name="login.html"), name="login"),
@@ -21,7 +21,8 @@ urlpatterns = [
     path("jobs/<int:pk>/cancel/", actions.job_cancel_page, name="job-cancel"),
     path("preemptions/", records.preemptions, name="preemptions"),
     path("preemptions/<int:pk>/", records.preemption_page, name="preemption-detail"),
-    path("quotas/", records.quotas, name="quotas"),
+    path("quotas/", quotas.quota_list, name="quotas"),
+    path("quotas/<str:name>/edit/", quotas.quota_edit, name="quota-edit"),
     path("rounds/", records.rounds, name="rounds"),
     path("rounds/<int:pk>/", records.round_page, name="round-detail"),
     path("import/", actions.import_page, name="import"),

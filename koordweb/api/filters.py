@@ -1,67 +1,38 @@
-"""Query filters for list endpoints (one FilterSet per model, as NetBox does)."""
+"""Query filters for list endpoints (one FilterSet per model, as NetBox does; the jobs' is
+shared with the jobs page, `selectors.job_table`)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Any
-
 import django_filters
-from rest_framework.exceptions import ValidationError
 
 from koordweb.models import (
     Device,
     ElasticQuota,
-    Job,
-    JobState,
     Node,
     Preemption,
     PriorityClass,
     Round,
 )
 
-# Ids and integers in filters stay within the database's 64-bit range (else the query overflows).
-MAX_ID = 2**63 - 1
+# The job filter set is shared with the jobs page, so it lives below both doors.
+from koordweb.selectors.job_table import MAX_ID, JobFilter, UtcDateTimeFilter
 
-
-class UtcDateTimeFilter(django_filters.IsoDateTimeFilter):
-    """An ISO 8601 instant, compared in UTC: PostgreSQL refuses offsets past +/-15:59 that
-    Python accepts (up to 24 h), so the offset is resolved before the query."""
-
-    def filter(self, qs: Any, value: Any) -> Any:
-        if isinstance(value, datetime) and value.tzinfo is not None:
-            try:
-                value = value.astimezone(UTC)
-            except OverflowError:
-                raise ValidationError({self.parameter(): ["date and time out of range"]}) from None
-        return super().filter(qs, value)
-
-    def parameter(self) -> str:
-        """The query parameter this filter reads (its name in the filter set), as clients send
-        it: `submitted_after`, not the field `submitted_at`."""
-        parent = getattr(self, "parent", None)
-        for name, candidate in getattr(parent, "filters", {}).items():
-            if candidate is self:
-                return str(name)
-        return str(self.field_name)
+__all__ = [
+    "MAX_ID",
+    "DeviceFilter",
+    "JobFilter",
+    "NodeFilter",
+    "PreemptionFilter",
+    "PriorityClassFilter",
+    "QuotaFilter",
+    "RoundFilter",
+    "UtcDateTimeFilter",
+    "id_filter",
+]
 
 
 def id_filter(field_name: str) -> django_filters.NumberFilter:
     return django_filters.NumberFilter(field_name=field_name, min_value=1, max_value=MAX_ID)
-
-
-class JobFilter(django_filters.FilterSet):
-    state = django_filters.MultipleChoiceFilter(choices=JobState.choices)
-    quota = django_filters.CharFilter(field_name="quota__name")
-    priority_class = django_filters.CharFilter(field_name="priority_class__name")
-    namespace = django_filters.CharFilter()
-    cluster = django_filters.CharFilter(field_name="cluster__name")
-    submitted_after = UtcDateTimeFilter(field_name="submitted_at", lookup_expr="gte")
-    submitted_before = UtcDateTimeFilter(field_name="submitted_at", lookup_expr="lt")
-    name = django_filters.CharFilter(lookup_expr="icontains")
-
-    class Meta:
-        model = Job
-        fields = ["state", "quota", "priority_class", "namespace", "cluster"]
 
 
 class NodeFilter(django_filters.FilterSet):

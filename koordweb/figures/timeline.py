@@ -1,10 +1,11 @@
 """Figures over time: the preemption timeline (preemptor -> victims) and round latency.
 
-In the preemption timeline each victim job is a row whose bar spans the time it had run when
-it was preempted (the work lost) and ends exactly at the preemption (a victim with no recorded
-start is a cross at that moment); the preemptor is a star on its own row at the moment of the
-preemption, joined to its victims by a dashed line. Every bar, mark and row name carries its
-job's page (`url`): figures.js opens it on a click, the names are links.
+In the preemption timeline each preemption is one bar on its preemptor's row (never one per
+victim): it spans the longest run its victims had when they were preempted (the work lost) and
+ends exactly at the preemption, marked by a star (a cross when no victim's start is recorded);
+the victims, GPUs freed, GPU-hours lost and the reason are in its hover, said once. Every bar,
+mark and row name carries the preemptor's page (`url`): figures.js opens it on a click, the
+names are links.
 """
 
 from __future__ import annotations
@@ -50,42 +51,48 @@ def _link(name: str, url: str) -> str:
     return f'<a href="{plain(url)}">{name}</a>' if url else name
 
 
+def _victims_text(victims: Sequence[VictimSpan], limit: int = 5) -> str:
+    names = [plain(v.job) for v in victims[:limit]]
+    more = len(victims) - limit
+    return ", ".join(names) + (f" and {more} more" if more > 0 else "")
+
+
 def preemption_timeline(events: Sequence[PreemptionEvent]) -> dict:
+    """One bar per preemption (never one per victim: a preemption of 14 jobs is one event),
+    spanning the longest run it threw away and ending at the preemption; a cross when no
+    victim's start is known. Its victims, GPUs and GPU-hours are in the hover, its reason once."""
     bars: dict[str, list] = {"y": [], "base": [], "x": [], "colour": [], "hover": [], "url": []}
     instant: dict[str, list] = {"x": [], "y": [], "hover": [], "url": []}
-    link_x: list[str | None] = []
-    link_y: list[str | None] = []
     urls: dict[str, str] = {}
     # Names as rows, ticks and hover show them: plain text, never markup (figures.base).
     for event in events:
         preemptor = plain(event.preemptor)
         urls[preemptor] = event.url
-        for victim in event.victims:
-            job = plain(victim.job)
-            urls[job] = victim.url
-            hover = (
-                f"<b>{job}</b> preempted by {preemptor}<br>{plain(event.reason)}"
-                f"<br>GPUs freed: {victim.gpus:g}, GPU-hours lost: {victim.gpu_hours:g}"
-                f"<br>state: {plain(event.state)}"
-            )
-            start = victim.started_at
-            if start is None or start >= event.at:
-                instant["x"].append(_iso(event.at))
-                instant["y"].append(job)
-                instant["hover"].append(hover)
-                instant["url"].append(victim.url)
-            else:
-                bars["y"].append(job)
-                bars["base"].append(_iso(start))
-                # A date axis takes bar lengths in milliseconds: the bar ends at the preemption.
-                bars["x"].append(round((event.at - start).total_seconds() * 1000))
-                bars["colour"].append(STATE_COLOURS.get(event.state, "#c0392b"))
-                bars["hover"].append(hover)
-                bars["url"].append(victim.url)
-            link_x += [_iso(event.at), _iso(event.at), None]
-            link_y += [preemptor, job, None]
-    preemptors = [plain(e.preemptor) for e in events]
-    rows = list(dict.fromkeys([*preemptors, *bars["y"], *instant["y"]]))
+        gpus = sum(v.gpus for v in event.victims)
+        hours = sum(v.gpu_hours for v in event.victims)
+        count = len(event.victims)
+        hover = (
+            f"<b>{preemptor}</b> preempted {count} job{'' if count == 1 else 's'}: "
+            f"{_victims_text(event.victims)}<br>{plain(event.reason)}"
+            f"<br>GPUs freed: {round(gpus, 2):g}, GPU-hours lost: {round(hours, 2):g}"
+            f"<br>state: {plain(event.state)}"
+        )
+        starts = [v.started_at for v in event.victims if v.started_at and v.started_at < event.at]
+        if not starts:
+            instant["x"].append(_iso(event.at))
+            instant["y"].append(preemptor)
+            instant["hover"].append(hover)
+            instant["url"].append(event.url)
+            continue
+        start = min(starts)
+        bars["y"].append(preemptor)
+        bars["base"].append(_iso(start))
+        # A date axis takes bar lengths in milliseconds: the bar ends at the preemption.
+        bars["x"].append(round((event.at - start).total_seconds() * 1000))
+        bars["colour"].append(STATE_COLOURS.get(event.state, "#c0392b"))
+        bars["hover"].append(hover)
+        bars["url"].append(event.url)
+    rows = list(dict.fromkeys(plain(e.preemptor) for e in events))
     moments = [e.at for e in events] + [
         v.started_at for e in events for v in e.victims if v.started_at is not None
     ]
@@ -103,29 +110,16 @@ def preemption_timeline(events: Sequence[PreemptionEvent]) -> dict:
             hovertext=bars["hover"],
             hoverinfo="text",
             customdata=bars["url"],
-            name="victim run lost",
-        ),
-        go.Scatter(
-            x=link_x,
-            y=link_y,
-            mode="lines",
-            line={"dash": "dot", "color": "#5b6770", "width": 1},
-            hoverinfo="skip",
-            showlegend=False,
+            name="work lost (longest victim run)",
         ),
         go.Scatter(
             x=[_iso(e.at) for e in events],
-            y=preemptors,
+            y=[plain(e.preemptor) for e in events],
             mode="markers",
             marker={"symbol": "star", "size": 13, "color": "#1f2a44"},
-            hovertext=[
-                f"<b>{plain(e.preemptor)}</b> preempted {len(e.victims)} job(s)"
-                f"<br>{plain(e.reason)}"
-                for e in events
-            ],
-            hoverinfo="text",
+            hoverinfo="skip",
             customdata=[e.url for e in events],
-            name="preemptor",
+            name="preemption",
         ),
     ]
     if instant["x"]:
@@ -138,7 +132,7 @@ def preemption_timeline(events: Sequence[PreemptionEvent]) -> dict:
                 hovertext=instant["hover"],
                 hoverinfo="text",
                 customdata=instant["url"],
-                name="victim (start unknown)",
+                name="victims' start unknown",
             )
         )
     figure = go.Figure(
@@ -175,12 +169,13 @@ class RoundPoint:
     duration_ms: int | None
     jobs_placed: int
     preemptions: int
+    number: int | None = None  # the round's number in its cluster; the id when unknown
 
 
 def round_latency(points: Sequence[RoundPoint]) -> dict:
     """Duration per round (bars coloured by state, one slot per round however many there are,
     so they never thin to needles) and jobs placed (line, right axis, whole numbers)."""
-    x = [f"#{p.id}" for p in points]
+    x = [f"#{p.number if p.number is not None else p.id}" for p in points]
     step = max(1, len(points) // 12)
     figure = go.Figure(
         [
@@ -189,7 +184,8 @@ def round_latency(points: Sequence[RoundPoint]) -> dict:
                 y=[p.duration_ms or 0 for p in points],
                 marker={"color": [ROUND_COLOURS.get(p.state, "#7f8c8d") for p in points]},
                 hovertext=[
-                    f"round {p.id} ({p.state}) at {p.started_at:%H:%M:%S}<br>"
+                    f"round {p.number if p.number is not None else p.id} ({p.state}) "
+                    f"at {p.started_at:%H:%M:%S}<br>"
                     f"{p.duration_ms or 0} ms, {p.jobs_placed} placed, "
                     f"{p.preemptions} preemption(s)"
                     for p in points

@@ -11,6 +11,7 @@ from koordweb.models.cluster import (
 )
 from koordweb.models.gpu_usage import CARD_HOUR, CardSample, JobGpuState, JobUsageHour
 from koordweb.models.outbox import Intent
+from koordweb.models.quota_history import QuotaChange
 from koordweb.models.records import Decision, Preemption, PreemptionVictim, Round
 from koordweb.models.workload import (
     ElasticQuota,
@@ -44,6 +45,7 @@ __all__ = [
     "Preemption",
     "PreemptionVictim",
     "PriorityClass",
+    "QuotaChange",
     "Round",
     "RoundWorker",
     "TopologyLayer",

@@ -42,15 +42,30 @@ class Round(models.Model):
     preemption_count = models.PositiveIntegerField(default=0)
     error = models.TextField(blank=True)
     metrics = models.JSONField(default=dict, blank=True)
+    # The round's place in its cluster's history (1, 2, 3, ...), set when the row is created:
+    # ids are shared by every cluster, so a cluster's ids skip. Null only for rows made outside
+    # `services.records` (a test's history); pages then show the id.
+    number = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["-started_at", "-id"]
         indexes = [models.Index(fields=["cluster", "-started_at"])]
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "number"], name="uniq_round_number"),
+        ]
 
     def __str__(self) -> str:
         # The admin's title for a round: which, where and when (in UTC, as the round page).
         when = self.started_at.astimezone(UTC)
-        return f"round {self.pk} of cluster {self.cluster.name}, {when:%Y-%m-%d %H:%M:%S} UTC"
+        return (
+            f"round {self.number_shown} of cluster {self.cluster.name}, "
+            f"{when:%Y-%m-%d %H:%M:%S} UTC"
+        )
+
+    @property
+    def number_shown(self) -> int:
+        """The number pages show: the cluster's own count, the id for a row without one."""
+        return self.number if self.number is not None else self.pk
 
 
 class Decision(models.Model):

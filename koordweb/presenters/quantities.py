@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from datetime import timedelta
 
 from koordweb.quantity import Unit, resource_unit
 from scheduler.vocabulary import (
@@ -181,7 +182,52 @@ def shape_text(requests: Mapping[str, int]) -> str:
             return (LEADING.index(name), name)
         return (len(LEADING) + (0 if name in ("cpu", "memory") else 1), name)
 
-    return ", ".join(quantity_text(name, requests[name]) for name in sorted(requests, key=order))
+    shown = _device_words(requests)
+    return ", ".join(
+        shown.get(name) or quantity_text(name, requests[name])
+        for name in sorted(requests, key=order)
+        if shown.get(name, True) != ""
+    )
+
+
+# Koordinator's per-card shares a pod of whole cards carries beside its count (100 per card).
+_PER_CARD_SHARES = (GPU_CORE, GPU_MEMORY_RATIO, KOORD_GPU)
+
+
+def _device_words(requests: Mapping[str, int]) -> dict[str, str]:
+    """Device shares said in the card's own word: beside a count of whole NPUs or MLUs, the
+    GPU-named shares that only restate it are left out ("" = not shown), and any others read
+    "of an NPU" ("the memory of 4 NPUs", never "of 4 GPUs")."""
+    word = next(
+        (WHOLE_DEVICES[r] for r in (HUAWEI_NPU, CAMBRICON_MLU, NVIDIA_GPU) if requests.get(r)), ""
+    )
+    if not word:
+        return {}
+    cards = next(
+        int(requests[r]) for r in (HUAWEI_NPU, CAMBRICON_MLU, NVIDIA_GPU) if requests.get(r)
+    )
+    words: dict[str, str] = {}
+    for name in _PER_CARD_SHARES:
+        amount = requests.get(name)
+        if not amount:
+            continue
+        if amount == 100 * cards:
+            words[name] = ""
+        elif word != "GPU":
+            words[name] = device_share_text(name, amount, word)
+    if requests.get(GPU_MEMORY) and word != "GPU":
+        words[GPU_MEMORY] = f"{number(requests[GPU_MEMORY] / GIB)} GiB of {word} memory"
+    return words
+
+
+def device_share_text(resource: str, amount: float, word: str) -> str:
+    """A GPU-named share of another kind of card, in that card's word: '50% of an NPU's
+    memory', 'the memory of 4 NPUs', '50% of an MLU's compute'."""
+    article = "an" if word[:1] in "AEINMU" else "a"
+    what = "memory" if resource == GPU_MEMORY_RATIO else "compute"
+    if amount > 100:
+        return f"the {what} of {number(amount / 100)} {word}s"
+    return f"{number(amount)}% of {article} {word}'s {what}"
 
 
 def amounts_text(amounts: Mapping[str, int]) -> str:
@@ -215,3 +261,31 @@ def duration_text(minutes: int) -> str:
         return f"{hours} h {rest} min" if rest else f"{hours} h"
     days, hours = divmod(hours, 24)
     return f"{days} days {hours} h" if hours else f"{days} days"
+
+
+# Whole-card resources whose cards a table counts, and the word for each.
+CARD_COUNTS = {NVIDIA_GPU: "GPU", HUAWEI_NPU: "NPU", CAMBRICON_MLU: "MLU", AMD_GPU: "GPU"}
+
+
+def cards_text(requests: Mapping[str, int], pods: int) -> str:
+    """The cards a job asks for, all pods together, in its device's word: '16 GPUs', '8 NPUs',
+    '1.5 shared GPUs' (a GPU core share); '—' for a job without accelerators."""
+    for resource, word in CARD_COUNTS.items():
+        if requests.get(resource):
+            cards = int(requests[resource]) * pods
+            return f"{number(cards)} {word}{'' if cards == 1 else 's'}"
+    share = int(requests.get(GPU_CORE, 0) or requests.get(KOORD_GPU, 0))
+    if share:
+        shared = share * pods / 100
+        return f"{number(shared)} shared GPU{'' if shared == 1 else 's'}"
+    return "—"
+
+
+def elapsed_text(elapsed: timedelta | None) -> str:
+    """A wait or a run: '40 s', '12 min', '5 h 12 min', '3 days 4 h'; '—' when there is none."""
+    if elapsed is None:
+        return "—"
+    seconds = max(0, int(elapsed.total_seconds()))
+    if seconds < 60:
+        return f"{seconds} s"
+    return duration_text(seconds // 60)

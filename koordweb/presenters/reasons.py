@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from koordweb.presenters.details import detail_lines, preemption_status_sentence
-from koordweb.presenters.quantities import amounts_text, number, resource_name
+from koordweb.presenters.quantities import amounts_text, number, quantity_text, resource_name
 from koordweb.presenters.words import as_dict, domain_text, layer_word, node_reason, pods
 from scheduler.placement import NO_CANDIDATE
 from scheduler.plugins.preemption import RULE_IN_QUOTA, RULE_LOWER_PRIORITY, RULE_QUOTA_RECLAIM
@@ -205,9 +205,13 @@ def _node_resources(reason: str, d: dict[str, Any], state: str) -> str:
         )
     elif found:
         text = f"{number(int(found[1]))} of {number(int(found[2]))} nodes can take one of its pods"
-    listed = sorted(reasons.items(), key=lambda item: (-item[1], item[0]))[:4]
+    # Reasons that read the same ("Insufficient gpu", "Insufficient nvidia.com/gpu") are one.
+    worded: dict[str, int] = {}
+    for raw, n in reasons.items():
+        worded[node_reason(raw)] = worded.get(node_reason(raw), 0) + n
+    listed = sorted(worded.items(), key=lambda item: (-item[1], item[0]))[:4]
     if listed:
-        why = ", ".join(f"{number(n)} with {node_reason(r)}" for r, n in listed)
+        why = ", ".join(f"{number(n)} with {words}" for words, n in listed)
         text = f"{text}; the others: {why}" if text else f"Nodes ruled out: {why}"
     room = v.get("offer_slots", d.get("offer_slots"))
     needed = v.get("job_pods", d.get("desired_offer_slots"))
@@ -222,6 +226,19 @@ def _quota(reason: str, d: dict[str, Any], state: str) -> str:
     if not shortfall:
         first: Any = next(iter(as_dict(d.get("quota_shortfall")).values()), {})
         shortfall = as_dict(first)
+    request = as_dict(d.get("request"))
+    over = {r: n for r, n in shortfall.items() if request.get(r) is not None and n > request[r]}
+    if over:
+        # Past its runtime quota already: more than the job's own ask is missing, and "needs
+        # 65 GPUs more" of a job asking 64 read as a wrong sum.
+        used, runtime = as_dict(d.get("used")), as_dict(d.get("runtime"))
+        name = next(iter(sorted(over)))
+        return (
+            f"Quota {quota} has no room left: the job asks for "
+            f"{quantity_text(name, int(request[name]))}, and the quota already uses "
+            f"{quantity_text(name, int(used.get(name, 0)))} of the "
+            f"{quantity_text(name, int(runtime.get(name, 0)))} it may use now."
+        )
     if shortfall:
         return f"Quota {quota} has too little left: it needs {amounts_text(shortfall)} more."
     dims = d.get("exceeded_dimensions") or []

@@ -123,11 +123,19 @@ def round_metrics(
             listed = ", ".join(outside[:10]) + (", ..." if len(outside) > 10 else "")
             text += f"; {number(len(outside))} outside the topology ({listed})"
         lines.append(("Nodes", text))
+    # The engine counts the pods waiting when the round began (`pending_pods`); those still
+    # waiting after it are the ones it did not place.
     pending = _int(m.get("pending_pods"))
     placed = _int(m.get("pods_placed"))
     if pending is not None or placed is not None:
+        before = max(pending or 0, placed or 0)
+        after = before - (placed or 0)
         lines.append(
-            ("Pods", f"{pods(placed or 0)} placed, {pods(pending or 0)} still waiting after it")
+            (
+                "Pods",
+                f"{pods(before)} waiting when it began, {pods(placed or 0)} placed, "
+                f"{pods(after)} still waiting after it",
+            )
         )
     if any(_int(m.get(k)) is not None for k in ("intents", "evicted", "pods_dropped")):
         lines.append(("Enacting", _enacting_text(m)))

@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from koordweb.presenters.quantities import number, resource_name
+from koordweb.presenters.quantities import number, quantity_text, resource_name
 from scheduler.vocabulary import CLUSTER_LAYER, NODE_LAYER
 
 _LAYER_WORDS = {CLUSTER_LAYER: "cluster", NODE_LAYER: "node"}
@@ -58,12 +58,33 @@ def pods(n: Any) -> str:
     return f"{number(count)} pod{'' if count == 1 else 's'}"
 
 
+# The device allocator's own resource names in kube-scheduler's "Insufficient <name>".
+_DEVICE_NAMES = {"gpu": "GPUs", "rdma": "RDMA NICs", "fpga": "FPGAs"}
+# LoadAware's "node(s) cpu usage exceed threshold" and its aggregated form.
+_LOAD_AWARE = re.compile(r"node\(s\) (\S+) (aggregated )?usage exceed threshold")
+_KUBE_PHRASES = {
+    "node(s) had untolerated taint": "a taint the job does not tolerate",
+    "node(s) didn't match Pod's node affinity/selector": "labels the job's node rule excludes",
+    "node(s) were unschedulable": "cordoned",
+}
+
+
 def node_reason(reason: str) -> str:
+    """Why a node was ruled out, in words ('997 with <this>'): never the scheduler's phrase."""
     if reason.startswith("Insufficient "):
-        return f"too little free {resource_name(reason.removeprefix('Insufficient '))}"
+        name = reason.removeprefix("Insufficient ").split(":", 1)[0].strip()
+        return f"too little free {_DEVICE_NAMES.get(name) or resource_name(name)}"
     if reason == "Too many pods":
         return "no pod slots left"
-    return reason[:1].lower() + reason[1:]
+    load = _LOAD_AWARE.match(reason)
+    if load:
+        what = resource_name(load[1])
+        average = "average " if load[2] else ""
+        return f"{average}{what} use above the load-aware threshold"
+    for phrase, words in _KUBE_PHRASES.items():
+        if reason.startswith(phrase):
+            return words
+    return reason.removeprefix("node(s) ")[:1].lower() + reason.removeprefix("node(s) ")[1:]
 
 
 def as_dict(value: Any) -> dict[str, Any]:
@@ -93,3 +114,72 @@ def gang_text(min_available: int, total: int, mode: str) -> str:
     if least == total:
         return f"all {number(total)} pods must start together"
     return f"at least {number(least)} of its {number(total)} pods must start together"
+
+
+def priority_text(priority: int, priority_class: Any = None) -> str:
+    """A job's priority: 'default priority (0)' without a class, else '9,000 (koord-prod)'."""
+    name = getattr(priority_class, "name", "") if priority_class is not None else ""
+    if not name:
+        return f"default priority ({number(priority)})"
+    return f"{number(priority)} ({name})"
+
+
+def priority_class_text(priority_class: Any) -> str:
+    """A class as a picker offers it: 'koord-prod (9,000)'."""
+    return f"{priority_class.name} ({number(priority_class.value)})"
+
+
+def job_priority_sentence(priority: int, priority_class: Any, policy: str) -> str:
+    """The job page's priority line: 'default priority (0)' alone (with nothing below it a
+    default job preempts nobody), else '9,000 (koord-prod), may preempt lower-priority jobs'."""
+    text = priority_text(priority, priority_class)
+    if priority_class is None and priority == 0:
+        return text
+    return f"{text}, {preemption_policy_text(policy)}"
+
+
+def victims_sentence(named: list[str], hidden: int) -> str:
+    """What a what-if would preempt, whole: 'Would preempt team/a, team/b and 2 jobs of other
+    tenants.', 'Would preempt 1 job of another tenant.'; '' when nothing."""
+    parts = list(named)
+    if hidden:
+        parts.append(
+            "1 job of another tenant" if hidden == 1 else f"{hidden} jobs of other tenants"
+        )
+    if not parts:
+        return ""
+    listed = ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]
+    return f"Would preempt {listed}."
+
+
+_QUOTA_FIELDS = {
+    "min": "min",
+    "max": "max",
+    "shared_weight": "shared weight",
+    "max_pending_jobs": "jobs that may wait",
+    "max_pending_pods": "pods that may wait",
+    "gpu_idle_alert_minutes": "idle alert (minutes)",
+}
+
+
+def quota_change_text(changes: Mapping[str, Any]) -> list[str]:
+    """A quota change in words, one line per amount: 'max GPUs: 16 GPUs -> 32 GPUs'."""
+    lines: list[str] = []
+    for name, pair in sorted(changes.items()):
+        word = _QUOTA_FIELDS.get(name, name.replace("_", " "))
+        before, after = [*pair, None, None][:2] if isinstance(pair, list) else (None, pair)
+        if isinstance(before, Mapping) or isinstance(after, Mapping):
+            old, new = as_dict(before), as_dict(after)
+            for resource in sorted(set(old) | set(new)):
+                if old.get(resource) != new.get(resource):
+                    lines.append(
+                        f"{word} {resource_name(resource)}: "
+                        f"{quantity_text(resource, old.get(resource))} → "
+                        f"{quantity_text(resource, new.get(resource))}"
+                    )
+        else:
+            lines.append(
+                f"{word}: {'—' if before is None else number(before)} → "
+                f"{'—' if after is None else number(after)}"
+            )
+    return lines

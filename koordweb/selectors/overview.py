@@ -123,7 +123,7 @@ def rounds_health(cluster: Cluster, last: int = 100) -> RoundsHealth:
         median_ms=durations[len(durations) // 2] if durations else None,
         slowest_ms=durations[-1] if durations else None,
         last=rounds[0] if rounds else None,
-        trend=[(f"#{r.pk}", r.jobs_considered, r.jobs_placed) for r in reversed(rounds)],
+        trend=[(f"#{r.number_shown}", r.jobs_considered, r.jobs_placed) for r in reversed(rounds)],
     )
 
 
@@ -152,7 +152,7 @@ def cluster_alerts(
         alerts.append(
             Alert(
                 "round",
-                f"round {failed.pk} failed at {failed.started_at:%Y-%m-%d %H:%M}: "
+                f"round {failed.number_shown} failed at {failed.started_at:%Y-%m-%d %H:%M}: "
                 f"{(failed.error or 'no error recorded').splitlines()[0][:200]}",
                 failed.pk,
             )

@@ -63,6 +63,7 @@ class PreemptionRow:
     outcome_reason: str = ""
     outcome_at: datetime | None = None
     attempt: int = 1  # the preemptor's first, second, ... preemption
+    round_number: int | None = None  # the round's number in its cluster (`Round.number`)
 
     @property
     def gpus_freed(self) -> float:
@@ -128,6 +129,7 @@ def _row(item: Preemption, visible_quotas: set[int] | None = None) -> Preemption
         outcome_reason=item.outcome_reason,
         outcome_at=item.outcome_at,
         attempt=item.attempt,
+        round_number=item.round.number_shown if item.round is not None else None,
     )
 
 
@@ -141,7 +143,7 @@ def _queryset(cluster: Cluster, user: Any) -> QuerySet[Preemption]:
     victims = PreemptionVictim.objects.select_related("job__quota").order_by("job__name")
     items = (
         Preemption.objects.filter(cluster=cluster)
-        .select_related("preemptor__quota")
+        .select_related("preemptor__quota", "round")
         .prefetch_related(Prefetch("victims", queryset=victims))
     )
     if not user_is_admin(user):

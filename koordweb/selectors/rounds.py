@@ -15,6 +15,7 @@ class RoundDetail:
     decisions: list[Decision]
     hidden_decisions: int  # about jobs the viewer may not see
     more_decisions: int = 0  # visible, beyond the page's limit
+    visible_decisions: int = 0  # all the viewer may see (the pages' count)
 
 
 def round_history(cluster: Cluster) -> QuerySet[Round]:
@@ -29,7 +30,12 @@ def round_cluster(pk: int) -> Cluster | None:
 
 
 def round_detail(
-    cluster: Cluster, pk: int, *, visible_jobs: QuerySet[Job] | None = None
+    cluster: Cluster,
+    pk: int,
+    *,
+    visible_jobs: QuerySet[Job] | None = None,
+    offset: int = 0,
+    limit: int = 500,
 ) -> RoundDetail | None:
     """A round with the decisions the viewer may see (None when absent); its preemptions are
     the ledger's (`selectors.preemptions.preemption_list(round_id=...)`)."""
@@ -42,10 +48,12 @@ def round_detail(
         ids = visible_jobs.values("pk")
         decisions = decisions.filter(job__in=ids)
     visible = decisions.count()
-    shown = list(decisions.order_by("-job__priority", "job__submitted_at", "id")[:500])
+    ordered = decisions.order_by("-job__priority", "job__submitted_at", "id")
+    shown = list(ordered[offset : offset + limit])
     return RoundDetail(
         found,
         shown,
         hidden_decisions=total - visible,
-        more_decisions=visible - len(shown),
+        more_decisions=max(0, visible - offset - len(shown)),
+        visible_decisions=visible,
     )

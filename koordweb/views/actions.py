@@ -26,8 +26,13 @@ from koordweb.manifests.errors import ManifestError
 from koordweb.manifests.parse import parse_manifests
 from koordweb.models import Cluster
 from koordweb.presenters.reasons import decision_sentence
+from koordweb.presenters.words import priority_class_text, victims_sentence
 from koordweb.selectors.devices import natural_key
-from koordweb.selectors.submission import submit_priority_classes, submit_quotas
+from koordweb.selectors.submission import (
+    submit_devices,
+    submit_priority_class_rows,
+    submit_quotas,
+)
 from koordweb.selectors.topology import gather_layer_names
 from koordweb.selectors.whatif import job_whatif
 from koordweb.services.feasibility import ClusterRoom
@@ -49,12 +54,14 @@ logger = logging.getLogger("koordweb.views")
 
 
 def _submit_form(request: HttpRequest, cluster: Cluster) -> JobSubmitForm:
+    classes = submit_priority_class_rows(user=request.user, cluster=cluster)
     return JobSubmitForm(
         request.POST or None,
         quotas=submit_quotas(user=request.user, cluster=cluster),
-        priority_classes=submit_priority_classes(user=request.user, cluster=cluster),
+        priority_classes=[(c.name, priority_class_text(c)) for c in classes],
         layers=gather_layer_names(cluster),
         admin=is_admin(request.user),
+        devices=submit_devices(cluster),
     )
 
 
@@ -133,6 +140,9 @@ def _what_if(request: HttpRequest, form: JobSubmitForm, cluster: Cluster) -> dic
         "pods": len(plan["placement"]) or len(preemption.get("nominations") or {}),
         "victims": victims,
         "hidden_victims": preemption.get("other_tenants_victim_jobs") or 0,
+        "victims_sentence": victims_sentence(
+            [str(v) for v in victims], int(preemption.get("other_tenants_victim_jobs") or 0)
+        ),
         "counterfactual": help_text,
         "figure": placement_figure(cluster, nodes) if nodes else None,
     }

@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from django import forms
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils import timezone
 
 from koordweb.models import Cluster, Decision, Job, JobState, Pod, PreemptionVictim
-from koordweb.presenters.quantities import shape_text
+from koordweb.presenters.quantities import cards_text, elapsed_text, shape_text
 from koordweb.presenters.reasons import (
     NEVER_FITS_PREFIX,
     Explanation,
@@ -18,8 +20,22 @@ from koordweb.presenters.reasons import (
     decision_sentence,
     state_sentence,
 )
-from koordweb.presenters.words import gang_text, preemption_policy_text
+from koordweb.presenters.words import (
+    gang_text,
+    job_priority_sentence,
+    priority_class_text,
+    priority_text,
+)
 from koordweb.selectors.devices import natural_key
+from koordweb.selectors.job_table import (
+    DEVICE_KINDS,
+    JOB_SORTS,
+    STATE_CHOICES,
+    JobFilter,
+    cluster_priority_classes,
+    job_queue_positions,
+    job_table,
+)
 from koordweb.selectors.jobs import (
     decisions_by_id,
     job_decisions,
@@ -30,12 +46,11 @@ from koordweb.selectors.jobs import (
     job_pods,
     job_preempted_by,
     job_preemptions_made,
-    job_queue,
-    job_queue_waiting_ahead,
     job_visible,
 )
 from koordweb.selectors.preemptions import OTHER_TEAMS_JOB
 from koordweb.selectors.redaction import Redactor
+from koordweb.selectors.tenancy import quotas_visible
 from koordweb.services.feasibility import ClusterRoom
 from koordweb.views.cluster import placement_figure
 from koordweb.views.common import (
@@ -43,12 +58,10 @@ from koordweb.views.common import (
     is_admin,
     paginate,
     select_cluster,
+    visible_jobs,
 )
 from koordweb.views.gpu import job_idle_words, job_usage_context
 
-# The "active" list shows every job still holding nodes (a preempting job's pods are terminating,
-# a requeueing job's are being deleted); "pending" the jobs waiting for a placement.
-STATE_FILTERS = {"active": JobState.HOLDING, "pending": JobState.WAITING, "all": frozenset()}
 LIVE_SECONDS = 5
 
 
@@ -100,43 +113,97 @@ def what_would_help(
     return " ".join(p for p in (counterfactual_sentence(counterfactual, visible), note) if p)
 
 
+def _jobs_filter(request: HttpRequest, cluster: Cluster) -> JobFilter:
+    """The API's job filter set on the page's query (state "active" unless asked), with the
+    cluster's teams and priority classes as choices."""
+    data = request.GET.copy()
+    if not data.get("state"):
+        data.setlist("state", ["active"])
+    jobs = visible_jobs(request.user, cluster).select_related(
+        "cluster", "quota", "priority_class", "owner", "gpu_state"
+    )
+    found = JobFilter(data, queryset=jobs)
+    teams = quotas_visible(user=request.user).filter(cluster=cluster, is_parent=False)
+    classes = cluster_priority_classes(cluster)
+    form = found.form
+    form.fields["team"].widget = forms.Select(
+        choices=[("", "all teams"), *((q, q) for q in teams.values_list("name", flat=True))]
+    )
+    form.fields["priority_class"].widget = forms.Select(
+        choices=[("", "all priorities"), *((c.name, priority_class_text(c)) for c in classes)]
+    )
+    form.fields["state"].widget = OneOfSelect(choices=STATE_CHOICES)
+    form.fields["device"].empty_label = "all devices"
+    form.fields["device"].widget.choices = [("", "all devices"), *DEVICE_CHOICES]
+    return found
+
+
+class OneOfSelect(forms.Select):
+    """One choice picked on the page for a filter that takes several (the API's `state`)."""
+
+    def value_from_datadict(self, data: Any, files: Any, name: str) -> Any:
+        return data.getlist(name) if hasattr(data, "getlist") else data.get(name)
+
+
+DEVICE_CHOICES = [(key, label) for key, (label, _) in DEVICE_KINDS.items()]
+SHOWN_FILTERS = ("q", "state", "team", "device", "priority_class")
+
+
 @login_required
 def job_list(request: HttpRequest) -> HttpResponse:
     cluster = current_cluster(request)
     if cluster is None:
         return render(request, "jobs.html", {"cluster": None})
-    state = request.GET.get("state", "active")
-    states = STATE_FILTERS.get(state, JobState.HOLDING)
-    queue = job_queue(user=request.user, cluster=cluster, states=states)
-    page = paginate(request, queue, per_page=50)
+    found = _jobs_filter(request, cluster)
+    if not found.is_valid():
+        # A hand-made query with a value the filters do not know: the form says which.
+        context = {"cluster": cluster, "filter": found, "rows": [], "page": None, "sorts": []}
+        return render(request, "jobs.html", context, status=400)
+    sort = request.GET.get("sort", "queue")
+    sort = sort if sort in JOB_SORTS else "queue"
+    now = timezone.now()
+    table = job_table(found.qs, now=now, sort=sort)
+    page = paginate(request, table, per_page=50)
     jobs = list(page.object_list)
     first, counts = job_first_requests(job.pk for job in jobs)
-    decisions = decisions_by_id(job.last_decision_id for job in jobs)
+    decisions = decisions_by_id(job.last_decision_id for job in jobs)  # type: ignore[attr-defined]
     room = ClusterRoom(cluster)
-    position = job_queue_waiting_ahead(queue, page.start_index() - 1)
+    positions = job_queue_positions(visible_jobs(request.user, cluster))
     idle = job_idle_words(jobs)
     rows = []
     for job in jobs:
         requests = first.get(job.pk)
-        if job.state in JobState.WAITING:
-            position += 1
         rows.append(
             {
                 "job": job,
-                "position": position if job.state in JobState.WAITING else None,
+                "position": positions.get(job.pk),
                 "shape": f"{counts[job.pk]} x {shape_text(requests)}"
                 if requests
                 else f"{job.total_number} pod(s)",
-                "why": job_explanation(job, decisions.get(job.last_decision_id), room, requests),
+                "cards": cards_text(requests or {}, counts[job.pk]),
+                "wait": elapsed_text(job.wait),  # type: ignore[attr-defined]
+                "runtime": elapsed_text(
+                    (job.finished_at or now) - job.started_at if job.started_at else None
+                ),
+                "priority": priority_text(job.priority, job.priority_class),
+                "why": job_explanation(job, decisions.get(job.last_decision_id), room, requests),  # type: ignore[attr-defined]
                 "idle": idle.get(job.pk),
             }
         )
+    query = request.GET.copy()
+    query.pop("page", None)
+    unsorted = query.copy()
+    unsorted.pop("sort", None)
     context = {
         "cluster": cluster,
+        "filter": found,
         "rows": rows,
         "page": page,
-        "state": state,
-        "states": list(STATE_FILTERS),
+        "query": query.urlencode(),
+        "unsorted": unsorted.urlencode(),
+        "sort": sort,
+        "sorts": [(key, label) for key, (label, _) in JOB_SORTS.items()],
+        "total": page.paginator.count,
         "live_seconds": LIVE_SECONDS,
     }
     return render(request, "jobs.html", context)
@@ -194,7 +261,9 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "job": job,
         "pods": [(pod, shape_text(pod.requests or {})) for pod in pods],
         "shape": shape_text(requests) if pods else "",
-        "preemption_words": preemption_policy_text(job.preemption_policy),
+        "priority_words": job_priority_sentence(
+            job.priority, job.priority_class, job.preemption_policy
+        ),
         "gang_words": gang_text(job.min_available, job.total_number, job.mode),
         "decisions": decisions,
         # What kubectl would list: a real cluster holds them, a simulated one is shown them.

@@ -1,13 +1,13 @@
-"""The audit trail pages: preemption ledger and timeline, round history, and the quota tree."""
+"""The audit trail pages: preemption ledger and timeline, and the round history."""
 
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 
-from koordweb.figures.capacity import quota_bars
 from koordweb.figures.timeline import (
     PreemptionEvent,
     RoundPoint,
@@ -16,14 +16,12 @@ from koordweb.figures.timeline import (
     round_latency,
     round_phases,
 )
-from koordweb.forms import PreemptionFilterForm, QuotaResourceForm, default_resource
+from koordweb.forms import PreemptionFilterForm
 from koordweb.presenters.details import cost_lines
-from koordweb.presenters.quantities import quantity_text, resource_name
 from koordweb.presenters.reasons import preemption_sentence
 from koordweb.presenters.rounds import round_metrics
 from koordweb.presenters.rounds import round_phases as phase_times
 from koordweb.selectors.devices import natural_key
-from koordweb.selectors.overview import latest_runtime_quota, quota_usage
 from koordweb.selectors.preemptions import (
     PreemptionRow,
     preemption_cluster,
@@ -31,9 +29,19 @@ from koordweb.selectors.preemptions import (
     preemption_list,
 )
 from koordweb.selectors.rounds import round_cluster, round_detail, round_history
-from koordweb.selectors.tenancy import quotas_of_member, quotas_visible, user_is_admin
-from koordweb.views.common import current_cluster, job_scope, paginate, select_cluster
+from koordweb.selectors.tenancy import quotas_of_member, user_is_admin
+from koordweb.views.common import (
+    current_cluster,
+    int_param,
+    job_scope,
+    paginate,
+    select_cluster,
+)
 from koordweb.views.jobs import LIVE_SECONDS
+
+PREEMPTIONS_PER_PAGE = 20
+PREEMPTIONS_COUNTED = 2000
+DECISIONS_PER_PAGE = 50
 
 
 def _job_url(pk: int | None) -> str:
@@ -74,22 +82,36 @@ def preemptions(request: HttpRequest) -> HttpResponse:
     names = list(quotas.order_by("name").values_list("name", flat=True))
     form = PreemptionFilterForm(request.GET or None, quotas=names)
     filters = form.cleaned_data if form.is_valid() else {}
-    rows, total = preemption_list(
+    matching, total = preemption_list(
         cluster,
         user=request.user,
         quota=filters.get("quota") or "",
         since=filters.get("since"),
         until=filters.get("until"),
+        limit=PREEMPTIONS_COUNTED,
     )
+    # One page of the ledger and its timeline; the totals are over every match (the newest
+    # PREEMPTIONS_COUNTED of them).
+    page = Paginator(matching, PREEMPTIONS_PER_PAGE).get_page(request.GET.get("page"))
+    rows = list(page.object_list)
+    reasons = [(row, _reason(row)) for row in rows]
+    distinct = {reason for _, reason in reasons}
+    query = request.GET.copy()
+    query.pop("page", None)
     context = {
         "cluster": cluster,
         "form": form,
-        "rows": [(row, _reason(row)) for row in rows],
+        "rows": reasons,
+        "page": page,
+        "query": query.urlencode(),
+        # Said once above the table when every preemption on the page has the same reason.
+        "shared_reason": distinct.pop() if len(distinct) == 1 and len(rows) > 1 else "",
         "total": total,
+        "counted": len(matching),
         "live_seconds": LIVE_SECONDS,
-        "figure": preemption_timeline(_events(rows[:100])) if rows else None,
-        "gpus_freed": round(sum(r.gpus_freed for r in rows), 2),
-        "gpu_hours_lost": round(sum(r.gpu_hours_lost for r in rows), 2),
+        "figure": preemption_timeline(_events(rows)) if rows else None,
+        "gpus_freed": round(sum(r.gpus_freed for r in matching), 2),
+        "gpu_hours_lost": round(sum(r.gpu_hours_lost for r in matching), 2),
     }
     return render(request, "preemptions.html", context)
 
@@ -122,7 +144,15 @@ def rounds(request: HttpRequest) -> HttpResponse:
     page = paginate(request, history, per_page=50)
     recent = list(history[:100])
     points = [
-        RoundPoint(r.pk, r.started_at, r.state, r.duration_ms, r.jobs_placed, r.preemption_count)
+        RoundPoint(
+            r.pk,
+            r.started_at,
+            r.state,
+            r.duration_ms,
+            r.jobs_placed,
+            r.preemption_count,
+            r.number_shown,
+        )
         for r in reversed(recent)
     ]
     context = {
@@ -137,13 +167,23 @@ def rounds(request: HttpRequest) -> HttpResponse:
 def round_page(request: HttpRequest, pk: int) -> HttpResponse:
     # The round's own cluster, whichever was chosen (as a job's page does): the header follows.
     cluster = round_cluster(pk)
+    page_number = int_param(request, "page", 1, 1, 10_000)
     detail = (
-        round_detail(cluster, pk, visible_jobs=job_scope(request.user, cluster))
+        round_detail(
+            cluster,
+            pk,
+            visible_jobs=job_scope(request.user, cluster),
+            offset=(page_number - 1) * DECISIONS_PER_PAGE,
+            limit=DECISIONS_PER_PAGE,
+        )
         if cluster
         else None
     )
     if cluster is None or detail is None:
         raise Http404("no such round")
+    decisions_page = Paginator(range(detail.visible_decisions), DECISIONS_PER_PAGE).get_page(
+        page_number
+    )
     select_cluster(request, cluster)
     found = detail.round
     phases = phase_times(found.metrics)
@@ -156,65 +196,7 @@ def round_page(request: HttpRequest, pk: int) -> HttpResponse:
         ),
         "figure": round_phases(phases) if any(ms for _, ms in phases) else None,
         "preemptions": [(row, _reason(row)) for row in preempted],
+        "page": decisions_page,
+        "query": "",
     }
     return render(request, "round_detail.html", context)
-
-
-@login_required
-def quotas(request: HttpRequest) -> HttpResponse:
-    cluster = current_cluster(request)
-    if cluster is None:
-        return render(request, "quotas.html", {"cluster": None})
-    tree = quota_usage(cluster, latest_runtime_quota(cluster))
-    if not user_is_admin(request.user):
-        # As the API: a tenant sees its own quotas and the ancestors that give them context.
-        visible = set(quotas_visible(user=request.user).values_list("name", flat=True))
-        tree = [q for q in tree if q.name in visible]
-    resources = sorted({name for q in tree for name in (*q.min, *q.max, *q.used)}) or ["cpu"]
-    default = default_resource(resources)
-    form = QuotaResourceForm(
-        request.GET or None, resources=resources, initial={"resource": default}
-    )
-    resource = form.cleaned_data["resource"] if form.is_valid() else default
-    rows = []
-    for q in tree:
-        # Only the resources the quota limits or uses: ten columns of dashes hid the GPUs.
-        shown = [
-            name
-            for name in resources
-            if q.min.get(name) or q.max.get(name) or q.used.get(name) or (q.runtime or {}).get(name)
-        ] or resources[:1]
-        for i, name in enumerate(shown):
-            rows.append(
-                {
-                    "quota": q,
-                    "indent": "— " * q.depth,
-                    "first": i == 0,
-                    "span": len(shown),
-                    "resource": name,
-                    "label": resource_name(name),
-                    "min": _shown(name, q.min.get(name)),
-                    "max": _shown(name, q.max.get(name)),
-                    "used": _shown(name, q.used.get(name)),
-                    "runtime": _shown(name, q.runtime.get(name)) if q.runtime is not None else "—",
-                }
-            )
-    figure = (
-        quota_bars([(q.name, q.min, q.max, q.used, q.runtime) for q in tree], resource)
-        if tree
-        else None
-    )
-    context = {
-        "cluster": cluster,
-        "form": form,
-        "resource": resource,
-        "resources": resources,
-        "rows": rows,
-        "figure": figure,
-        "has_runtime": any(q.runtime is not None for q in tree),
-    }
-    return render(request, "quotas.html", context)
-
-
-def _shown(resource: str, amount: int | None) -> str:
-    return quantity_text(resource, amount)

@@ -59,4 +59,8 @@ def test_no_tenant_text_becomes_markup(name):
 def test_the_timeline_keeps_its_own_links():
     figure = _figures()["timeline"]
     ticks = figure["layout"]["yaxis"]["ticktext"]
-    assert '<a href="/jobs/2/">ns/' + plain(LINK) + "</a>" in ticks
+    # one row per preemption, named by its preemptor and linked to it; the victims in its hover
+    assert '<a href="/jobs/1/">ns/' + plain(BOLD) + "</a>" in ticks
+    hover = json.dumps(figure["data"])
+    assert plain(LINK) in hover or json.dumps(plain(LINK))[1:-1] in hover
+    assert LINK not in hover

@@ -104,7 +104,9 @@ def test_tenant_counts_other_teams_victims_without_their_names(ui: Pages, as_ali
     assert "8 GPUs freed" in _plain(detail)  # counted, not dropped to 0
     assert "<strong>8</strong> GPUs freed" in ledger
     timeline = figures(ledger)["fig-timeline"]
-    assert "another team's job" in timeline["data"][0]["y"] + timeline["data"][-1]["y"]
+    # One bar per preemption: the victims are named in its hover, another team's counted.
+    hovers = " ".join(str(t.get("hovertext")) for t in timeline["data"])
+    assert "another team's job" in hovers and "old-b" not in hovers
 
 
 def test_preemption_rule_says_whose_priority_is_which() -> None:

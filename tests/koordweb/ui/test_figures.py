@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import plotly.graph_objects as go
@@ -154,29 +155,36 @@ def test_column_groups_are_runs_of_equal_labels() -> None:
     assert column_groups([], "PCIe") == []
 
 
-def test_preemption_timeline_spans_lost_work_and_links_preemptor() -> None:
+def test_preemption_timeline_one_bar_per_preemption_spanning_the_longest_lost_run() -> None:
     at = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
-    events = [
-        PreemptionEvent(
-            1,
-            at,
-            "default/big",
-            "enacted",
-            "needs block b1",
-            (
-                VictimSpan("default/small", at - timedelta(hours=2), 8, 16),
-                VictimSpan("default/new", None, 1, 0),
-            ),
-        )
-    ]
+    victims = (
+        VictimSpan("default/small", at - timedelta(hours=2), 8, 16),
+        VictimSpan("default/short", at - timedelta(hours=1), 4, 4),
+        VictimSpan("default/new", None, 1, 0),
+    )
+    events = [PreemptionEvent(1, at, "default/big", "enacted", "needs block b1", victims)]
     figure = valid(preemption_timeline(events))
-    bars, links, stars, unknown = figure["data"]
-    assert bars["y"] == ["default/small"]
-    assert bars["x"] == [2 * 3600 * 1000]  # ends exactly at the preemption, no minimum length
-    assert unknown["y"] == ["default/new"]  # never started: a cross at the moment, no bar
-    assert "GPU-hours lost: 16" in bars["hovertext"][0]
-    assert links["y"] == ["default/big", "default/small", None, "default/big", "default/new", None]
+    bars, stars = figure["data"][:2]
+    # One bar, on the preemptor's row, ending exactly at the preemption (issue #37 item 8).
+    assert bars["y"] == ["default/big"]
+    assert bars["x"] == [2 * 3600 * 1000]
+    hover = bars["hovertext"][0]
+    assert hover.count("needs block b1") == 1
+    assert "3 jobs" in hover and "GPU-hours lost: 20" in hover and "GPUs freed: 13" in hover
     assert stars["y"] == ["default/big"]
+    assert figure["layout"]["yaxis"]["tickvals"] == ["default/big"]
+
+
+def test_preemption_timeline_fourteen_victims_are_one_row() -> None:
+    at = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+    victims = tuple(
+        VictimSpan(f"default/v{i}", at - timedelta(minutes=10 + i), 1, 0.2) for i in range(14)
+    )
+    event = PreemptionEvent(1, at, "default/big", "enacted", "the same reason", victims)
+    figure = valid(preemption_timeline([event]))
+    assert figure["layout"]["height"] <= 300
+    assert len(figure["data"][0]["y"]) == 1
+    assert json.dumps(figure).count("the same reason") == 1
 
 
 def test_preemption_timeline_links_bars_and_names_to_jobs() -> None:
@@ -184,11 +192,10 @@ def test_preemption_timeline_links_bars_and_names_to_jobs() -> None:
     victim = VictimSpan("default/small", at - timedelta(minutes=1), 8, 0.1, "/jobs/2/")
     event = PreemptionEvent(1, at, "default/big", "enacted", "", (victim,), "/jobs/1/")
     figure = valid(preemption_timeline([event]))
-    bars, _, stars = figure["data"]
-    assert bars["customdata"] == ["/jobs/2/"] and stars["customdata"] == ["/jobs/1/"]
+    bars, stars = figure["data"]
+    assert bars["customdata"] == ["/jobs/1/"] and stars["customdata"] == ["/jobs/1/"]
     axis = figure["layout"]["yaxis"]
     ticks = dict(zip(axis["tickvals"], axis["ticktext"], strict=True))
-    assert ticks["default/small"] == '<a href="/jobs/2/">default/small</a>'
     assert ticks["default/big"] == '<a href="/jobs/1/">default/big</a>'
     # The bar ends at the preemption even when the victim ran for less than a minute.
     assert bars["x"] == [60_000]

@@ -181,7 +181,9 @@ def test_preemptions_scoped_filtered_and_costed(
     # old-b ran 5 hours with 8 GPUs before it was preempted 30 minutes ago: 36 GPU-hours.
     assert "<strong>36</strong> GPU-hours" in html
     timeline = figures(html)["fig-timeline"]["data"]
-    assert timeline[0]["y"] == ["default/old-b"]
+    # One bar per preemption, on the preemptor's row; its victim is named in the hover.
+    assert timeline[0]["y"] == ["default/train-a"]
+    assert "default/old-b" in timeline[0]["hovertext"][0]
     only_a = as_admin.get(reverse("preemptions"), {"quota": "team-b"}).content.decode()
     assert "train-a needs block b1" in only_a  # old-b (team-b) was the victim
     alice_detail = as_alice.get(reverse("preemption-detail", args=[ui.preemption.pk]))
