@@ -3,8 +3,9 @@
 A ```bash or ```sh block runs; a ```console block runs its `$ ` lines and expects the lines after
 each as output; a block right after the comment `<!-- docs-run: output -->` is the expected output
 of the block before it. `<!-- docs-run: skip (reason) -->` on the line before a fence skips that
-block, with its reason. In expected output, `...` stands for any text on a line, and a line that
-is only `...` for any number of lines.
+block, with its reason; `<!-- docs-run: separate (reason) -->` leaves it out of the page's run, for
+a run of its own (a recipe that needs another setting than the rest of its page). In expected
+output, `...` stands for any text on a line, and a line that is only `...` for any number of lines.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ RUNNABLE = frozenset({"bash", "sh"})
 # Languages a page may tag a block with; an untagged block could hide a command that never runs.
 KNOWN = RUNNABLE | {"console", "text", "json", "yaml", "toml", "python", "ini"}
 FENCE = re.compile(r"^(?P<indent>\s*)```(?P<lang>[\w-]*)\s*$")
-DIRECTIVE = re.compile(r"^\s*<!--\s*docs-run:\s*(?P<verb>skip|output)\b\s*(?P<note>.*?)\s*-->\s*$")
+DIRECTIVE = re.compile(
+    r"^\s*<!--\s*docs-run:\s*(?P<verb>skip|output|separate)\b\s*(?P<note>.*?)\s*-->\s*$"
+)
 
 
 @dataclass(frozen=True)
@@ -29,6 +32,7 @@ class Block:
     lang: str
     text: str
     skip: str | None = None  # the reason, when the page skips it
+    separate: str | None = None  # the reason, when it runs apart from the rest of its page
     is_output: bool = False  # the expected output of the block before it
 
     @property
@@ -55,19 +59,17 @@ def blocks(path: Path) -> list[Block]:
         while i < len(lines) and lines[i].strip() != "```":
             body.append(lines[i][indent:] if lines[i][:indent].isspace() else lines[i])
             i += 1
-        skip = (
-            directive["note"] or "no reason given"
-            if directive and directive["verb"] == "skip"
-            else None
-        )
+        verb = directive["verb"] if directive else None
+        note = (directive["note"] if directive else "") or "no reason given"
         found.append(
             Block(
                 page=path.name,
                 line=start,
                 lang=fence["lang"],
                 text="\n".join(body) + "\n",
-                skip=skip,
-                is_output=bool(directive and directive["verb"] == "output"),
+                skip=note if verb == "skip" else None,
+                separate=note if verb == "separate" else None,
+                is_output=verb == "output",
             )
         )
         directive = None

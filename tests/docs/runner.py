@@ -97,15 +97,21 @@ class PageRun:
         return None
 
 
-def page_steps(page: Path, substitutions: Mapping[str, str]) -> list[Step]:
-    """The runnable blocks of a page with their expected output, text substituted."""
+def page_steps(
+    page: Path, substitutions: Mapping[str, str], *, separate: bool = False
+) -> list[Step]:
+    """The runnable blocks of a page with their expected output, text substituted: those of the
+    page's run, or (`separate`) those the page marks to run apart from it."""
     steps: list[Step] = []
+    before: Block | None = None  # the block an expected output belongs to
     for block in blocks(page):
-        if block.skip is not None:
-            continue
         if block.is_output:
-            assert steps, f"{block.where}: expected output with no block before it"
-            steps[-1].expected = _substituted(block.text, substitutions)
+            assert before is not None, f"{block.where}: expected output with no block before it"
+            if steps and steps[-1].block is before:
+                steps[-1].expected = _substituted(block.text, substitutions)
+            continue
+        before = block
+        if block.skip is not None or (block.separate is not None) != separate:
             continue
         if block.lang in RUNNABLE:
             steps.append(Step(block, _substituted(block.text, substitutions)))
@@ -138,9 +144,11 @@ def run_page(
     substitutions: Mapping[str, str],
     timeout: float,
     preamble: str = "",
+    separate: bool = False,
 ) -> PageRun:
-    """Run the page's blocks in order in one bash; stop everything it started, whatever happens."""
-    steps = page_steps(page, substitutions)
+    """Run the page's blocks in order in one bash (those it marks `separate`, when asked);
+    stop everything it started, whatever happens."""
+    steps = page_steps(page, substitutions, separate=separate)
     script = ["set -euo pipefail", preamble]
     for n, step in enumerate(steps):
         script += [f"printf '\\n{MARK.format(n)}\\n'", step.script]

@@ -4,9 +4,10 @@ docs/operations.md, in order, with `set -euo pipefail`, output checked where a p
 README, api and plugins run against the demo `make run` starts (a scratch checkout on loopback
 ports, SQLite and the embedded broker in its own `var/`); operations.md's production runbook runs
 in another scratch checkout on the machine's PostgreSQL (a database of its own, dropped after) and
-Redis (a database number of its own), under gunicorn with DEBUG off. A page that drifts from the
-code fails here, naming the block. Blocks that cannot run on one machine carry
-`<!-- docs-run: skip (reason) -->` in the page.
+Redis (a database number of its own), under gunicorn with DEBUG off. Its fake-cluster recipe
+(`<!-- docs-run: separate (...) -->`: a demo on SQLite and the embedded broker) runs alone, in a
+fresh checkout with no service. A page that drifts from the code fails here, naming the block.
+Blocks that cannot run on one machine carry `<!-- docs-run: skip (reason) -->` in the page.
 """
 
 from __future__ import annotations
@@ -108,8 +109,9 @@ def test_every_block_is_tagged_and_every_skip_says_why() -> None:
     for page in PAGES:
         for block in blocks(ROOT / page):
             assert block.lang in KNOWN, f"{block.where}: tag the block (one of {sorted(KNOWN)})"
-            if block.skip is not None:
-                assert block.skip.startswith("(") and len(block.skip) > 4, block.where
+            for reason in (block.skip, block.separate):
+                if reason is not None:
+                    assert reason.startswith("(") and len(reason) > 4, block.where
     runnable = [b for page in PAGES for b in blocks(ROOT / page) if b.lang in RUNNABLE]
     assert sum(b.skip is None for b in runnable) >= 25
 
@@ -183,3 +185,23 @@ def test_the_production_runbook_serves_the_ui_under_gunicorn(tmp_path: Path) -> 
     assert failure is None, failure
     assert (checkout / "staticfiles" / "staticfiles.json").is_file()
     assert not list(checkout.glob("celerybeat-schedule*")), "beat wrote into the checkout"
+
+
+@needs_tools
+def test_the_fake_cluster_recipe_binds_pods_on_the_fake_api_server(tmp_path: Path) -> None:
+    """operations.md's recipe from a fresh clone: the demo exported, the fake API server seeded
+    with it, a kubernetes-backend demo of its own in var/kube whose worker binds pods there."""
+    checkout = fresh_clone(tmp_path / "koordweb")
+    fake = free_port()
+    run = run_page(
+        ROOT / RUNBOOK_PAGE,
+        cwd=checkout,
+        env=clean_env(),
+        substitutions={"--port 8001": f"--port {fake}", "127.0.0.1:8001": f"127.0.0.1:{fake}"},
+        timeout=240,
+        separate=True,
+    )
+    failure = run.failure()
+    assert failure is None, failure
+    assert run.steps, "the page marks no block `separate`"
+    assert not reachable(f"http://127.0.0.1:{fake}"), "the fake API server outlived the page"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.docs.markdown import blocks, console_parts, output_matches
+from tests.docs.runner import page_steps
 
 
 def test_blocks_carry_their_directives(tmp_path: Path) -> None:
@@ -22,6 +23,22 @@ def test_blocks_carry_their_directives(tmp_path: Path) -> None:
         ("toml", None, False),
     ]
     assert found[3].text == "a = 1\n" and found[1].line == 8
+
+
+def test_a_separate_block_runs_apart_with_its_output(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(
+        "```bash\necho page\n```\n<!-- docs-run: output -->\n```text\npage\n```\n"
+        "<!-- docs-run: separate (another setting) -->\n```bash\necho apart\n```\n"
+        "<!-- docs-run: output -->\n```text\napart\n```\n"
+        "<!-- docs-run: skip (needs Docker) -->\n```bash\ndocker ps\n```\n"
+        "<!-- docs-run: output -->\n```text\nCONTAINER ID\n```\n"
+    )
+    assert blocks(page)[2].separate == "(another setting)"
+    in_page = [(s.script, s.expected) for s in page_steps(page, {})]
+    apart = [(s.script, s.expected) for s in page_steps(page, {}, separate=True)]
+    assert in_page == [("echo page\n", "page\n")]
+    assert apart == [("echo apart\n", "apart\n")]
 
 
 def test_expected_output_with_ellipses() -> None:
