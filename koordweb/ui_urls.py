@@ -4,7 +4,17 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from koordweb.security import RateLimitedLoginView
-from koordweb.views import actions, cluster, gpu, jobs, navigation, overview, quotas, records
+from koordweb.views import (
+    actions,
+    cluster,
+    gpu,
+    jobs,
+    navigation,
+    nodes,
+    overview,
+    quotas,
+    records,
+)
 
 urlpatterns = [
     path("login/", RateLimitedLoginView.as_view(template_name="login.html"), name="login"),
@@ -14,6 +24,7 @@ urlpatterns = [
     path("overview/live/", overview.overview_live, name="overview-live"),
     path("topology/", cluster.topology, name="topology"),
     path("devices/", cluster.devices, name="devices"),
+    path("nodes/", nodes.node_list, name="nodes"),
     path("efficiency/", gpu.efficiency_page, name="efficiency"),
     path("jobs/", jobs.job_list, name="jobs"),
     path("jobs/submit/", actions.job_submit_page, name="job-submit"),

@@ -202,3 +202,47 @@ def quota_bars(
         ),
     )
     return figure_dict(figure)
+
+
+def usage_bars(rows: Sequence[tuple[str, int, int | None]], *, title: str = "") -> dict:
+    """Reported use per (resource name, percent used, load-aware threshold percent or None):
+    one bar per resource, the threshold drawn as a red tick across it."""
+    names = plain_all(name for name, _, _ in rows)
+    used = [value for _, value, _ in rows]
+    marked = [(name, limit) for name, (_, _, limit) in zip(names, rows, strict=True) if limit]
+    traces: list[go.BaseTraceType] = [
+        go.Bar(
+            y=names,
+            x=used,
+            orientation="h",
+            name="used (reported)",
+            marker={"color": "#3b7dd8"},
+            text=[f"{value}% used" for value in used],
+            textposition="auto",
+            hoverinfo="text+y",
+        )
+    ]
+    if marked:
+        traces.append(
+            go.Scatter(
+                y=[name for name, _ in marked],
+                x=[limit for _, limit in marked],
+                mode="markers",
+                name="load-aware threshold",
+                marker={"symbol": "line-ns", "size": 28, "line": {"width": 3, "color": "#c0392b"}},
+                hovertext=[f"load-aware threshold {limit}%" for _, limit in marked],
+                hoverinfo="text",
+            )
+        )
+    extra = {"title": {"text": title}} if title else {}
+    figure = go.Figure(
+        traces,
+        layout=base_layout(
+            **extra,
+            height=max(140, 40 * len(rows) + 90),
+            xaxis={"title": {"text": "% of allocatable"}, "range": [0, 100]},
+            yaxis={"autorange": "reversed", "automargin": True, "type": "category"},
+            legend={"orientation": "h", "y": -0.4},
+        ),
+    )
+    return figure_dict(figure)

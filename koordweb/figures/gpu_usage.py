@@ -1,4 +1,5 @@
-"""GPU monitoring figures: a job's cards over its life, the efficiency ranking and its trend.
+"""GPU monitoring figures: a job's cards over its life, the efficiency ranking (used, idle and
+underused GPU-hours stacked to the allocation) and its trend.
 
 Pure builders: plain values in, a plotly dict out. Every axis names its unit.
 """
@@ -16,6 +17,7 @@ from koordweb.presenters.quantities import gpu_hours_text
 BUSY_SCALE = [[0.0, "#f4f6f8"], [0.05, "#fbe3c4"], [0.5, "#7fc97f"], [1.0, "#1b7837"]]
 USED = "#1b7837"
 IDLE = "#c0392b"
+UNDERUSED = "#f0a43a"
 
 
 def _times(starts: Sequence[datetime]) -> list[str]:
@@ -49,38 +51,37 @@ def job_usage_heatmap(
     return {"data": [heatmap], "layout": layout}
 
 
-def efficiency_bars(rows: Sequence[tuple[str, float, float]], *, title: str) -> dict:
-    """Horizontal stacked bars per (name, used GPU-hours, idle-allocated GPU-hours)."""
+def efficiency_bars(rows: Sequence[tuple[str, float, float, float]], *, title: str) -> dict:
+    """Horizontal stacked bars per (name, used, idle, underused GPU-hours): the three parts add
+    up to the allocation, so each bar ends at the GPU-hours held."""
     # Category values are shown as written by plotly's HTML subset: in ticks and in the hover.
-    names = plain_all(name for name, _, _ in rows)
-    used = [round(u, 2) for _, u, _ in rows]
-    idle = [round(i, 2) for _, _, i in rows]
+    names = plain_all(row[0] for row in rows)
+    parts = [
+        ("allocated but idle", [row[2] for row in rows], IDLE),
+        ("used", [row[1] for row in rows], USED),
+        ("allocated, busy but underused", [row[3] for row in rows], UNDERUSED),
+    ]
+    traces = []
+    for label, amounts, colour in parts:
+        values = [round(v, 2) for v in amounts]
+        traces.append(
+            go.Bar(
+                y=names,
+                x=values,
+                name=label,
+                orientation="h",
+                marker_color=colour,
+                hovertext=[f"{gpu_hours_text(v)} {label}" for v in values],
+                hoverinfo="text+y",
+            )
+        )
     figure = go.Figure(
-        [
-            go.Bar(
-                y=names,
-                x=idle,
-                name="allocated but idle",
-                orientation="h",
-                marker_color=IDLE,
-                hovertext=[gpu_hours_text(v) + " idle" for v in idle],
-                hoverinfo="text+y",
-            ),
-            go.Bar(
-                y=names,
-                x=used,
-                name="used",
-                orientation="h",
-                marker_color=USED,
-                hovertext=[gpu_hours_text(v) + " used" for v in used],
-                hoverinfo="text+y",
-            ),
-        ],
+        traces,
         layout=base_layout(
             barmode="stack",
             title={"text": title},
             height=max(200, 24 * len(rows) + 110),
-            xaxis={"title": {"text": "GPU-hours"}, "tickformat": ",.4~r"},
+            xaxis={"title": {"text": "GPU-hours allocated"}, "tickformat": ",.4~r"},
             yaxis={"autorange": "reversed", "automargin": True, "type": "category"},
             legend={"orientation": "h", "y": -0.2},
         ),
@@ -91,7 +92,7 @@ def efficiency_bars(rows: Sequence[tuple[str, float, float]], *, title: str) -> 
 def idle_trend(
     starts: Sequence[datetime], series: Mapping[str, Sequence[float]], *, per: str
 ) -> dict:
-    """Idle-allocated GPU-hours per team per hour (or day): one line per team."""
+    """Wasted (allocated but unused) GPU-hours per team per hour (or day): one line per team."""
     x = _times(starts)
     traces = [
         go.Scatter(x=x, y=list(values), mode="lines+markers", name=plain(team))
@@ -101,7 +102,7 @@ def idle_trend(
         height=300,
         xaxis={"title": {"text": "time (UTC)"}, "type": "category", "nticks": 8},
         yaxis={
-            "title": {"text": f"idle GPU-hours per {per}"},
+            "title": {"text": f"unused GPU-hours per {per}"},
             "rangemode": "tozero",
             "tickformat": ",.4~r",
         },

@@ -30,13 +30,34 @@ class TreeNode:
     allocated_pct: float
     free: float  # free accelerators (cards) under the domain
     slots: int  # pods of the chosen shape that still fit
+    basis: str = ""  # what allocated_pct is a share of, in words ("NPUs", "CPU")
+    free_text: str = ""  # the free amount with its unit ("63 NPUs"), when it differs per domain
+    cpu_used_pct: int | None = None  # reported CPU use of the nodes that report
+    memory_used_pct: int | None = None
+    busy_nodes: int = 0  # nodes above a load-aware threshold
+
+
+def _usage_line(entry: TreeNode) -> str:
+    if entry.cpu_used_pct is None and entry.memory_used_pct is None:
+        return ""
+    parts = [
+        f"{name} used {value}%"
+        for name, value in (("CPU", entry.cpu_used_pct), ("memory", entry.memory_used_pct))
+        if value is not None
+    ]
+    busy = (
+        f"<br>{entry.busy_nodes} node(s) above the load-aware threshold" if entry.busy_nodes else ""
+    )
+    return "<br>" + " · ".join(parts) + busy
 
 
 def _hover(entry: TreeNode, unit: str) -> str:
+    basis = f" of {entry.basis}" if entry.basis else ""
+    free = f"free: {entry.free_text}" if entry.free_text else f"free {unit}: {entry.free:g}"
     return (
         f"<b>{plain(domain_text(f'{entry.layer}/{entry.label}'))}</b><br>{entry.nodes} node(s), "
-        f"{entry.allocated_pct:g}% allocated<br>free {unit}: {entry.free:g}"
-        f"<br>free slots: {entry.slots}"
+        f"{entry.allocated_pct:g}%{basis} allocated<br>{free}"
+        f"<br>free slots: {entry.slots}{_usage_line(entry)}"
     )
 
 

@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator
 from django.db import models
 from django.db.models import Q
 
@@ -73,6 +74,13 @@ class ElasticQuota(models.Model):
     # A job of this quota whose cards stay idle longer than this is flagged (GPU monitoring).
     gpu_idle_alert_minutes = models.PositiveIntegerField(
         default=60, help_text="Flag a job whose GPUs have been idle for longer than this."
+    )
+    # A job of this quota that used less than this share of the GPU time it held over the
+    # efficiency page's window is flagged as underused (busy, but not busy enough).
+    gpu_efficiency_threshold_percent = models.PositiveSmallIntegerField(
+        default=50,
+        validators=[MaxValueValidator(100)],
+        help_text="Flag a job that used less than this percent of the GPU time it held.",
     )
     # What a team may leave waiting (ResourceQuota's count/pods idea): a submission that would
     # go past either is refused with a 429 that names the limit and what is left.

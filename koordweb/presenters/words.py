@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from koordweb.presenters.quantities import number, quantity_text, resource_name
+from koordweb.presenters.quantities import CARD_COUNTS, number, quantity_text, resource_name
 from scheduler.vocabulary import CLUSTER_LAYER, NODE_LAYER
 
 _LAYER_WORDS = {CLUSTER_LAYER: "cluster", NODE_LAYER: "node"}
@@ -183,3 +183,12 @@ def quota_change_text(changes: Mapping[str, Any]) -> list[str]:
                 f"{'—' if after is None else number(after)}"
             )
     return lines
+
+
+def card_kind_word(requests: Mapping[str, int]) -> str:
+    """The plural word for the cards a pod asks for: 'GPUs', 'NPUs', 'MLUs' ('GPUs' for a GPU
+    share or when no whole card is asked for)."""
+    for resource, word in CARD_COUNTS.items():
+        if requests.get(resource):
+            return f"{word}s"
+    return "GPUs"

@@ -2,8 +2,12 @@
 the idle flags (koordweb.models.gpu_usage; written by koordweb.services.gpu_usage).
 
 Amounts are card-seconds in hundredths of a card; everything here answers in GPU-hours and
-percents. The efficiency ranking reads the per-job hour sums only, never the card samples, so it
-costs the same at 50 nodes and at 5,000.
+percents. Waste is what was allocated and not used (allocated - used), in two parts that add up
+to it: *idle* (held while the holder was idle, under KOORDWEB_GPU_IDLE_PERCENT busy) and
+*underused* (the rest: busy, but short of the whole share). Used + idle + underused = allocated.
+A job is *underused* over a window when its efficiency (used / allocated) is under its quota's
+`gpu_efficiency_threshold_percent`. The efficiency ranking reads the per-job hour sums only,
+never the card samples, so it costs the same at 50 nodes and at 5,000.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from koordweb.models.gpu_usage import epoch, from_epoch
 from koordweb.selectors.tenancy import quotas_of_member, user_is_admin
 
 DEFAULT_IDLE_MINUTES = 60
+DEFAULT_EFFICIENCY_PERCENT = 50
 
 
 @dataclass(frozen=True)
@@ -59,6 +64,22 @@ class GpuHours:
             round((idle or 0) / CARD_HOUR, 2),
             round(100 * used / allocated, 1) if allocated else 0.0,
         )
+
+    @property
+    def wasted(self) -> float:
+        """Allocated but not used: the idle and the underused parts together."""
+        return round(max(0.0, self.allocated - self.used), 2)
+
+    @property
+    def idle(self) -> float:
+        """The waste while idle (the idle periods' allocation, which holds a few percent of use,
+        capped by the waste so the parts add up to the allocation)."""
+        return round(min(self.idle_allocated, self.wasted), 2)
+
+    @property
+    def underused(self) -> float:
+        """The waste while busy: allocated, not idle, and still not used."""
+        return round(max(0.0, self.wasted - self.idle), 2)
 
 
 @dataclass(frozen=True)
@@ -91,6 +112,12 @@ class Ranked:
     name: str
     team: str
     hours: GpuHours
+    threshold_pct: int = DEFAULT_EFFICIENCY_PERCENT  # the team's efficiency threshold
+
+    @property
+    def underused(self) -> bool:
+        """Used less of its allocation than its team's threshold over the window."""
+        return self.hours.allocated > 0 and self.hours.efficiency_pct < self.threshold_pct
 
 
 @dataclass
@@ -101,7 +128,7 @@ class Efficiency:
     teams: list[Ranked]
     trend_starts: list[datetime] = field(default_factory=list)
     trend_seconds: int = 3600
-    trend: dict[str, list[float]] = field(default_factory=dict)  # team -> idle GPU-hours
+    trend: dict[str, list[float]] = field(default_factory=dict)  # team -> wasted GPU-hours
 
 
 def cards_now(cluster: Cluster, node_names: Iterable[str]) -> dict[tuple[str, int], CardNow]:
@@ -123,6 +150,30 @@ def cards_now(cluster: Cluster, node_names: Iterable[str]) -> dict[tuple[str, in
         (r["node__name"], r["minor"]): CardNow(min(100, (r["used"] or 0) // step), r["memory"] or 0)
         for r in rows
     }
+
+
+@dataclass(frozen=True)
+class CardsBusy:
+    """The cluster's cards in the last sampled period: how many reported, how busy on average,
+    and how many held by a job were idle (under KOORDWEB_GPU_IDLE_PERCENT of their share)."""
+
+    cards: int
+    busy_pct: int
+    allocated_idle: int
+
+
+def cards_busy(cluster: Cluster) -> CardsBusy:
+    """Card utilisation now: the last sampled period of every card of the cluster."""
+    step = settings.KOORDWEB_GPU_SAMPLE_SECONDS
+    rows = CardSample.objects.filter(
+        node__cluster=cluster,
+        period_start=cluster.gpu_sampled_until - step,
+        period_seconds=step,
+    )
+    cards = rows.values("node_id", "minor").distinct().count()
+    used = rows.aggregate(u=Sum("used"))["u"] or 0
+    idle = rows.filter(idle_allocated__gt=0).values("node_id", "minor").distinct().count()
+    return CardsBusy(cards, round(used / (step * cards)) if cards else 0, idle)
 
 
 def job_idle_flag(job: Job) -> IdleFlag | None:
@@ -212,19 +263,34 @@ def efficiency(
     until: datetime,
     quotas: QuerySet[ElasticQuota] | None = None,
     limit: int = 50,
+    rank: str = "idle",
 ) -> Efficiency:
-    """Jobs and teams ranked by idle-allocated GPU-hours in [since, until), with the trend.
+    """Jobs and teams ranked by idle GPU-hours (`rank="idle"`, then by unused) or by unused
+    (allocated but not used) GPU-hours (`rank="unused"`) in [since, until), each job flagged
+    when underused; with the unused GPU-hours per team over time.
 
     `quotas` limits everything to these teams (a tenant's); None: the whole cluster."""
+    order = ("-w", "-i") if rank == "unused" else ("-i", "-w")
     hours = JobUsageHour.objects.filter(
         job__cluster=cluster, hour__gte=epoch(since) - epoch(since) % 3600, hour__lt=epoch(until)
     )
     if quotas is not None:
         hours = hours.filter(quota__in=quotas)
     by_job = list(
-        hours.values("job_id", "job__namespace", "job__name", "quota__name")
-        .annotate(a=Sum("allocated"), u=Sum("used"), i=Sum("idle_allocated"))
-        .order_by("-i", "-a", "job_id")[:limit]
+        hours.values(
+            "job_id",
+            "job__namespace",
+            "job__name",
+            "quota__name",
+            "quota__gpu_efficiency_threshold_percent",
+        )
+        .annotate(
+            a=Sum("allocated"),
+            u=Sum("used"),
+            i=Sum("idle_allocated"),
+            w=Sum("allocated") - Sum("used"),
+        )
+        .order_by(*order, "-a", "job_id")[:limit]
     )
     jobs = [
         Ranked(
@@ -232,6 +298,7 @@ def efficiency(
             f"{r['job__namespace']}/{r['job__name']}",
             r["quota__name"] or "(no quota)",
             GpuHours.of(r["a"], r["u"], r["i"]),
+            _threshold(r["quota__gpu_efficiency_threshold_percent"]),
         )
         for r in by_job
     ]
@@ -241,21 +308,29 @@ def efficiency(
             r["quota__name"] or "(no quota)",
             r["quota__name"] or "(no quota)",
             GpuHours.of(r["a"], r["u"], r["i"]),
+            _threshold(r["quota__gpu_efficiency_threshold_percent"]),
         )
-        for r in hours.values("quota_id", "quota__name")
-        .annotate(a=Sum("allocated"), u=Sum("used"), i=Sum("idle_allocated"))
-        .order_by("-i", "quota__name")
+        for r in hours.values("quota_id", "quota__name", "quota__gpu_efficiency_threshold_percent")
+        .annotate(
+            a=Sum("allocated"),
+            u=Sum("used"),
+            i=Sum("idle_allocated"),
+            w=Sum("allocated") - Sum("used"),
+        )
+        .order_by(*order, "quota__name")
     ]
     span = until - since
     trend_seconds = 3600 if span <= timedelta(days=2) else 86400
     start = epoch(since) - epoch(since) % trend_seconds
     count = max(1, -(-(epoch(until) - start) // trend_seconds))
     trend: dict[str, list[float]] = {t.name: [0.0] * count for t in teams}
-    for r in hours.values("quota__name", "hour").annotate(i=Sum("idle_allocated")).order_by():
+    for r in (
+        hours.values("quota__name", "hour").annotate(w=Sum("allocated") - Sum("used")).order_by()
+    ):
         index = (r["hour"] - start) // trend_seconds
         if 0 <= index < count:
             series = trend.setdefault(r["quota__name"] or "(no quota)", [0.0] * count)
-            series[index] = round(series[index] + (r["i"] or 0) / CARD_HOUR, 2)
+            series[index] = round(series[index] + max(0, r["w"] or 0) / CARD_HOUR, 2)
     return Efficiency(
         since,
         until,
@@ -265,6 +340,10 @@ def efficiency(
         trend_seconds,
         trend,
     )
+
+
+def _threshold(value: int | None) -> int:
+    return DEFAULT_EFFICIENCY_PERCENT if value is None else value
 
 
 def job_gpu_hours(job: Job) -> GpuHours:

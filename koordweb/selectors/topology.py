@@ -39,6 +39,11 @@ class Domain:
     allocated: dict[str, int] = field(default_factory=dict)
     slots: int = 0
     node_count: int = 0
+    # Reported usage (NodeMetric) of the nodes that report, their allocatable, and how many
+    # nodes are above a load-aware threshold.
+    used: dict[str, int] = field(default_factory=dict)
+    reporting: dict[str, int] = field(default_factory=dict)
+    busy_nodes: int = 0
 
 
 @dataclass
@@ -118,8 +123,10 @@ def topology_tree(
     *,
     shape: Mapping[str, int] | None = None,
     include_nodes: bool = True,
+    usage: Mapping[str, tuple[Mapping[str, int], bool]] | None = None,
 ) -> TopologyTree:
-    """The domain tree with capacity, allocation and offer slots for `shape` summed upwards."""
+    """The domain tree with capacity, allocation and offer slots for `shape` summed upwards;
+    with `usage` (node name -> reported usage, above a load-aware threshold) the usage too."""
     chain = layer_chain(cluster_layers(cluster))
     allocated = node_allocations(cluster)
     root = Domain(ROOT_KEY, CLUSTER_LAYER, cluster.name, "")
@@ -148,6 +155,11 @@ def topology_tree(
             _add(domain.allocated, used)
             domain.slots += slots
             domain.node_count += 1
+            if usage is not None and name in usage:
+                reported, busy = usage[name]
+                _add(domain.used, reported)
+                _add(domain.reporting, {k: (allocatable or {}).get(k, 0) for k in reported})
+                domain.busy_nodes += int(busy)
     return TopologyTree([layer.name for layer in chain], domains, node_path, sorted(outside))
 
 
@@ -164,10 +176,13 @@ def accelerator_resources(cluster: Cluster) -> list[str]:
     """Extended resources that look like accelerators (GPU, NPU, MLU), for the shape form."""
     names: set[str] = set()
     for allocatable in Node.objects.filter(cluster=cluster).values_list("allocatable", flat=True):
-        names.update(k for k in (allocatable or {}) if "/" in k and _is_accelerator(k))
+        names.update(k for k in (allocatable or {}) if is_accelerator(k))
     return sorted(names)
 
 
-def _is_accelerator(resource: str) -> bool:
+def is_accelerator(resource: str) -> bool:
+    """Whether an extended resource names accelerators (GPU, NPU, MLU or a GPU core share)."""
+    if "/" not in resource:
+        return False
     tail = resource.split("/", 1)[1]
     return tail in {"gpu", "npu"} or tail.startswith(("npu", "mlu")) or tail == "gpu-core"

@@ -8,6 +8,11 @@ busy percent it used: its own pod report (`status.podsMetric[].podUsage.devices`
 sent one, else the card's busy percent split by share. The free part of a card is a row with no
 job. Written with the rows: per job and hour sums (JobUsageHour) and the idle streak (JobGpuState).
 A job that moved between rounds is simply held by other cards in later periods.
+
+Only complete periods are charged to a holder: a pod that started during the period (a new job,
+or one restarted after a preemption) held its card for part of it, and koordlet's report for
+the period mostly predates it, so that period would read as idle. It is left out for that pod
+(its share counts as free for the period) and its first charged period is the next one.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ class Holder:
     job_id: int
     quota_id: int | None
     share: int  # gpu-core percent of the card
+    since: int | None = None  # epoch seconds the pod started (or was bound), if known
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,16 +103,38 @@ def card_holders(cluster: Cluster, node_ids: Iterable[int]) -> dict[tuple[int, i
         node_id__in=list(node_ids),
         job__state__in=JobState.HOLDING,
         phase__in=("Pending", "Running"),
-    ).values_list("node_id", "namespace", "name", "job_id", "job__quota_id", "annotations")
-    for node_id, namespace, name, job_id, quota_id, pod_annotations in pods:
+    ).values_list(
+        "node_id",
+        "namespace",
+        "name",
+        "job_id",
+        "job__quota_id",
+        "annotations",
+        "started_at",
+        "bound_at",
+    )
+    for node_id, namespace, name, job_id, quota_id, pod_annotations, started, bound in pods:
         raw = (pod_annotations or {}).get(ANNOTATION_DEVICE_ALLOCATED)
+        since = started or bound
         for device_type, minor, resources in parse_device_allocation(raw):
             share = card_share_percent(resources)
             if device_type == "gpu" and share > 0:
                 holders[(node_id, minor)].append(
-                    Holder(f"{namespace}/{name}", job_id, quota_id, min(share, 100))
+                    Holder(
+                        f"{namespace}/{name}",
+                        job_id,
+                        quota_id,
+                        min(share, 100),
+                        epoch(since) if since else None,
+                    )
                 )
     return holders
+
+
+def held_whole_period(holder: Holder, *, start: int, now: int) -> bool:
+    """Whether `holder` held its card for the whole period from `start`: not when its pod
+    started inside it (a start after `now`, a clock we cannot trust, is taken as complete)."""
+    return holder.since is None or not start < holder.since <= now
 
 
 def card_rows(
@@ -216,12 +244,14 @@ def gpu_samples_ingest(
     holders = card_holders(cluster, [m.node_id for m in metrics])
     idle_percent = settings.KOORDWEB_GPU_IDLE_PERCENT
     rows: list[SampleRow] = []
+    moment = epoch(now)
     for metric in metrics:
         for report in metric_reports(metric, minors.get(metric.node_id, [])):
+            card = holders.get((report.node_id, report.minor), [])
             rows.extend(
                 card_rows(
                     report,
-                    holders.get((report.node_id, report.minor), []),
+                    [h for h in card if held_whole_period(h, start=start, now=moment)],
                     start=start,
                     step=step,
                     idle_percent=idle_percent,

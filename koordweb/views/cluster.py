@@ -18,16 +18,21 @@ from koordweb.models import Cluster, JobState
 from koordweb.presenters.quantities import amount_in_unit, resource_name, shape_text
 from koordweb.presenters.words import domain_text, layer_word
 from koordweb.selectors.devices import Card, card_model_text, device_counts, device_grid
+from koordweb.selectors.gpu_usage import cards_busy
 from koordweb.selectors.jobs import job_node_names
+from koordweb.selectors.nodes import usage_by_name
 from koordweb.selectors.topology import (
     ROOT_KEY,
+    Domain,
     TopologyTree,
     accelerator_resources,
+    is_accelerator,
     topology_tree,
 )
 from koordweb.views.cards import held_text, use_text
 from koordweb.views.common import current_cluster, int_param, is_admin, visible_jobs
 from koordweb.views.gpu import HEATMAP_VIEWS, card_shades, heatmap_view
+from koordweb.views.nodes import usage_context
 from scheduler.vocabulary import NODE_LAYER, NVIDIA_GPU
 
 LIVE_SECONDS = 10
@@ -37,17 +42,20 @@ DEVICE_ROWS_PER_PAGE = 120
 
 
 def tree_nodes(tree: TopologyTree, resource: str) -> list[TreeNode]:
-    """Selector domains -> figure input, parents first; allocation of `resource` (cards) when
-    the domain has it, of cpu otherwise."""
+    """Selector domains -> figure input, parents first. Each domain's allocation and free amount
+    are of `resource` when the domain has it, else of its own accelerator (the NPUs of an Ascend
+    block when GPUs were asked for), else of CPU; `basis` says which, so a percent never changes
+    meaning silently."""
     depth_of = {ROOT_KEY: 0}
     entries: list[TreeNode] = []
     for key, domain in tree.domains.items():
         depth = 0 if key == ROOT_KEY else depth_of[domain.parent] + 1
         depth_of[key] = depth
-        basis = resource if domain.capacity.get(resource) else "cpu"
+        accelerator = _domain_accelerator(domain.capacity, resource)
+        basis = accelerator if domain.capacity.get(accelerator) else "cpu"
         capacity = domain.capacity.get(basis, 0)
         allocated = domain.allocated.get(basis, 0)
-        free = domain.capacity.get(resource, 0) - domain.allocated.get(resource, 0)
+        free = domain.capacity.get(accelerator, 0) - domain.allocated.get(accelerator, 0)
         entries.append(
             TreeNode(
                 key=key,
@@ -57,11 +65,39 @@ def tree_nodes(tree: TopologyTree, resource: str) -> list[TreeNode]:
                 depth=depth,
                 nodes=domain.node_count,
                 allocated_pct=percent(allocated, capacity),
-                free=_free_in_unit(resource, free),
+                free=_free_in_unit(accelerator, free),
                 slots=domain.slots,
+                basis=resource_name(basis),
+                free_text=_free_words(accelerator, free),
+                cpu_used_pct=_used_pct(domain, "cpu"),
+                memory_used_pct=_used_pct(domain, "memory"),
+                busy_nodes=domain.busy_nodes,
             )
         )
     return entries
+
+
+def _domain_accelerator(capacity: dict[str, int], resource: str) -> str:
+    """`resource` when the domain has it, else the first accelerator it has, else `resource`."""
+    if capacity.get(resource):
+        return resource
+    return next(
+        (name for name in sorted(capacity) if capacity[name] and is_accelerator(name)), resource
+    )
+
+
+def _used_pct(domain: Domain, resource: str) -> int | None:
+    total = domain.reporting.get(resource, 0)
+    return round(100 * domain.used.get(resource, 0) / total) if total else None
+
+
+def _free_words(resource: str, amount: int) -> str:
+    """'63 NPUs', '12.5 cards', '40 cores': a free amount with the unit of its resource."""
+    value = _free_in_unit(resource, amount)
+    unit = free_unit(resource)
+    if unit == "cards" and not resource.endswith("gpu-core"):
+        unit = resource_name(resource)
+    return f"{value:,g} {unit}"
 
 
 def free_unit(resource: str) -> str:
@@ -87,8 +123,13 @@ def domain_rows(entries: list[TreeNode], *, limit: int = 200) -> list[dict[str, 
             "parent": domain_text(e.parent),
             "nodes": e.nodes,
             "allocated_pct": e.allocated_pct,
+            "basis": e.basis,
             "free": e.free,
+            "free_text": e.free_text,
             "slots": e.slots,
+            "cpu_used_pct": e.cpu_used_pct,
+            "memory_used_pct": e.memory_used_pct,
+            "busy_nodes": e.busy_nodes,
         }
         for e in entries
         if e.layer != NODE_LAYER and e.depth > 0
@@ -142,7 +183,10 @@ def topology(request: HttpRequest) -> HttpResponse:
     shape = form.shape() if form.is_valid() else PodShapeForm.default_shape(resources)
     resource = next(iter(k for k in shape if k not in ("cpu", "memory")), resources[0])
     tree = topology_tree(
-        cluster, shape=shape, include_nodes=_small(tree_size=cluster.nodes.count())
+        cluster,
+        shape=shape,
+        include_nodes=_small(tree_size=cluster.nodes.count()),
+        usage=usage_by_name(cluster),
     )
     job = form.cleaned_data.get("job") if form.is_valid() else None
     highlighted = placement_keys(tree, job_node_names(job)) if job else set()
@@ -163,6 +207,7 @@ def topology(request: HttpRequest) -> HttpResponse:
         "free_unit": free_unit(resource),
         "shape_words": shape_text(shape),
         "scheduler_args": scheduler_arg_lines(cluster.scheduler_args),
+        "usage": usage_context(cluster),
     }
     return render(request, "topology.html", context)
 
@@ -268,6 +313,8 @@ def devices(request: HttpRequest) -> HttpResponse:
         "view": view,
         "views": HEATMAP_VIEWS,
         "view_query": _query_without(request, "view"),
+        "usage": usage_context(cluster),
+        "cards_busy": cards_busy(cluster),
     }
     return render(request, "devices.html", context)
 

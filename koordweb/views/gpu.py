@@ -17,9 +17,12 @@ from django.utils.dateparse import parse_datetime
 from koordweb.figures.gpu_usage import efficiency_bars, idle_trend, job_usage_heatmap
 from koordweb.models import Cluster, Job
 from koordweb.presenters.quantities import duration_text, gpu_hours_text, percent_text
+from koordweb.presenters.words import card_kind_word
 from koordweb.selectors.devices import Card
 from koordweb.selectors.gpu_usage import (
     IdleFlag,
+    Ranked,
+    cards_busy,
     cards_now,
     efficiency,
     flagged_idle_jobs,
@@ -28,10 +31,12 @@ from koordweb.selectors.gpu_usage import (
     team_scope,
     unhealthy_cards,
 )
-from koordweb.selectors.jobs import jobs_with_quota
+from koordweb.selectors.jobs import job_first_requests, jobs_with_quota
 from koordweb.views.common import current_cluster
+from koordweb.views.nodes import usage_context
 
 WINDOWS = {"24h": timedelta(hours=24), "7d": timedelta(days=7), "30d": timedelta(days=30)}
+RANKINGS = {"idle": "idle GPU-hours", "unused": "unused GPU-hours"}
 HEATMAP_VIEWS = {
     "allocation": "allocation",
     "utilisation": "utilisation",
@@ -124,22 +129,28 @@ def job_usage_context(job: Job) -> dict[str, Any]:
 
 
 def job_idle_words(jobs: list[Job]) -> dict[int, dict[str, Any]]:
-    """job id -> idle words, for the jobs list (only jobs idle now)."""
+    """job id -> idle words, for the jobs list (only jobs idle now), naming the job's cards by
+    their kind ('NPUs idle for 2 h')."""
     moment = timezone.now()
+    flags = idle_flags(jobs)
+    first, _ = job_first_requests(flags)
     return {
-        job_id: words
-        for job_id, flag in idle_flags(jobs).items()
+        job_id: {**words, "cards": card_kind_word(first.get(job_id) or {})}
+        for job_id, flag in flags.items()
         if (words := idle_words(flag, moment)) is not None
     }
 
 
 def gpu_health_context(cluster: Cluster, jobs: QuerySet[Job]) -> dict[str, Any]:
-    """The overview's GPU line: unhealthy cards (cluster-wide) and the user's idle-flagged jobs."""
+    """The overview's GPU line: unhealthy cards (cluster-wide), card utilisation now, the
+    nodes' reported usage against the load-aware thresholds, the user's idle-flagged jobs."""
     count, cards = unhealthy_cards(cluster)
     return {
         "unhealthy_count": count,
         "unhealthy_cards": cards,
         "idle_jobs": flagged_idle_jobs(jobs),
+        "cards_busy": cards_busy(cluster),
+        "usage": usage_context(cluster),
     }
 
 
@@ -154,30 +165,35 @@ def _window(request: HttpRequest) -> tuple[str, datetime, datetime]:
 
 @login_required
 def efficiency_page(request: HttpRequest) -> HttpResponse:
-    """Jobs and teams ranked by idle-allocated GPU-hours over a window, with the trend."""
+    """Jobs and teams ranked by wasted (allocated but unused) GPU-hours over a window, underused
+    jobs flagged by their team's efficiency threshold, with the waste over time."""
     cluster = current_cluster(request)
     if cluster is None:
         return render(request, "efficiency.html", {"cluster": None})
     window, since, until = _window(request)
     quotas = team_scope(request.user)
-    result = efficiency(cluster, since=since, until=until, quotas=quotas)
+    rank = request.GET.get("rank", "idle")
+    rank = rank if rank in RANKINGS else "idle"
+    result = efficiency(cluster, since=since, until=until, quotas=quotas, rank=rank)
     per = "hour" if result.trend_seconds == 3600 else "day"
     context = {
         "cluster": cluster,
         "window": window,
         "windows": list(WINDOWS),
+        "rank": rank,
+        "rankings": RANKINGS,
         "since": since,
         "until": until,
         "jobs": [_row(r) for r in result.jobs],
         "teams": [_row(r) for r in result.teams],
         "jobs_figure": efficiency_bars(
-            [(r.name, r.hours.used, r.hours.idle_allocated) for r in result.jobs[:15]],
-            title="Jobs with the most idle GPU-hours",
+            [_parts(r) for r in result.jobs[:15]],
+            title=f"Jobs with the most {RANKINGS[rank]}",
         )
         if result.jobs
         else None,
         "teams_figure": efficiency_bars(
-            [(r.name, r.hours.used, r.hours.idle_allocated) for r in result.teams],
+            [_parts(r) for r in result.teams],
             title="Teams",
         )
         if result.teams
@@ -190,13 +206,22 @@ def efficiency_page(request: HttpRequest) -> HttpResponse:
     return render(request, "efficiency.html", context)
 
 
-def _row(ranked: Any) -> dict[str, Any]:
+def _parts(ranked: Ranked) -> tuple[str, float, float, float]:
+    hours = ranked.hours
+    return (ranked.name, hours.used, hours.idle, hours.underused)
+
+
+def _row(ranked: Ranked) -> dict[str, Any]:
     return {
         "id": ranked.key,
         "name": ranked.name,
         "team": ranked.team,
         "allocated": gpu_hours_text(ranked.hours.allocated),
         "used": gpu_hours_text(ranked.hours.used),
-        "idle": gpu_hours_text(ranked.hours.idle_allocated),
+        "wasted": gpu_hours_text(ranked.hours.wasted),
+        "idle": gpu_hours_text(ranked.hours.idle),
+        "underused": gpu_hours_text(ranked.hours.underused),
         "efficiency": percent_text(ranked.hours.efficiency_pct),
+        "threshold": percent_text(ranked.threshold_pct),
+        "flagged": ranked.underused,
     }
