@@ -292,6 +292,15 @@ def amount_from_unit(resource: str, value: Any) -> int:
     return int(value)
 
 
+# A quota's single-value settings the edit form holds beside its resource lists.
+SETTINGS = (
+    "max_pending_jobs",
+    "max_pending_pods",
+    "gpu_idle_alert_minutes",
+    "gpu_efficiency_threshold_percent",
+)
+
+
 class QuotaEditForm(forms.Form):
     """A quota's limits in units (cores, GiB, cards): min, max and shared weight per resource,
     the pending limits and the idle-alert threshold. A blank amount leaves the resource out of
@@ -306,6 +315,9 @@ class QuotaEditForm(forms.Form):
     )
     gpu_idle_alert_minutes = forms.IntegerField(
         min_value=1, max_value=60 * 24 * 30, label="Flag GPUs idle for longer than (minutes)"
+    )
+    gpu_efficiency_threshold_percent = forms.IntegerField(
+        min_value=0, max_value=100, label="Flag jobs using less of their GPUs than (%)"
     )
 
     LISTS = (("min", "Min"), ("max", "Max"), ("shared_weight", "Shared weight"))
@@ -337,7 +349,7 @@ class QuotaEditForm(forms.Form):
                     label=f"{word}: {resource_label(resource)}",
                     initial=shown,
                 )
-        for name in ("max_pending_jobs", "max_pending_pods", "gpu_idle_alert_minutes"):
+        for name in SETTINGS:
             self.fields[name].initial = getattr(quota, name)
         if owned_only is not None:
             for name, field in self.fields.items():
@@ -350,10 +362,7 @@ class QuotaEditForm(forms.Form):
     def values(self) -> dict[str, Any]:
         """The quota's new fields as the rows hold them (resource lists in integer units)."""
         data = self.cleaned_data
-        values: dict[str, Any] = {
-            name: data[name]
-            for name in ("max_pending_jobs", "max_pending_pods", "gpu_idle_alert_minutes")
-        }
+        values: dict[str, Any] = {name: data[name] for name in SETTINGS}
         for key, _ in self.LISTS:
             amounts = {
                 resource: amount_from_unit(resource, data[f"{key}_{i}"])

@@ -17,7 +17,11 @@ from koordweb.models import Cluster
 from scheduler.vocabulary import SCHEDULING_GROUP
 
 # Fields of cluster-owned objects that are koordweb's own, even on a Kubernetes cluster.
-KOORDWEB_OWNED_FIELDS = {"ElasticQuota": frozenset({"members", "gpu_idle_alert_minutes"})}
+KOORDWEB_OWNED_FIELDS = {
+    "ElasticQuota": frozenset(
+        {"members", "gpu_idle_alert_minutes", "gpu_efficiency_threshold_percent"}
+    )
+}
 # What each kind is called in the cluster, for the message.
 CLUSTER_KINDS = {
     "Node": "Node",

@@ -27,6 +27,7 @@ EDITABLE_FIELDS = (
     "max_pending_jobs",
     "max_pending_pods",
     "gpu_idle_alert_minutes",
+    "gpu_efficiency_threshold_percent",
 )
 
 

@@ -176,12 +176,14 @@ def test_admin_edits_a_quota_in_units_and_the_change_is_recorded(
         **{"max:" + GPU: "20", "max:cpu": "96", "max:memory": "512"},
         gpu_idle_alert_minutes=30,
         max_pending_jobs=40,
+        gpu_efficiency_threshold_percent=35,
     )
     assert status == 302
     quota = ElasticQuota.objects.get(cluster=ui.cluster, name="team-b")
     assert quota.max[GPU] == 20 and quota.max["cpu"] == 96_000
     assert quota.max["memory"] == 512 * 1024**3
     assert quota.gpu_idle_alert_minutes == 30 and quota.max_pending_jobs == 40
+    assert quota.gpu_efficiency_threshold_percent == 35
     change = QuotaChange.objects.get(quota=quota)
     assert change.username == ui.admin.username and change.changes["max"][0][GPU] == 24
     page = _text(as_admin.get(reverse("quota-edit", args=["team-b"])).content.decode())
