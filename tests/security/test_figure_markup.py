@@ -32,7 +32,9 @@ def _figures() -> dict[str, dict]:
     return {
         "timeline": preemption_timeline([event]),
         "phases": round_phases([(LINK, 3)]),
-        "efficiency": efficiency_bars([(f"ns/{LINK}", 1.0, 2.0), (BOLD, 1.0, 1.0)], title="t"),
+        "efficiency": efficiency_bars(
+            [(f"ns/{LINK}", 1.0, 2.0, 0.5), (BOLD, 1.0, 1.0, 0.0)], title="t"
+        ),
         "trend": idle_trend([NOW], {LINK: [1.0]}, per="hour"),
         "usage": job_usage_heatmap([LINK], [NOW], [[50.0]]),
         "quotas": quota_bars([(LINK, {"cpu": 1000}, {"cpu": 2000}, {"cpu": 500}, None)], "cpu"),
