@@ -85,6 +85,10 @@ def _history(cluster: Cluster) -> None:
             reason=f"{preemptor} needs its block; {victim} has the lowest priority there",
             cost={"max_victim_priority": victim.priority, "jobs": 1},
             created_at=now - timedelta(minutes=20),
+            # the preemptor runs: its preemption's outcome says so
+            outcome=Preemption.Outcome.STARTED,
+            outcome_reason="All its pods started on their nominated nodes.",
+            outcome_at=now - timedelta(minutes=19),
         )
         VictimFactory(
             preemption=preemption,
