@@ -1,30 +1,32 @@
-"""Reads for the topology page: the domain tree, free resources per node and free "slots".
+"""Reads for the topology page and API: the engine's domain tree with totals and offer slots.
 
-The tree follows koordinator.md: layers come from TopologyLayer rows (the `default`
-ClusterNetworkTopology), each non-leaf layer names node label keys (the first present wins).
-A node missing the label of the layer just above it gets a virtual domain named after itself;
-a node missing a higher label is *outside the topology* and is reported, never dropped.
+The tree, its domain keys and the free "slots" are the engine's (`scheduler.api`), asked on the
+snapshot a round reads: a block name used under two spines is two blocks here as in a decision,
+a cordoned or tainted node offers no slots, and GPUs are counted as the resource-fit filter
+counts them. This module only sums the engine's per-node answers into the domains the page
+shows, with the reported usage beside them. Nodes outside the tree are listed, never dropped.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
+from django.utils import timezone
+
 from koordweb.models import Cluster, Node, Pod, PodPhase, TopologyLayer
+from koordweb.services.engine import engine_profile, node_devices_builder
+from koordweb.snapshot import build_for_round, devices_of
+from scheduler.api import EngineState, PodTemplate, node_offers, topology_domains, whole_cards
+from scheduler.api import TopologyTree as EngineTree
+from scheduler.api import topology_tree as engine_topology_tree
+from scheduler.model import NodeInfo, TopologyLayerSpec, TopologySpec
 from scheduler.vocabulary import CLUSTER_LAYER, NODE_LAYER
 
-ROOT_KEY = "cluster"
+ROOT_KEY = f"{CLUSTER_LAYER}/"  # the engine's key of the root domain
 # Pods that hold resources on their node: bound (still Pending) or Running.
 OCCUPYING_PHASES = (PodPhase.PENDING, PodPhase.RUNNING)
-
-
-@dataclass(frozen=True)
-class LayerSpec:
-    name: str
-    parent: str
-    label_keys: tuple[str, ...]
 
 
 @dataclass
@@ -49,47 +51,15 @@ class Domain:
 @dataclass
 class TopologyTree:
     layers: list[str]
-    domains: dict[str, Domain]
-    node_path: dict[str, list[str]]
+    domains: dict[str, Domain]  # parents before children, depth first
+    node_path: dict[str, list[str]]  # node name -> the keys of its domains, top layer first
     outside: list[str]
 
 
-def layer_chain(layers: Sequence[LayerSpec]) -> list[LayerSpec]:
-    """The non-leaf layers ordered from the top (child of the cluster root) down to the nodes."""
-    by_parent: dict[str, LayerSpec] = {}
-    for layer in layers:
-        if layer.name in (NODE_LAYER, CLUSTER_LAYER):
-            continue
-        by_parent.setdefault(layer.parent or CLUSTER_LAYER, layer)
-    chain: list[LayerSpec] = []
-    current = CLUSTER_LAYER
-    seen: set[str] = set()
-    while current in by_parent and current not in seen:
-        seen.add(current)
-        chain.append(by_parent[current])
-        current = by_parent[current].name
-    return chain
-
-
-def node_domains(chain: Sequence[LayerSpec], node: str, labels: Mapping[str, str]) -> list[str]:
-    """The domain keys from the top layer down for one node; [] when it is outside the tree."""
-    path: list[str] = []
-    for depth, layer in enumerate(chain):
-        value = next((labels[k] for k in layer.label_keys if labels.get(k)), None)
-        if value is None:
-            if depth != len(chain) - 1:
-                return []
-            value = node  # the virtual domain of the layer just above the node
-        path.append(f"{layer.name}/{value}")
-    return path
-
-
-def offer_slots(free: Mapping[str, int], shape: Mapping[str, int]) -> int:
-    """How many pods of `shape` fit into `free` (every requested resource must fit)."""
-    wanted = {name: amount for name, amount in shape.items() if amount > 0}
-    if not wanted:
-        return 0
-    return max(0, min(free.get(name, 0) // amount for name, amount in wanted.items()))
+def engine_state(cluster: Cluster, *, empty: bool = False) -> EngineState:
+    """The cluster as the engine sees it in a round (live), or the same nodes empty."""
+    snapshot, _ = build_for_round(cluster, now=timezone.now())
+    return EngineState(snapshot, engine_profile(cluster), empty=empty)
 
 
 def _add(into: dict[str, int], amounts: Mapping[str, int]) -> None:
@@ -108,14 +78,78 @@ def node_allocations(cluster: Cluster) -> dict[str, dict[str, int]]:
     return allocated
 
 
-def cluster_layers(cluster: Cluster) -> list[LayerSpec]:
+def cluster_topology(cluster: Cluster) -> TopologySpec | None:
+    """The cluster's ClusterNetworkTopology layers as the engine reads them (None: no layers)."""
     rows = TopologyLayer.objects.filter(cluster=cluster).order_by("position")
-    return [LayerSpec(r.name, r.parent_name, tuple(r.label_keys or ())) for r in rows]
+    layers = tuple(
+        TopologyLayerSpec(r.name, r.parent_name or None, tuple(r.label_keys or ())) for r in rows
+    )
+    return TopologySpec(layers) if layers else None
 
 
 def gather_layer_names(cluster: Cluster) -> list[str]:
     """The layers a job may gather in: every topology layer but the node layer, in order."""
-    return [spec.name for spec in cluster_layers(cluster) if spec.name != NODE_LAYER]
+    return list(
+        TopologyLayer.objects.filter(cluster=cluster)
+        .exclude(name=NODE_LAYER)
+        .order_by("position")
+        .values_list("name", flat=True)
+    )
+
+
+def label_tree(cluster: Cluster) -> EngineTree:
+    """The engine's tree of the cluster from node labels alone (no snapshot needed)."""
+    nodes = [
+        NodeInfo(name=name, allocatable={}, labels=labels or {})
+        for name, labels in Node.objects.filter(cluster=cluster).values_list("name", "labels")
+    ]
+    return engine_topology_tree(cluster_topology(cluster), nodes)
+
+
+def nodes_outside_topology(cluster: Cluster) -> list[str]:
+    """Names of the nodes that a topology exists for but that miss a higher layer's label."""
+    tree = label_tree(cluster)
+    return sorted(name for name, out in zip(tree.node_names, tree.outside, strict=True) if out)
+
+
+def node_paths(tree: EngineTree) -> dict[str, list[str]]:
+    """Node name -> the keys of its domains, top layer first ([] without layers); nodes outside
+    the tree are left out."""
+    paths: dict[str, list[str]] = {
+        n: [] for n, out in zip(tree.node_names, tree.outside, strict=True) if not out
+    }
+    for found in topology_domains(tree, leaves=False):
+        if found.level > 0:
+            for i in found.nodes.tolist():
+                paths[tree.node_names[i]].append(found.key)
+    return paths
+
+
+@dataclass(frozen=True)
+class LayerChain:
+    """The engine's tree of a cluster as `selectors/devices.py` still asks for it (through
+    `cluster_layers`, `layer_chain`, `node_domains`), until it reads `node_paths` itself."""
+
+    paths: dict[str, list[str]]
+    layers: list[str]
+
+    def __bool__(self) -> bool:
+        return bool(self.layers)
+
+
+def cluster_layers(cluster: Cluster) -> LayerChain:
+    tree = label_tree(cluster)
+    return LayerChain(node_paths(tree), list(tree.layers))
+
+
+def layer_chain(chain: LayerChain) -> LayerChain:
+    return chain
+
+
+def node_domains(chain: LayerChain, node: str, labels: Mapping[str, str]) -> list[str]:
+    """The node's domain keys from the top layer down ([] outside); the labels are the ones
+    the tree was built from."""
+    return chain.paths.get(node, [])
 
 
 def topology_tree(
@@ -125,58 +159,54 @@ def topology_tree(
     include_nodes: bool = True,
     usage: Mapping[str, tuple[Mapping[str, int], bool]] | None = None,
 ) -> TopologyTree:
-    """The domain tree with capacity, allocation and offer slots for `shape` summed upwards;
-    with `usage` (node name -> reported usage, above a load-aware threshold) the usage too."""
-    chain = layer_chain(cluster_layers(cluster))
-    allocated = node_allocations(cluster)
-    root = Domain(ROOT_KEY, CLUSTER_LAYER, cluster.name, "")
-    domains: dict[str, Domain] = {ROOT_KEY: root}
-    node_path: dict[str, list[str]] = {}
-    outside: list[str] = []
-    nodes = Node.objects.filter(cluster=cluster).values_list("name", "labels", "allocatable")
-    for name, labels, allocatable in nodes:
-        path = node_domains(chain, name, labels or {}) if chain else []
-        if chain and not path:
-            outside.append(name)
-            continue
-        node_path[name] = path
-        used = allocated.get(name, {})
-        free = {k: v - used.get(k, 0) for k, v in (allocatable or {}).items()}
-        slots = offer_slots(free, shape or {})
-        parent = ROOT_KEY
-        keys = [*path, f"{NODE_LAYER}/{name}"] if include_nodes else path
-        for key in keys:
-            layer, _, domain_name = key.partition("/")
-            domain = domains.setdefault(key, Domain(key, layer, domain_name, parent))
-            parent = key
-        for key in [ROOT_KEY, *keys]:
-            domain = domains[key]
-            _add(domain.capacity, allocatable or {})
-            _add(domain.allocated, used)
-            domain.slots += slots
+    """The engine's domain tree with capacity, allocation and offer slots for `shape` summed
+    upwards; with `usage` (node name -> reported usage, above a load-aware threshold) the
+    usage too."""
+    engine = engine_state(cluster)
+    nodes = engine.nodes
+    held = engine.held()
+    slots = engine.offer_slots(PodTemplate(dict(shape or {}))).tolist() if shape else None
+    tree = engine.tree
+    domains: dict[str, Domain] = {}
+    for found in topology_domains(tree, leaves=include_nodes):
+        name = cluster.name if found.level == 0 else found.name
+        domain = domains[found.key] = Domain(found.key, found.layer, name, found.parent)
+        for i in found.nodes.tolist():
+            node = nodes[i]
+            _add(domain.capacity, node.allocatable)
+            _add(domain.allocated, held[i])
+            domain.slots += slots[i] if slots is not None else 0
             domain.node_count += 1
-            if usage is not None and name in usage:
-                reported, busy = usage[name]
+            if usage is not None and node.name in usage:
+                reported, busy = usage[node.name]
                 _add(domain.used, reported)
-                _add(domain.reporting, {k: (allocatable or {}).get(k, 0) for k in reported})
+                _add(domain.reporting, {k: node.allocatable.get(k, 0) for k in reported})
                 domain.busy_nodes += int(busy)
-    return TopologyTree([layer.name for layer in chain], domains, node_path, sorted(outside))
+    outside = sorted(n.name for n, out in zip(nodes, tree.outside, strict=True) if out)
+    return TopologyTree(list(tree.layers), domains, node_paths(tree), outside)
 
 
-def nodes_outside_topology(cluster: Cluster) -> list[str]:
-    """Names of the nodes that a topology exists for but that miss a higher layer's label."""
-    chain = layer_chain(cluster_layers(cluster))
-    if not chain:
-        return []
-    labels = Node.objects.filter(cluster=cluster).values_list("name", "labels")
-    return sorted(name for name, lab in labels if not node_domains(chain, name, lab or {}))
+def card_counts(cluster: Cluster) -> dict[str, dict[str, int]]:
+    """Node name -> its whole cards per card resource (nvidia.com/gpu, huawei.com/npu,
+    cambricon.com/mlu), counted by the engine's rule (`scheduler.api.whole_cards`): as the node
+    reports them, else its healthy cards, GPUs never on an Ascend or Cambricon node."""
+    return {node.name: whole_cards(offered) for node, offered in _offers(cluster)}
+
+
+def _offers(cluster: Cluster) -> Iterator[tuple[Node, dict[str, int]]]:
+    devices = devices_of(node__cluster=cluster)
+    build = node_devices_builder(cluster)
+    for node in Node.objects.filter(cluster=cluster).order_by("name"):
+        yield node, node_offers(node.allocatable or {}, build(node, devices.get(node.pk, ())))
 
 
 def accelerator_resources(cluster: Cluster) -> list[str]:
-    """Extended resources that look like accelerators (GPU, NPU, MLU), for the shape form."""
+    """Extended resources that look like accelerators (GPU, NPU, MLU), for the shape form: as
+    nodes report them, and whole cards as the engine counts them from the Device CRs."""
     names: set[str] = set()
-    for allocatable in Node.objects.filter(cluster=cluster).values_list("allocatable", flat=True):
-        names.update(k for k in (allocatable or {}) if is_accelerator(k))
+    for node, offered in _offers(cluster):
+        names.update(whole_cards(offered))
+        names.update(k for k in (node.allocatable or {}) if is_accelerator(k))
     return sorted(names)
 
 

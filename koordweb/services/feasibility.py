@@ -1,7 +1,9 @@
 """Can a job's shape ever run here? Room for its pods in the domains its topology rule allows.
 
 `ClusterRoom.room` counts how many pods of one shape fit, per allowed domain, either on the empty
-cluster (`empty=True`: allocatable only) or on the live state (what occupying pods leave free).
+cluster (`empty=True`: nothing bound) or on the live state, by asking the engine
+(`scheduler.api`): its offer slots, its cordons and taints, its card counts and its topology
+domains, so a refusal here is what a round would decide.
 `ClusterRoom.never_fits` says why a job can never run even on an empty cluster ("the largest block
 has room for 8 such pods, the job needs 10"); `job_feasibility_check` raises it as a
 ValidationError keyed by the submission's field, so the API answers 400 and the UI form shows
@@ -13,21 +15,17 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
+import numpy as np
 from django.core.exceptions import ValidationError
 
-from koordweb.models import Cluster, Device, Node
+from koordweb.models import Cluster
 from koordweb.presenters.quantities import shape_text
 from koordweb.presenters.words import layer_word, pods
-from koordweb.selectors.topology import (
-    cluster_layers,
-    layer_chain,
-    node_allocations,
-    node_domains,
-    offer_slots,
-)
-from scheduler.vocabulary import NODE_LAYER, NVIDIA_GPU, VENDOR_NVIDIA
+from koordweb.selectors.topology import engine_state
+from scheduler.api import EngineState, IntArray, PodTemplate, gather_domains
 
 # Resources every node has implicitly or that the engine accounts for itself.
 _UNCHECKED = {"pods", "ephemeral-storage"}
@@ -52,28 +50,45 @@ def must_gather_layer(topology_spec: Mapping[str, Any] | None) -> str:
 
 
 class ClusterRoom:
-    """The cluster's nodes (allocatable, labels) and topology, read once, asked many times."""
+    """The cluster as the engine sees it (`scheduler.api.EngineState`), read once when first
+    asked, live or empty, and asked many times: the engine's offer slots summed into the
+    domains the engine's tree groups nodes in."""
 
     def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster
-        cards: dict[int, int] = defaultdict(int)
-        for node_id in Device.objects.filter(
-            node__cluster=cluster, device_type=Device.Type.GPU, vendor=VENDOR_NVIDIA
-        ).values_list("node_id", flat=True):
-            cards[node_id] += 1
-        self.nodes: dict[str, tuple[dict[str, int], dict[str, str]]] = {}
-        for node_id, name, allocatable, labels, unschedulable in Node.objects.filter(
-            cluster=cluster
-        ).values_list("id", "name", "allocatable", "labels", "unschedulable"):
-            if unschedulable:
-                continue
-            amounts = {k: int(v) for k, v in (allocatable or {}).items() if isinstance(v, int)}
-            if cards.get(node_id):
-                amounts.setdefault(NVIDIA_GPU, cards[node_id])
-            self.nodes[name] = (amounts, dict(labels or {}))
-        self.declared = {r for amounts, _ in self.nodes.values() for r in amounts}
-        self.chain = layer_chain(cluster_layers(cluster))
-        self._used: dict[str, dict[str, int]] | None = None
+        self._slots: dict[tuple[bool, tuple[tuple[str, int], ...]], IntArray] = {}
+
+    @cached_property
+    def empty(self) -> EngineState:
+        return engine_state(self.cluster, empty=True)
+
+    @cached_property
+    def live(self) -> EngineState:
+        return engine_state(self.cluster)
+
+    @cached_property
+    def schedulable(self) -> list[int]:
+        """Indices of the nodes a pod may be placed on at all (not cordoned, ready)."""
+        return [i for i, node in enumerate(self.empty.nodes) if not node.unschedulable]
+
+    @cached_property
+    def declared(self) -> set[str]:
+        """Resources some schedulable node offers (`scheduler.api.node_offers`)."""
+        nodes = self.empty.nodes
+        return {r for i in self.schedulable for r in nodes[i].allocatable}
+
+    @property
+    def layers(self) -> list[str]:
+        return list(self.empty.tree.layers)
+
+    def slots(self, requests: Mapping[str, int], *, empty: bool) -> IntArray:
+        """Per node (name order), the engine's offer slots for one pod of `requests`."""
+        key = (empty, tuple(sorted(requests.items())))
+        found = self._slots.get(key)
+        if found is None:
+            state = self.empty if empty else self.live
+            found = self._slots[key] = state.offer_slots(PodTemplate(dict(requests)))
+        return found
 
     def room(
         self, requests: Mapping[str, int], topology_spec: Mapping[str, Any] | None, *, empty: bool
@@ -81,45 +96,22 @@ class ClusterRoom:
         """Room for pods of `requests` in the domains the rule allows; None when unknowable
         (no nodes yet, an unknown layer, or a resource no node declares)."""
         shape = {r: a for r, a in requests.items() if a > 0 and r not in _UNCHECKED}
-        if not self.nodes or not shape or not set(shape) <= self.declared:
-            return None  # shared-device resources and unknown names are other checks' concern
-        if not empty and self._used is None:
-            self._used = node_allocations(self.cluster)
-        used = {} if empty else (self._used or {})
+        if not self.schedulable or not shape or not set(shape) <= self.declared:
+            return None  # a resource no node offers: the shape check names it
         layer = must_gather_layer(topology_spec)
-        domains = self.domains(layer)
-        if domains is None:
+        grouped = gather_domains(self.empty.tree, layer)
+        if grouped is None:
             return None  # an unknown layer: the layer check reports it
-        room: dict[str, int] = defaultdict(int)
-        for name, (amounts, _labels) in self.nodes.items():
-            free = dict(amounts)
-            for resource, amount in used.get(name, {}).items():
-                free[resource] = free.get(resource, 0) - amount
-            if name in domains:
-                room[domains[name]] += offer_slots(free, shape)
-        if not room:
+        keys, of_node = grouped
+        slots = self.slots(shape, empty=empty)
+        serving = of_node >= 0
+        if not serving.any():
             return Room(layer, 0, "", 0)
-        best_domain, best = max(room.items(), key=lambda item: (item[1], item[0]))
-        return Room(layer, best, best_domain, len(room))
-
-    def domains(self, layer: str) -> dict[str, str] | None:
-        """Node name -> the domain it serves a MustGather rule on `layer` in ("" without a rule;
-        the node itself on the node layer); nodes outside the topology serve none. None for an
-        unknown layer."""
-        depth = next((i for i, spec in enumerate(self.chain) if spec.name == layer), None)
-        if layer and depth is None and layer != NODE_LAYER:
-            return None
-        found: dict[str, str] = {}
-        for name, (_amounts, labels) in self.nodes.items():
-            if layer and depth is None:
-                found[name] = f"{layer}/{name}"  # gathered on one node
-            elif depth is not None:
-                path = node_domains(self.chain, name, labels)
-                if path:
-                    found[name] = path[depth]
-            else:
-                found[name] = ""
-        return found
+        room = np.bincount(of_node[serving], weights=slots[serving], minlength=len(keys))
+        used = np.unique(of_node[serving])
+        # the roomiest, then the last key (as before: the greatest (room, key))
+        best = max(used.tolist(), key=lambda d: (int(room[d]), keys[d]))
+        return Room(layer, int(room[best]), keys[best], len(used))
 
     def never_fit_together(
         self,
@@ -134,17 +126,22 @@ class ClusterRoom:
             r for requests in pod_requests for r, a in requests.items() if a > 0
         } - _UNCHECKED
         layer = must_gather_layer(topology_spec)
-        domains = self.domains(layer)
-        if not self.nodes or not resources or not resources <= self.declared or domains is None:
+        grouped = gather_domains(self.empty.tree, layer)
+        if not self.schedulable or not resources or not resources <= self.declared:
             return ""
+        if grouped is None:
+            return ""  # an unknown layer: the layer check reports it
         least = {
             r: sum(sorted(int(requests.get(r, 0)) for requests in pod_requests)[:pod_count])
             for r in resources
         }
-        totals: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-        for name, domain in domains.items():
-            for resource, amount in self.nodes[name][0].items():
-                totals[domain][resource] += amount
+        _keys, of_node = grouped
+        nodes = self.empty.nodes
+        totals: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        for i in self.schedulable:
+            if of_node[i] >= 0:
+                for resource, amount in nodes[i].allocatable.items():
+                    totals[int(of_node[i])][resource] += amount
         if any(all(have[r] >= need for r, need in least.items()) for have in totals.values()):
             return ""
         need = shape_text({r: a for r, a in least.items() if a > 0})
@@ -186,7 +183,7 @@ class ClusterRoom:
         if same is not None and same.best > 0:
             options.append(f"as at most {pods(same.best)} with this rule")
         layer = must_gather_layer(topology_spec)
-        names = [spec.name for spec in self.chain]
+        names = self.layers
         if layer:
             looser = [
                 {"gatherStrategy": [{"layer": name, "strategy": "MustGather"}]}

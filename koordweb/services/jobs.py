@@ -26,7 +26,6 @@ from koordweb.manifests.errors import ManifestError
 from koordweb.manifests.objects import POD, POD_GROUP, JobPlan, ManifestSet
 from koordweb.models import (
     Cluster,
-    Device,
     ElasticQuota,
     Job,
     JobState,
@@ -40,6 +39,7 @@ from koordweb.rows.pods import pods_terminating
 from koordweb.selectors.catalog import cluster_by_name
 from koordweb.selectors.submission import submit_priority_classes
 from koordweb.selectors.tenancy import quotas_of_member, user_is_admin
+from koordweb.selectors.topology import card_counts
 from koordweb.services.feasibility import job_feasibility_check
 from koordweb.services.idempotency import fingerprint, job_submitted_once
 from koordweb.services.rounds import round_request
@@ -53,7 +53,7 @@ from koordweb.services.tenant_checks import (
     quota_locked,
     tolerations_admitted,
 )
-from scheduler.devices.request import validate_device_request
+from scheduler.api import validate_device_request
 from scheduler.vocabulary import (
     DEFAULT_WAITING_SECONDS,
     DEVICE_RESOURCE_DOMAINS,
@@ -204,22 +204,16 @@ def _check_layers(cluster: Cluster, rules: tuple[GatherRule, ...]) -> None:
 
 
 def _largest_per_node(cluster: Cluster) -> dict[str, int]:
-    """For each resource, the most any single node offers (GPUs also counted from devices)."""
+    """For each resource, the most any single node offers; whole cards (GPUs, NPUs, MLUs) as
+    the engine counts them, from the Device CRs where a node does not report them."""
     largest: dict[str, int] = {}
     for allocatable in Node.objects.filter(cluster=cluster).values_list("allocatable", flat=True):
         for resource, amount in (allocatable or {}).items():
             if isinstance(amount, int):
                 largest[resource] = max(largest.get(resource, 0), amount)
-    gpu_counts = (
-        Device.objects.filter(node__cluster=cluster, device_type=Device.Type.GPU)
-        .values_list("node_id", flat=True)
-        .order_by()
-    )
-    per_node: dict[int, int] = {}
-    for node_id in gpu_counts:
-        per_node[node_id] = per_node.get(node_id, 0) + 1
-    if per_node:
-        largest[NVIDIA_GPU] = max(largest.get(NVIDIA_GPU, 0), max(per_node.values()))
+    for cards in card_counts(cluster).values():
+        for resource, count in cards.items():
+            largest[resource] = max(largest.get(resource, 0), count)
     return largest
 
 

@@ -36,7 +36,7 @@ def test_topology_tree_with_free_slots(alice_api, world):
     body = alice_api.get(V1 + "topology/?shape=nvidia.com/gpu=4,cpu=8").json()
     domains = {d["key"]: d for d in body["domains"]}
     assert body["layers"] == ["SpineLayer", "BlockLayer"]
-    assert domains["cluster"]["free_slots"] == 8  # 4 nodes x 2 pods of 4 GPUs
+    assert domains["ClusterTopologyLayer/"]["free_slots"] == 8  # 4 nodes x 2 pods of 4 GPUs
     assert domains["SpineLayer/s0"]["free_slots"] == 4
     assert domains["BlockLayer/b1"]["parent"] == "SpineLayer/s0"
     assert body["outside"] == ["stray"]

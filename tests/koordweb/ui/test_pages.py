@@ -70,15 +70,19 @@ def test_job_queue_is_scoped_and_ordered(ui: Pages, as_admin: Client, as_bob: Cl
     assert html.index("train-a") < html.index("big-b")
     bob_html = as_bob.get(reverse("jobs")).content.decode()
     assert "big-b" in bob_html and "train-a" not in bob_html
-    # The pending reason in plain words, from the latest decision.
-    assert "No topology domain has room for all 4 pods of the job together." in bob_html
+    # The engine's own count on the empty cluster: node-3 has 7 healthy cards, so only three
+    # nodes ever hold a pod of 8 GPUs, and the page says the job can never run.
+    assert "Can never run: with every node empty, the whole cluster has room for 3 pods" in bob_html
     assert "desiredOfferSlot" not in bob_html
     assert "4 x 8 GPUs, 8 cores" in bob_html
 
 
 def test_job_detail_shows_decisions_and_counterfactual(ui: Pages, as_bob: Client) -> None:
     html = as_bob.get(reverse("job-detail", args=[ui.pending.pk])).content.decode()
-    assert "fits block b1 if train-a is preempted" in html
+    # It can never run (see above): what would change it is checked on the empty cluster, and
+    # the round's decision is still listed in words.
+    assert "It could run as at most 3 pods with this rule." in html
+    assert "No topology domain has room for all 4 pods of the job together." in html
     assert f"#{ui.good_round.pk}" in html
 
 
@@ -113,8 +117,9 @@ def test_topology_counts_slots_for_a_shape(ui: Pages, as_admin: Client) -> None:
     html = as_admin.get(
         reverse("topology"), {"resource": "nvidia.com/gpu", "count": 4, "cpu": 0, "memory": 0}
     ).content.decode()
-    # Free 8-GPU nodes: node-3 has 8 free (shared pod asked gpu-core only); node-5 is outside.
-    assert re.search(r'data-slots="cluster">2<', html)
+    # The engine's count: node-3 has 7 healthy cards and card 0 half held by a shared pod, so
+    # one pod of 4 whole cards; nodes 1 and 2 are full; node-5 is outside.
+    assert re.search(r'data-slots="cluster">1<', html)
     sunburst = figures(html)["fig-sunburst"]["data"][0]
     assert "NodeTopologyLayer/node-5" not in sunburst["ids"]
     assert "BlockLayer/b1" in sunburst["ids"]
