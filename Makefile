@@ -15,16 +15,20 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# The demo's settings (koordweb.settings.local), also for manage.py commands typed by hand.
 .env:
-	@printf 'DEBUG=true\nSECRET_KEY=%s\n' "$$($(PYTHON) -c 'import secrets; print(secrets.token_urlsafe(50))')" > .env
-	@echo "wrote a development .env (DEBUG on, a fresh SECRET_KEY)"
+	@printf 'DJANGO_SETTINGS_MODULE=koordweb.settings.local\nSECRET_KEY=%s\n' "$$($(PYTHON) -c 'import secrets; print(secrets.token_urlsafe(50))')" > .env
+	@echo "wrote a development .env (the local settings: DEBUG on; a fresh SECRET_KEY)"
+
+# The demo runs on the local settings whatever an older .env says.
+LOCAL := DJANGO_SETTINGS_MODULE=koordweb.settings.local
 
 migrate: $(STAMP) .env
 	@mkdir -p var
-	@$(PY) manage.py migrate --noinput -v 0
+	@$(LOCAL) $(PY) manage.py migrate --noinput -v 0
 
 seed: migrate
-	@$(PY) manage.py seed_demo
+	@$(LOCAL) $(PY) manage.py seed_demo
 
 run: seed
 	@bash docker/run-local.sh
@@ -34,7 +38,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 
 types: $(STAMP)
-	KOORDWEB_TESTING=1 $(VENV)/bin/mypy koordweb scheduler
+	$(VENV)/bin/mypy koordweb scheduler
 
 imports: $(STAMP)
 	$(VENV)/bin/lint-imports

@@ -53,7 +53,7 @@ from tqdm import tqdm
 
 from benchmarks.round_scale import node_counts, reference_seconds
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "koordweb.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "koordweb.settings.local")
 
 SPINE = "network.topology.nvidia.com/spine"
 BLOCK = "network.topology.nvidia.com/block"

@@ -27,7 +27,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "koordweb.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "koordweb.settings.local")
 
 CLUSTER = "gpu-bench"
 GI = 1024**3

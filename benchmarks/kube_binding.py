@@ -27,8 +27,7 @@ from typing import Any
 
 import django
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "koordweb.settings")
-os.environ.setdefault("KOORDWEB_TESTING", "1")  # no database, no secret: only the plan's types
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "koordweb.settings.test")
 django.setup()  # the plan's types live beside the models
 
 from koordweb.backends.base import Binding, EnactPlan  # noqa: E402

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# `make run`: the web server, a Celery worker and Celery beat on the embedded defaults.
+# `make run`: the web server, a Celery worker and Celery beat on the local settings
+# (koordweb/settings/local.py: the embedded defaults, DEBUG on, demo jobs arriving on a timer).
 # Ctrl-C stops all three. KOORDWEB_PORT chooses the port (default 8000).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 PORT="${KOORDWEB_PORT:-8000}"
+export DJANGO_SETTINGS_MODULE=koordweb.settings.local
 mkdir -p var/broker/out var/broker/processed var/log
 
 pids=()
@@ -18,11 +20,11 @@ stop() {
 }
 trap stop INT TERM EXIT
 
-KOORDWEB_DEMO_ARRIVALS="${KOORDWEB_DEMO_ARRIVALS:-true}" $PY manage.py runserver "127.0.0.1:$PORT" --noreload >var/log/web.log 2>&1 &
+$PY manage.py runserver "127.0.0.1:$PORT" --noreload >var/log/web.log 2>&1 &
 pids+=($!)
 .venv/bin/celery -A koordweb worker --pool=solo --loglevel=INFO >var/log/worker.log 2>&1 &
 pids+=($!)
-KOORDWEB_DEMO_ARRIVALS="${KOORDWEB_DEMO_ARRIVALS:-true}" .venv/bin/celery -A koordweb beat --loglevel=INFO \
+.venv/bin/celery -A koordweb beat --loglevel=INFO \
     --schedule=var/celerybeat-schedule >var/log/beat.log 2>&1 &
 pids+=($!)
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
-
 from celery import Celery
 
 from koordweb.affinity import AffinityStep
+from koordweb.settings.environment import use_settings
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "koordweb.settings")
+# `.env` and DJANGO_SETTINGS_MODULE, production unless the environment or `.env` names others.
+use_settings()
 
 app = Celery("koordweb")
 app.config_from_object("django.conf:settings", namespace="CELERY")

@@ -8,7 +8,7 @@ from typing import Any
 from django import forms
 from django.db.models import QuerySet
 
-from koordweb.kubenames import NAME_CHARACTERS, namespace_errors
+from koordweb.kubenames import NAME_CHARACTERS
 from koordweb.limits import (
     DURATION,
     GATHER_STRATEGIES,
@@ -16,13 +16,20 @@ from koordweb.limits import (
     MIN_AVAILABLE,
     POD_COUNT,
     TOKEN_DAYS,
-    job_name_errors,
 )
 from koordweb.models import Job
 from koordweb.presenters.quantities import amount_in_unit, resource_choices, resource_label
 from koordweb.presenters.words import layer_word
 from koordweb.selectors.devices import VENDORS
 from koordweb.selectors.submission import SUBMIT_DEVICES
+from koordweb.submission import (
+    CARDS_PER_POD,
+    NAMESPACE_MAX,
+    PER_POD,
+    TEXT_RULES,
+    request_errors,
+    submission_errors,
+)
 from scheduler.vocabulary import (
     GPU_CORE,
     GPU_MEMORY,
@@ -152,16 +159,20 @@ def _kubernetes(value: str, errors: Callable[[str], list[str]]) -> str:
     return value
 
 
+# The inputs a pod's requests are made of (`JobSubmitForm.requests`).
+REQUEST_INPUTS = frozenset({"device", "gpus", "gpu_share", "gpu_memory", "cpu", "memory"})
+
+
 class JobSubmitForm(forms.Form):
-    """A gang of identical pods, as the API's JSON submission has it, each field bounded as there
-    (`koordweb.limits`; the service validates the rest against the cluster: quota membership,
-    layers, shapes no node can hold)."""
+    """A gang of identical pods, as the API's JSON submission has it, validated by the same rules
+    (`koordweb.submission`, `koordweb.limits`; the service validates the rest against the
+    cluster: quota membership, layers, shapes no node can hold)."""
 
     # Kubernetes' rules for the pods' names ("<name>-<index>") and namespace, as the API's.
     name = forms.CharField(
         max_length=JOB_NAME_MAX, help_text=f"A Kubernetes name: {NAME_CHARACTERS}."
     )
-    namespace = forms.CharField(max_length=63, initial="default")
+    namespace = forms.CharField(max_length=NAMESPACE_MAX, initial="default")
     quota = forms.ChoiceField(required=False)
     priority_class = forms.ChoiceField(required=False, label="Priority class")
     replicas = forms.IntegerField(
@@ -174,7 +185,9 @@ class JobSubmitForm(forms.Form):
         label="Pods that must start together",
     )
     device = forms.ChoiceField(label="Accelerator", required=False)
-    gpus = forms.IntegerField(min_value=0, max_value=64, initial=8, label="Cards per pod")
+    gpus = forms.IntegerField(
+        min_value=0, max_value=CARDS_PER_POD, initial=8, label="Cards per pod"
+    )
     gpu_share = forms.IntegerField(
         min_value=1,
         max_value=100,
@@ -184,13 +197,17 @@ class JobSubmitForm(forms.Form):
     )
     gpu_memory = forms.DecimalField(
         min_value=0,
-        max_value=1024,
+        max_value=PER_POD[GPU_MEMORY].typed,
         required=False,
         label="GPU memory per pod (GiB)",
         help_text="For a GPU share: the card memory it needs (else its share of the memory).",
     )
-    cpu = forms.DecimalField(min_value=0, max_value=10_000, initial=8, label="CPU cores per pod")
-    memory = forms.DecimalField(min_value=0, max_value=100_000, initial=32, label="Memory GiB")
+    cpu = forms.DecimalField(
+        min_value=0, max_value=PER_POD["cpu"].typed, initial=8, label="CPU cores per pod"
+    )
+    memory = forms.DecimalField(
+        min_value=0, max_value=PER_POD["memory"].typed, initial=32, label="Memory GiB"
+    )
     gather_layer = forms.ChoiceField(required=False, label="Keep pods within layer")
     gather_strategy = forms.ChoiceField(
         choices=list(
@@ -241,18 +258,26 @@ class JobSubmitForm(forms.Form):
 
     # After max_length, as the API: no pattern ever runs over megabytes of text.
     def clean_name(self) -> str:
-        return _kubernetes(self.cleaned_data["name"], job_name_errors)
+        return _kubernetes(self.cleaned_data["name"], TEXT_RULES["name"])
 
     def clean_namespace(self) -> str:
-        return _kubernetes(self.cleaned_data["namespace"], namespace_errors)
+        return _kubernetes(self.cleaned_data["namespace"], TEXT_RULES["namespace"])
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
-        replicas, minimum = data.get("replicas"), data.get("min_available")
-        if replicas and minimum and minimum > replicas:
-            self.add_error("min_available", "cannot exceed the number of pods")
         if data.get("device") == "gpu-share" and not data.get("gpu_share"):
             self.add_error("gpu_share", "a GPU share needs the part of a card it uses")
+        if not self.errors.keys() & REQUEST_INPUTS:
+            # The pod's requests are made of several inputs: their refusal is said above them.
+            for message in request_errors(self.requests()):
+                self.add_error(None, message)
+        if self.errors:
+            return data  # the rules across fields read valid fields only, as the API's
+        for field, messages in submission_errors(
+            replicas=data["replicas"], min_available=data.get("min_available")
+        ).items():
+            for message in messages:
+                self.add_error(field, message)
         return data
 
     def requests(self) -> dict[str, int]:

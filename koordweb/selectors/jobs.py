@@ -37,10 +37,6 @@ def job_detail_queryset(*, user: Any) -> QuerySet[Job]:
     )
 
 
-def job_get(*, user: Any, job_id: int) -> Job | None:
-    return job_detail_queryset(user=user).filter(pk=job_id).first()
-
-
 def job_visible(*, user: Any, job_id: int) -> Job | None:
     """The job with its relations, None when it does not exist or is another tenant's."""
     return job_list(user=user).filter(pk=job_id).first()

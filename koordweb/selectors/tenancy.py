@@ -63,12 +63,6 @@ def jobs_visible(*, user: Any) -> QuerySet[Job]:
     return Job.objects.filter(quota__in=ElasticQuota.objects.filter(members=user))
 
 
-def job_is_visible(*, user: Any, job: Job) -> bool:
-    if user_is_admin(user):
-        return True
-    return jobs_visible(user=user).filter(pk=job.pk).exists()
-
-
 def preemptions_visible(*, user: Any) -> QuerySet[Preemption]:
     """Preemptions whose preemptor or one of whose victims is a job the user can see."""
     if user_is_admin(user):

@@ -58,10 +58,6 @@ class EnactSummary:
     notes: list[PodNote] = field(default_factory=list)  # what kubectl should show of it
 
 
-def intents_pending(*, cluster: Cluster) -> int:
-    return Intent.objects.filter(cluster=cluster, state=Intent.State.PENDING).count()
-
-
 class _Pending(NamedTuple):
     """A pending intent with what deciding whether it still applies needs of its pod."""
 

@@ -53,7 +53,7 @@ def newcomer_env(extra: Mapping[str, str]) -> dict[str, str]:
     env = {
         key: value
         for key, value in os.environ.items()
-        if key not in {"VIRTUAL_ENV", "PYTHONPATH", "KOORDWEB_TESTING", "DJANGO_SETTINGS_MODULE"}
+        if key not in {"VIRTUAL_ENV", "PYTHONPATH", "DJANGO_SETTINGS_MODULE"}
         and not key.startswith("PYTEST")
     }
     venv_bin = str(ROOT / ".venv" / "bin")

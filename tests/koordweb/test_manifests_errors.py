@@ -222,7 +222,7 @@ def test_exit_code_is_2_from_the_command_line(tmp_path):
     bad.write_text("apiVersion: v1\nkind: Node\nmetadata: {name: n, labels: &x {}}\n")
     env = {
         **os.environ,
-        "KOORDWEB_TESTING": "1",
+        "DJANGO_SETTINGS_MODULE": "koordweb.settings.test",
         "DATABASE_URL": f"sqlite:///{tmp_path}/unused.sqlite3",
     }
     result = subprocess.run(

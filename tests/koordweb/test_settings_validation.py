@@ -10,11 +10,19 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+LOCAL = "koordweb.settings.local"
+PRODUCTION = "koordweb.settings.production"
 
 
 def check(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """`manage.py check` on `make run`'s settings, unless `env` names others."""
     base = {k: v for k, v in os.environ.items() if not k.startswith(("KOORDWEB_", "PYTEST"))}
-    base.update(DEBUG="true", KOORDWEB_VAR_DIR=str(tmp_path), DATABASE_URL="", CELERY_BROKER_URL="")
+    base.update(
+        DJANGO_SETTINGS_MODULE=LOCAL,
+        KOORDWEB_VAR_DIR=str(tmp_path),
+        DATABASE_URL="",
+        CELERY_BROKER_URL="",
+    )
     base.update(env)
     return subprocess.run(
         [sys.executable, "manage.py", "check"],
@@ -38,7 +46,18 @@ def check(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
         ({"KOORDWEB_AFFINITY": "maybe"}, "KOORDWEB_AFFINITY='maybe': expected true or false"),
         ({"CELERY_BROKER_URL": "redis:/x", "KOORDWEB_LOG_FORMAT": "xml"}, "KOORDWEB_LOG_FORMAT"),
         ({"KOORDWEB_TRUSTED_PROXIES": "10.0.0.0/33"}, "KOORDWEB_TRUSTED_PROXIES"),
-        ({"DEBUG": "false", "SECRET_KEY": ""}, "SECRET_KEY must be set"),
+        (
+            {"DJANGO_SETTINGS_MODULE": PRODUCTION, "DEBUG": "false", "SECRET_KEY": ""},
+            "SECRET_KEY must be set",
+        ),
+        (
+            {"DJANGO_SETTINGS_MODULE": PRODUCTION, "DEBUG": "true", "SECRET_KEY": "k" * 60},
+            "DEBUG='true': the production settings run with DEBUG off",
+        ),
+        (
+            {"DJANGO_SETTINGS_MODULE": PRODUCTION, "KOORDWEB_HTTPS": "sometimes"},
+            "KOORDWEB_HTTPS='sometimes': expected true or false",
+        ),
     ],
 )
 def test_a_bad_setting_is_one_line(tmp_path: Path, env: dict[str, str], line: str) -> None:

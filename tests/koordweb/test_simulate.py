@@ -123,8 +123,8 @@ def test_missing_file_exits_2_from_the_command_line(tmp_path: Path) -> None:
 def _production_env() -> dict[str, str]:
     """The environment of a clean checkout with production defaults: DEBUG off, no SECRET_KEY
     (set but empty, so a developer's .env cannot fill them)."""
-    env = {k: v for k, v in os.environ.items() if k not in ("KOORDWEB_TESTING", "DEBUG")}
-    return {**env, "SECRET_KEY": "", "DEBUG": "false"}
+    settings = "koordweb.settings.production"
+    return {**os.environ, "SECRET_KEY": "", "DEBUG": "false", "DJANGO_SETTINGS_MODULE": settings}
 
 
 def test_simulate_needs_no_secret_key(tmp_path: Path) -> None:

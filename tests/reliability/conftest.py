@@ -41,7 +41,7 @@ def workers(kube: FakeKube, tmp_path: Path) -> Iterator[Workers]:
         "KOORDWEB_VAR_DIR": str(settings.VAR_DIR),
         "KOORDWEB_BACKEND": "kubernetes",
         "KUBECONFIG": str(kubeconfig_write(tmp_path / "kubeconfig", kube.url)),
-        "KOORDWEB_TESTING": "1",
+        "DJANGO_SETTINGS_MODULE": "koordweb.settings.test",
         "SECRET_KEY": settings.SECRET_KEY,
         "PYTHONUNBUFFERED": "1",
     }

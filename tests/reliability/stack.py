@@ -247,7 +247,7 @@ class AppStack:
             "REDIS_URL": broker.redis_url,
             "KOORDWEB_VAR_DIR": str(self.var),
             "KOORDWEB_BACKEND": "simulated",
-            "KOORDWEB_TESTING": "1",
+            "DJANGO_SETTINGS_MODULE": "koordweb.settings.test",
             "KOORDWEB_HTTPS": "0",
             "DEBUG": "0",
             "LOG_LEVEL": "WARNING",

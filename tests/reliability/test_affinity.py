@@ -127,7 +127,7 @@ def fleet(tmp_path: Path) -> Iterator[Fleet]:
         "KOORDWEB_AFFINITY": "true",
         "KOORDWEB_ROUND_INTERVAL": str(INTERVAL),
         "KOORDWEB_LEASE_SECONDS": str(LEASE),
-        "KOORDWEB_TESTING": "1",
+        "DJANGO_SETTINGS_MODULE": "koordweb.settings.test",
         "SECRET_KEY": settings.SECRET_KEY,
         "PYTHONUNBUFFERED": "1",
     }

@@ -1,8 +1,8 @@
 """Production settings: `check --deploy` is clean, and responses carry the security headers.
 
 The settings are read from a fresh interpreter with DEBUG off, a 50+ character SECRET_KEY and
-ALLOWED_HOSTS set, exactly as a deployment starts, so these tests check koordweb/settings.py
-itself rather than values restated here.
+ALLOWED_HOSTS set, exactly as a deployment starts, so these tests check
+koordweb/settings/production.py itself rather than values restated here.
 """
 
 from __future__ import annotations
@@ -42,13 +42,13 @@ def production_env(**overrides: str) -> dict[str, str]:
     env = {
         key: value
         for key, value in os.environ.items()
-        if not key.startswith(("PYTEST", "KOORDWEB_TESTING")) and key != "DJANGO_SETTINGS_MODULE"
+        if not key.startswith("PYTEST") and key != "DJANGO_SETTINGS_MODULE"
     }
     env.update(
         DEBUG="false",
         SECRET_KEY=secrets.token_urlsafe(60),
         ALLOWED_HOSTS=HOST,
-        DJANGO_SETTINGS_MODULE="koordweb.settings",
+        DJANGO_SETTINGS_MODULE="koordweb.settings.production",
     )
     env.pop("KOORDWEB_HTTPS", None)  # the production default, not a developer's override
     env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)  # the browser tests' switch, never production's
@@ -65,7 +65,7 @@ def run_python(args: list[str], env: dict[str, str]) -> subprocess.CompletedProc
 @pytest.fixture(scope="module")
 def production() -> dict[str, Any]:
     script = (
-        "import json, koordweb.settings as s; "
+        "import json, koordweb.settings.production as s; "
         f"print(json.dumps({{k: getattr(s, k) for k in {PRODUCTION_KEYS!r}}}))"
     )
     done = run_python(["-c", script], production_env())
@@ -98,7 +98,7 @@ def test_check_deploy_warns_of_a_per_machine_cache_beside_rabbitmq() -> None:
 
 
 def test_production_refuses_to_start_without_a_secret_key() -> None:
-    done = run_python(["-c", "import koordweb.settings"], production_env(SECRET_KEY=""))
+    done = run_python(["-c", "import koordweb.settings.production"], production_env(SECRET_KEY=""))
     assert done.returncode != 0
     assert "SECRET_KEY must be set" in done.stderr
 

@@ -1,7 +1,7 @@
 """Secrets come only from the environment: no key, password or token literal in the repository.
 
 Every file git would ship (tracked, or new and not ignored) is scanned. The one allowed literal is
-the DEBUG/test fallback SECRET_KEY in koordweb/settings.py, which production refuses to use.
+the local/test fallback SECRET_KEY in koordweb/settings/environment.py, which production never uses.
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ CONFIG_FILE = re.compile(
     r"(\.(ya?ml|toml|ini|cfg|sh|conf)|(^|/)(\.env[^/]*|Dockerfile|run|audit))$"
 )
 ALLOWED = {
-    # The fallback is used only with DEBUG on or under tests (settings.py raises otherwise).
-    ("koordweb/settings.py", "secret key literal"),
+    # The fallback of the local and test settings only (production refuses to start without one).
+    ("koordweb/settings/environment.py", "secret key literal"),
 }
 # Reported to the lead with the fix; pinned by the xfail test below.
 KNOWN: set[tuple[str, str]] = set()
@@ -76,17 +76,20 @@ def test_no_secret_literals_outside_the_debug_fallback() -> None:
     assert not unexpected, "\n".join(" | ".join(hit) for hit in unexpected)
 
 
-def test_the_fallback_key_is_only_for_debug_and_tests() -> None:
-    text = (ROOT / "koordweb/settings.py").read_text()
-    assert 'SECRET_KEY = os.environ.get("SECRET_KEY", "")' in text
-    # The fixed fallback is assigned once, under DEBUG or tests; offline commands get a fresh
-    # random key; anything else refuses to start.
-    assert text.count("insecure-development-key") == 1
-    assert re.search(r'if DEBUG or TESTING:\n\s+SECRET_KEY = "insecure-development-key', text)
+def test_the_fallback_key_is_only_for_local_and_tests() -> None:
+    settings = ROOT / "koordweb" / "settings"
+    texts = {path.name: path.read_text() for path in settings.glob("*.py")}
+    # The fixed fallback is written once and used by the local and test settings only.
+    assert sum(text.count("insecure-development-key") for text in texts.values()) == 1
+    assert 'DEVELOPMENT_SECRET_KEY = "insecure-development-key' in texts["environment.py"]
+    users = {name for name, text in texts.items() if "DEVELOPMENT_SECRET_KEY" in text}
+    assert users == {"environment.py", "local.py", "test.py"}
+    # Production: a fresh random key for the offline commands, anything else refuses to start.
+    production = texts["production.py"]
     assert re.search(
-        r"elif COMMAND in OFFLINE_COMMANDS:\n\s+SECRET_KEY = secrets\.token_urlsafe\(50\)", text
+        r"if COMMAND in OFFLINE_COMMANDS:\n\s+SECRET_KEY = secrets\.token_urlsafe\(50\)", production
     )
-    assert re.search(r"else:\n\s+raise ImproperlyConfigured\(", text)
+    assert re.search(r"else:\n\s+problem\(\"SECRET_KEY must be set", production)
 
 
 def test_the_scan_catches_a_planted_secret(tmp_path: Path) -> None:

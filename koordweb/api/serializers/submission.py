@@ -12,9 +12,7 @@ from koordweb.api.serializers.strict import StrictSerializer
 from koordweb.kubenames import (
     LABEL_CHARACTERS,
     NAME_CHARACTERS,
-    container_resource_errors,
     labels_errors,
-    namespace_errors,
     toleration_errors,
 )
 from koordweb.limits import (
@@ -24,9 +22,9 @@ from koordweb.limits import (
     JOB_NAME_MAX,
     MIN_AVAILABLE,
     POD_COUNT,
-    job_name_errors,
 )
 from koordweb.services.jobs import GatherRule, JobSpec, PodShape
+from koordweb.submission import NAMESPACE_MAX, TEXT_RULES, request_errors, submission_errors
 
 MAX_SELECTOR = 32  # node selector entries a pod may carry
 
@@ -81,11 +79,9 @@ class PodShapeSerializer(StrictSerializer):
     tolerations = TolerationSerializer(many=True, required=False, default=list)
 
     def validate_requests(self, value: dict[str, int]) -> dict[str, int]:
-        refused = container_resource_errors(value)
+        refused = request_errors(value)
         if refused:
             raise serializers.ValidationError(refused)
-        if not any(value.values()):
-            raise serializers.ValidationError("a pod must request at least one resource")
         return value
 
     def validate_node_selector(self, value: dict[str, str]) -> dict[str, str]:
@@ -108,7 +104,7 @@ class JobSubmissionSerializer(StrictSerializer):
         max_length=JOB_NAME_MAX, help_text=f"A Kubernetes name: {NAME_CHARACTERS}."
     )
     namespace = serializers.CharField(
-        max_length=63,
+        max_length=NAMESPACE_MAX,
         required=False,
         default="default",
         help_text=f"A Kubernetes namespace: {LABEL_CHARACTERS}.",
@@ -145,20 +141,21 @@ class JobSubmissionSerializer(StrictSerializer):
 
     # Checked after max_length: no pattern ever runs over megabytes of text.
     def validate_name(self, value: str) -> str:
-        return _valid(value, job_name_errors)
+        return _valid(value, TEXT_RULES["name"])
 
     def validate_namespace(self, value: str) -> str:
-        return _valid(value, namespace_errors)
+        return _valid(value, TEXT_RULES["namespace"])
 
     def validate_labels(self, value: dict[str, str]) -> dict[str, str]:
         return _labels(value)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        minimum = attrs.get("min_available")
-        if minimum is not None and minimum > attrs["replicas"]:
-            raise serializers.ValidationError(
-                {"min_available": [f"must be at most replicas ({attrs['replicas']})"]}
-            )
+        # The rules across fields the form has too (koordweb.submission).
+        refused = submission_errors(
+            replicas=attrs["replicas"], min_available=attrs.get("min_available")
+        )
+        if refused:
+            raise serializers.ValidationError(refused)
         topology = attrs.get("topology") or {}
         layers = [rule["layer"] for rule in topology.get("gather", [])]
         if len(layers) != len(set(layers)):

@@ -1,9 +1,10 @@
-"""All of koordweb's settings, read from the environment (and from `.env` when present).
+"""The settings every koordweb process shares, read from the environment (and `.env`).
 
-Every variable is listed in `.env.example`. Production is the default: DEBUG is off and
-SECRET_KEY must be given; `make run` writes a development `.env` with DEBUG on. Every value is
-checked here, at start-up: a bad one stops the process with one line per problem naming the
-variable (`koordweb: KOORDWEB_GPU_SAMPLE_SECONDS='0': must be at least 1`), never a traceback.
+Not a settings module of its own: `production` (the default), `local` (`make run`) and `test` (the
+suite) start from this one and add what differs: DEBUG, the SECRET_KEY fallback, HTTPS and how
+static files are served. Every variable is listed in `.env.example` and checked at start-up
+(`environment.py`): a bad one stops the process with one line per problem naming the variable
+(`koordweb: KOORDWEB_GPU_SAMPLE_SECONDS='0': must be at least 1`), never a traceback.
 """
 
 from __future__ import annotations
@@ -11,132 +12,33 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
-import secrets
-import sys
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
-from django.core.exceptions import ImproperlyConfigured
 
-BASE_DIR = Path(__file__).resolve().parent.parent
+from koordweb.settings.environment import (
+    ROOT,
+    env_bool,
+    env_choice,
+    env_float,
+    env_int,
+    env_list,
+    env_url,
+    load_dotenv,
+    problem,
+    raw,
+)
 
-
-def _load_dotenv(path: Path) -> None:
-    """Fill os.environ from KEY=VALUE lines; the real environment always wins."""
-    if not path.is_file():
-        return
-    for raw in path.read_text(encoding="utf-8").splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#") or "=" not in line:
-            continue
-        key, _, value = line.partition("=")
-        os.environ.setdefault(key.strip(), value.strip().strip("'\""))
-
-
-# Problems found in the environment; reported together, one line each, at the end of the module.
-_problems: list[str] = []
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off"}
-
-
-def _raw(name: str) -> str:
-    return os.environ.get(name, "").strip()
-
-
-def env_bool(name: str, default: bool) -> bool:
-    value = _raw(name).lower()
-    if not value:
-        return default
-    if value not in _TRUE | _FALSE:
-        _problems.append(f"{name}={value!r}: expected true or false")
-        return default
-    return value in _TRUE
-
-
-def env_list(name: str, default: str) -> list[str]:
-    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
-
-
-def env_int(name: str, default: int, *, minimum: int, maximum: int | None = None) -> int:
-    """A whole number within bounds; the default when unset (a bad value is a problem)."""
-    return int(_env_number(name, default, int, minimum, maximum))
-
-
-def env_float(name: str, default: float, *, minimum: float, above: bool = False) -> float:
-    """A number of at least `minimum` (above it, when `above`); the default when unset."""
-    value = _env_number(name, default, float, minimum, None)
-    if above and value <= minimum:
-        _problems.append(f"{name}={_raw(name)!r}: must be more than {minimum:g}")
-        return default
-    return value
-
-
-def _env_number(
-    name: str, default: float, kind: type, minimum: float, maximum: float | None
-) -> float:
-    raw = _raw(name)
-    if not raw:
-        return default
-    try:
-        value = kind(raw)
-    except ValueError:
-        what = "a whole number" if kind is int else "a number"
-        _problems.append(f"{name}={raw!r}: expected {what}")
-        return default
-    if value != value or value in (float("inf"), float("-inf")):
-        _problems.append(f"{name}={raw!r}: expected a finite number")
-        return default
-    if value < minimum:
-        _problems.append(f"{name}={raw!r}: must be at least {minimum:g}")
-        return default
-    if maximum is not None and value > maximum:
-        _problems.append(f"{name}={raw!r}: must be at most {maximum:g}")
-        return default
-    return value
-
-
-def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
-    value = _raw(name) or default
-    if value not in choices:
-        _problems.append(f"{name}={value!r}: expected one of {', '.join(choices)}")
-        return default
-    return value
-
-
-def env_url(name: str, default: str, schemes: tuple[str, ...]) -> str:
-    value = _raw(name) or default
-    if value and value.partition(":")[0] not in schemes:
-        _problems.append(f"{name}={value!r}: expected a URL starting with {' or '.join(schemes)}:")
-        return default
-    return value
-
-
-_load_dotenv(BASE_DIR / ".env")
+BASE_DIR = ROOT
+load_dotenv(BASE_DIR / ".env")
 # SQLite, the embedded broker, the file cache, beat's schedule and the demo's logins live here.
-VAR_DIR = Path(_raw("KOORDWEB_VAR_DIR") or BASE_DIR / "var").absolute()
+VAR_DIR = Path(raw("KOORDWEB_VAR_DIR") or BASE_DIR / "var").absolute()
 
-TESTING = "pytest" in sys.modules or env_bool("KOORDWEB_TESTING", False)
-DEBUG = env_bool("DEBUG", False)
-
-# Commands that serve nothing and keep nothing (a private in-memory database, a trace replay) sign
-# nothing that outlives their process: without a SECRET_KEY they run on one made for the process.
-OFFLINE_COMMANDS = frozenset({"simulate", "replay_trace"})
-COMMAND = sys.argv[1] if len(sys.argv) > 1 and Path(sys.argv[0]).name == "manage.py" else ""
-
+DEBUG = False
+# Production's rule; local and test fall back to a development key when it is unset.
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
-try:
-    if not SECRET_KEY:
-        if DEBUG or TESTING:
-            SECRET_KEY = "insecure-development-key-only-for-debug-and-tests-" + "x" * 20
-        elif COMMAND in OFFLINE_COMMANDS:
-            SECRET_KEY = secrets.token_urlsafe(50)
-        else:
-            raise ImproperlyConfigured(
-                "SECRET_KEY must be set when DEBUG is off (see .env.example; `make run` writes one)"
-            )
-except ImproperlyConfigured as _exc:
-    _problems.append(str(_exc))
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver,[::1]")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
@@ -206,9 +108,6 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
-    # A file, not shared-cache memory: worker threads and subprocesses in tests then wait on the
-    # writer lock as in production instead of failing with "table is locked".
-    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test-{os.getpid()}.sqlite3")}
 else:
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
     DATABASES["default"].setdefault("TEST", {})
@@ -266,7 +165,7 @@ for _proxy in KOORDWEB_TRUSTED_PROXIES:
     try:
         ipaddress.ip_network(_proxy, strict=False)
     except ValueError as _exc:
-        _problems.append(f"KOORDWEB_TRUSTED_PROXIES: {_exc}")
+        problem(f"KOORDWEB_TRUSTED_PROXIES: {_exc}")
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "overview"
 LOGOUT_REDIRECT_URL = "login"
@@ -277,19 +176,14 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = Path(_raw("STATIC_ROOT") or BASE_DIR / "staticfiles")
+STATIC_ROOT = Path(raw("STATIC_ROOT") or BASE_DIR / "staticfiles")
 STATICFILES_DIRS = [BASE_DIR / "static"]
+# Production's: the manifest collectstatic writes (local and test serve from the source folders).
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {
-        "BACKEND": (
-            "whitenoise.storage.CompressedManifestStaticFilesStorage"
-            if not (DEBUG or TESTING)
-            else "django.contrib.staticfiles.storage.StaticFilesStorage"
-        )
-    },
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
 }
-WHITENOISE_USE_FINDERS = DEBUG or TESTING
+WHITENOISE_USE_FINDERS = False
 
 # Request size limits: bodies and uploads over 5 MB are refused before they are parsed.
 KOORDWEB_MAX_BODY_BYTES = env_int("KOORDWEB_MAX_BODY_BYTES", 5 * 1024 * 1024, minimum=1024)
@@ -299,15 +193,9 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = KOORDWEB_MAX_BODY_BYTES
 # about the time a restarted PostgreSQL or Redis takes to accept (koordweb/outage.py).
 KOORDWEB_OUTAGE_RETRY_AFTER = env_int("KOORDWEB_OUTAGE_RETRY_AFTER", 5, minimum=1)
 
-# Security: production defaults whenever DEBUG is off (tests speak plain HTTP).
-HTTPS = env_bool("KOORDWEB_HTTPS", not (DEBUG or TESTING))
-SECURE_SSL_REDIRECT = HTTPS
+# Security. What follows KOORDWEB_HTTPS (on in production, off elsewhere by default) is set by
+# each settings module with `transport_security`; the rest holds whatever the transport.
 SECURE_REDIRECT_EXEMPT = [r"^metrics$"]
-SESSION_COOKIE_SECURE = HTTPS
-CSRF_COOKIE_SECURE = HTTPS
-SECURE_HSTS_SECONDS = 31536000 if HTTPS else 0
-SECURE_HSTS_INCLUDE_SUBDOMAINS = HTTPS
-SECURE_HSTS_PRELOAD = HTTPS
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
@@ -387,7 +275,7 @@ if CELERY_BROKER_URL.startswith("filesystem"):
 # The backend of the clusters koordweb creates (seed_demo's, import_manifests'); a cluster keeps
 # the backend it was created with (the admin changes it). backends.backend_for reads the cluster's.
 KOORDWEB_BACKEND = env_choice("KOORDWEB_BACKEND", "simulated", ("simulated", "kubernetes"))
-KUBECONFIG = _raw("KUBECONFIG")
+KUBECONFIG = raw("KUBECONFIG")
 # The Kubernetes API budget of each worker, named as kube-scheduler's flags (--kube-api-qps,
 # --kube-api-burst), and how many bindings (and evictions) are in flight at once.
 KOORDWEB_KUBE_API_QPS = env_float("KOORDWEB_KUBE_API_QPS", 50.0, minimum=0.0, above=True)
@@ -396,10 +284,10 @@ KOORDWEB_KUBE_BIND_PARALLELISM = env_int(
     "KOORDWEB_KUBE_BIND_PARALLELISM", 16, minimum=1, maximum=256
 )
 if KUBECONFIG and KOORDWEB_BACKEND == "kubernetes" and not Path(KUBECONFIG).is_file():
-    _problems.append(f"KUBECONFIG={KUBECONFIG!r}: no such file")
-KOORDWEB_SCHEDULER_NAME = _raw("KOORDWEB_SCHEDULER_NAME") or "koordweb"
+    problem(f"KUBECONFIG={KUBECONFIG!r}: no such file")
+KOORDWEB_SCHEDULER_NAME = raw("KOORDWEB_SCHEDULER_NAME") or "koordweb"
 if not re.fullmatch(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?", KOORDWEB_SCHEDULER_NAME):
-    _problems.append(
+    problem(
         f"KOORDWEB_SCHEDULER_NAME={KOORDWEB_SCHEDULER_NAME!r}: expected a DNS subdomain name "
         "(lower-case letters, digits, '-' and '.')"
     )
@@ -413,9 +301,7 @@ KOORDWEB_SCHEDULER_PLUGINS: dict[str, str] = {
 }
 for _name, _target in KOORDWEB_SCHEDULER_PLUGINS.items():
     if not _name or not re.fullmatch(r"[\w.]+:\w+", _target):
-        _problems.append(
-            f"KOORDWEB_SCHEDULER_PLUGINS: {_name}={_target!r}: expected Name=module:Class"
-        )
+        problem(f"KOORDWEB_SCHEDULER_PLUGINS: {_name}={_target!r}: expected Name=module:Class")
 KOORDWEB_ROUND_INTERVAL = env_float("KOORDWEB_ROUND_INTERVAL", 10.0, minimum=0, above=True)
 # The simulated kubelet keeps an evicted pod on its node this long (a real one: the pod's grace).
 KOORDWEB_SIMULATED_GRACE_SECONDS = env_float("KOORDWEB_SIMULATED_GRACE_SECONDS", 0.0, minimum=0)
@@ -427,16 +313,16 @@ KOORDWEB_SIMULATED_GRACE_SECONDS = env_float("KOORDWEB_SIMULATED_GRACE_SECONDS",
 # worker's heartbeat renews its leases every third of KOORDWEB_LEASE_SECONDS; a lease not renewed
 # for that long (a dead worker) is given to a live worker, with a round, by the next heartbeat.
 KOORDWEB_AFFINITY = env_bool("KOORDWEB_AFFINITY", True)
-KOORDWEB_WORKER_NAME = _raw("KOORDWEB_WORKER_NAME")
-KOORDWEB_QUEUE = _raw("KOORDWEB_QUEUE") or "celery"
+KOORDWEB_WORKER_NAME = raw("KOORDWEB_WORKER_NAME")
+KOORDWEB_QUEUE = raw("KOORDWEB_QUEUE") or "celery"
 KOORDWEB_LEASE_SECONDS = env_float(
     "KOORDWEB_LEASE_SECONDS", max(KOORDWEB_ROUND_INTERVAL / 2, 1.0), minimum=0, above=True
 )
 CELERY_TASK_DEFAULT_QUEUE = KOORDWEB_QUEUE
 CELERY_TASK_ROUTES = ["koordweb.affinity.route_task"]
-KOORDWEB_CLUSTER = _raw("KOORDWEB_CLUSTER") or "default"
+KOORDWEB_CLUSTER = raw("KOORDWEB_CLUSTER") or "default"
 if not re.fullmatch(r"[-a-zA-Z0-9_]{1,63}", KOORDWEB_CLUSTER):
-    _problems.append(f"KOORDWEB_CLUSTER={KOORDWEB_CLUSTER!r}: expected a slug of 1-63 characters")
+    problem(f"KOORDWEB_CLUSTER={KOORDWEB_CLUSTER!r}: expected a slug of 1-63 characters")
 # The warm snapshot (koordweb/services/warm.py): each cluster's rows kept in the worker between
 # rounds and updated from what changed; checked against a cold build every N rounds (0: never),
 # built cold when older than the max age.
@@ -458,7 +344,7 @@ KOORDWEB_GPU_HISTORY_DAYS = env_int("KOORDWEB_GPU_HISTORY_DAYS", 30, minimum=1)
 KOORDWEB_GPU_IDLE_PERCENT = env_int("KOORDWEB_GPU_IDLE_PERCENT", 5, minimum=0, maximum=100)
 KOORDWEB_GPU_METRICS_PER_CARD = env_bool("KOORDWEB_GPU_METRICS_PER_CARD", True)
 if KOORDWEB_GPU_ROLLUP_SECONDS % KOORDWEB_GPU_SAMPLE_SECONDS or 3600 % KOORDWEB_GPU_ROLLUP_SECONDS:
-    _problems.append(
+    problem(
         f"KOORDWEB_GPU_ROLLUP_SECONDS={KOORDWEB_GPU_ROLLUP_SECONDS}: must be a multiple of "
         f"KOORDWEB_GPU_SAMPLE_SECONDS ({KOORDWEB_GPU_SAMPLE_SECONDS}) and divide an hour"
     )
@@ -470,7 +356,8 @@ KOORDWEB_DEMO_ARRIVAL_SECONDS = env_float(
 
 # Logs: one line per event; JSON in production (KOORDWEB_LOG_FORMAT=json|plain), every line of a
 # round carrying its round id and cluster.
-LOGGING = {
+LOG_FORMATS = ("plain", "json")
+LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
     "filters": {"round": {"()": "koordweb.observability.RoundContextFilter"}},
@@ -482,9 +369,7 @@ LOGGING = {
         "console": {
             "class": "logging.StreamHandler",
             "filters": ["round"],
-            "formatter": env_choice(
-                "KOORDWEB_LOG_FORMAT", "plain" if DEBUG else "json", ("plain", "json")
-            ),
+            "formatter": env_choice("KOORDWEB_LOG_FORMAT", "json", LOG_FORMATS),
         }
     },
     "root": {
@@ -494,12 +379,21 @@ LOGGING = {
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
 
-# A bad environment stops every process (web, worker, beat, manage.py) here, before anything runs:
-# one line per problem, no traceback (gunicorn and celery would print one for an exception). Exit
-# status 3 is gunicorn's "worker failed to boot": its master stops instead of forking again.
-if _problems:
-    for _problem in _problems:
-        sys.stderr.write(f"koordweb: {_problem}\n")
-    # 2, a command line's refusal; under gunicorn 3, its worker boot error, on which the master
-    # stops instead of starting the worker again and again
-    raise SystemExit(3 if "gunicorn" in sys.modules else 2)
+
+def transport_security(https: bool) -> dict[str, Any]:
+    """The settings that follow KOORDWEB_HTTPS: secure cookies, HSTS for a year and plain HTTP
+    redirected to HTTPS when on; off behind a proxy that terminates TLS without forwarding
+    `X-Forwarded-Proto`, and for local runs and tests."""
+    return {
+        "HTTPS": https,
+        "SECURE_SSL_REDIRECT": https,
+        "SESSION_COOKIE_SECURE": https,
+        "CSRF_COOKIE_SECURE": https,
+        "SECURE_HSTS_SECONDS": 31536000 if https else 0,
+        "SECURE_HSTS_INCLUDE_SUBDOMAINS": https,
+        "SECURE_HSTS_PRELOAD": https,
+    }
+
+
+# What local and test serve static files with: the source folders, no collectstatic needed.
+SOURCE_STATIC_FILES = {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}
