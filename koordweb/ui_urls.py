@@ -25,6 +25,7 @@ urlpatterns = [
     path("topology/", cluster.topology, name="topology"),
     path("devices/", cluster.devices, name="devices"),
     path("nodes/", nodes.node_list, name="nodes"),
+    path("nodes/<str:name>/cordon/", nodes.node_cordon_page, name="node-cordon"),
     path("efficiency/", gpu.efficiency_page, name="efficiency"),
     path("jobs/", jobs.job_list, name="jobs"),
     path("jobs/submit/", actions.job_submit_page, name="job-submit"),

@@ -137,6 +137,14 @@ class PodNote:
     related: tuple[str, str, str] | None = None
 
 
+class NodeGone(LookupError):
+    """The cluster has no node of that name (a node write found nothing to change)."""
+
+
+class NodeRefused(Exception):
+    """The cluster refused a node write; the message is the cluster's own words."""
+
+
 class ClusterBackend(Protocol):
     """What a round needs from a cluster."""
 
@@ -166,3 +174,9 @@ class ClusterBackend(Protocol):
     def explain(self, cluster: Cluster, notes: Sequence[PodNote], *, now: datetime) -> int:
         """Tell the pods' story where the cluster's users look (conditions, Events, PodGroup
         status), best effort and outside any transaction; returns how many writes it made."""
+
+    def cordon(self, cluster: Cluster, node: str, *, unschedulable: bool) -> bool:
+        """Mark a node unschedulable (True) or schedulable again, as `kubectl cordon` and
+        `kubectl uncordon` do; returns whether the cluster now holds it cordoned. Called from
+        the web process, outside any transaction; raises NodeGone when the cluster has no such
+        node and NodeRefused (the cluster's words) when it refuses."""

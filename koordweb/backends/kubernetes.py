@@ -19,10 +19,18 @@ from typing import Any
 
 from django.conf import settings
 
-from koordweb.backends.base import Creation, EnactPlan, EnactReport, PodNote
+from koordweb.backends.base import (
+    Creation,
+    EnactPlan,
+    EnactReport,
+    NodeGone,
+    NodeRefused,
+    PodNote,
+)
 from koordweb.backends.intents import intents_write
 from koordweb.backends.kube import ApiException, KubeClusterClient, KubeUnavailable
 from koordweb.backends.kube.events import StoryTeller
+from koordweb.backends.kube.nodes import NodeActions, NodeMissing, refusal_words
 from koordweb.backends.reconcile import cluster_reconcile
 from koordweb.manifests import serialize
 from koordweb.models import Cluster, Intent, Job, JobState, Pod, PodPhase
@@ -167,6 +175,18 @@ class KubernetesBackend:
             pods[(metadata.get("namespace") or "", metadata.get("name") or "")] = doc
         groups = self.client.mirror.documents("podgroups")
         return teller.tell(notes, pods, groups, self.client.scheduler_name, now.timestamp())
+
+    def cordon(self, cluster: Cluster, node: str, *, unschedulable: bool) -> bool:
+        """Patch the Node's `spec.unschedulable` through the API server, as kubectl cordon
+        does; the watch mirror brings the change back and the next sync writes the row."""
+        try:
+            return NodeActions(self.client.api, self.client.retry).set_unschedulable(
+                node, unschedulable
+            )
+        except NodeMissing as error:
+            raise NodeGone(node) from error
+        except ApiException as error:
+            raise NodeRefused(refusal_words(error)) from error
 
 
 def _fresh(doc: dict[str, Any]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import Any
 
 from django.conf import settings
 
-from koordweb.backends.base import EnactPlan, EnactReport, PodNote
+from koordweb.backends.base import EnactPlan, EnactReport, NodeGone, PodNote
 from koordweb.models import Cluster, Job, JobState, Node, Pod, PodPhase
 from koordweb.rows import pods as pod_services
 from koordweb.rows.read import rows_read
@@ -93,3 +93,13 @@ class SimulatedBackend:
         """Nothing to write: the job page shows the Events a real cluster would have been given,
         from the round's Decision rows (`selectors.jobs.job_events`)."""
         return 0
+
+    def cordon(self, cluster: Cluster, node: str, *, unschedulable: bool) -> bool:
+        """The node's row is the node: set its cordon. The update moves the row's change
+        position, so the next round's warm snapshot reads it again (and the back-off sees a
+        node changed)."""
+        rows = Node.objects.filter(cluster_id=cluster.id, name=node)
+        if not rows.exists():
+            raise NodeGone(node)
+        rows.exclude(unschedulable=unschedulable).update(unschedulable=unschedulable)
+        return unschedulable

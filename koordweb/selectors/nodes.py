@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
+from django.contrib.admin.models import LogEntry
+from django.contrib.contenttypes.models import ContentType
 from django.db.models import Max, QuerySet
 
 from koordweb.models import Cluster, Device, Node, NodeMetric, Pod
@@ -31,6 +33,16 @@ NODE_STATES = {
     "busy": "above a load-aware threshold",
 }
 DEVICE_KINDS = {"gpu": "NVIDIA GPUs", "npu": "NPUs", "mlu": "MLUs", "none": "no accelerators"}
+
+
+@dataclass(frozen=True)
+class NodeRecord:
+    """The last cordon or uncordon koordweb made of a node: who, when and what (the words
+    `services.cordon` wrote in Django's admin log)."""
+
+    username: str
+    at: Any
+    words: str
 
 
 @dataclass(frozen=True)
@@ -160,7 +172,8 @@ def node_rows(
 ) -> tuple[int, list[dict[str, Any]]]:
     """The nodes page: (how many match, the page's rows). Filtered in the database by domain
     (any label value, e.g. a block's name), state (ready, cordoned, not ready) and device kind;
-    "busy" (above a load-aware threshold) is filtered on the reports, then paged."""
+    "busy" (above a load-aware threshold) is filtered on the reports, then paged. Each row
+    carries the node's last cordon record (`node_records`)."""
     nodes: QuerySet[Node] = Node.objects.filter(cluster=cluster).order_by("name")
     if state == "cordoned":
         nodes = nodes.filter(unschedulable=True)
@@ -204,9 +217,11 @@ def node_rows(
         "node_id", "minor", "health"
     ):
         cards[node_id].append((minor, health))
+    records = node_records(ids)
     rows = [
         {
             "node": node,
+            "record": records.get(node.id),
             "usage": usages.get(node.id),
             "busy": above_thresholds(usages.get(node.id), thresholds),
             "allocated": allocated.get(node.id, {}),
@@ -217,3 +232,26 @@ def node_rows(
         for node in page
     ]
     return count, rows
+
+
+def node_records(node_ids: Iterable[int]) -> dict[int, NodeRecord]:
+    """node id -> the newest entry of the admin log for it: koordweb's cordon action, or an
+    edit in the Django admin (its message in the admin's own words)."""
+    ids = [str(i) for i in node_ids]
+    if not ids:
+        return {}
+    entries = (
+        LogEntry.objects.filter(
+            content_type=ContentType.objects.get_for_model(Node), object_id__in=ids
+        )
+        .select_related("user")
+        .order_by("-action_time", "-id")
+    )
+    records: dict[int, NodeRecord] = {}
+    for entry in entries:
+        node_id = int(str(entry.object_id))
+        if node_id not in records:
+            records[node_id] = NodeRecord(
+                entry.user.get_username(), entry.action_time, entry.get_change_message()
+            )
+    return records

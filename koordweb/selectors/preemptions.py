@@ -14,7 +14,8 @@ from typing import Any
 
 from django.db.models import Prefetch, Q, QuerySet
 
-from koordweb.models import Cluster, Preemption, PreemptionVictim
+from koordweb.models import Cluster, Job, Preemption, PreemptionVictim
+from koordweb.selectors.devices import natural_key
 from koordweb.selectors.tenancy import preemptions_visible, quotas_of_member, user_is_admin
 from scheduler.vocabulary import CAMBRICON_MLU, GPU_CORE, HUAWEI_NPU, NVIDIA_GPU
 
@@ -64,6 +65,15 @@ class PreemptionRow:
     outcome_at: datetime | None = None
     attempt: int = 1  # the preemptor's first, second, ... preemption
     round_number: int | None = None  # the round's number in its cluster (`Round.number`)
+
+    @property
+    def nominated_nodes(self) -> list[str]:
+        """The nodes its pods were nominated to, each once, in natural order."""
+        return sorted({str(node) for node in self.nominations.values()}, key=natural_key)
+
+    @property
+    def pods_evicted(self) -> int:
+        return sum(v.pod_count for v in self.victims)
 
     @property
     def gpus_freed(self) -> float:
@@ -189,3 +199,31 @@ def preemption_detail(cluster: Cluster, pk: int, *, user: Any) -> PreemptionRow 
     """One preemption, or None when it is absent or the user may not see it."""
     item = _queryset(cluster, user).filter(pk=pk).first()
     return _row(item, _visible_quotas(user)) if item else None
+
+
+@dataclass
+class JobPreemptionHistory:
+    """A job's preemptions, oldest first: those it made (its first, second, ... attempt, each
+    with its outcome) and those that made it a victim."""
+
+    made: list[PreemptionRow]
+    suffered: list[PreemptionRow]
+
+
+def job_preemption_history(job: Job, *, user: Any, limit: int = 50) -> JobPreemptionHistory:
+    """The job page's preemption history (the newest `limit` of each kind, oldest first), named
+    as the user may see them: a tenant reads another team's jobs as "another team's job"."""
+    victims = PreemptionVictim.objects.select_related("job__quota").order_by("job__name")
+    items = Preemption.objects.select_related("preemptor__quota", "round").prefetch_related(
+        Prefetch("victims", queryset=victims)
+    )
+    visible = _visible_quotas(user)
+
+    def oldest_first(rows: QuerySet[Preemption]) -> list[PreemptionRow]:
+        newest = rows.order_by("-created_at", "-id")[:limit]
+        return [_row(item, visible) for item in reversed(list(newest))]
+
+    return JobPreemptionHistory(
+        made=oldest_first(items.filter(preemptor=job)),
+        suffered=oldest_first(items.filter(victims__job=job).distinct()),
+    )

@@ -45,10 +45,9 @@ from koordweb.selectors.jobs import (
     job_node_names,
     job_pods,
     job_preempted_by,
-    job_preemptions_made,
     job_visible,
 )
-from koordweb.selectors.preemptions import OTHER_TEAMS_JOB
+from koordweb.selectors.preemptions import OTHER_TEAMS_JOB, job_preemption_history
 from koordweb.selectors.redaction import Redactor
 from koordweb.selectors.tenancy import quotas_visible
 from koordweb.services.feasibility import ClusterRoom
@@ -228,6 +227,17 @@ def _preempted_by(request: HttpRequest, job: Job) -> list[PreemptionVictim]:
     return victims
 
 
+def _preemption_history(request: HttpRequest, job: Job) -> dict[str, Any]:
+    """The preemptions the job made, in order, each beside the one that followed it (a
+    "preempted again" links to the next attempt), and the preemptions it was a victim of."""
+    history = job_preemption_history(job, user=request.user)
+    made = history.made
+    return {
+        "preemptions_made": list(zip(made, [*made[1:], None], strict=False)),
+        "preemptions_suffered": history.suffered,
+    }
+
+
 def _placed_on(pods: list[Pod], decisions: list[Decision]) -> dict[str, Any] | None:
     """'placed on node-a, node-b (round #12)' for a job with bound pods."""
     nodes = sorted({p.node.name for p in pods if p.node is not None}, key=natural_key)
@@ -283,8 +293,7 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
         if job.state in JobState.WAITING
         else "",
         "placed_on": _placed_on(pods, decisions),
-        "preemptions_made": job_preemptions_made(job),
-        "preempted_by": preempted_by,
+        **_preemption_history(request, job),
         "placement": placement_figure(job.cluster, job_node_names(job))
         if any(p.node_id for p in pods)
         else None,

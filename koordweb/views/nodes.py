@@ -1,14 +1,18 @@
 """The nodes page (Headlamp's node list): per node its health, cordon, taints, allocation beside
 reported usage against the load-aware thresholds, its cards and pods; filtered by domain, state
-and device kind, paged on the server (`selectors.nodes.node_rows`)."""
+and device kind, paged on the server (`selectors.nodes.node_rows`). Admins cordon and uncordon a
+node from its row (`services.cordon`, through the cluster)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
 
 from koordweb.figures.capacity import usage_bars
 from koordweb.models import Cluster
@@ -20,7 +24,14 @@ from koordweb.selectors.nodes import (
     node_rows,
     usage_summary,
 )
-from koordweb.views.common import current_cluster, int_param, is_admin, visible_jobs
+from koordweb.services.cordon import CordonError, node_cordon, node_uncordon
+from koordweb.views.common import (
+    admin_required,
+    current_cluster,
+    int_param,
+    is_admin,
+    visible_jobs,
+)
 
 NODES_PER_PAGE = 50
 
@@ -65,8 +76,38 @@ def node_list(request: HttpRequest) -> HttpResponse:
         "states": NODE_STATES,
         "devices": DEVICE_KINDS,
         "usage": usage_context(cluster),
+        "admin": mine is None,
     }
     return render(request, "nodes.html", context)
+
+
+# The nodes page's own filters: the only part of a posted query the answer goes back to.
+KEPT_QUERY = ("domain", "state", "device", "page")
+
+
+@admin_required
+@require_POST
+def node_cordon_page(request: HttpRequest, name: str) -> HttpResponse:
+    """Cordon or uncordon one node (the row's button), then back to the page as it was."""
+    cluster = current_cluster(request)
+    if cluster is None:
+        raise Http404("no cluster")
+    action = request.POST.get("action")
+    if action not in ("cordon", "uncordon"):
+        return HttpResponse("action must be cordon or uncordon", status=400)
+    act = node_cordon if action == "cordon" else node_uncordon
+    try:
+        result = act(cluster=cluster, name=name, user=request.user)
+    except CordonError as error:
+        messages.error(request, str(error))
+    else:
+        messages.success(request, result.message)
+    posted = QueryDict(request.POST.get("query", ""))
+    kept = QueryDict(mutable=True)
+    for key in KEPT_QUERY:
+        if posted.get(key):
+            kept[key] = posted[key][:63]
+    return redirect(f"{reverse('nodes')}?{kept.urlencode()}" if kept else reverse("nodes"))
 
 
 def _row(row: dict[str, Any], mine: set[int] | None, thresholds: dict[str, int]) -> dict[str, Any]:
@@ -101,6 +142,7 @@ def _row(row: dict[str, Any], mine: set[int] | None, thresholds: dict[str, int])
         "pods": pods[:8],
         "more_pods": len(row["pods"]) - len(pods[:8]),
         "reported_at": usage.reported_at if usage else None,
+        "record": row["record"],
     }
 
 
