@@ -4,12 +4,14 @@ Resource names, labels, annotations, API versions and the vendors' device string
 here: the engine, the web layer, the manifests and the backends import them. Sources: Koordinator
 v1.7's `apis/extension` (device_share.go, elastic_quota.go, coscheduling.go, load_aware.go),
 scheduler-plugins' PodGroup API and the vendor device plugins. `scheduler.devices.names` re-exports
-the device part for the allocator.
+the device part for the allocator. The pod phases that count as finished and the natural order
+of names (`natural_key`: n2 before n10) are here too, so the engine and the pages share them.
 """
 
 from __future__ import annotations
 
-from typing import Final, Literal
+import re
+from typing import Any, Final, Literal
 
 # --- API groups and versions -----------------------------------------------------------------
 SCHEDULING_GROUP: Final = "scheduling.koordinator.sh"
@@ -78,6 +80,28 @@ SYSTEM_PRIORITY_CLASSES: Final = {
 # ClusterNetworkTopology's implicit layers: the root (the whole cluster) and the leaf (a node).
 CLUSTER_LAYER: Final = "ClusterTopologyLayer"
 NODE_LAYER: Final = "NodeTopologyLayer"
+
+# --- Pod phases and the order of names ---------------------------------------------------------
+# A pod's `status.phase` (core/v1 PodPhase). A pod in a finished phase has stopped for good: it
+# holds no node's resources, no quota and no disruption budget counts it, and nothing is enacted
+# on it; a job whose pods all finished has left the cluster. This is the one list of them: the
+# engine, the rows, the snapshot, the backends and the pages read it here.
+POD_PHASES: Final = ("Pending", "Running", "Succeeded", "Failed")
+FINISHED_POD_PHASES: Final = ("Succeeded", "Failed")
+
+_DIGITS: Final = re.compile(r"(\d+)")
+
+
+def natural_key(name: str) -> tuple[Any, ...]:
+    """The one order of names, for the engine (pods placed in name order) and every page:
+    digit runs compare as numbers, so "n2" comes before "n10" and "pod-2" before "pod-10"."""
+    head, sep, tail = name.rpartition("-")
+    if sep and tail.isdecimal() and _DIGITS.search(head) is None:
+        return (head + sep, int(tail), "")  # the split below, faster for "<prefix>-<n>"
+    parts: list[Any] = _DIGITS.split(name)  # text, digits, text, ...: the digit runs are odd
+    parts[1::2] = [int(p) for p in parts[1::2]]
+    return tuple(parts)
+
 
 # --- Node labels ---------------------------------------------------------------------------------
 LABEL_HOSTNAME: Final = "kubernetes.io/hostname"

@@ -22,6 +22,7 @@ from koordweb.models import (
     PodDisruptionBudget,
     PriorityClass,
     TopologyLayer,
+    latest_node_metric_ids,
 )
 
 
@@ -77,11 +78,12 @@ def export_manifests(cluster: Cluster) -> list[dict[str, Any]]:
     ):
         devices[device.node_id].append(device)
     docs += [serialize.device_doc(node, devices[node.pk]) for node in nodes if node.pk in devices]
-    latest: dict[int, NodeMetric] = {}
-    for metric in NodeMetric.objects.filter(node__cluster=cluster).order_by(
-        "node_id", "-reported_at", "-id"
-    ):
-        latest.setdefault(metric.node_id, metric)
+    latest = {
+        metric.node_id: metric
+        for metric in NodeMetric.objects.filter(
+            id__in=latest_node_metric_ids(NodeMetric.objects.filter(node__cluster=cluster))
+        )
+    }
     docs += [
         serialize.node_metric_doc(latest[node.pk], node.name) for node in nodes if node.pk in latest
     ]

@@ -12,6 +12,7 @@ from typing import Any
 from koordweb.manifests.errors import ManifestError
 from koordweb.manifests.objects import POD, POD_GROUP, JobPlan, ManifestSet, ParsedObject
 from koordweb.models import JobState
+from scheduler.model import gang_group_id
 from scheduler.vocabulary import (
     GANG_GROUPS,
     GANG_MIN_AVAILABLE,
@@ -130,8 +131,7 @@ def _finish(plan: JobPlan) -> None:
         values["total_number"] = declared or max(values["min_available"], len(pods))
     values.setdefault("gang_groups", [])
     values.setdefault("topology_spec", {})
-    members = set(values["gang_groups"]) | {plan.gang_id}
-    values["gang_group"] = ",".join(sorted(members))
+    values["gang_group"] = gang_group_id([*values["gang_groups"], plan.gang_id])
     if len(values["gang_group"]) > 1000:
         raise ManifestError(
             plan.index,

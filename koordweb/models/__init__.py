@@ -8,6 +8,7 @@ from koordweb.models.cluster import (
     Node,
     NodeMetric,
     TopologyLayer,
+    latest_node_metric_ids,
 )
 from koordweb.models.gpu_usage import CARD_HOUR, CardSample, JobGpuState, JobUsageHour
 from koordweb.models.outbox import Intent
@@ -49,4 +50,5 @@ __all__ = [
     "Round",
     "RoundWorker",
     "TopologyLayer",
+    "latest_node_metric_ids",
 ]

@@ -1,4 +1,5 @@
-"""The physical cluster: nodes, their devices, the network topology and node usage reports."""
+"""The physical cluster: nodes, their devices, the network topology and node usage reports (and
+`latest_node_metric_ids`: the one rule for which report of a node is its latest)."""
 
 from __future__ import annotations
 
@@ -188,6 +189,17 @@ class NodeMetric(models.Model):
     def __str__(self) -> str:
         when = self.reported_at.astimezone(UTC)
         return f"usage of node {self.node.name} reported {when:%Y-%m-%d %H:%M:%S} UTC"
+
+
+def latest_node_metric_ids(metrics: models.QuerySet[NodeMetric] | None = None) -> Any:
+    """Each node's latest NodeMetric among `metrics` (by default every report), as a subquery of
+    ids: `NodeMetric.objects.filter(id__in=latest_node_metric_ids(...))`.
+
+    The latest is the report written last (the highest id), which is the NodeMetric object the
+    cluster holds now: a koordlet updates its node's one object in place. The engine's snapshot,
+    the nodes page, the GPU sampling, the history pruning and the export all read this one."""
+    reports = NodeMetric.objects.all() if metrics is None else metrics
+    return reports.order_by().values("node_id").annotate(latest=models.Max("id")).values("latest")
 
 
 class DeviceTemplateConfig(models.Model):

@@ -19,8 +19,10 @@ from koordweb.rows.bulk import rows_update
 from koordweb.rows.changes import change_position_set
 from koordweb.rows.lookups import id_list_sql
 from scheduler.devices import names
+from scheduler.vocabulary import FINISHED_POD_PHASES
 
-FINISHED_PHASES = (PodPhase.SUCCEEDED, PodPhase.FAILED)
+# The vocabulary's finished phases under the name backends/simulated.py still imports.
+FINISHED_PHASES = FINISHED_POD_PHASES
 # What a binding writes on a pod: a pod created again must not carry its previous life's cards.
 SCHEDULER_WRITTEN = frozenset(
     {

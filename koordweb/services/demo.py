@@ -365,7 +365,6 @@ def _job(
         topology_spec=json.loads(topology) if topology else {},
         submitted_at=now - timedelta(minutes=5),
         duration_seconds=duration,
-        gang_group=f"{team}/{name}",
     )
 
 

@@ -112,7 +112,6 @@ def _notebook(cluster: Cluster, quota: ElasticQuota, node: Node, now: datetime) 
         scheduled_at=started,
         started_at=started,
         annotations={PROFILE_ANNOTATION: "notebook"},
-        gang_group=f"{quota.name}/jupyter-notebook",
     )
     card = {
         "minor": 0,
@@ -167,7 +166,6 @@ def _past_job(
         scheduled_at=started,
         started_at=started,
         finished_at=finished,
-        gang_group=f"{quota.name}/{name}",
     )
     Pod.objects.create(
         cluster=cluster,

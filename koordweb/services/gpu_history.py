@@ -14,9 +14,9 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Avg, Max, Min, Sum
+from django.db.models import Avg, Min, Sum
 
-from koordweb.models import CardSample, JobUsageHour, NodeMetric
+from koordweb.models import CardSample, JobUsageHour, NodeMetric, latest_node_metric_ids
 from koordweb.models.gpu_usage import epoch
 
 NODE_METRIC_KEEP = timedelta(hours=1)
@@ -39,7 +39,7 @@ def gpu_history_compact(*, now: datetime) -> dict[str, int]:
     oldest = epoch(now) - settings.KOORDWEB_GPU_HISTORY_DAYS * 86400
     pruned, _ = CardSample.objects.filter(period_start__lt=oldest).delete()
     hours_pruned, _ = JobUsageHour.objects.filter(hour__lt=oldest - oldest % 3600).delete()
-    latest = NodeMetric.objects.values("node_id").annotate(latest=Max("id")).values("latest")
+    latest = latest_node_metric_ids()
     reports, _ = (
         NodeMetric.objects.filter(reported_at__lt=now - NODE_METRIC_KEEP)
         .exclude(id__in=latest)

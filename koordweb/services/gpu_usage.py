@@ -24,7 +24,7 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Max, Q
+from django.db.models import Q
 
 from koordweb.device_allocated import card_share_percent, parse_device_allocation
 from koordweb.models import (
@@ -36,6 +36,7 @@ from koordweb.models import (
     JobUsageHour,
     NodeMetric,
     Pod,
+    latest_node_metric_ids,
 )
 from koordweb.models.gpu_usage import epoch, from_epoch
 from scheduler.vocabulary import ANNOTATION_DEVICE_ALLOCATED, GPU_CORE, GPU_MEMORY
@@ -227,13 +228,10 @@ def gpu_samples_ingest(
         return {"samples": 0}
     end = start + step
     fresh_after = from_epoch(end - 3 * step)
-    latest_ids = (
+    latest_ids = latest_node_metric_ids(
         NodeMetric.objects.filter(
             node__cluster=cluster, reported_at__gt=fresh_after, reported_at__lte=now
         )
-        .values("node_id")
-        .annotate(latest=Max("id"))
-        .values("latest")
     )
     metrics = list(NodeMetric.objects.filter(id__in=latest_ids))
     minors: dict[int, list[int]] = defaultdict(list)

@@ -1,10 +1,13 @@
 """The round's outbox: intents written with the plan, enacted after it commits, then gone.
 
 `backends.intents.intents_write` writes them inside the round's transaction; `intents_enact` runs
-after it, outside any transaction: it reads pending intents in enact order, asks the backend to
-apply them (cluster calls only), then records the outcomes in one short transaction per chunk
-(`backend.enact_chunk` intents): an intent done is deleted in it (what it did is in the pod's and
-the job's rows and the round's counts), one dropped is kept a day with the cluster's reason.
+after it, outside any transaction: it takes the round's own intents as they were written, with
+their pods as the round's snapshot read them (`RoundIntents`: never read back), reads the other
+pending ones (left by an earlier round, or written by the sync), puts them all in enact order,
+asks the backend to apply them (cluster calls only), then records the outcomes in one short
+transaction per chunk (`backend.enact_chunk` intents): an intent done is deleted in it (what it
+did is in the pod's and the job's rows and the round's counts), one dropped is kept a day with
+the cluster's reason.
 Pending intents left by a worker that died are enacted by the next round before it plans; every
 action is idempotent, so a chunk enacted twice binds, evicts or creates nothing twice.
 """
@@ -32,12 +35,13 @@ from koordweb.backends.base import (
     PodNote,
 )
 from koordweb.backends.intents import Written
-from koordweb.models import Cluster, Intent, Job, JobState, Node, Pod, PodPhase, Preemption
+from koordweb.models import Cluster, Intent, Job, JobState, Node, Pod, Preemption
 from koordweb.models.outbox import STEPS, PodManifest
 from koordweb.rows import pods as pod_services
 from koordweb.rows.bulk import rows_delete, rows_set, rows_write
 from koordweb.rows.read import rows_read
 from koordweb.services.pod_notes import enact_notes
+from scheduler.vocabulary import FINISHED_POD_PHASES
 
 KEEP_DROPPED = timedelta(days=1)  # dropped ones carry the cluster's reason: kept longer
 # An action the cluster refused is tried this many times in all, the waits between tries
@@ -283,7 +287,7 @@ def _plan_of(
     deletions: list[Deletion] = []
     settled: dict[int, tuple[str, str]] = {}
     for it in intents:
-        finished = it.phase in (PodPhase.SUCCEEDED, PodPhase.FAILED)
+        finished = it.phase in FINISHED_POD_PHASES
         job_over = it.job_state in JobState.FINAL
         kind = it.kind
         if kind == Intent.Kind.CREATE:
@@ -514,7 +518,7 @@ def _enact_record(
     ).only("id", "job_id", "phase", "terminating", "terminating_since", "nominated_node_id")
     victims_by_id = {p.id: p for p in victims}
     pod_services.pods_terminating(
-        pods=[p for p in victims_by_id.values() if p.phase not in pod_services.FINISHED_PHASES],
+        pods=[p for p in victims_by_id.values() if p.phase not in FINISHED_POD_PHASES],
         now=now,
     )
     victim_jobs = {

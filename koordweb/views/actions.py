@@ -27,7 +27,6 @@ from koordweb.manifests.parse import parse_manifests
 from koordweb.models import Cluster
 from koordweb.presenters.reasons import decision_sentence
 from koordweb.presenters.words import priority_class_text, victims_sentence
-from koordweb.selectors.devices import natural_key
 from koordweb.selectors.submission import (
     submit_devices,
     submit_priority_class_rows,
@@ -49,6 +48,7 @@ from koordweb.services.tokens import token_create, token_expired, token_list, to
 from koordweb.views.cluster import placement_figure
 from koordweb.views.common import admin_required, current_cluster, is_admin
 from koordweb.views.jobs import get_visible_job, what_would_help
+from scheduler.vocabulary import natural_key
 
 logger = logging.getLogger("koordweb.views")
 
