@@ -58,9 +58,10 @@ from koordweb.models import (
 )
 from koordweb.models.outbox import PodManifest
 from koordweb.rows import pods as pod_services
+from scheduler.vocabulary import FINISHED_POD_PHASES
 
 logger = logging.getLogger("koordweb.sync")
-FINISHED = (PodPhase.SUCCEEDED, PodPhase.FAILED)
+FINISHED = FINISHED_POD_PHASES  # scheduler.vocabulary: the one list
 _said: set[str] = set()  # sync warnings already logged by this process
 
 

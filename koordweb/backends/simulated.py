@@ -19,6 +19,7 @@ from koordweb.backends.base import EnactPlan, EnactReport, NodeGone, PodNote
 from koordweb.models import Cluster, Job, JobState, Node, Pod, PodPhase
 from koordweb.rows import pods as pod_services
 from koordweb.rows.read import rows_read
+from scheduler.vocabulary import FINISHED_POD_PHASES
 
 
 class SimulatedBackend:
@@ -33,7 +34,7 @@ class SimulatedBackend:
     def sync(self, cluster: Cluster, *, now: datetime) -> dict[str, Any]:
         grace = timedelta(seconds=settings.KOORDWEB_SIMULATED_GRACE_SECONDS)
         gone = cluster.pods.filter(terminating=True, terminating_since__lte=now - grace).exclude(
-            phase__in=pod_services.FINISHED_PHASES
+            phase__in=FINISHED_POD_PHASES
         )
         touched = set(gone.order_by().values_list("job_id", flat=True))
         pods_gone = gone.update(phase=PodPhase.FAILED, finished_at=now)

@@ -6,12 +6,13 @@ Priority and references are resolved later, when applying, because they may name
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import datetime
 from typing import Any
 
 from koordweb.manifests.errors import ManifestError
 from koordweb.manifests.objects import POD, POD_GROUP, JobPlan, ManifestSet, ParsedObject
-from koordweb.models import JobState
+from koordweb.models import JobState, job_state_from_pods
 from scheduler.model import gang_group_id
 from scheduler.vocabulary import (
     GANG_GROUPS,
@@ -145,30 +146,24 @@ def _finish(plan: JobPlan) -> None:
     ]
     if values.get("duration_seconds") is None and durations:
         values["duration_seconds"] = max(durations)
-    values.update(_derived_state(pods, values.get("submitted_at")))
+    values.update(_derived_state(pods, values.get("submitted_at"), values["min_available"]))
 
 
-def _derived_state(pods: list[ParsedObject], submitted_at: datetime | None) -> dict[str, Any]:
+def _derived_state(
+    pods: list[ParsedObject], submitted_at: datetime | None, min_available: int
+) -> dict[str, Any]:
     """A job's state and times from its pods (all bound and Running -> Running, and so on)."""
-    phases = [pod.values["phase"] for pod in pods]
-    bound = bool(pods) and all(pod.refs["node"] for pod in pods)
-    if pods and all(phase == "Succeeded" for phase in phases):
-        state = JobState.SUCCEEDED
-    elif "Failed" in phases:
-        state = JobState.FAILED
-    elif bound and all(phase in ("Running", "Succeeded") for phase in phases):
-        state = JobState.RUNNING
-    elif bound:
-        state = JobState.SCHEDULED
-    else:
-        state = JobState.PENDING
+    phases = Counter(pod.values["phase"] for pod in pods)
+    bound_pods = sum(1 for pod in pods if pod.refs["node"])
+    started = bool(pods) and bound_pods >= min_available  # the gang has its nodes
+    state = job_state_from_pods(phases, bound_pods, min_available, JobState.PENDING)
     created = [pod.values["created_at"] for pod in pods if pod.values["created_at"]]
     bound_times = [pod.values["bound_at"] for pod in pods if pod.values["bound_at"]]
     start_times = [pod.values["started_at"] for pod in pods if pod.values["started_at"]]
     return {
         "state": state,
         "submitted_at": submitted_at or (min(created) if created else None),
-        "scheduled_at": max(bound_times) if bound and bound_times else None,
+        "scheduled_at": max(bound_times) if started and bound_times else None,
         "started_at": max(start_times)
         if state in (JobState.RUNNING, JobState.SUCCEEDED) and start_times
         else None,

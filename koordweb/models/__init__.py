@@ -22,6 +22,7 @@ from koordweb.models.workload import (
     PodDisruptionBudget,
     PodPhase,
     PriorityClass,
+    job_state_from_pods,
 )
 
 __all__ = [
@@ -50,5 +51,6 @@ __all__ = [
     "Round",
     "RoundWorker",
     "TopologyLayer",
+    "job_state_from_pods",
     "latest_node_metric_ids",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from django.conf import settings
@@ -167,6 +168,30 @@ JobState.PLACED = frozenset({JobState.SCHEDULED, JobState.RUNNING})
 JobState.FINAL = frozenset(
     {JobState.SUCCEEDED, JobState.FAILED, JobState.PREEMPTED, JobState.CANCELLED}
 )
+
+
+def job_state_from_pods(
+    phases: Mapping[str, int], bound: int, min_available: int, current: str
+) -> str:
+    """A job's state from its pods' phases (pods per phase) and how many are bound: the one rule
+    for the rounds (`rows.pods.job_refresh_states`) and for an imported dump (`manifests.jobs`).
+
+    Every pod Succeeded -> Succeeded; any Failed -> Failed; every pod Running or Succeeded ->
+    Running (a pod that finished first does not send a running job back); at least
+    `min_available` bound -> Scheduled (the gang started); otherwise the job stays as it was."""
+    total = sum(phases.values())
+    if total == 0:
+        return current
+    succeeded = phases.get(PodPhase.SUCCEEDED, 0)
+    if succeeded == total:
+        return JobState.SUCCEEDED
+    if phases.get(PodPhase.FAILED, 0):
+        return JobState.FAILED
+    if phases.get(PodPhase.RUNNING, 0) + succeeded == total:
+        return JobState.RUNNING
+    if bound >= min_available:
+        return JobState.SCHEDULED
+    return current
 
 
 class Job(models.Model):

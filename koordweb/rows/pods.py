@@ -14,7 +14,7 @@ from datetime import datetime
 from django.db import connection
 from django.db.models import Count
 
-from koordweb.models import Intent, Job, JobState, Node, Pod, PodPhase
+from koordweb.models import Intent, Job, JobState, Node, Pod, PodPhase, job_state_from_pods
 from koordweb.rows.bulk import rows_update
 from koordweb.rows.changes import change_position_set
 from koordweb.rows.lookups import id_list_sql
@@ -22,7 +22,6 @@ from scheduler.devices import names
 from scheduler.vocabulary import FINISHED_POD_PHASES
 
 # The vocabulary's finished phases under the name backends/simulated.py still imports.
-FINISHED_PHASES = FINISHED_POD_PHASES
 # What a binding writes on a pod: a pod created again must not carry its previous life's cards.
 SCHEDULER_WRITTEN = frozenset(
     {
@@ -74,7 +73,9 @@ def pods_bind(*, intent_ids: Sequence[int], now: datetime) -> int:
         f"AND {pod}.phase NOT IN (%s, %s)"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [connection.ops.adapt_datetimefield_value(now), ids, *FINISHED_PHASES])
+        cursor.execute(
+            sql, [connection.ops.adapt_datetimefield_value(now), ids, *FINISHED_POD_PHASES]
+        )
         return cursor.rowcount
 
 
@@ -127,7 +128,7 @@ def job_requeue_refused(*, job: Job, reason: str, now: datetime) -> list[Pod]:
     refusals the job fails instead, with the kubelet's words."""
     job.admission_rejections += 1
     job.save(update_fields=["admission_rejections"])
-    doomed = list(job.pods.exclude(phase__in=FINISHED_PHASES).exclude(uid=""))
+    doomed = list(job.pods.exclude(phase__in=FINISHED_POD_PHASES).exclude(uid=""))
     if job.admission_rejections >= ADMISSION_REQUEUE_LIMIT:
         _job_end(
             job=job,
@@ -154,7 +155,7 @@ def jobs_settle_terminations(*, jobs: Iterable[Job], now: datetime) -> None:
         return
     holding = set(
         Pod.objects.filter(job_id__in=list(waiting))
-        .exclude(phase__in=FINISHED_PHASES)
+        .exclude(phase__in=FINISHED_POD_PHASES)
         .values_list("job_id", flat=True)
     )
     for job_id, job in waiting.items():
@@ -186,19 +187,6 @@ def jobs_settle_terminations(*, jobs: Iterable[Job], now: datetime) -> None:
         job.save(update_fields=["state"])
 
 
-def _derived_state(job: Job, phases: Counter[str], bound: int) -> str:
-    total = sum(phases.values())
-    if phases[PodPhase.SUCCEEDED] == total:
-        return JobState.SUCCEEDED
-    if phases[PodPhase.FAILED]:
-        return JobState.FAILED
-    if phases[PodPhase.RUNNING] == total:
-        return JobState.RUNNING
-    if bound >= job.min_available:
-        return JobState.SCHEDULED
-    return job.state
-
-
 def job_refresh_states(*, jobs: Iterable[Job], now: datetime) -> None:
     """Derive each active job's state from its pods (Pending -> Scheduled -> Running -> done).
 
@@ -227,7 +215,7 @@ def job_refresh_states(*, jobs: Iterable[Job], now: datetime) -> None:
     for job_id, job in active.items():
         if not phases.get(job_id):
             continue
-        state = _derived_state(job, phases[job_id], bound[job_id])
+        state = job_state_from_pods(phases[job_id], bound[job_id], job.min_available, job.state)
         if state == job.state:
             continue
         job.state = state

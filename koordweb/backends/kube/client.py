@@ -32,11 +32,11 @@ from koordweb.backends.kube.kinds import WATCHED_KINDS, WatchedKind
 from koordweb.backends.kube.mirror import ClusterMirror
 from koordweb.backends.kube.objects import ObjectWriter
 from koordweb.backends.kube.pods import BindResult, EvictOutcome, EvictResult, PodActions
+from scheduler.vocabulary import FINISHED_POD_PHASES
 
 Doc = dict[str, Any]
 T = TypeVar("T")
 R = TypeVar("R")
-TERMINAL_PHASES = {"Succeeded", "Failed"}
 # A created pod the watch has not delivered after this long is taken as gone.
 UNSEEN_CREATED_SECONDS = 300.0
 # A pod the caller knows and the mirror has not shown for this long: a fresh list settles it.
@@ -127,7 +127,7 @@ class KubeClusterClient:
         if self.is_ours(pod):
             return True
         bound = bool((pod.get("spec") or {}).get("nodeName"))
-        return bound and (pod.get("status") or {}).get("phase") not in TERMINAL_PHASES
+        return bound and (pod.get("status") or {}).get("phase") not in FINISHED_POD_PHASES
 
     def snapshot(self, timeout: float | None = None, copied: bool = False) -> list[Doc]:
         """Every watched object as a manifest dict, kinds in WATCHED_KINDS order.
