@@ -174,13 +174,14 @@ def gang_job(
 
 
 def core_profile() -> Profile:
-    """The reference profile on whole-GPU pods (device objects are not modelled here)."""
+    """The default profile on whole-GPU pods (device objects are not modelled here)."""
     return Profile.default().without("DeviceShare", "LoadAware")
 
 
 PROFILES: dict[str, tuple[Profile, bool]] = {
     # name -> (profile, strip the jobs' topology rules)
     "default": (core_profile(), False),
+    "reference": (Profile.reference().without("DeviceShare", "LoadAware"), False),
     "parent-fragmentation": (
         core_profile().with_args("NetworkTopology", parentFragmentation=True),
         False,

@@ -169,14 +169,15 @@ def placement_snapshot(
     return ClusterSnapshot(topo.nodes, tuple(pods), tuple(jobs), topology=topo.spec)
 
 
-# Profile options measured beside the reference order: name -> (profile, how the docs call it).
+# Profiles measured beside the default: name -> (profile, how the docs call it).
 OPTIONS: dict[str, tuple[Profile, str]] = {
-    "best_fit": (core_profile().with_args("NetworkTopology", bestFit=True), "`bestFit`"),
-    "best_fit_largest_first": (
-        core_profile()
-        .with_args("NetworkTopology", bestFit=True)
-        .with_args("PrioritySort", largestFirst=True),
-        "`bestFit` + `largestFirst`",
+    "reference": (
+        Profile.reference().without("DeviceShare", "LoadAware"),
+        "Koordinator's reference order",
+    ),
+    "largest_first": (
+        core_profile().with_args("PrioritySort", largestFirst=True),
+        "`largestFirst` (no window)",
     ),
 }
 

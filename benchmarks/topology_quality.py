@@ -163,7 +163,7 @@ def simulate(
             free.update(p.node or "" for p in running.pop(gid).pods)
         for a in by_tick.get(tick, []):
             job, pods = gang_job(
-                a.gang_id, a.size, a.kind, order=float(a.tick), strip_rules=strip_rules
+                a.gang_id, a.size, a.kind, order=a.tick * 60.0, strip_rules=strip_rules
             )
             pending[a.gang_id] = (a, job, pods)
         if pending:

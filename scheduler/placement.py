@@ -11,11 +11,14 @@ distribute the job's pods inside it:
      each node takes min(its slots, what remains);
 7.   the caller assigns pods in placement order to that node order.
 
-Options (our extensions, off in the default profile): `parent_fragmentation` breaks slot ties by the
+Options (our extensions, all off here; the NetworkTopology plugin turns `best_fit` and
+`pack_parents` on by default): `parent_fragmentation` breaks slot ties by the
 parent domain's slots (fewest first, so the job lands where its parent is already fragmented
 and whole parents stay free); `prefer_gather_score` treats PreferGather layers as a score (a
 candidate inside one domain of a PreferGather layer earns a point; all covering levels compete, and
 at equal slots the shallower, already fragmented domain wins) instead of a strict walk.
+`best_fit` reverses step 6 (fewest slots first); `pack_parents` orders the nodes by every level
+of the tree even for a job without a rule (whose only levels are the root and the nodes).
 `podCountMultiple` is applied
 by the caller by flooring node slots to a multiple of N before calling here.
 """
@@ -41,6 +44,7 @@ class PlacementOptions:
     parent_fragmentation: bool = False
     prefer_gather_score: bool = False
     best_fit: bool = False  # inside the chosen domain: fewest offer slots first (step 6 reversed)
+    pack_parents: bool = False  # order nodes by every tree level, even for jobs without a rule
 
 
 @dataclass
@@ -139,7 +143,7 @@ def place(
     domain = int(ordered_candidates[0])
     members = offer.members(level, domain)
     sort_keys: list[Any] = []  # primary first; np.lexsort wants it last
-    for lv in levels:
+    for lv in range(depth) if options.pack_parents else levels:
         if lv <= level:
             continue
         dom = tree.node_domain_at(lv)[members]

@@ -65,6 +65,14 @@ DEFAULT_PLUGINS = (
     "JobPreemption",
 )
 
+# Koordinator's reference order, which the default profile leaves for better packing (measured in
+# docs/benchmarks.md, explained in docs/koordinator-compat.md): the queue strictly by priority
+# then submission, nodes of the chosen domain most offer slots first.
+REFERENCE_ORDER: dict[str, dict[str, Any]] = {
+    "PrioritySort": {"sizeWindow": "0s"},
+    "NetworkTopology": {"bestFit": False, "packParents": False},
+}
+
 
 @dataclass(frozen=True)
 class PluginSpec:
@@ -84,6 +92,13 @@ class Profile:
         """Koordinator's reference behaviour; keyword arguments give per-plugin args by name."""
         names = DEFAULT_PLUGINS
         return Profile("default", tuple(PluginSpec(n, dict(args.get(n, {}))) for n in names))
+
+    @staticmethod
+    def reference(**args: Mapping[str, Any]) -> Profile:
+        """The default profile in Koordinator's reference order (`REFERENCE_ORDER`); keyword
+        arguments as for `default`, over it."""
+        merged = {n: {**REFERENCE_ORDER.get(n, {}), **args.get(n, {})} for n in DEFAULT_PLUGINS}
+        return Profile.default(**merged)
 
     @staticmethod
     def configured(config: Mapping[str, Any], registry: Mapping[str, str] | None = None) -> Profile:

@@ -44,8 +44,9 @@ class Cluster(models.Model):
         default=dict,
         blank=True,
         help_text='Per-plugin arguments of the scheduler profile, e.g. {"NetworkTopology": '
-        '{"bestFit": true}, "JobPreemption": {"candidateLimit": 4}}; empty: Koordinator\'s '
-        "reference behaviour.",
+        '{"bestFit": false}, "JobPreemption": {"candidateLimit": 4}}; empty: our default, which '
+        'packs (docs/koordinator-compat.md); {"PrioritySort": {"sizeWindow": "0s"}, '
+        '"NetworkTopology": {"bestFit": false, "packParents": false}}: Koordinator\'s order.',
     )
     created_at = models.DateTimeField(auto_now_add=True)
     # A round was asked for while one of this cluster ran: the running one starts a successor.

@@ -1,11 +1,19 @@
 """PrioritySort plugin. Extension point: QueueSort.
 
 Pending jobs go highest priority first, then in submission order, then by job id (the name
-tie-break that keeps a round deterministic). Argument (a profile option, ours): `largestFirst`
-(default false) puts, among jobs of equal priority, those asking for more first: a job's size is
-the sum over its pending pods of each pod's dominant share (its largest request as a fraction of
-the cluster's allocatable), so a gang of 8-GPU pods goes before one of 2-GPU pods. Large jobs
-then find room before small ones fragment it, at the price of first-come first-served.
+tie-break that keeps a round deterministic). Arguments (profile options, ours):
+
+- `sizeWindow` (a duration, default 5 minutes; "0s" is Koordinator's strict order): among equal
+  priorities a job's queue time is moved earlier by at most this window, in proportion to its
+  size: its pods' dominant share against the largest pods pending (the pods of a job asking
+  for more go first, as in first-fit-decreasing packing), scaled from 3/4 to 1 by the job's total
+  share against the largest pending job's. So a job is never overtaken by a job of its priority
+  submitted more than the window after it: first come first served holds beyond the window.
+- `largestFirst` (default false) puts, among jobs of equal priority, those asking for more first
+  whenever they were submitted: a job's size is the sum over its pending pods of each pod's
+  dominant share (its largest request as a fraction of the cluster's allocatable). Large jobs
+  then find room before small ones fragment it, at the price of first come first served (it
+  replaces the window).
 """
 
 from __future__ import annotations
@@ -15,21 +23,71 @@ from typing import Any, ClassVar
 
 from scheduler.framework import Arg, Handle
 from scheduler.model import PODS, JobInfo
+from scheduler.profile import duration_seconds
 from scheduler.state import CycleState
+
+DEFAULT_SIZE_WINDOW = "5m"  # measured in docs/benchmarks.md ("A default that packs")
+# `CycleState.plugin_data` keys: each pending job's (pod, total) size, and the largest of each
+SIZES, LARGEST = "PrioritySort.sizes", "PrioritySort.largest"
 
 
 class PrioritySort:
     name = "PrioritySort"
     extension_points = frozenset({"QueueSort"})
-    arguments: ClassVar[Mapping[str, Arg]] = {"largestFirst": Arg("bool")}
+    arguments: ClassVar[Mapping[str, Arg]] = {
+        "largestFirst": Arg("bool"),
+        "sizeWindow": Arg("duration"),
+    }
 
     def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
         self.args = dict(args or {})
         self.largest_first = bool(self.args.get("largestFirst", False))
+        window = duration_seconds(str(self.args.get("sizeWindow", DEFAULT_SIZE_WINDOW)))
+        self.window = float(window or 0)
 
     def sort_key(self, state: CycleState, job: JobInfo) -> tuple[Any, ...]:
         size = -job_size(state, job) if self.largest_first else 0.0
-        return (-job.priority, size, job.submission_order, job.id)
+        order = job.submission_order
+        if self.window and not self.largest_first:
+            order -= self.window * size_ahead(state, job)
+        return (-job.priority, size, order, job.submission_order, job.id)
+
+
+def size_ahead(state: CycleState, job: JobInfo) -> float:
+    """How far ahead (a share of the window) a job's size moves it: its pods' share against the
+    largest pods pending, scaled from 3/4 to 1 by its total share against the largest job's."""
+    sizes: dict[str, tuple[float, float]] | None = state.plugin_data.get(SIZES)
+    if sizes is None:  # the queue is sorted once a round, so every pending job is sized once
+        shares: dict[int, float] = {}  # pods asking the same share one request row
+        sizes = {j.id: pod_and_job_size(state, j, shares) for j in state.pending_jobs()}
+        state.plugin_data[SIZES] = sizes
+        state.plugin_data[LARGEST] = (
+            max((p for p, _ in sizes.values()), default=0.0) or 1.0,
+            max((t for _, t in sizes.values()), default=0.0) or 1.0,
+        )
+    largest: tuple[float, float] = state.plugin_data[LARGEST]
+    largest_pod, largest_total = largest
+    pod, total = sizes.get(job.id) or pod_and_job_size(state, job, {})
+    return pod / largest_pod * (3 + total / largest_total) / 4
+
+
+def pod_and_job_size(
+    state: CycleState, job: JobInfo, shares: dict[int, float]
+) -> tuple[float, float]:
+    """The largest dominant share among the job's pending pods, and their sum; `shares` keeps
+    each request row's share (by the row's id) across the jobs of a round."""
+    totals = state.totals()
+    counted = totals > 0
+    counted[state.resource_index[PODS]] = False
+    largest = size = 0.0
+    for pod in state.pending_pods(job):
+        row = state.vector(pod)
+        share = shares.get(id(row))
+        if share is None:
+            share = shares[id(row)] = float((row[counted] / totals[counted]).max(initial=0.0))
+        largest = max(largest, share)
+        size += share
+    return largest, size
 
 
 def job_size(state: CycleState, job: JobInfo) -> float:

@@ -1,13 +1,15 @@
 """NetworkTopology plugin. Extension points: PreFilter (rule validation), Placement.
 
 Runs the reference algorithm (`scheduler.placement`) on the offer slots the Filter plugins
-computed. Arguments (profile options, our extensions; the defaults are Koordinator's behaviour):
-`podCountMultiple` (honour a rule's pod_count_multiple, default true: inert unless a job asks),
-`parentFragmentation` (slot ties go to the candidate whose parent is most used, default false),
-`preferGatherScore` (PreferGather layers score candidates instead of a strict walk, default false),
-`bestFit` (inside the chosen domain, children and nodes with the fewest offer slots first instead
-of the most: pods fill partly used nodes before empty ones, which stay whole for larger pods, at
-the price of spreading a gang over more nodes; default false).
+computed. Arguments (profile options, our extensions): `podCountMultiple` (honour a rule's
+pod_count_multiple, default true: inert unless a job asks), `parentFragmentation` (slot ties go
+to the candidate whose parent is most used, default false), `preferGatherScore` (PreferGather
+layers score candidates instead of a strict walk, default false), `bestFit` (inside the chosen
+domain, children and nodes with the fewest offer slots first instead of the most: pods fill
+partly used nodes before empty ones, which stay whole for larger pods; default true, false is
+Koordinator's order), `packParents` (a job without a topology rule orders its nodes by every
+level of the tree too, so with `bestFit` it fills the most used spine and block first and keeps
+whole blocks free for gangs that must gather in one; default true, false is Koordinator's order).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ class NetworkTopology:
         "parentFragmentation": Arg("bool"),
         "preferGatherScore": Arg("bool"),
         "bestFit": Arg("bool"),
+        "packParents": Arg("bool"),
     }
 
     def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
@@ -37,7 +40,8 @@ class NetworkTopology:
         self.options = PlacementOptions(
             parent_fragmentation=bool(args.get("parentFragmentation", False)),
             prefer_gather_score=bool(args.get("preferGatherScore", False)),
-            best_fit=bool(args.get("bestFit", False)),
+            best_fit=bool(args.get("bestFit", True)),
+            pack_parents=bool(args.get("packParents", True)),
         )
 
     def pre_filter(self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo]) -> Status:

@@ -220,8 +220,10 @@ def _t8_gang_beside_a_half_used_node(tmp_path: Path) -> Path:
 @pytest.mark.django_db
 def test_scheduler_args_change_the_simulated_placement(tmp_path: Path) -> None:
     path = _t8_gang_beside_a_half_used_node(tmp_path)
-    reference = simulate(path)["final"]
-    fitted = simulate(path, "--scheduler-args", '{"NetworkTopology": {"bestFit": true}}')["final"]
+    reference = simulate(path, "--scheduler-args", '{"NetworkTopology": {"bestFit": false}}')[
+        "final"
+    ]
+    fitted = simulate(path)["final"]  # bestFit is on by default (issue #39)
     gang = [f"default/pod-{i}" for i in range(1, 6)]
     assert [reference[p] for p in gang] == ["node-8"] * 4 + ["node-1"]
     assert [fitted[p] for p in gang] == ["node-1"] * 2 + ["node-8"] * 3

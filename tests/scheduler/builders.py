@@ -36,6 +36,8 @@ from scheduler.profile import Profile
 
 # The engine's own plugins only (devices and load-aware are tested in tests/scheduler/devices).
 CORE = Profile.default().without("DeviceShare", "LoadAware")
+# The same in Koordinator's reference order (strict FIFO queue, emptiest nodes first).
+REFERENCE = Profile.reference().without("DeviceShare", "LoadAware")
 
 SPINE_LABEL = "network.topology.nvidia.com/spine"
 BLOCK_LABEL = "network.topology.nvidia.com/block"

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from scheduler import GangInfo, JobInfo, gang_group_id, plan_round
 from scheduler.state import CycleState
-from tests.scheduler.builders import CORE, cluster, gang, node, pod
+from tests.scheduler.builders import CORE, REFERENCE, cluster, gang, node, pod
 
 
 def test_gang_is_all_or_nothing() -> None:
@@ -63,7 +63,8 @@ def test_queue_order_priority_then_submission_then_id() -> None:
 
 
 def test_largest_first_option_orders_equal_priorities_by_what_they_ask() -> None:
-    # One 8-CPU node. FIFO places the early small job and leaves the big one out; largestFirst
+    # One 8-CPU node. FIFO (the reference order) places the early small job and leaves the big one
+    # out; largestFirst
     # (dominant share: 6 CPU of 8 beats 1 GiB of 64) places the big one; a higher priority still
     # goes first whatever its size.
     c = cluster().node(node("a").cpu(8).memory(64))
@@ -72,8 +73,8 @@ def test_largest_first_option_orders_equal_priorities_by_what_they_ask() -> None
         gang("ml/big", pods=2).cpu(3).submitted_at(2),
     )
     snap = c.snapshot()
-    assert sorted(plan_round(snap, CORE).placements) == ["ml/small-1"]
-    largest = CORE.with_args("PrioritySort", largestFirst=True)
+    assert sorted(plan_round(snap, REFERENCE).placements) == ["ml/small-1"]
+    largest = REFERENCE.with_args("PrioritySort", largestFirst=True)
     assert sorted(plan_round(snap, largest).placements) == ["ml/big-1", "ml/big-2"]
     c.submit(gang("ml/urgent", pods=1).cpu(2).priority(5).submitted_at(3))
     placed = sorted(plan_round(c.snapshot(), largest).placements)

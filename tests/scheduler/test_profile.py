@@ -72,9 +72,9 @@ def test_a_configured_profile_changes_the_round() -> None:
     busy = [pod("used").cpu(8).on("node-1")]
     snap = t8(*busy).submit(gang("ml/g", pods=5).cpu(4).must_gather("BlockLayer")).snapshot()
     default = plan_round(snap, Profile.configured({}))
-    fitted = plan_round(snap, Profile.configured({"NetworkTopology": {"bestFit": True}}))
-    assert default.placements["ml/g-1"].node == "node-8"
-    assert fitted.placements["ml/g-1"].node == "node-1"
+    spread = plan_round(snap, Profile.configured({"NetworkTopology": {"bestFit": False}}))
+    assert default.placements["ml/g-1"].node == "node-1"
+    assert spread.placements["ml/g-1"].node == "node-8"
 
 
 def test_a_profile_built_in_code_is_checked_the_same_way() -> None:

@@ -12,7 +12,7 @@ from scheduler.model import LayerGather, TopologyLayerSpec, TopologyRule, Topolo
 from scheduler.placement import NodeScores, PlacementOptions, PlacementOutcome, place
 from scheduler.profile import Profile
 from scheduler.topology import TopologyTree
-from tests.scheduler.builders import CORE, SPINE_BLOCK, cluster, gang, node, pod, t8
+from tests.scheduler.builders import CORE, REFERENCE, SPINE_BLOCK, cluster, gang, node, pod, t8
 
 
 def test_node_without_block_label_gets_a_virtual_block_and_without_spine_is_outside() -> None:
@@ -257,5 +257,9 @@ def test_best_fit_option_fills_the_partly_used_node_of_the_chosen_block_first() 
         assert result.decisions["ml/g"]["chosen_domain"] == "BlockLayer/b1"
         return dict(Counter(p.node for p in result.placements.values()))
 
-    assert per_node(CORE) == {"node-8": 4, "node-1": 1}
-    assert per_node(CORE.with_args("NetworkTopology", bestFit=True)) == {"node-1": 2, "node-8": 3}
+    assert per_node(REFERENCE) == {"node-8": 4, "node-1": 1}
+    assert per_node(REFERENCE.with_args("NetworkTopology", bestFit=True)) == {
+        "node-1": 2,
+        "node-8": 3,
+    }
+    assert per_node(CORE) == {"node-1": 2, "node-8": 3}  # bestFit is the default
