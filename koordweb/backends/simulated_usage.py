@@ -8,6 +8,10 @@ annotation or picked from its name (stable across restarts):
 - `notebook`: an interactive notebook left open: a model in memory, the cards idle.
 A report names every gpu card of a node (`nodeUsage.devices`) and every holder's own use of it
 (`podsMetric[].podUsage.devices`), as koordlet does, so ingest attributes shared cards exactly.
+It also lists every running pod of the node with its own cpu and memory use
+(`podsMetric[].podUsage.resources`, kept in `pod_usages`), whose sum is the node's use:
+Koordinator's load-aware plugin adds an estimate only for bound pods a report does not list (or
+that were bound within its last interval), so a report without them would count every pod twice.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from scheduler.vocabulary import (
 
 PROFILE_ANNOTATION = GPU_PROFILE_ANNOTATION
 PROFILES = ("training", "dataloader", "crashed", "notebook")
+# A running pod's cpu and memory use, as a share of its requests (the node's use is their sum).
+USAGE_FACTORS = (("cpu", 0.6), ("memory", 0.5))
 # Picked from a job's name when it names no profile: mostly training, some input-bound, a crash.
 DEFAULT_MIX = ("training",) * 6 + ("dataloader",) * 3 + ("crashed",)
 CRASH_AFTER_SECONDS = 180
@@ -73,7 +79,8 @@ def memory_fraction(profile: str, *, running_seconds: float) -> float:
 def node_metrics_report(cluster: Cluster, *, now: datetime, interval: int = 60) -> int:
     """Write one NodeMetric per gpu node, at most once per `interval`; returns rows written.
 
-    Node usage is what the running pods request, times 0.6 (cpu) and 0.5 (memory)."""
+    Each running pod uses its requests times 0.6 (cpu) and 0.5 (memory), listed per pod
+    (`pod_usages`, "namespace/name" -> usage) and summed into the node's usage."""
     newest = NodeMetric.objects.filter(node__cluster=cluster).order_by("-reported_at").first()
     if newest is not None and (now - newest.reported_at).total_seconds() < interval:
         return 0
@@ -87,6 +94,7 @@ def node_metrics_report(cluster: Cluster, *, now: datetime, interval: int = 60) 
     }
     pod_cards: dict[int, dict[str, dict[str, dict[str, int]]]] = defaultdict(dict)
     node_usage: dict[int, dict[str, int]] = defaultdict(lambda: {"cpu": 0, "memory": 0})
+    pod_usages: dict[int, dict[str, dict[str, int]]] = defaultdict(dict)
     pods = Pod.objects.filter(
         cluster=cluster, node_id__in=list(cards), job__state__in=JobState.HOLDING
     ).select_related("job")
@@ -95,9 +103,11 @@ def node_metrics_report(cluster: Cluster, *, now: datetime, interval: int = 60) 
         if pod.phase != "Running" or pod.node_id is None:
             continue
         profile = job_profile(pod.job)
-        for resource, factor in (("cpu", 0.6), ("memory", 0.5)):
-            node_usage[pod.node_id][resource] += int((pod.requests or {}).get(resource, 0) * factor)
         key = f"{pod.namespace}/{pod.name}"
+        usage = {r: int((pod.requests or {}).get(r, 0) * f) for r, f in USAGE_FACTORS}
+        pod_usages[pod.node_id][key] = usage
+        for resource, amount in usage.items():
+            node_usage[pod.node_id][resource] += amount
         for device_type, minor, resources in parse_device_allocation(
             (pod.annotations or {}).get(ANNOTATION_DEVICE_ALLOCATED)
         ):
@@ -134,6 +144,7 @@ def node_metrics_report(cluster: Cluster, *, now: datetime, interval: int = 60) 
                 report_interval_seconds=interval,
                 usage=dict(node_usage.get(node_id, {"cpu": 0, "memory": 0})),
                 gpu_usage=gpu_usage,
+                pod_usages=pod_usages.get(node_id, {}),
                 pod_gpu_usage=pod_cards.get(node_id, {}),
             )
         )
