@@ -139,7 +139,9 @@ def parse_node_metric(doc: At) -> ParsedObject:
     for pod in status.child("podsMetric").items():
         namespace = pod.child("namespace").string(required=True)
         name = pod.child("name").string(required=True)
-        pod_usages[f"{namespace}/{name}"] = pod.child("podUsage").child("resources").resources()
+        used = pod.child("podUsage").child("resources").resources()
+        if used:  # an entry without resources is not a report: the pod is estimated (Koordinator)
+            pod_usages[f"{namespace}/{name}"] = used
     aggregated: dict[str, dict[str, dict[str, int]]] = {}
     for item in status.child("nodeMetric").child("aggregatedNodeUsages").items():
         raw = item.child("duration").string(required=True)

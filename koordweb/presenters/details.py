@@ -23,7 +23,11 @@ def preemption_status_sentence(reason: str) -> str:
     if reason.startswith(NO_VICTIMS):
         return "Preempting would not help: no lower-priority job can be evicted."
     if reason.startswith(NOT_HELPFUL):
-        return "Preempting would not help: evicting every lower-priority job still leaves no room."
+        why = _nodes_refused(reason.removeprefix(NOT_HELPFUL))
+        return (
+            "Preempting would not help: evicting every lower-priority job still leaves no room"
+            + (f" (nodes ruled out even then: {why})." if why else ".")
+        )
     if reason == PREEMPTING:
         return "Evicting lower-priority jobs to make room for it."
     if "preemptionPolicy" in reason:
@@ -31,6 +35,20 @@ def preemption_status_sentence(reason: str) -> str:
     if "PodDisruptionBudget" in reason:
         return f"Preempting is blocked by a disruption budget ({reason.rsplit(' ', 1)[-1]})."
     return f"Preemption: {reason}."
+
+
+def _nodes_refused(rest: str) -> str:
+    """kube-scheduler's "0/N nodes are available: 3 node(s) <why>, 2 Insufficient cpu." in words,
+    the four largest counts first."""
+    _, found, listed = rest.partition("nodes are available: ")
+    counted: dict[str, int] = {}
+    for item in listed.rstrip(".").split(", ") if found else []:
+        count, _, phrase = item.partition(" ")
+        if count.isdecimal() and phrase:
+            words = node_reason(phrase)
+            counted[words] = counted.get(words, 0) + int(count)
+    ranked = sorted(counted.items(), key=lambda item: (-item[1], item[0]))[:4]
+    return ", ".join(f"{number(n)} with {words}" for words, n in ranked)
 
 
 def cost_lines(cost: Mapping[str, Any] | None) -> list[tuple[str, str]]:

@@ -66,6 +66,7 @@ _KUBE_PHRASES = {
     "node(s) had untolerated taint": "a taint the job does not tolerate",
     "node(s) didn't match Pod's node affinity/selector": "labels the job's node rule excludes",
     "node(s) were unschedulable": "cordoned",
+    "node(s) nodeMetric expired": "a usage report out of date (load-aware)",
 }
 
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from koordweb.presenters import reasons as r
-from koordweb.presenters.details import cost_lines, detail_lines
+from koordweb.presenters.details import cost_lines, detail_lines, preemption_status_sentence
 from koordweb.presenters.reasons import (
     counterfactual_sentence,
     decision_sentence,
@@ -368,3 +368,16 @@ def test_a_preemption_without_a_rule_is_said_by_its_reason() -> None:
         "Evicted lower-priority jobs: the preemptor has priority 9000, the victims 5000 at most."
         " Without that it did not fit: the node was drained"
     )
+
+
+def test_preemption_not_helpful_says_which_nodes_stay_ruled_out() -> None:
+    words = preemption_status_sentence(
+        "preemption not helpful: 0/1000 nodes are available: 1000 node(s) nodeMetric expired, "
+        "12 Insufficient nvidia.com/gpu."
+    )
+    assert words == (
+        "Preempting would not help: evicting every lower-priority job still leaves no room "
+        "(nodes ruled out even then: 1,000 with a usage report out of date (load-aware), "
+        "12 with too little free GPUs)."
+    )
+    assert preemption_status_sentence("preemption not helpful").endswith("leaves no room.")
