@@ -419,30 +419,6 @@ def _hot_nodes(cluster: Any) -> int:
     )
 
 
-def _pod_usages(cluster: Any, at: datetime) -> None:
-    """Each pod's own CPU and memory use in the reports written `at`, at the factors the
-    simulated koordlet uses for the node's (0.6 and 0.5 of the requests). It writes the node's
-    only, and the load-aware plugin counts a pod missing from `pod_usages` at its whole estimate
-    on top of the node's reported use, which would refuse every busy node."""
-    from koordweb.models import JobState, NodeMetric, Pod, PodPhase
-
-    by_node: dict[int, dict[str, dict[str, int]]] = {}
-    for node_id, namespace, name, requests in Pod.objects.filter(
-        cluster=cluster,
-        node__isnull=False,
-        phase=PodPhase.RUNNING,
-        job__state__in=JobState.HOLDING,
-    ).values_list("node_id", "namespace", "name", "requests"):
-        by_node.setdefault(node_id, {})[f"{namespace}/{name}"] = {
-            "cpu": int(requests.get("cpu", 0) * 0.6),
-            "memory": int(requests.get("memory", 0) * 0.5),
-        }
-    reports = list(NodeMetric.objects.filter(node__cluster=cluster, reported_at=at))
-    for report in reports:
-        report.pod_usages = by_node.get(report.node_id, {})
-    NodeMetric.objects.bulk_update(reports, ["pod_usages"], batch_size=500)
-
-
 def _minutes(world: World, t0: datetime, minutes: int) -> None:
     """One simulated minute at a time: arrivals, a round, koordlet reports, the GPU sample."""
     from koordweb.backends.simulated import SimulatedBackend
@@ -465,7 +441,6 @@ def _minutes(world: World, t0: datetime, minutes: int) -> None:
         begun = time.perf_counter()
         if minute < minutes:
             node_metrics_report(cluster, now=at + timedelta(seconds=30), interval=60)
-            _pod_usages(cluster, at + timedelta(seconds=30))
             gpu_samples_ingest(cluster=cluster, now=at + timedelta(seconds=59))
         spent["samples_s"] += time.perf_counter() - begun
         if minute % 5 == 0 or minute == minutes:
