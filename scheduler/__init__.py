@@ -1,4 +1,4 @@
-"""The scheduling engine: a pure-Python library (numpy, networkx), no Django, no clock, no I/O.
+"""The scheduling engine: a pure-Python library on numpy, no Django, no clock, no I/O.
 
 Entry points: `plan_round(snapshot, profile=None) -> RoundResult` for one round,
 `apply_round` / `run_rounds` to simulate a cluster that obeys, `Profile.default()` for the

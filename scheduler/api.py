@@ -19,9 +19,8 @@ manifests and a round give one answer:
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 import numpy as np
 
@@ -31,7 +30,6 @@ from scheduler.devices.model import NodeDevices
 from scheduler.devices.request import validate_device_request
 from scheduler.framework import Code, IntArray
 from scheduler.model import (
-    NODE_LAYER,
     PODS,
     ClusterSnapshot,
     JobInfo,
@@ -43,7 +41,13 @@ from scheduler.model import (
 from scheduler.profile import Profile
 from scheduler.result import Cause
 from scheduler.state import CycleState
-from scheduler.topology import TopologyError, TopologyTree
+from scheduler.topology import (
+    TopologyDomain,
+    TopologyError,
+    TopologyTree,
+    detail_status,
+    topology_domains,
+)
 from scheduler.vocabulary import CAMBRICON_MLU, HUAWEI_NPU, NVIDIA_GPU
 
 __all__ = [
@@ -95,49 +99,6 @@ def topology_tree(spec: TopologySpec | None, nodes: Sequence[NodeInfo]) -> Topol
     return TopologyTree.build(spec, sorted(nodes, key=lambda node: node.name))
 
 
-@dataclass(frozen=True)
-class TopologyDomain:
-    """One domain of the tree: the root, a domain of a layer, or a node leaf."""
-
-    key: str  # the engine's label: "ClusterTopologyLayer/", "BlockLayer/b1", "NodeTopologyLayer/n"
-    layer: str
-    name: str  # "" for the root
-    parent: str  # the parent's key, "" for the root
-    level: int  # 0 the root, then one per layer, the node leaves last (`TopologyTree.levels`)
-    index: int  # within its level
-    nodes: IntArray = field(repr=False)  # node indices (name order) under the domain
-
-
-def topology_domains(tree: TopologyTree, *, leaves: bool = True) -> Iterator[TopologyDomain]:
-    """Every domain, depth first from the root, children in name order (Koordinator's order);
-    node leaves too unless `leaves` is False. Nodes outside the tree belong to no domain."""
-    leaf = len(tree.layers) + 1
-
-    def walk(level: int, index: int, parent: str) -> Iterator[TopologyDomain]:
-        key = tree.domain_labels(level)[index]
-        members = tree.nodes_in(level, index)
-        name = "" if level == 0 else _name(tree, level, index)
-        yield TopologyDomain(key, tree.levels[level], name, parent, level, index, members)
-        if level == leaf or (level == leaf - 1 and not leaves):
-            return
-        for child in _children(tree, level, index, members):
-            yield from walk(level + 1, child, key)
-
-    yield from walk(0, 0, "")
-
-
-def _name(tree: TopologyTree, level: int, index: int) -> str:
-    if level == len(tree.layers) + 1:
-        return tree.node_names[index]
-    return tree.domain_names[level - 1][index]
-
-
-def _children(tree: TopologyTree, level: int, index: int, members: IntArray) -> list[int]:
-    """The child indices of one domain, in name order (indices are name-ordered already)."""
-    below = tree.node_domain_at(level + 1)[members]
-    return sorted({int(c) for c in below if c >= 0})
-
-
 def gather_domains(tree: TopologyTree, layer: str) -> tuple[list[str], IntArray] | None:
     """The domains a MustGather rule on `layer` lets a job's pods share, and per node the index
     of its domain there (-1: a node outside the tree, which serves no topology rule). `layer` ""
@@ -151,35 +112,6 @@ def gather_domains(tree: TopologyTree, layer: str) -> tuple[list[str], IntArray]
     if tree.has_outside:
         of_node = np.where(tree.outside, -1, of_node)
     return list(tree.domain_labels(level)), of_node
-
-
-def detail_status(tree: TopologyTree) -> list[dict[str, Any]]:
-    """ClusterNetworkTopology `status.detailStatus`: one entry per domain above the nodes, depth
-    first, in Koordinator's shape (child names only when the children are not nodes; no parent on
-    the root). A block name used under two spines is two entries, one under each spine."""
-    if tree.error:
-        return []
-    entries: list[dict[str, Any]] = []
-    names: dict[str, tuple[str, str]] = {}
-    for domain in topology_domains(tree):
-        names[domain.key] = (domain.layer, domain.name)
-        if domain.layer == NODE_LAYER:
-            continue
-        child_level = domain.level + 1
-        children = _children(tree, domain.level, domain.index, domain.nodes)
-        entry: dict[str, Any] = {
-            "topologyInfo": {"topologyLayer": domain.layer, "topologyName": domain.name}
-        }
-        if domain.parent:
-            layer, name = names[domain.parent]
-            entry["parentTopologyInfo"] = {"topologyLayer": layer, "topologyName": name}
-        if children:
-            entry["childTopologyLayer"] = tree.levels[child_level]
-            if tree.levels[child_level] != NODE_LAYER:
-                entry["childTopologyNames"] = [_name(tree, child_level, c) for c in children]
-        entry["nodeNum"] = len(domain.nodes)
-        entries.append(entry)
-    return entries
 
 
 # --- offer slots on a live or an empty state --------------------------------------------------

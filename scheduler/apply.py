@@ -3,7 +3,8 @@
 `apply_round` returns the snapshot a perfectly obedient cluster would show next: placed pods bound
 and Running, victims gone (evicted pods are removed, as their controller's replacements are new
 pending pods outside this engine's knowledge), preemptors' pods nominated. `run_rounds` repeats
-rounds until nothing changes, which is what `manage.py simulate` and the scenario tests need.
+rounds until nothing changes, for the engine's scenario tests (`manage.py simulate` runs its rounds
+through koordweb's round pipeline instead, on a scratch cluster's rows).
 """
 
 from __future__ import annotations

@@ -44,13 +44,13 @@ from scheduler.model import JobInfo, PodInfo
 from scheduler.placement import NodeScores, PlacementOutcome
 from scheduler.profile import Profile, ProfileError
 from scheduler.slot_memo import SlotMemo
-from scheduler.state import CycleState, template_fields
+from scheduler.state import CycleState
+from scheduler.templates import template_fields
 
 # Cause codes of the failures the cycle itself words (`Status.cause`, docs/plugins.md "Reasons").
 TOPOLOGY_NO_DOMAIN = "TopologyNoDomain"  # no domain of the gather layer has room for the job
 NODES_UNAVAILABLE = "NodesUnavailable"  # the nodes together do not offer enough slots
 SHAPES_DO_NOT_FIT = "PodShapesDoNotFit"  # pods of several shapes do not fit the planned nodes
-SLOT_MEMO = "Framework/SlotMemo"  # `state.plugin_data` key of the round's `SlotMemo`
 
 
 @dataclass
@@ -114,7 +114,7 @@ class Framework:
 
     def pod_mask(self, state: CycleState, pod: PodInfo) -> NodeMask:
         key = state.template(pod)
-        cached = state.masks.get(key)
+        cached = state.cache.masks.get(key)
         if cached is not None:
             return cached
         verdicts = self.mask_verdicts(state, pod)
@@ -122,19 +122,19 @@ class Framework:
         for verdict in verdicts:
             allowed &= verdict.allowed
         mask = NodeMask(allowed=allowed, reason="; ".join(v.reason for v in verdicts))
-        state.masks[key] = mask
+        state.cache.masks[key] = mask
         return mask
 
     def mask_verdicts(self, state: CycleState, pod: PodInfo) -> list[NodeMask]:
         key = state.template(pod)
-        verdicts = state.verdicts.get(key)
+        verdicts = state.cache.verdicts.get(key)
         if verdicts is None:
             verdicts = [
                 replace(v, plugin=p.name)
                 for p in self.node_masks
                 if (v := p.node_mask(state, pod)) is not None
             ]
-            state.verdicts[key] = verdicts
+            state.cache.verdicts[key] = verdicts
         return verdicts
 
     def mask_reasons(
@@ -487,9 +487,9 @@ class Framework:
 
 def _slot_memo(state: CycleState) -> SlotMemo:
     """The round's `SlotMemo` (kept with the state, as every answer it holds is of that state)."""
-    memo = state.plugin_data.get(SLOT_MEMO)
-    if not isinstance(memo, SlotMemo):
-        memo = state.plugin_data[SLOT_MEMO] = SlotMemo(state)
+    memo = state.cache.slot_memo
+    if memo is None:
+        memo = state.cache.slot_memo = SlotMemo(state)
     return memo
 
 

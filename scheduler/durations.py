@@ -9,6 +9,7 @@ years), and so does this.
 
 from __future__ import annotations
 
+import math
 import re
 
 _UNIT_SECONDS = {
@@ -46,3 +47,12 @@ def go_duration_seconds(text: str) -> float | None:
     if total > _MAX_SECONDS:
         return None
     return sign * total
+
+
+def duration_seconds(text: str) -> int | None:
+    """A Kubernetes (Go) duration in whole seconds, a fraction rounded up (`500ms` is 1); None
+    when Go would refuse it or it is negative."""
+    seconds = go_duration_seconds(text.strip())
+    if seconds is None or seconds < 0:
+        return None
+    return math.ceil(seconds)

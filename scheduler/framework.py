@@ -39,16 +39,18 @@ for a whole job at once:
 - PostFilter  `post_filter(state, job, failure) -> PostFilterResult`: preemption for a job that did
               not fit.
 
-- Setup       `setup(state)`: once when the round starts, precompute per-round data into
-              `state.plugin_data[name]`.
+- Setup       `setup(state)`: once when the round starts, precompute per-round data and keep it
+              under the plugin's typed key (`state.write(KEY, data)`, `scheduler.state_keys`).
 - Fallback    `fallback_pods(state, job, pods)` offers a smaller pod set to try when the whole job
               does not fit, `places_partially(job)` whether members that fit may go alone (gang).
 - RuntimeQuota `runtime_quota(state) -> QuotaLedger | None`: the quota plugin's accounting, which
               other plugins read through `Handle.runtime_quota` (a service, not a cycle step).
 
 Plugins are classes built from a `Profile` entry with their arguments and the framework's `Handle`
-(`__init__(self, args, handle)`); each implements only the points it needs and declares them in
-`extension_points`, and declares the arguments it takes in `arguments` (name -> `Arg`). The
+(`__init__(self, args, handle)`, both always given: `args` a `PluginArgs` mapping, the profile's
+values over the declared defaults); each implements only the points it needs and declares them in
+`extension_points`, and declares the arguments it takes in `arguments` (name -> `Arg`, with its
+default). The
 profile builder holds a plugin to what it declares (`scheduler.contracts.conformance_problems`):
 every declared point's methods are there, no undeclared point's method is, and no method name
 looks like a misspelt one. Plugins read node capacity through `state.free(...)` (read-only) and
@@ -176,13 +178,16 @@ class Arg:
     within [minimum, maximum]; `choice` among `choices`; `per_resource`, an object of resource
     name -> int within [minimum, maximum]; `duration`, a Kubernetes duration string ("5m",
     "300s", "1h30m"); `object`, an object whose keys are `fields` (name, Arg); `string`, a
-    non-empty string of at most `maximum` characters (253, a label key's length, when unset)."""
+    non-empty string of at most `maximum` characters (253, a label key's length, when unset).
+    `default` is the value a profile that leaves the argument out means (None: no default, the
+    plugin reads it as absent); the plugin reads both through `scheduler.plugin_args.PluginArgs`."""
 
     kind: Literal["bool", "int", "choice", "per_resource", "duration", "object", "string"]
     minimum: int = 0
     maximum: int | None = None
     choices: tuple[str, ...] = ()
     fields: tuple[tuple[str, Arg], ...] = ()
+    default: Any = field(default=None, hash=False)
 
 
 @runtime_checkable

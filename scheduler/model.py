@@ -25,7 +25,12 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from scheduler.vocabulary import CLUSTER_LAYER as CLUSTER_LAYER
-from scheduler.vocabulary import LABEL_DISABLE_PREEMPTIBLE, NVIDIA_GPU, QUOTA_PREEMPTIBLE
+from scheduler.vocabulary import (
+    FINISHED_POD_PHASES,
+    LABEL_DISABLE_PREEMPTIBLE,
+    NVIDIA_GPU,
+    QUOTA_PREEMPTIBLE,
+)
 from scheduler.vocabulary import NODE_LAYER as NODE_LAYER
 
 # A shared read-only empty mapping for defaults that are rarely filled.
@@ -148,7 +153,7 @@ class PodInfo:
     @property
     def consumes_node(self) -> bool:
         """Bound and not finished: its requests are taken from its node."""
-        return self.node is not None and self.phase not in ("Succeeded", "Failed")
+        return self.node is not None and self.phase not in FINISHED_POD_PHASES
 
     @property
     def is_pending(self) -> bool:

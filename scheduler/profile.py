@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,8 +25,9 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from scheduler.contracts import conformance_problems
-from scheduler.durations import go_duration_seconds
+from scheduler.durations import duration_seconds as duration_seconds  # koordweb reads it here
 from scheduler.framework import Arg, Plugin
+from scheduler.plugin_args import PluginArgs
 
 if TYPE_CHECKING:
     from scheduler.framework import Handle
@@ -290,15 +290,6 @@ def _object_problem(arg: Arg, value: Any) -> str:
     return ""
 
 
-def duration_seconds(text: str) -> int | None:
-    """A Kubernetes (Go) duration in whole seconds, a fraction rounded up (`500ms` is 1); None
-    when Go would refuse it or it is negative."""
-    seconds = go_duration_seconds(text.strip())
-    if seconds is None or seconds < 0:
-        return None
-    return math.ceil(seconds)
-
-
 def _int_problem(arg: Arg, value: Any) -> str:
     if isinstance(value, bool) or not isinstance(value, int):
         return "expected an integer"
@@ -368,5 +359,5 @@ def load_plugin(
     problems = _plugin_problems(spec.name, declared_arguments(cls), spec.args)
     if problems:
         raise ProfileError(problems)
-    plugin: Plugin = cls(spec.args, handle)
+    plugin: Plugin = cls(PluginArgs(declared_arguments(cls), spec.args), handle)
     return plugin

@@ -12,7 +12,8 @@
   plugin's own numbers);
 - `decisions`: job id -> "why here" for placed jobs (chosen domain, its offer slots, the
   alternatives' offer slots);
-- `outside_topology`: nodes left out of the topology tree; `topology_status`: `detailStatus[]`;
+- `outside_topology`: nodes left out of the topology tree (the tree's `detailStatus` is
+  `scheduler.api.detail_status`, asked of the tree, not of a round);
 - `timeouts`: job id -> why the gang gave up its nominated nodes (its waiting time passed).
 """
 
@@ -124,7 +125,6 @@ class RoundResult:
     unschedulable: Mapping[str, JobVerdict]
     decisions: Mapping[str, Mapping[str, Any]]
     outside_topology: tuple[str, ...] = ()
-    topology_status: tuple[Mapping[str, Any], ...] = ()
     metrics: Mapping[str, int] = field(default_factory=dict)
     timeouts: Mapping[str, str] = field(default_factory=dict)
     runtime_quota: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
@@ -136,7 +136,6 @@ class RoundResult:
             "unschedulable": {k: v.to_dict() for k, v in sorted(self.unschedulable.items())},
             "decisions": {k: _plain(v) for k, v in sorted(self.decisions.items())},
             "outside_topology": list(self.outside_topology),
-            "topology_status": [_plain(s) for s in self.topology_status],
             "metrics": dict(self.metrics),
             "timeouts": dict(sorted(self.timeouts.items())),
             "runtime_quota": _plain(dict(sorted(self.runtime_quota.items()))),

@@ -82,7 +82,6 @@ def _plan_round(snapshot: ClusterSnapshot, profile: Profile | None) -> RoundResu
         outside_topology=tuple(
             n for n, out in zip(state.node_names, tree.outside, strict=True) if out
         ),
-        topology_status=tuple(tree.detail_status()) if tree.layers else (),
         metrics={
             "jobs_considered": len(pending),
             "jobs_placed": len(decisions),

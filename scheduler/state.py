@@ -12,32 +12,42 @@ of one `with state.releasing(...)` block.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from scheduler.framework import BoolArray, IntArray, NodeMask
 from scheduler.model import PODS, ClusterSnapshot, JobInfo, PodInfo
 from scheduler.nominations import timed_out_jobs
+from scheduler.state_keys import StateKey
+from scheduler.templates import DEFAULT_TEMPLATE_FIELDS, template_key
 from scheduler.topology import TopologyTree
-from scheduler.vocabulary import SCHEDULING_ANNOTATION_PREFIX
+from scheduler.vocabulary import natural_key
+
+if TYPE_CHECKING:
+    from scheduler.slot_memo import SlotMemo
+
+T = TypeVar("T")
 
 UNLIMITED_PODS = 1 << 40  # a node that declares no "pods" allocatable does not limit pod count
 
-_DIGITS = re.compile(r"(\d+)")
 
-
-def natural_key(name: str) -> tuple[Any, ...]:
-    """Sort "pod-2" before "pod-10": digit runs compare as numbers."""
-    head, sep, tail = name.rpartition("-")
-    if sep and tail.isdecimal() and _DIGITS.search(head) is None:
-        return (head + sep, int(tail), "")  # same as the regex below, for "<prefix>-<n>"
-    parts: list[Any] = _DIGITS.split(name)  # the digit runs are every second part
-    parts[1::2] = [int(p) for p in parts[1::2]]
-    return tuple(parts)
+def _jobs(snapshot: ClusterSnapshot) -> dict[str, JobInfo]:
+    """The snapshot's jobs by id; a pod whose job the snapshot omits is a job of its own."""
+    jobs = {j.id: j for j in snapshot.jobs}
+    for p in snapshot.pods:
+        if p.job_id not in jobs:
+            jobs[p.job_id] = JobInfo(
+                id=p.job_id,
+                pod_keys=(p.key,),
+                priority=p.priority,
+                quota=p.quota,
+                preemption_policy=p.preemption_policy,
+            )
+    return jobs
 
 
 def placement_order(pods: Sequence[PodInfo]) -> list[PodInfo]:
@@ -53,116 +63,97 @@ def placement_order(pods: Sequence[PodInfo]) -> list[PodInfo]:
     )
 
 
-# What a pod's spec holds that a Filter may read: a Filter plugin declares the fields its
-# verdict reads in `pod_fields` (a name, or "name:prefix" for the keys of a mapping field that
-# start with the prefix); one that declares nothing is taken to read all of these.
-SPEC_FIELDS: tuple[str, ...] = (
-    "requests",
-    "limits",
-    "node_selector",
-    "required_affinity",
-    "tolerations",
-    "labels",
-    "annotations",
-    "priority",
-    "preemption_policy",
-    "quota",
-    "daemonset",
-)
-# The in-tree Filters' fields (NodeResourcesFit, NodeUnschedulable, NodeAffinity,
-# TaintToleration, DeviceShare): the key of a profile of these alone.
-DEFAULT_TEMPLATE_FIELDS: tuple[str, ...] = (
-    "requests",
-    "node_selector",
-    "required_affinity",
-    "tolerations",
-    "annotations:" + SCHEDULING_ANNOTATION_PREFIX,
-)
+@dataclass
+class FrameworkCache:
+    """What the framework itself remembers for the round (plugins keep theirs under a
+    `StateKey`): each node-mask Filter's verdicts and their combination per pod template
+    (`Framework.mask_verdicts`, `Framework.pod_mask`) and the offer-slot memo
+    (`scheduler.slot_memo`, made on first use)."""
 
-
-def template_key(pod: PodInfo, fields: Sequence[str] = DEFAULT_TEMPLATE_FIELDS) -> tuple[Any, ...]:
-    """What makes two pods interchangeable for node fit: the pod fields the profile's Filters
-    read (`fields`, see `SPEC_FIELDS`): by default requests, node constraints and the
-    Koordinator scheduling annotations (a joint GPU+RDMA allocation fits fewer nodes)."""
-    return tuple(_field_value(pod, field) for field in fields)
-
-
-def _field_value(pod: PodInfo, field: str) -> Any:
-    name, _, prefix = field.partition(":")
-    value = getattr(pod, name)
-    if isinstance(value, Mapping):
-        if not value:
-            return ()
-        if prefix:
-            return tuple(sorted((k, v) for k, v in value.items() if k.startswith(prefix)))
-        return tuple(sorted(value.items()))
-    return value
-
-
-def template_fields(declared: Sequence[Sequence[str] | None]) -> tuple[str, ...]:
-    """The fields a template key covers for Filters that declared `declared` (None: a Filter
-    that declared nothing, taken to read every spec field), in a fixed order."""
-    wanted: set[str] = set()
-    for fields in declared:
-        wanted.update(SPEC_FIELDS if fields is None else fields)
-    # a whole mapping field covers its prefixed parts
-    wanted = {f for f in wanted if f.partition(":")[0] == f or f.partition(":")[0] not in wanted}
-    if set(DEFAULT_TEMPLATE_FIELDS) >= wanted:  # the default key, in its own order
-        return tuple(f for f in DEFAULT_TEMPLATE_FIELDS if f in wanted)
-    return tuple(sorted(wanted))
+    masks: dict[tuple[Any, ...], NodeMask] = field(default_factory=dict)
+    verdicts: dict[tuple[Any, ...], list[NodeMask]] = field(default_factory=dict)
+    slot_memo: SlotMemo | None = None
 
 
 class CycleState:
-    """Per-round mutable state shared by the framework and its plugins."""
+    """Per-round mutable state shared by the framework and its plugins: the snapshot indexed
+    (nodes, jobs, pods, resource columns), node resources (`allocatable`, `used`, `free_now`),
+    bound pods (`bound_*`), nominated pods' reservations, what this round assumed and evicts, a
+    dry run's release (`releasing`), the framework's `cache` and the plugins' typed data
+    (`read`, `get_or_create`, `write` by `StateKey`)."""
 
     def __init__(self, snapshot: ClusterSnapshot) -> None:
         self.snapshot = snapshot
-        nodes = sorted(snapshot.nodes, key=lambda n: n.name)
-        self.nodes = nodes
-        self.node_names = [n.name for n in nodes]
+        self.nodes = sorted(snapshot.nodes, key=lambda n: n.name)
+        self.node_names = [n.name for n in self.nodes]
         self.node_index = {n: i for i, n in enumerate(self.node_names)}
         self.pods: dict[str, PodInfo] = {p.key: p for p in snapshot.pods}
-        self.jobs: dict[str, JobInfo] = {j.id: j for j in snapshot.jobs}
-        for p in snapshot.pods:
-            if p.job_id not in self.jobs:
-                # a pod whose job the snapshot omits is a job of its own
-                self.jobs[p.job_id] = JobInfo(
-                    id=p.job_id,
-                    pod_keys=(p.key,),
-                    priority=p.priority,
-                    quota=p.quota,
-                    preemption_policy=p.preemption_policy,
-                )
+        self.jobs: dict[str, JobInfo] = _jobs(snapshot)
         self.job_of_pod = {k: j.id for j in self.jobs.values() for k in j.pod_keys}
+        self._index_resources()
+        self._vectors: dict[str, IntArray] = {}
+        self._request_rows: dict[tuple[tuple[str, Any], ...], IntArray] = {}
+        self._index_bound()
+        self.nomination_timeouts = timed_out_jobs(snapshot)
+        self._reserve_nominated()
+        self.free_now: IntArray = np.asfortranarray(self.allocatable - self.used)  # tracks `used`
+        # Per node, how many times pods were taken onto or given back from it this round: what a
+        # plugin's per-node answer depends on changes only with it (see `node_checks`).
+        self.node_version: list[int] = [0] * len(self.nodes)
+        self.touched: list[int] = []  # every such move's node, in order (see `slot_memo`)
+        self.topology = TopologyTree.build(snapshot.topology, self.nodes)
+        self.assumed: dict[str, int] = {}  # pod key -> node index, placed this round
+        self.evicting: set[str] = set()  # pod keys chosen as victims this round
+        self.released: IntArray | None = None
+        self.release_kind: Hashable = None  # see `releasing`
+        self.released_mask: BoolArray | None = None  # over bound pods, during a dry run
+        self._free_released: IntArray | None = None
+        self.cache = FrameworkCache()
+        self._data: dict[StateKey[Any], Any] = {}  # see `read`
+        # Data by plain name, for plugins written before `StateKey`s (out-of-tree ones): the
+        # in-tree plugins keep theirs under typed keys.
+        self.plugin_data: dict[str, Any] = {}
+        self._pending: dict[str, list[PodInfo]] = {}
+        self._unassumed: dict[str, tuple[int, list[PodInfo]]] = {}  # see `pending_pods`
+        # The pod fields a template key covers: the profile's Filters' (`Framework.start`).
+        self.template_fields: tuple[str, ...] = DEFAULT_TEMPLATE_FIELDS
+        self._templates: dict[str, tuple[Any, ...]] = {}
+        self._template_ids: dict[tuple[Any, ...], int] = {}  # see `template_id`
+        self._template_of: dict[str, int] = {}  # pod key -> its template's id
+        self._totals: IntArray | None = None
 
+    def _index_resources(self) -> None:
+        """Resource columns (every resource a node offers or a pod asks, in name order) and
+        `allocatable` (nodes x resources, column-major: the per-job hot path reads whole
+        resource columns across all nodes)."""
         names: set[str] = {PODS}
-        for n in nodes:
+        for n in self.nodes:
             names.update(n.allocatable)
-        for p in snapshot.pods:
+        for p in self.snapshot.pods:
             names.update(p.requests)
         self.resources = sorted(names)
         self.resource_index = {r: i for i, r in enumerate(self.resources)}
-        n_nodes, n_res = len(nodes), len(self.resources)
-        self.allocatable: IntArray = np.zeros((n_nodes, n_res), dtype=np.int64)
+        shape = (len(self.nodes), len(self.resources))
+        allocatable: IntArray = np.zeros(shape, dtype=np.int64)
         pods_col = self.resource_index[PODS]
-        for i, n in enumerate(nodes):
+        for i, n in enumerate(self.nodes):
             for r, v in n.allocatable.items():
-                self.allocatable[i, self.resource_index[r]] = int(v)
+                allocatable[i, self.resource_index[r]] = int(v)
             if PODS not in n.allocatable:
-                self.allocatable[i, pods_col] = UNLIMITED_PODS
-        # column-major: the per-job hot path reads whole resource columns across all nodes
-        self.allocatable = np.asfortranarray(self.allocatable)
-        self.used: IntArray = np.zeros((n_nodes, n_res), dtype=np.int64, order="F")
-        self._vectors: dict[str, IntArray] = {}
-        self._request_rows: dict[tuple[tuple[str, Any], ...], IntArray] = {}
-        # Pods bound to a node, by node index (the preemption candidates are drawn from these),
-        # and every bound pod's fixed position, by which dry runs name the pods they release.
+                allocatable[i, pods_col] = UNLIMITED_PODS
+        self.allocatable: IntArray = np.asfortranarray(allocatable)
+        self.used: IntArray = np.zeros(shape, dtype=np.int64, order="F")
+
+    def _index_bound(self) -> None:
+        """Pods bound to a node, by node index (the preemption candidates are drawn from these),
+        every bound pod's fixed position, by which dry runs name the pods they release, and
+        what they use."""
         self.bound_on_node: dict[int, list[PodInfo]] = {}
         self.bound_keys: list[str] = []
         self.bound_id: dict[str, int] = {}
         bound_rows: list[int] = []
         bound_vectors: list[IntArray] = []
-        for p in snapshot.pods:
+        for p in self.snapshot.pods:
             if p.consumes_node and p.node in self.node_index:
                 idx = self.node_index[p.node]
                 bound_rows.append(idx)
@@ -173,14 +164,15 @@ class CycleState:
         self.bound_node: IntArray = np.array(bound_rows, dtype=np.int64)  # by `bound_keys` position
         if bound_rows:
             np.add.at(self.used, self.bound_node, np.array(bound_vectors))
-        # Nominated pods of jobs not yet placed hold their nominated node's resources against
-        # pods of lower or equal priority (kube-scheduler's rule for nominated pods): a job of
-        # higher priority may use them (`lower_reservations_released`). A gang that has waited
-        # longer than its waiting time lets its nodes go.
+
+    def _reserve_nominated(self) -> None:
+        """Nominated pods of jobs not yet placed hold their nominated node's resources against
+        pods of lower or equal priority (kube-scheduler's rule for nominated pods): a job of
+        higher priority may use them (`lower_reservations_released`). A gang that has waited
+        longer than its waiting time lets its nodes go."""
         self.reservations: dict[str, list[tuple[int, IntArray]]] = {}
         self.reservation_priority: dict[str, int] = {}
-        self.nomination_timeouts = timed_out_jobs(snapshot)
-        for p in snapshot.pods:
+        for p in self.snapshot.pods:
             if p.job_id in self.nomination_timeouts:
                 continue
             if p.is_pending and p.nominated_node in self.node_index:
@@ -191,30 +183,25 @@ class CycleState:
                 held = self.reservation_priority.get(p.job_id, p.priority)
                 self.reservation_priority[p.job_id] = max(held, p.priority)
 
-        self.free_now: IntArray = np.asfortranarray(self.allocatable - self.used)  # tracks `used`
-        # Per node, how many times pods were taken onto or given back from it this round: what a
-        # plugin's per-node answer depends on changes only with it (see `node_checks`).
-        self.node_version: list[int] = [0] * n_nodes
-        self.touched: list[int] = []  # every such move's node, in order (see `slot_memo`)
-        self._free_released: IntArray | None = None
-        self.topology = TopologyTree.build(snapshot.topology, nodes)
-        self.assumed: dict[str, int] = {}  # pod key -> node index, placed this round
-        self.evicting: set[str] = set()  # pod keys chosen as victims this round
-        self.released: IntArray | None = None
-        self.release_kind: Hashable = None  # see `releasing`
-        self.released_mask: BoolArray | None = None  # over bound pods, during a dry run
-        self.plugin_data: dict[str, Any] = {}
-        # Node-mask verdicts per pod template, cached for the round by the framework's `pod_mask`.
-        self.masks: dict[tuple[Any, ...], NodeMask] = {}
-        self.verdicts: dict[tuple[Any, ...], list[NodeMask]] = {}
-        self._pending: dict[str, list[PodInfo]] = {}
-        self._unassumed: dict[str, tuple[int, list[PodInfo]]] = {}  # see `pending_pods`
-        # The pod fields a template key covers: the profile's Filters' (`Framework.start`).
-        self.template_fields: tuple[str, ...] = DEFAULT_TEMPLATE_FIELDS
-        self._templates: dict[str, tuple[Any, ...]] = {}
-        self._template_ids: dict[tuple[Any, ...], int] = {}  # see `template_id`
-        self._template_of: dict[str, int] = {}  # pod key -> its template's id
-        self._totals: IntArray | None = None
+    # --- plugins' typed data ------------------------------------------------------------------
+    def read(self, key: StateKey[T]) -> T | None:
+        """The data kept under `key` this round, or None when nothing wrote or made it yet."""
+        found: T | None = self._data.get(key)
+        return found
+
+    def get_or_create(self, key: StateKey[T]) -> T:
+        """The data kept under `key`, made by the key's factory the first time it is asked for."""
+        try:
+            found: T = self._data[key]
+        except KeyError:
+            if key.factory is None:
+                raise LookupError(f"{key!r} has no factory and nothing wrote it") from None
+            found = self._data[key] = key.factory(self)
+        return found
+
+    def write(self, key: StateKey[T], data: T) -> None:
+        """Keep `data` under `key` for the round (a Setup's precomputed data)."""
+        self._data[key] = data
 
     # --- resource vectors -------------------------------------------------------------------
     def vector(self, pod: PodInfo) -> IntArray:
@@ -239,9 +226,6 @@ class CycleState:
         if self._totals is None:
             self._totals = self.allocatable.sum(axis=0)
         return self._totals
-
-    def request_dict(self, vec: IntArray) -> dict[str, int]:
-        return {r: int(vec[i]) for i, r in enumerate(self.resources) if vec[i] and r != PODS}
 
     def free(self, node_indices: IntArray | None = None) -> IntArray:
         """Free resources, including what a dry run releases. Read-only: copy before writing."""

@@ -7,14 +7,16 @@ layer just above the nodes gets a virtual domain named after itself; a node miss
 label is outside the tree, which we report (`outside`) rather than drop silently. A domain is its
 path of names from the top (we differ from Koordinator's (layer, name) key only where a name is
 reused under two parents, and then say so in the label). Domains of a layer are indexed in name
-order, so an index is also the name tie-break rank. networkx is not
-needed on the per-job path: offer slots are summed into domains with `np.bincount`.
+order, so an index is also the name tie-break rank. Offer slots are summed into domains with
+numpy (`domain_sums`), on arrays, never by walking the tree. `topology_domains` lists the domains
+with their keys, and `detail_status` writes them as ClusterNetworkTopology's
+`status.detailStatus` (Koordinator's shape), for the engine API (`scheduler.api`).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -194,10 +196,6 @@ class TopologyTree:
             self._groups[layer] = cached
         return cached
 
-    def domain_label(self, level: int, index: int) -> str:
-        """`Layer/name` as Koordinator prints a topology node."""
-        return self.domain_labels(level)[index]
-
     def domain_labels(self, level: int) -> list[str]:
         """Every domain label of one level, in index order (built once)."""
         cached = self._labels.get(level)
@@ -253,40 +251,74 @@ class TopologyTree:
             found.flags.writeable = False
         return found
 
-    def detail_status(self) -> list[dict[str, Any]]:
-        """`status.detailStatus[]`: one entry per non-leaf domain (root included)."""
-        levels = self.levels
-        entries: list[dict[str, Any]] = []
-        inside = ~self.outside
-        for level in range(len(levels) - 1):
-            child_level = level + 1
-            child_of = self.node_domain_at(child_level)
-            mine = self.node_domain_at(level)
-            count = 1 if level == 0 else len(self.domain_names[level - 1])
-            for d in range(count):
-                members = inside & (mine == d)
-                child_idx = sorted({int(c) for c in child_of[members]})
-                if child_level == len(levels) - 1:
-                    children = sorted(self.node_names[c] for c in child_idx)
-                else:
-                    children = sorted(self.domain_names[child_level - 1][c] for c in child_idx)
-                parent: dict[str, str] | None = None
-                if level > 0:
-                    p = int(self.domain_parent[level - 1][d])
-                    parent = {
-                        "layer": levels[level - 1],
-                        "name": "" if level == 1 else self.domain_names[level - 2][p],
-                    }
-                entries.append(
-                    {
-                        "topologyInfo": {
-                            "topologyLayer": levels[level],
-                            "topologyName": "" if level == 0 else self.domain_names[level - 1][d],
-                        },
-                        "parentTopologyInfo": parent,
-                        "childTopologyLayer": levels[child_level],
-                        "childTopologyNames": children,
-                        "nodeNum": int(members.sum()),
-                    }
-                )
-        return entries
+
+@dataclass(frozen=True)
+class TopologyDomain:
+    """One domain of the tree: the root, a domain of a layer, or a node leaf."""
+
+    key: str  # the engine's label: "ClusterTopologyLayer/", "BlockLayer/b1", "NodeTopologyLayer/n"
+    layer: str
+    name: str  # "" for the root
+    parent: str  # the parent's key, "" for the root
+    level: int  # 0 the root, then one per layer, the node leaves last (`TopologyTree.levels`)
+    index: int  # within its level
+    nodes: IntArray = field(repr=False)  # node indices (name order) under the domain
+
+
+def topology_domains(tree: TopologyTree, *, leaves: bool = True) -> Iterator[TopologyDomain]:
+    """Every domain, depth first from the root, children in name order (Koordinator's order);
+    node leaves too unless `leaves` is False. Nodes outside the tree belong to no domain."""
+    leaf = len(tree.layers) + 1
+
+    def walk(level: int, index: int, parent: str) -> Iterator[TopologyDomain]:
+        key = tree.domain_labels(level)[index]
+        members = tree.nodes_in(level, index)
+        name = "" if level == 0 else _name(tree, level, index)
+        yield TopologyDomain(key, tree.levels[level], name, parent, level, index, members)
+        if level == leaf or (level == leaf - 1 and not leaves):
+            return
+        for child in _children(tree, level, index, members):
+            yield from walk(level + 1, child, key)
+
+    yield from walk(0, 0, "")
+
+
+def _name(tree: TopologyTree, level: int, index: int) -> str:
+    if level == len(tree.layers) + 1:
+        return tree.node_names[index]
+    return tree.domain_names[level - 1][index]
+
+
+def _children(tree: TopologyTree, level: int, index: int, members: IntArray) -> list[int]:
+    """The child indices of one domain, in name order (indices are name-ordered already)."""
+    below = tree.node_domain_at(level + 1)[members]
+    return sorted({int(c) for c in below if c >= 0})
+
+
+def detail_status(tree: TopologyTree) -> list[dict[str, Any]]:
+    """ClusterNetworkTopology `status.detailStatus`: one entry per domain above the nodes, depth
+    first, in Koordinator's shape (child names only when the children are not nodes; no parent on
+    the root). A block name used under two spines is two entries, one under each spine."""
+    if tree.error:
+        return []
+    entries: list[dict[str, Any]] = []
+    names: dict[str, tuple[str, str]] = {}
+    for domain in topology_domains(tree):
+        names[domain.key] = (domain.layer, domain.name)
+        if domain.layer == NODE_LAYER:
+            continue
+        child_level = domain.level + 1
+        children = _children(tree, domain.level, domain.index, domain.nodes)
+        entry: dict[str, Any] = {
+            "topologyInfo": {"topologyLayer": domain.layer, "topologyName": domain.name}
+        }
+        if domain.parent:
+            layer, name = names[domain.parent]
+            entry["parentTopologyInfo"] = {"topologyLayer": layer, "topologyName": name}
+        if children:
+            entry["childTopologyLayer"] = tree.levels[child_level]
+            if tree.levels[child_level] != NODE_LAYER:
+                entry["childTopologyNames"] = [_name(tree, child_level, c) for c in children]
+        entry["nodeNum"] = len(domain.nodes)
+        entries.append(entry)
+    return entries

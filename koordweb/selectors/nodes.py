@@ -22,6 +22,7 @@ from django.db.models import Max, QuerySet
 
 from koordweb.models import Cluster, Device, Node, NodeMetric, Pod
 from koordweb.selectors.topology import OCCUPYING_PHASES, is_accelerator
+from scheduler.plugin_args import PluginArgs
 from scheduler.plugins.loadaware import LoadAware
 from scheduler.profile import Profile, ProfileError
 
@@ -82,8 +83,8 @@ def load_thresholds(cluster: Cluster) -> dict[str, int]:
     spec = next((p for p in profile.plugins if p.name == LoadAware.name), None)
     if spec is None:
         return {}
-    plugin = LoadAware(spec.args)
-    return {str(k): int(v) for k, v in plugin.thresholds.items() if int(v) > 0}
+    thresholds = PluginArgs(LoadAware.arguments, spec.args).amounts("usageThresholds")
+    return {str(k): int(v) for k, v in thresholds.items() if int(v) > 0}
 
 
 def node_usages(cluster: Cluster, node_ids: Iterable[int] | None = None) -> dict[int, NodeUsage]:

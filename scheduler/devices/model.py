@@ -204,7 +204,3 @@ class DeviceUsage:
                         self.vfs[j].add(vf.minor)
                     else:
                         self.vfs[j].discard(vf.minor)
-
-    def gpu_used_fraction(self) -> Mapping[int, tuple[int, int]]:
-        """Minor -> (core percent used, memory percent used), for display and heatmaps."""
-        return {d.minor: (self.core[i], self.ratio[i]) for i, d in enumerate(self.node.gpus)}

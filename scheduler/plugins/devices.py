@@ -64,13 +64,17 @@ from scheduler.framework import (
     Status,
 )
 from scheduler.model import JobInfo, NodeInfo, PodInfo
+from scheduler.plugin_args import PluginArgs
 from scheduler.state import CycleState
+from scheduler.state_keys import StateKey
 from scheduler.vocabulary import SCHEDULING_ANNOTATION_PREFIX
+
+SCORING: Scoring = "LeastAllocated"  # Koordinator's default node order for cards
 
 
 @dataclass
 class DeviceState:
-    """The plugin's per-round data, kept in `state.plugin_data["DeviceShare"]`."""
+    """The plugin's per-round data, kept under its `DeviceShare.key`."""
 
     fleet: DeviceFleet
     held: dict[str, tuple[int, Held]] = field(default_factory=dict)  # pod key -> (node, devices)
@@ -116,16 +120,19 @@ class DeviceShare:
         "labels:" + LABEL_GPU_ISOLATION_PROVIDER,
     )
     arguments: ClassVar[Mapping[str, Arg]] = {
-        "scoring": Arg("choice", choices=("LeastAllocated", "MostAllocated")),
+        "scoring": Arg("choice", choices=("LeastAllocated", "MostAllocated"), default=SCORING),
     }
 
-    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
-        self.args = dict(args or {})
-        # checked against `arguments` when the profile builds the plugin
-        self.scoring: Scoring = self.args.get("scoring", "LeastAllocated")
+    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+        # a `Scoring`: checked against `arguments` when the profile builds the plugin
+        self.scoring: Scoring = PluginArgs(self.arguments, args)["scoring"]
+        self.key: StateKey[DeviceState] = StateKey(self.name, self._device_state)
 
     # --- setup ----------------------------------------------------------------------------------
     def setup(self, state: CycleState) -> None:
+        state.write(self.key, self._device_state(state))
+
+    def _device_state(self, state: CycleState) -> DeviceState:
         nodes: dict[int, NodeDevices] = {}
         templates: _Templates = {}
         for idx, info in enumerate(state.nodes):
@@ -150,7 +157,7 @@ class DeviceShare:
                     held[pod.key] = (idx, devices_held)
                     holders.setdefault(idx, []).append((state.bound_id[pod.key], devices_held))
         fleet.track_holders(holders)
-        state.plugin_data[self.name] = DeviceState(fleet, held, {}, requests, problems)
+        return DeviceState(fleet, held, {}, requests, problems)
 
     def _memory(self, state: CycleState) -> FleetMemory | None:
         """The fleet's counts from earlier rounds, when the caller keeps a warm snapshot's
@@ -269,12 +276,7 @@ class DeviceShare:
             ds.fleet.release(idx, held)
 
     def _state(self, state: CycleState) -> DeviceState:
-        ds = state.plugin_data.get(self.name)
-        if ds is None:
-            self.setup(state)
-            ds = state.plugin_data[self.name]
-        assert isinstance(ds, DeviceState)
-        return ds
+        return state.get_or_create(self.key)
 
 
 # --- helpers ------------------------------------------------------------------------------------

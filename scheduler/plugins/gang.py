@@ -74,10 +74,9 @@ def _needed(gang: GangInfo, bound: int, satisfied: bool) -> int:
 class Coscheduling:
     name = "Coscheduling"
     extension_points = frozenset({"PreFilter", "Permit", "Fallback"})
-    arguments: ClassVar[Mapping[str, Arg]] = {"enablePreemption": Arg("bool")}
+    arguments: ClassVar[Mapping[str, Arg]] = {"enablePreemption": Arg("bool", default=False)}
 
-    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
-        self.args = dict(args or {})
+    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
         # Per job of this round (a Framework, and so this plugin, lives for one round, and the
         # pods bound at its start do not change): whether every gang goes member by member.
         self._alone: dict[str, bool] = {}

@@ -39,6 +39,7 @@ from scheduler.framework import (
     Status,
 )
 from scheduler.model import CPU, MEMORY, JobInfo, NodeInfo, PodInfo
+from scheduler.plugin_args import PluginArgs
 from scheduler.plugins.loadaware_estimate import (
     aggregated_usage,
     assigned_estimate,
@@ -46,8 +47,8 @@ from scheduler.plugins.loadaware_estimate import (
     is_prod,
     prod_usage,
 )
-from scheduler.profile import duration_seconds
 from scheduler.state import CycleState
+from scheduler.state_keys import StateKey
 from scheduler.vocabulary import ANNOTATION_USAGE_THRESHOLDS
 
 DEFAULT_THRESHOLDS: Mapping[str, int] = {CPU: 65, MEMORY: 95}
@@ -61,7 +62,7 @@ _UNLIMITED = np.int64(1 << 40)
 
 @dataclass
 class LoadState:
-    """Per-round arrays (nodes x resources), in `state.plugin_data["LoadAware"]`."""
+    """Per-round arrays (nodes x resources), kept under the plugin's `LoadAware.key`."""
 
     resources: tuple[str, ...]
     allocatable: IntArray
@@ -91,65 +92,64 @@ class LoadState:
 class LoadAware:
     name = "LoadAware"
     extension_points = frozenset({"Setup", "Filter", "Score", "Reserve"})
+    # SetDefaults_LoadAwareSchedulingArgs: an empty map is the default map; given weights
+    # replace the default ones, which apply only without a dominant weight; scaling factors
+    # are merged over the defaults.
     arguments: ClassVar[Mapping[str, Arg]] = {
-        "usageThresholds": Arg("per_resource", minimum=0, maximum=100),
+        "usageThresholds": Arg("per_resource", minimum=0, maximum=100, default=DEFAULT_THRESHOLDS),
         "estimatedScalingFactors": Arg("per_resource", minimum=1, maximum=100),
         "resourceWeights": Arg("per_resource", minimum=0, maximum=100),
-        "dominantResourceWeight": Arg("int", minimum=0, maximum=100),
+        "dominantResourceWeight": Arg("int", minimum=0, maximum=100, default=0),
         "prodUsageThresholds": Arg("per_resource", minimum=0, maximum=100),
         "aggregated": Arg(
             "object",
             fields=(
                 ("usageThresholds", Arg("per_resource", minimum=0, maximum=100)),
-                ("usageAggregationType", Arg("choice", choices=AGGREGATION_TYPES)),
+                ("usageAggregationType", Arg("choice", choices=AGGREGATION_TYPES, default="")),
                 ("usageAggregatedDuration", Arg("duration")),
-                ("scoreAggregationType", Arg("choice", choices=AGGREGATION_TYPES)),
+                ("scoreAggregationType", Arg("choice", choices=AGGREGATION_TYPES, default="")),
                 ("scoreAggregatedDuration", Arg("duration")),
             ),
         ),
-        "scoreAccordingProdUsage": Arg("bool"),
+        "scoreAccordingProdUsage": Arg("bool", default=False),
         # v1.7 registers one estimator; an unknown name falls back to it (estimator/types.go).
         "estimator": Arg("choice", choices=("defaultEstimator", "")),
-        "nodeMetricExpirationSeconds": Arg("int", minimum=1),
-        "filterExpiredNodeMetrics": Arg("bool"),
-        "enableScheduleWhenNodeMetricsExpired": Arg("bool"),
+        "nodeMetricExpirationSeconds": Arg("int", minimum=1, default=DEFAULT_EXPIRATION_SECONDS),
+        "filterExpiredNodeMetrics": Arg("bool", default=True),
+        "enableScheduleWhenNodeMetricsExpired": Arg("bool", default=False),
         "estimatedSecondsAfterPodScheduled": Arg("int", minimum=0),
         "estimatedSecondsAfterInitialized": Arg("int", minimum=0),
     }
 
-    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
-        self.args = dict(args or {})
-        # SetDefaults_LoadAwareSchedulingArgs: given thresholds and weights replace the defaults
-        # (weights also when a dominant weight is set); scaling factors are merged.
-        self.thresholds = dict(self.args.get("usageThresholds") or DEFAULT_THRESHOLDS)
-        self.prod_thresholds = dict(self.args.get("prodUsageThresholds") or {})
-        self.score_prod = bool(self.args.get("scoreAccordingProdUsage", False))
-        aggregated = self.args.get("aggregated") or {}
-        self.agg_thresholds = dict(aggregated.get("usageThresholds") or {})
-        self.agg_type = str(aggregated.get("usageAggregationType", ""))
-        self.agg_seconds = duration_seconds(aggregated.get("usageAggregatedDuration") or "") or 0
+    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+        read = PluginArgs(self.arguments, args)
+        self.thresholds = read.amounts("usageThresholds")
+        self.prod_thresholds = read.amounts("prodUsageThresholds")
+        self.score_prod = read.flag("scoreAccordingProdUsage")
+        aggregated = read.object("aggregated")
+        self.agg_thresholds = aggregated.amounts("usageThresholds")
+        self.agg_type = aggregated.text("usageAggregationType")
+        self.agg_seconds = aggregated.seconds("usageAggregatedDuration")
         # generateUsageThresholdsFilterProfile: aggregated thresholds need a type to apply.
         self.agg_filter = bool(self.agg_thresholds) and bool(self.agg_type)
-        self.score_type = str(aggregated.get("scoreAggregationType", ""))
-        self.score_seconds = duration_seconds(aggregated.get("scoreAggregatedDuration") or "") or 0
-        self.factors = {**DEFAULT_FACTORS, **self.args.get("estimatedScalingFactors", {})}
-        self.dominant_weight = int(self.args.get("dominantResourceWeight", 0))
-        weights = self.args.get("resourceWeights")
-        if not weights and not self.dominant_weight:
-            weights = DEFAULT_WEIGHTS
-        self.weights = dict(weights or {})
-        self.expiration = float(
-            self.args.get("nodeMetricExpirationSeconds", DEFAULT_EXPIRATION_SECONDS)
-        )
-        self.filter_expired = bool(self.args.get("filterExpiredNodeMetrics", True))
-        self.schedule_when_expired = bool(
-            self.args.get("enableScheduleWhenNodeMetricsExpired", False)
-        )
-        self.after_scheduled = self.args.get("estimatedSecondsAfterPodScheduled")
-        self.after_initialized = self.args.get("estimatedSecondsAfterInitialized")
+        self.score_type = aggregated.text("scoreAggregationType")
+        self.score_seconds = aggregated.seconds("scoreAggregatedDuration")
+        self.factors = {**DEFAULT_FACTORS, **read.amounts("estimatedScalingFactors")}
+        self.dominant_weight = read.integer("dominantResourceWeight")
+        weights = read.amounts("resourceWeights")
+        self.weights = weights or ({} if self.dominant_weight else dict(DEFAULT_WEIGHTS))
+        self.expiration = float(read.integer("nodeMetricExpirationSeconds"))
+        self.filter_expired = read.flag("filterExpiredNodeMetrics")
+        self.schedule_when_expired = read.flag("enableScheduleWhenNodeMetricsExpired")
+        self.after_scheduled: int | None = read.get("estimatedSecondsAfterPodScheduled")
+        self.after_initialized: int | None = read.get("estimatedSecondsAfterInitialized")
+        self.key: StateKey[LoadState] = StateKey(self.name, self._load_state)
 
     # --- setup ----------------------------------------------------------------------------------
     def setup(self, state: CycleState) -> None:
+        state.write(self.key, self._load_state(state))
+
+    def _load_state(self, state: CycleState) -> LoadState:
         resources = tuple(
             sorted(
                 set(self.thresholds)
@@ -210,7 +210,7 @@ class LoadAware:
                 ls.score_reported[i, j] = scored.get(r, 0) if scored else ls.reported[i, j]
         ls.any_fresh = bool(ls.fresh.any())
         ls.any_expired = bool(ls.expired.any())
-        state.plugin_data[self.name] = ls
+        return ls
 
     @staticmethod
     def _bound_pods(state: CycleState) -> dict[str, list[PodInfo]]:
@@ -454,9 +454,4 @@ class LoadAware:
                 ls.prod_placed[idx] -= estimate
 
     def _state(self, state: CycleState) -> LoadState:
-        ls = state.plugin_data.get(self.name)
-        if ls is None:
-            self.setup(state)
-            ls = state.plugin_data[self.name]
-        assert isinstance(ls, LoadState)
-        return ls
+        return state.get_or_create(self.key)

@@ -96,8 +96,8 @@ class NodeUnschedulable:
     extension_points = frozenset({"Filter"})
     pod_fields = ("tolerations",)  # what its verdict reads of a pod (`state.template_fields`)
 
-    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
-        self.args = dict(args or {})
+    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+        pass
 
     def node_mask(self, state: CycleState, pod: PodInfo) -> NodeMask | None:
         # kube-scheduler's NodeUnschedulable: a pod that tolerates the cordon's taint
@@ -113,8 +113,8 @@ class NodeAffinity:
     extension_points = frozenset({"Filter"})
     pod_fields = ("node_selector", "required_affinity")
 
-    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
-        self.args = dict(args or {})
+    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+        pass
 
     def node_mask(self, state: CycleState, pod: PodInfo) -> NodeMask | None:
         if not pod.node_selector and not pod.required_affinity:
@@ -128,8 +128,8 @@ class TaintToleration:
     extension_points = frozenset({"Filter"})
     pod_fields = ("tolerations",)
 
-    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
-        self.args = dict(args or {})
+    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+        pass
 
     def node_mask(self, state: CycleState, pod: PodInfo) -> NodeMask | None:
         if not any(n.taints for n in state.nodes):

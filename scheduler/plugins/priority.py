@@ -19,31 +19,30 @@ tie-break that keeps a round deterministic). Arguments (profile options, ours):
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from scheduler.framework import Arg, Handle
 from scheduler.model import PODS, JobInfo
-from scheduler.profile import duration_seconds
+from scheduler.plugin_args import PluginArgs
 from scheduler.state import CycleState
+from scheduler.state_keys import StateKey
 
 DEFAULT_SIZE_WINDOW = "5m"  # measured in docs/benchmarks.md ("A default that packs")
-# `CycleState.plugin_data` keys: each pending job's (pod, total) size, and the largest of each
-SIZES, LARGEST = "PrioritySort.sizes", "PrioritySort.largest"
 
 
 class PrioritySort:
     name = "PrioritySort"
     extension_points = frozenset({"QueueSort"})
     arguments: ClassVar[Mapping[str, Arg]] = {
-        "largestFirst": Arg("bool"),
-        "sizeWindow": Arg("duration"),
+        "largestFirst": Arg("bool", default=False),
+        "sizeWindow": Arg("duration", default=DEFAULT_SIZE_WINDOW),
     }
 
-    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
-        self.args = dict(args or {})
-        self.largest_first = bool(self.args.get("largestFirst", False))
-        window = duration_seconds(str(self.args.get("sizeWindow", DEFAULT_SIZE_WINDOW)))
-        self.window = float(window or 0)
+    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+        read = PluginArgs(self.arguments, args)
+        self.largest_first = read.flag("largestFirst")
+        self.window = float(read.seconds("sizeWindow"))
 
     def sort_key(self, state: CycleState, job: JobInfo) -> tuple[Any, ...]:
         size = -job_size(state, job) if self.largest_first else 0.0
@@ -53,22 +52,35 @@ class PrioritySort:
         return (-job.priority, size, order, job.submission_order, job.id)
 
 
+@dataclass(frozen=True)
+class JobSizes:
+    """Each pending job's (pod, total) size, and the largest pod and total among them."""
+
+    sizes: dict[str, tuple[float, float]]
+    largest_pod: float
+    largest_total: float
+
+
+def job_sizes(state: CycleState) -> JobSizes:
+    """Every pending job sized (the queue is sorted once a round, so each is sized once)."""
+    shares: dict[int, float] = {}  # pods asking the same share one request row
+    sizes = {j.id: pod_and_job_size(state, j, shares) for j in state.pending_jobs()}
+    return JobSizes(
+        sizes,
+        max((p for p, _ in sizes.values()), default=0.0) or 1.0,
+        max((t for _, t in sizes.values()), default=0.0) or 1.0,
+    )
+
+
+SIZES: StateKey[JobSizes] = StateKey("PrioritySort/sizes", job_sizes)
+
+
 def size_ahead(state: CycleState, job: JobInfo) -> float:
     """How far ahead (a share of the window) a job's size moves it: its pods' share against the
     largest pods pending, scaled from 3/4 to 1 by its total share against the largest job's."""
-    sizes: dict[str, tuple[float, float]] | None = state.plugin_data.get(SIZES)
-    if sizes is None:  # the queue is sorted once a round, so every pending job is sized once
-        shares: dict[int, float] = {}  # pods asking the same share one request row
-        sizes = {j.id: pod_and_job_size(state, j, shares) for j in state.pending_jobs()}
-        state.plugin_data[SIZES] = sizes
-        state.plugin_data[LARGEST] = (
-            max((p for p, _ in sizes.values()), default=0.0) or 1.0,
-            max((t for _, t in sizes.values()), default=0.0) or 1.0,
-        )
-    largest: tuple[float, float] = state.plugin_data[LARGEST]
-    largest_pod, largest_total = largest
-    pod, total = sizes.get(job.id) or pod_and_job_size(state, job, {})
-    return pod / largest_pod * (3 + total / largest_total) / 4
+    known = state.get_or_create(SIZES)
+    pod, total = known.sizes.get(job.id) or pod_and_job_size(state, job, {})
+    return pod / known.largest_pod * (3 + total / known.largest_total) / 4
 
 
 def pod_and_job_size(

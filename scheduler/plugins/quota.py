@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 from scheduler.framework import Arg, Code, Handle, Plan, ReserveResult, Status
 from scheduler.model import JobInfo, PodInfo
+from scheduler.plugin_args import PluginArgs
 from scheduler.quota_tree import (
     QuotaTree,
     add_into,
@@ -33,6 +34,7 @@ from scheduler.quota_tree import (
     tree_total,
 )
 from scheduler.state import CycleState
+from scheduler.state_keys import StateKey
 from scheduler.vocabulary import QUOTA_PREEMPTIBLE
 
 INSUFFICIENT = "Insufficient quotas"
@@ -41,7 +43,7 @@ INSUFFICIENT_NON_PREEMPTIBLE = "Insufficient non-preemptible quotas"
 
 @dataclass
 class QuotaBook:
-    """Per-round quota accounting kept in `state.plugin_data["ElasticQuota"]`."""
+    """Per-round quota accounting, kept under `QUOTA_BOOK` by the plugin's Setup."""
 
     tree: QuotaTree
     runtime: dict[str, dict[str, int]]
@@ -62,9 +64,12 @@ class QuotaBook:
         return self.tree.ancestors(quota) if self.check_parents else [quota]
 
 
+QUOTA_BOOK: StateKey[QuotaBook] = StateKey("ElasticQuota/book")  # written by Setup
+
+
 def quota_book(state: CycleState) -> QuotaBook | None:
-    book = state.plugin_data.get(ElasticQuota.name)
-    return book if isinstance(book, QuotaBook) else None
+    """The round's quota accounting (None without quotas)."""
+    return state.read(QUOTA_BOOK)
 
 
 def job_requests(pods: Sequence[PodInfo]) -> dict[str | None, dict[str, int]]:
@@ -115,14 +120,14 @@ class ElasticQuota:
     name = "ElasticQuota"
     extension_points = frozenset({"Setup", "PreFilter", "Reserve", "RuntimeQuota"})
     arguments: ClassVar[Mapping[str, Arg]] = {
-        "enableCheckParentQuota": Arg("bool"),
-        "enableMinQuotaScale": Arg("bool"),
+        "enableCheckParentQuota": Arg("bool", default=False),
+        "enableMinQuotaScale": Arg("bool", default=True),
     }
 
-    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
-        self.args = dict(args or {})
-        self.check_parents = bool(self.args.get("enableCheckParentQuota", False))
-        self.scale_min = bool(self.args.get("enableMinQuotaScale", True))
+    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+        read = PluginArgs(self.arguments, args)
+        self.check_parents = read.flag("enableCheckParentQuota")
+        self.scale_min = read.flag("enableMinQuotaScale")
 
     def runtime_quota(self, state: CycleState) -> QuotaBook | None:
         """This round's ledger (None without quotas), read by others through the Handle."""
@@ -141,7 +146,7 @@ class ElasticQuota:
         used = quota_sums(tree, pods, include_pending=False)
         book = QuotaBook(tree, runtime, used, mins, non_preemptible_sums(tree, pods))
         book.check_parents = self.check_parents
-        state.plugin_data[self.name] = book
+        state.write(QUOTA_BOOK, book)
 
     def pre_filter(self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo]) -> Status:
         book = quota_book(state)

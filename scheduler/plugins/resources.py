@@ -18,10 +18,9 @@ import numpy as np
 from scheduler.framework import BoolArray, Handle, IntArray
 from scheduler.model import PODS, JobInfo, PodInfo
 from scheduler.state import CycleState
+from scheduler.state_keys import StateKey
 
 _BIG = np.int64(1 << 62)
-RUNS = "NodeResourcesFit/runs"  # `state.plugin_data` key of the remembered pod runs
-BOUND = "NodeResourcesFit/bound"  # and of the bound pods' requests (`bound_amounts`)
 
 
 @dataclass(frozen=True)
@@ -35,9 +34,15 @@ class PodRun:
     columns: tuple[tuple[int, int], ...] = ()  # the vector's non-zero (column, amount) pairs
 
 
+# The pod runs remembered per pod list (`pod_runs`).
+RUNS: StateKey[dict[tuple[str, ...], list[PodRun]]] = StateKey(
+    "NodeResourcesFit/runs", lambda state: {}
+)
+
+
 def pod_runs(handle: Handle, state: CycleState, pods: Sequence[PodInfo]) -> list[PodRun]:
     """The pods as runs of one template; remembered per pod list, as dry runs ask again."""
-    cache: dict[tuple[str, ...], list[PodRun]] = state.plugin_data.setdefault(RUNS, {})
+    cache = state.get_or_create(RUNS)
     keys = tuple(p.key for p in pods)
     cached = cache.get(keys)
     if cached is None:
@@ -101,21 +106,20 @@ Amounts = tuple[tuple[int, int], ...]
 """A request as (resource column, amount) for its non-zero columns."""
 
 
-def bound_amounts(state: CycleState) -> list[Amounts]:
-    """Every bound pod's request as `Amounts`, by its `state.bound_keys` position (once a round)."""
-    cached: list[Amounts] | None = state.plugin_data.get(BOUND)
-    if cached is None:
-        cached = state.plugin_data[BOUND] = []
-        by_row: dict[int, Amounts] = {}  # pods asking the same share one row (`state.vector`)
-        for key in state.bound_keys:
-            vec = state.vector(state.pods[key])
-            amounts = by_row.get(id(vec))
-            if amounts is None:
-                amounts = by_row[id(vec)] = tuple(
-                    (int(c), int(vec[c])) for c in np.flatnonzero(vec)
-                )
-            cached.append(amounts)
-    return cached
+def _bound_amounts(state: CycleState) -> list[Amounts]:
+    amounts_of: list[Amounts] = []
+    by_row: dict[int, Amounts] = {}  # pods asking the same share one row (`state.vector`)
+    for key in state.bound_keys:
+        vec = state.vector(state.pods[key])
+        amounts = by_row.get(id(vec))
+        if amounts is None:
+            amounts = by_row[id(vec)] = tuple((int(c), int(vec[c])) for c in np.flatnonzero(vec))
+        amounts_of.append(amounts)
+    return amounts_of
+
+
+# Every bound pod's request as `Amounts`, by its `state.bound_keys` position (once a round).
+BOUND: StateKey[list[Amounts]] = StateKey("NodeResourcesFit/bound", _bound_amounts)
 
 
 class RoomCheck:
@@ -154,7 +158,6 @@ class NodeResourcesFit:
     pod_fields = ("requests",)  # what its count reads of a pod (`state.template_fields`)
 
     def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
-        self.args = dict(args)
         self.handle = handle
 
     def slot_limits(
@@ -191,7 +194,7 @@ class NodeResourcesFit:
             many = np.array(column, dtype=np.int64)
             room -= many[:, None] * state.vector(pod)[None, :]
             allowed &= (many == 0) | self.handle.pod_mask(state, pod).allowed[rows]
-        amounts = bound_amounts(state)
+        amounts = state.get_or_create(BOUND)
         spare, fits = room.tolist(), allowed.tolist()
         return {node: RoomCheck(amounts, spare[i], fits[i]) for i, node in enumerate(nodes)}
 

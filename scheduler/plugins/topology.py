@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 from scheduler.framework import Arg, Code, Handle, IntArray, Status
 from scheduler.model import JobInfo, PodInfo
 from scheduler.placement import NodeScores, PlacementOptions, PlacementOutcome, place
+from scheduler.plugin_args import PluginArgs
 from scheduler.state import CycleState
 
 
@@ -27,21 +28,21 @@ class NetworkTopology:
     name = "NetworkTopology"
     extension_points = frozenset({"PreFilter", "Placement"})
     arguments: ClassVar[Mapping[str, Arg]] = {
-        "podCountMultiple": Arg("bool"),
-        "parentFragmentation": Arg("bool"),
-        "preferGatherScore": Arg("bool"),
-        "bestFit": Arg("bool"),
-        "packParents": Arg("bool"),
+        "podCountMultiple": Arg("bool", default=True),
+        "parentFragmentation": Arg("bool", default=False),
+        "preferGatherScore": Arg("bool", default=False),
+        "bestFit": Arg("bool", default=True),
+        "packParents": Arg("bool", default=True),
     }
 
-    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
-        args = dict(args or {})
-        self.pod_count_multiple = bool(args.get("podCountMultiple", True))
+    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+        read = PluginArgs(self.arguments, args)
+        self.pod_count_multiple = read.flag("podCountMultiple")
         self.options = PlacementOptions(
-            parent_fragmentation=bool(args.get("parentFragmentation", False)),
-            prefer_gather_score=bool(args.get("preferGatherScore", False)),
-            best_fit=bool(args.get("bestFit", True)),
-            pack_parents=bool(args.get("packParents", True)),
+            parent_fragmentation=read.flag("parentFragmentation"),
+            prefer_gather_score=read.flag("preferGatherScore"),
+            best_fit=read.flag("bestFit"),
+            pack_parents=read.flag("packParents"),
         )
 
     def pre_filter(self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo]) -> Status:

@@ -15,7 +15,8 @@ from scheduler.cycle import Framework
 from scheduler.framework import NodeMask, Plan
 from scheduler.plugins.devices import DeviceShare
 from scheduler.profile import PluginSpec, Profile
-from scheduler.state import CycleState, natural_key
+from scheduler.state import CycleState
+from scheduler.vocabulary import natural_key
 from tests.scheduler.builders import CORE, cluster, gang, node
 
 

@@ -11,7 +11,7 @@ from scheduler import plan_round
 from scheduler.model import LayerGather, TopologyLayerSpec, TopologyRule, TopologySpec
 from scheduler.placement import NodeScores, PlacementOptions, PlacementOutcome, place
 from scheduler.profile import Profile
-from scheduler.topology import TopologyTree
+from scheduler.topology import TopologyTree, detail_status
 from tests.scheduler.builders import CORE, REFERENCE, SPINE_BLOCK, cluster, gang, node, pod, t8
 
 
@@ -25,11 +25,11 @@ def test_node_without_block_label_gets_a_virtual_block_and_without_spine_is_outs
     assert tree.outside.tolist() == [False, False, True]
     result = plan_round(snap, CORE)
     assert result.outside_topology == ("n3",)
-    block_entries = [
-        e for e in result.topology_status if e["topologyInfo"]["topologyLayer"] == "SpineLayer"
+    spine_entries = [
+        e for e in detail_status(tree) if e["topologyInfo"]["topologyLayer"] == "SpineLayer"
     ]
-    assert block_entries[0]["childTopologyNames"] == ["b1", "n2"]
-    assert block_entries[0]["nodeNum"] == 2
+    assert spine_entries[0]["childTopologyNames"] == ["b1", "n2"]
+    assert spine_entries[0]["nodeNum"] == 2
 
 
 def test_an_empty_label_value_is_no_label() -> None:

@@ -18,7 +18,9 @@ def test_admin_reads_the_arguments_and_what_each_plugin_takes(admin_api: APIClie
     topology = body["arguments"]["NetworkTopology"]
     assert topology["bestFit"]["kind"] == "bool"
     assert body["arguments"]["JobPreemption"]["candidateLimit"]["minimum"] == 1
-    assert body["arguments"]["PrioritySort"] == {"largestFirst": topology["bestFit"]}
+    sort = body["arguments"]["PrioritySort"]
+    assert sort["largestFirst"] == topology["bestFit"]
+    assert sort["sizeWindow"]["kind"] == "duration"
 
 
 def test_admin_replaces_them_and_the_next_read_shows_it(admin_api: APIClient, world: Teams) -> None:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
+from scheduler.cycle import Framework
 from scheduler.framework import Plan
 from scheduler.model import NodeInfo
 from scheduler.plugins.loadaware import LoadAware
@@ -23,6 +25,13 @@ def loaded(name: str, cpu_used: float, memory_used_gib: int = 0, **extra: object
     return replace(info, usage=usage, **extra)  # type: ignore[arg-type]
 
 
+def load_aware(args: dict[str, Any]) -> LoadAware:
+    """The plugin as a profile builds it, with `args`."""
+    plugin = Framework(Profile.default().with_args("LoadAware", **args)).plugin("LoadAware")
+    assert isinstance(plugin, LoadAware)
+    return plugin
+
+
 def state_with(
     *nodes: NodeInfo, pods: int = 1, cpu: float = 1.0, now: float = 0.0
 ) -> tuple[CycleState, LoadAware]:
@@ -30,7 +39,7 @@ def state_with(
     c.nodes.extend(nodes)
     c.submit(gang("default/web", pods=pods).cpu(cpu))
     state = CycleState(replace(c.snapshot(), now=now))
-    plugin = LoadAware({})
+    plugin = load_aware({})
     plugin.setup(state)
     return state, plugin
 
@@ -112,7 +121,7 @@ def test_nodes_without_reports_skip_the_filter_and_expired_ones_are_refused() ->
         ({"enableScheduleWhenNodeMetricsExpired": True}, 2),
         ({"filterExpiredNodeMetrics": False}, 2),
     ):
-        plugin = LoadAware(args)
+        plugin = load_aware(args)
         plugin.setup(state)
         by_name = dict(zip(state.node_names, slots(state, plugin), strict=True))
         assert by_name["stale"] == stale
@@ -164,7 +173,7 @@ def test_default_estimator_takes_the_larger_of_limit_and_request() -> None:
 
 
 def test_defaults_are_replaced_by_given_thresholds_and_weights() -> None:
-    plugin = LoadAware({"usageThresholds": {"memory": 80}, "dominantResourceWeight": 1})
+    plugin = load_aware({"usageThresholds": {"memory": 80}, "dominantResourceWeight": 1})
     assert plugin.thresholds == {"memory": 80}  # cpu is no longer checked
     assert plugin.weights == {}  # a dominant weight alone: no per-resource weights
     assert plugin.factors == {"cpu": 85, "memory": 70}

@@ -22,7 +22,8 @@ from scheduler.model import NodeInfo, PodInfo
 from scheduler.plugins.devices import DeviceShare, DeviceState
 from scheduler.profile import Profile
 from scheduler.round import plan_round
-from scheduler.state import CycleState, template_key
+from scheduler.state import CycleState
+from scheduler.templates import template_key
 from tests.scheduler.builders import cluster, gang, node, pod
 from tests.scheduler.devices.builders import JOINT, GiB, gpu_node
 
@@ -99,7 +100,8 @@ def state_for(
     nodes: list[NodeInfo], *jobs: gang, running: list[PodInfo] = ()
 ) -> tuple[CycleState, DeviceShare]:  # type: ignore[assignment]
     state = CycleState(snapshot_of(nodes, *jobs, running=running))
-    plugin = DeviceShare({})
+    plugin = Framework(PROFILE).plugin(DeviceShare.name)
+    assert isinstance(plugin, DeviceShare)
     plugin.setup(state)
     return state, plugin
 
@@ -120,7 +122,7 @@ def test_identical_nodes_share_one_count_and_nodes_without_devices_are_not_const
     assert slots is not None
     # "cpu-1" sorts first and is left to the resource filter; 8 cards hold two 3-card pods.
     assert slots.tolist() == [3] + [2] * 40
-    ds = state.plugin_data["DeviceShare"]
+    ds = state.get_or_create(plugin.key)
     assert isinstance(ds, DeviceState)
     assert len(set(ds.fleet.group.tolist()) - {-1}) == 1  # one group: every idle 8-GPU node
 
@@ -221,7 +223,7 @@ def test_reserve_then_unreserve_gives_the_cards_back() -> None:
     plan = Plan({"default/train-1": 0, "default/train-2": 0})
     reserved = plugin.reserve(state, job, plan)
     assert reserved.status.ok
-    ds = state.plugin_data["DeviceShare"]
+    ds = state.get_or_create(plugin.key)
     assert ds.fleet.usage[0].core == [100] * 8
     assert plugin.reserve(state, state.jobs["default/train"], plan).status.ok is False
     plugin.unreserve(state, job, plan)
@@ -260,7 +262,7 @@ def test_a_reserved_node_leaves_its_group_and_only_its_count_drops() -> None:
     second = state.jobs["default/b"]
     slots = plugin.slot_limits(state, second, state.pending_pods(second), everywhere)
     assert slots is not None and slots.tolist() == [2, 1, 2]
-    groups = state.plugin_data["DeviceShare"].fleet.group.tolist()
+    groups = state.get_or_create(plugin.key).fleet.group.tolist()
     assert groups[0] == groups[2] != groups[1]
 
 
@@ -330,7 +332,9 @@ def test_checks_keeping_the_same_pods_back_share_one_usage_and_leave_the_node_al
     state = CycleState(snapshot)
     framework = Framework(Profile.default())
     framework.start(state)
-    fleet = state.plugin_data["DeviceShare"].fleet
+    plugin = framework.plugin(DeviceShare.name)
+    assert isinstance(plugin, DeviceShare)
+    fleet = state.get_or_create(plugin.key).fleet
     before = list(fleet.usage[0].core)
     pods = state.pending_pods(state.jobs["default/train"])[:3]
     high = state.bound_id["default/high"]
@@ -403,7 +407,7 @@ def test_reasons_count_each_node_once_in_the_order_of_their_first_group() -> Non
         busy("gpu-4", [6, 7], "b4"),
     ]
     state, plugin = state_for(nodes, gang("default/big", pods=1).cpu(1).gpu(7), running=running)
-    ds = state.plugin_data["DeviceShare"]
+    ds = state.get_or_create(plugin.key)
     assert isinstance(ds, DeviceState)
     job = state.jobs["default/big"]
     everywhere = np.arange(len(state.nodes), dtype=np.int64)
