@@ -20,7 +20,7 @@ from koordweb.limits import (
 from koordweb.models import Job
 from koordweb.presenters.quantities import amount_in_unit, resource_choices, resource_label
 from koordweb.presenters.words import layer_word
-from koordweb.selectors.devices import VENDORS
+from koordweb.selectors.devices import CARD_STATES, VENDORS, CardFilter
 from koordweb.selectors.submission import SUBMIT_DEVICES
 from koordweb.submission import (
     CARDS_PER_POD,
@@ -95,13 +95,50 @@ def default_resource(resources: list[str]) -> str:
 
 
 class DeviceFilterForm(forms.Form):
+    """The devices page's filters. Blocks, teams and models depend on the cluster and the
+    viewer: the view fills those widgets' choices, each with the cards it would show
+    (`selectors.devices.device_grid`'s facets); a value no choice has matches no card."""
+
     vendor = forms.ChoiceField(
         required=False, choices=[("", "all vendors"), *VENDORS.items()], label="Vendor"
     )
-    # Blocks depend on the cluster: the view fills the widget's choices.
     block = forms.CharField(
         required=False, max_length=253, widget=forms.Select(choices=[("", "all blocks")])
     )
+    show = forms.ChoiceField(
+        required=False, choices=[("", "every card"), *CARD_STATES.items()], label="Cards"
+    )
+    team = forms.CharField(
+        required=False, max_length=253, widget=forms.Select(choices=[("", "all teams")])
+    )
+    model = forms.CharField(
+        required=False,
+        max_length=253,
+        label="Model",
+        widget=forms.Select(choices=[("", "all models")]),
+    )
+
+    def card_filter(self) -> CardFilter:
+        """The valid filters (none when the form is unbound or invalid)."""
+        if not self.is_valid():
+            return CardFilter()
+        data = {name: self.cleaned_data[name] or "" for name in self.fields}
+        data["group"] = data.pop("block")
+        return CardFilter(**data)
+
+    def count_choices(
+        self, name: str, values: list[tuple[str, str]], counts: dict[str, int]
+    ) -> None:
+        """A filter's choices with the cards each would show: 'team-a (16 cards)'."""
+        labelled = []
+        for value, words in values:
+            n = counts.get(value, 0)
+            labelled.append((value, f"{words} ({n:,} card{'' if n == 1 else 's'})"))
+        field = self.fields[name]
+        if isinstance(field, forms.ChoiceField):
+            field.choices = labelled
+        else:
+            field.widget.choices = labelled  # type: ignore[attr-defined]
 
 
 class PreemptionFilterForm(forms.Form):

@@ -80,10 +80,13 @@ def efficiency_bars(rows: Sequence[tuple[str, float, float, float]], *, title: s
         layout=base_layout(
             barmode="stack",
             title={"text": title},
-            height=max(200, 24 * len(rows) + 110),
+            height=max(240, 24 * len(rows) + 150),
+            # The legend sits at the figure's foot, under the axis title: placed on the plot
+            # area (y=-0.2) it overlapped the title on a short chart.
+            margin={"l": 60, "r": 20, "t": 30, "b": 90},
             xaxis={"title": {"text": "GPU-hours allocated"}, "tickformat": ",.4~r"},
             yaxis={"autorange": "reversed", "automargin": True, "type": "category"},
-            legend={"orientation": "h", "y": -0.2},
+            legend={"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom"},
         ),
     )
     return figure_dict(figure)

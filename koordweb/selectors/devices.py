@@ -11,6 +11,7 @@ import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from koordweb.device_allocated import card_ai_cores, card_share_percent, parse_device_allocation
 from koordweb.models import Cluster, Device, Pod
@@ -20,7 +21,13 @@ from koordweb.selectors.topology import (
     layer_chain,
     node_domains,
 )
-from scheduler.vocabulary import ANNOTATION_DEVICE_ALLOCATED, GPU_MEMORY_RATIO
+from scheduler.vocabulary import (
+    ANNOTATION_DEVICE_ALLOCATED,
+    CAMBRICON_MLU,
+    GPU_MEMORY_RATIO,
+    HUAWEI_NPU,
+    NVIDIA_GPU,
+)
 
 # The filter's labels, keyed by the vendor value Koordinator puts on nodes and devices.
 VENDORS = {"nvidia": "NVIDIA", "huawei": "Ascend", "cambricon": "Cambricon"}
@@ -94,6 +101,30 @@ class DeviceGrid:
     minors: list[int]
     row_count: int  # before pagination
     groups: list[str]
+    # Per filter, how many cards each of its choices would show with the other filters as
+    # they are: {"show": {"idle": 3, ...}, "team": {"team-a": 16}, "model": {"H100": 40}}.
+    facets: dict[str, dict[str, int]] = field(default_factory=dict)
+    model_vendors: dict[str, str] = field(default_factory=dict)  # model -> vendor, every card
+
+
+# What the devices page's "cards" filter shows: every card, or those in one state.
+CARD_STATES = {
+    "allocated": "allocated",
+    "idle": "allocated but idle",
+    "free": "free",
+}
+
+
+@dataclass(frozen=True)
+class CardFilter:
+    """The devices page's filters. `model` is the Device CR's model ("H800"), `team` the quota
+    of a job holding the card, `show` a key of CARD_STATES ("" every card)."""
+
+    vendor: str = ""
+    group: str = ""
+    model: str = ""
+    team: str = ""
+    show: str = ""
 
 
 def natural_key(name: str) -> tuple[tuple[int, int | str], ...]:
@@ -108,18 +139,27 @@ def device_grid(
     *,
     vendor: str = "",
     group: str = "",
+    filters: CardFilter | None = None,
+    idle_jobs: frozenset[int] = frozenset(),
+    teams: set[str] | None = None,
     job_label: Callable[[int, str], str] = lambda job_id, name: name,
     offset: int = 0,
     limit: int = 200,
 ) -> DeviceGrid:
     """Cards of type gpu grouped by the domain above the node, with their pods' shares.
 
-    `job_label(job_id, job_name)` lets the caller hide jobs a tenant may not see.
+    `filters` narrows the cards (vendor and block in the database; model, holding team and
+    state here, after every card's holders are read in one query); a node row is shown when
+    one of its cards matches, with only its matching cards. `idle_jobs` are the jobs whose
+    cards are idle now (a card is idle when every job holding it is); `teams` the teams a
+    viewer may filter and count by (None: all). `job_label(job_id, job_name)` lets the caller
+    hide jobs a tenant may not see.
     """
+    filters = filters or CardFilter(vendor=vendor, group=group)
     chain = layer_chain(cluster_layers(cluster))
     devices = Device.objects.filter(node__cluster=cluster, device_type=Device.Type.GPU)
-    if vendor:
-        devices = devices.filter(vendor=vendor)
+    if filters.vendor:
+        devices = devices.filter(vendor=filters.vendor)
     rows = devices.values_list(
         "node__name", "node__labels", "minor", "vendor", "model", "numa_node", "pcie_id", "health"
     )
@@ -132,17 +172,86 @@ def device_grid(
         card = Card(node, node_group[node], minor, dev_vendor, model, numa, pcie, health)
         by_node[node].append(card)
     groups = sorted(set(node_group.values()), key=natural_key)
+    model_vendors = {c.model: c.vendor for cards in by_node.values() for c in cards}
+    scope = {n for n in by_node if not filters.group or node_group[n] == filters.group}
+    holders = _attach_uses(
+        cluster, {(c.node, c.minor): c for n in scope for c in by_node[n]}, scope, job_label
+    )
+    traits = {
+        (card.node, card.minor): _traits(card, holders, idle_jobs, teams)
+        for n in scope
+        for card in by_node[n]
+    }
+    facets = _facets(traits.values(), filters)
+    matching = {
+        n: [c for c in by_node[n] if _matches(traits[(c.node, c.minor)], filters)] for n in scope
+    }
     # Nodes outside the topology go last, after every block.
     ordered = sorted(
-        ((node_group[n], n) for n in by_node if not group or node_group[n] == group),
+        ((node_group[n], n) for n, cards in matching.items() if cards),
         key=lambda row: (row[0] == OUTSIDE, natural_key(row[0]), natural_key(row[1])),
     )
     page = ordered[offset : offset + limit]
-    shown = {node for _, node in page}
-    cards = [card for node in shown for card in by_node[node]]
-    _attach_uses(cluster, {(c.node, c.minor): c for c in cards}, shown, job_label)
+    cards = [card for _, node in page for card in matching[node]]
     minors = sorted({card.minor for card in cards})
-    return DeviceGrid(cards, page, minors, len(ordered), groups)
+    return DeviceGrid(cards, page, minors, len(ordered), groups, facets, model_vendors)
+
+
+@dataclass(frozen=True)
+class _Traits:
+    """What the filters ask of one card: its model, the teams holding it, its state."""
+
+    model: str
+    teams: frozenset[str]
+    state: str  # "free", "allocated" or "idle" (allocated, every holder idle)
+
+
+def _traits(
+    card: Card,
+    holders: dict[tuple[str, int], list[tuple[int | None, str]]],
+    idle_jobs: frozenset[int],
+    teams: set[str] | None,
+) -> _Traits:
+    held = holders.get((card.node, card.minor), [])
+    job_ids = [job_id for job_id, _ in held if job_id is not None]
+    if not card.uses:
+        state = "free"
+    elif job_ids and all(job_id in idle_jobs for job_id in job_ids):
+        state = "idle"
+    else:
+        state = "allocated"
+    named = frozenset(team for _, team in held if team and (teams is None or team in teams))
+    return _Traits(card.model, named, state)
+
+
+def _matches(traits: _Traits, filters: CardFilter, skip: str = "") -> bool:
+    if skip != "model" and filters.model and traits.model != filters.model:
+        return False
+    if skip != "team" and filters.team and filters.team not in traits.teams:
+        return False
+    if skip != "show" and filters.show:
+        # an idle card is allocated too
+        wanted = {"allocated": ("allocated", "idle")}.get(filters.show, (filters.show,))
+        if traits.state not in wanted:
+            return False
+    return True
+
+
+def _facets(traits: Any, filters: CardFilter) -> dict[str, dict[str, int]]:
+    """Each filter's choices counted with the other filters applied (a faceted search)."""
+    facets: dict[str, dict[str, int]] = {"show": {}, "team": {}, "model": {}}
+    for card in traits:
+        if _matches(card, filters, skip="model"):
+            for model in ("", card.model):
+                facets["model"][model] = facets["model"].get(model, 0) + 1
+        if _matches(card, filters, skip="team"):
+            for team in ("", *card.teams):
+                facets["team"][team] = facets["team"].get(team, 0) + 1
+        if _matches(card, filters, skip="show"):
+            states = ("", card.state, "allocated") if card.state == "idle" else ("", card.state)
+            for state in states:
+                facets["show"][state] = facets["show"].get(state, 0) + 1
+    return facets
 
 
 def _attach_uses(
@@ -150,11 +259,15 @@ def _attach_uses(
     index: dict[tuple[str, int], Card],
     nodes: set[str],
     job_label: Callable[[int, str], str],
-) -> None:
+) -> dict[tuple[str, int], list[tuple[int | None, str]]]:
+    """Each card's pods' shares onto the cards; per card, its holders as (job id, team)."""
+    holders: dict[tuple[str, int], list[tuple[int | None, str]]] = defaultdict(list)
     pods = Pod.objects.filter(
-        cluster=cluster, node__name__in=nodes, phase__in=OCCUPYING_PHASES
-    ).values_list("node__name", "name", "job_id", "job__name", "annotations")
-    for node, pod, job_id, job_name, pod_annotations in pods:
+        cluster=cluster, node__isnull=False, phase__in=OCCUPYING_PHASES
+    ).values_list("node__name", "name", "job_id", "job__name", "job__quota__name", "annotations")
+    for node, pod, job_id, job_name, team, pod_annotations in pods:
+        if node not in nodes:
+            continue
         for device_type, minor, resources in parse_device_allocation(
             (pod_annotations or {}).get(ANNOTATION_DEVICE_ALLOCATED)
         ):
@@ -162,6 +275,7 @@ def _attach_uses(
             if device_type != "gpu" or card is None:
                 continue
             label = job_label(job_id, job_name)
+            holders[(node, minor)].append((job_id, team or ""))
             card.uses.append(
                 CardUse(
                     job=label,
@@ -172,6 +286,7 @@ def _attach_uses(
                     ai_cores=card_ai_cores(resources),
                 )
             )
+    return holders
 
 
 @dataclass(frozen=True)
@@ -210,6 +325,52 @@ def device_type_usage(cluster: Cluster) -> list[AcceleratorUse]:
         AcceleratorUse(card_model_text(v, m), n, healthy[(v, m)], round(used[(v, m)], 2))
         for (v, m), n in sorted(totals.items())
     ]
+
+
+# The whole-card resource a vendor's cards are named by ("NPUs" for an Ascend card held in AI
+# cores): Koordinator's Device CR types them all `gpu`.
+VENDOR_CARDS = {"nvidia": NVIDIA_GPU, "huawei": HUAWEI_NPU, "cambricon": CAMBRICON_MLU}
+
+
+@dataclass
+class CardTally:
+    """One node's healthy cards of one kind: how many, how much of them is held (in cards,
+    shares summed) and how many no pod holds any part of."""
+
+    cards: int = 0
+    held: float = 0.0
+    free: int = 0
+
+
+def node_card_tallies(cluster: Cluster) -> dict[str, dict[str, CardTally]]:
+    """Node name -> card resource (`VENDOR_CARDS`) -> its healthy cards, held and free, from
+    the Device rows and the bound pods' device-allocated annotations: the topology page names
+    an Ascend or Cambricon domain by its cards even where the node reports only shares."""
+    kind_of: dict[tuple[str, int], str] = {}
+    tallies: dict[str, dict[str, CardTally]] = defaultdict(dict)
+    devices = Device.objects.filter(
+        node__cluster=cluster, device_type=Device.Type.GPU, health=True
+    ).values_list("node__name", "minor", "vendor")
+    for node, minor, vendor in devices:
+        kind = VENDOR_CARDS.get(vendor, NVIDIA_GPU)
+        kind_of[(node, minor)] = kind
+        tallies[node].setdefault(kind, CardTally()).cards += 1
+    held: dict[tuple[str, int], int] = defaultdict(int)
+    pods = Pod.objects.filter(
+        cluster=cluster, node__isnull=False, phase__in=OCCUPYING_PHASES
+    ).values_list("node__name", "annotations")
+    for node, pod_annotations in pods:
+        for device_type, minor, resources in parse_device_allocation(
+            (pod_annotations or {}).get(ANNOTATION_DEVICE_ALLOCATED)
+        ):
+            if device_type == "gpu" and (node, minor) in kind_of:
+                held[(node, minor)] += max(1, card_share_percent(resources))
+    for (node, minor), kind in kind_of.items():
+        tally = tallies[node][kind]
+        share = min(100, held.get((node, minor), 0))
+        tally.held += share / 100
+        tally.free += int(share == 0)
+    return tallies
 
 
 def device_counts(cluster: Cluster) -> tuple[int, int, int]:

@@ -205,6 +205,16 @@ def idle_flags(jobs: Iterable[Job]) -> dict[int, IdleFlag]:
     return flags
 
 
+def jobs_idle_now(cluster: Cluster) -> frozenset[int]:
+    """Ids of the cluster's jobs holding nodes whose cards are idle now (any length of idle
+    streak): the devices page's "allocated but idle" cards are the ones only these hold."""
+    return frozenset(
+        JobGpuState.objects.filter(
+            job__cluster=cluster, job__state__in=JobState.PLACED, idle_since__isnull=False
+        ).values_list("job_id", flat=True)
+    )
+
+
 def flagged_idle_jobs(jobs: QuerySet[Job], *, now: datetime | None = None) -> list[Job]:
     """Running jobs whose cards have been idle longer than their team's threshold."""
     now = now or timezone.now()

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.utils import timezone
 
@@ -46,6 +47,11 @@ class Domain:
     used: dict[str, int] = field(default_factory=dict)
     reporting: dict[str, int] = field(default_factory=dict)
     busy_nodes: int = 0
+    # Healthy cards per card resource (nvidia.com/gpu, huawei.com/npu, cambricon.com/mlu) from
+    # the Device rows: how many, the part held (in cards) and the cards nobody holds.
+    cards: dict[str, int] = field(default_factory=dict)
+    cards_held: dict[str, float] = field(default_factory=dict)
+    cards_free: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -158,10 +164,12 @@ def topology_tree(
     shape: Mapping[str, int] | None = None,
     include_nodes: bool = True,
     usage: Mapping[str, tuple[Mapping[str, int], bool]] | None = None,
+    cards: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> TopologyTree:
     """The engine's domain tree with capacity, allocation and offer slots for `shape` summed
     upwards; with `usage` (node name -> reported usage, above a load-aware threshold) the
-    usage too."""
+    usage too; with `cards` (node name -> card resource -> a tally with `cards`, `held` and
+    `free`, `selectors.devices.node_card_tallies`) each domain's cards by kind."""
     engine = engine_state(cluster)
     nodes = engine.nodes
     held = engine.held()
@@ -182,6 +190,10 @@ def topology_tree(
                 _add(domain.used, reported)
                 _add(domain.reporting, {k: node.allocatable.get(k, 0) for k in reported})
                 domain.busy_nodes += int(busy)
+            for kind, tally in (cards or {}).get(node.name, {}).items():
+                domain.cards[kind] = domain.cards.get(kind, 0) + tally.cards
+                domain.cards_held[kind] = domain.cards_held.get(kind, 0.0) + tally.held
+                domain.cards_free[kind] = domain.cards_free.get(kind, 0) + tally.free
     outside = sorted(n.name for n, out in zip(nodes, tree.outside, strict=True) if out)
     return TopologyTree(list(tree.layers), domains, node_paths(tree), outside)
 

@@ -17,6 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from koordweb.models import ElasticQuota, QuotaChange
+from koordweb.presenters.quantities import quantity_text, resource_name
 from koordweb.services.ownership import cluster_owned_refusal
 
 # What the form may change, and nothing else.
@@ -32,18 +33,25 @@ EDITABLE_FIELDS = (
 
 
 def _check_limits(quota: ElasticQuota, values: Mapping[str, Any]) -> None:
+    # Said in the form's units and words ("Guaranteed memory (700 GiB) is above the maximum
+    # (600 GiB)"): the admin typed GiB and cores, never bytes or milli-cores.
     errors: dict[str, list[str]] = {}
     low, high = values.get("min", quota.min) or {}, values.get("max", quota.max) or {}
     for resource, amount in low.items():
         if resource in high and amount > high[resource]:
-            errors.setdefault("min", []).append(f"{resource}: min {amount} is above max")
+            errors.setdefault("min", []).append(
+                f"Guaranteed {resource_name(resource)} ({quantity_text(resource, amount)}) is "
+                f"above the maximum ({quantity_text(resource, high[resource])})."
+            )
     parent = quota.parent
     if parent is not None:
         for resource, amount in high.items():
             ceiling = (parent.max or {}).get(resource)
             if ceiling is not None and amount > ceiling:
                 errors.setdefault("max", []).append(
-                    f"{resource}: {amount} is above the parent quota {parent.name}'s max {ceiling}"
+                    f"Maximum {resource_name(resource)} ({quantity_text(resource, amount)}) is "
+                    f"above the maximum of the parent quota {parent.name} "
+                    f"({quantity_text(resource, ceiling)})."
                 )
     if errors:
         raise ValidationError(errors)

@@ -17,10 +17,19 @@ from koordweb.forms import DeviceFilterForm, PodShapeForm
 from koordweb.models import Cluster, JobState
 from koordweb.presenters.quantities import amount_in_unit, resource_name, shape_text
 from koordweb.presenters.words import domain_text, layer_word
-from koordweb.selectors.devices import Card, card_model_text, device_counts, device_grid
-from koordweb.selectors.gpu_usage import cards_busy
+from koordweb.selectors.devices import (
+    CARD_STATES,
+    Card,
+    card_model_text,
+    device_counts,
+    device_grid,
+    natural_key,
+    node_card_tallies,
+)
+from koordweb.selectors.gpu_usage import cards_busy, jobs_idle_now
 from koordweb.selectors.jobs import job_node_names
 from koordweb.selectors.nodes import usage_by_name
+from koordweb.selectors.tenancy import quotas_visible
 from koordweb.selectors.topology import (
     ROOT_KEY,
     Domain,
@@ -54,8 +63,21 @@ def tree_nodes(tree: TopologyTree, resource: str) -> list[TreeNode]:
         accelerator = _domain_accelerator(domain.capacity, resource)
         basis = accelerator if domain.capacity.get(accelerator) else "cpu"
         capacity = domain.capacity.get(basis, 0)
-        allocated = domain.allocated.get(basis, 0)
+        allocated: float = domain.allocated.get(basis, 0)
         free = domain.capacity.get(accelerator, 0) - domain.allocated.get(accelerator, 0)
+        basis_words, free_text = resource_name(basis), _free_words(accelerator, free)
+        free_amount = _free_in_unit(accelerator, free)
+        kinds = _card_kinds(domain, resource)
+        if kinds:
+            # An Ascend or Cambricon domain when GPUs are picked: its own cards, in its words
+            # ("3.1% of NPUs", "31 NPUs"), never the GPU-named shares its nodes report.
+            capacity = sum(domain.cards[k] for k in kinds)
+            allocated = sum(domain.cards_held[k] for k in kinds)
+            basis_words = " and ".join(resource_name(k) for k in kinds)
+            free_amount = sum(domain.cards_free[k] for k in kinds)
+            free_text = ", ".join(
+                f"{domain.cards_free[k]:,} {_card_word(k, domain.cards_free[k])}" for k in kinds
+            )
         entries.append(
             TreeNode(
                 key=key,
@@ -65,16 +87,32 @@ def tree_nodes(tree: TopologyTree, resource: str) -> list[TreeNode]:
                 depth=depth,
                 nodes=domain.node_count,
                 allocated_pct=percent(allocated, capacity),
-                free=_free_in_unit(accelerator, free),
+                free=free_amount,
                 slots=domain.slots,
-                basis=resource_name(basis),
-                free_text=_free_words(accelerator, free),
+                basis=basis_words,
+                free_text=free_text,
                 cpu_used_pct=_used_pct(domain, "cpu"),
                 memory_used_pct=_used_pct(domain, "memory"),
                 busy_nodes=domain.busy_nodes,
             )
         )
     return entries
+
+
+def _card_kinds(domain: Domain, resource: str) -> list[str]:
+    """The card kinds a domain is described by when it does not offer the picked resource
+    itself: the picked kind if it has those cards, else every kind it has."""
+    if domain.capacity.get(resource) or not any(domain.cards.values()):
+        return []
+    if domain.cards.get(resource):
+        return [resource]
+    return sorted(kind for kind, count in domain.cards.items() if count)
+
+
+def _card_word(resource: str, count: int) -> str:
+    """'NPUs', '1 MLU': a count of whole cards in its kind's word."""
+    name = resource_name(resource)
+    return name[:-1] if count == 1 and name.endswith("s") else name
 
 
 def _domain_accelerator(capacity: dict[str, int], resource: str) -> str:
@@ -187,6 +225,7 @@ def topology(request: HttpRequest) -> HttpResponse:
         shape=shape,
         include_nodes=_small(tree_size=cluster.nodes.count()),
         usage=usage_by_name(cluster),
+        cards=node_card_tallies(cluster),
     )
     job = form.cleaned_data.get("job") if form.is_valid() else None
     highlighted = placement_keys(tree, job_node_names(job)) if job else set()
@@ -240,20 +279,36 @@ def devices(request: HttpRequest) -> HttpResponse:
     if cluster is None:
         return render(request, "devices.html", {"cluster": None})
     form = DeviceFilterForm(request.GET or None)
-    vendor = block = ""
-    if form.is_valid():
-        vendor, block = form.cleaned_data["vendor"], form.cleaned_data["block"]
+    filters = form.card_filter()
     page = int_param(request, "page", 1, 1, 10_000)
     label = _job_labeller(request, cluster)
+    # A tenant filters and counts by its own teams only: other teams' cards stay unnamed.
+    teams = (
+        None
+        if is_admin(request.user)
+        else set(quotas_visible(user=request.user).values_list("name", flat=True))
+    )
     grid = device_grid(
         cluster,
-        vendor=vendor,
-        group=block,
+        filters=filters,
+        idle_jobs=jobs_idle_now(cluster),
+        teams=teams,
         job_label=label,
         offset=(page - 1) * DEVICE_ROWS_PER_PAGE,
         limit=DEVICE_ROWS_PER_PAGE,
     )
     form.fields["block"].widget.choices = [("", "all blocks")] + [(g, g) for g in grid.groups]
+    facets = grid.facets
+    form.count_choices("show", [("", "every card"), *CARD_STATES.items()], facets["show"])
+    team_names = sorted(set(facets["team"]) - {""} | ({filters.team} - {""}), key=natural_key)
+    form.count_choices("team", [("", "all teams"), *((t, t) for t in team_names)], facets["team"])
+    models = sorted(set(facets["model"]) - {""} | ({filters.model} - {""}))
+    vendors = grid.model_vendors
+    form.count_choices(
+        "model",
+        [("", "all models"), *((m, card_model_text(vendors.get(m, ""), m)) for m in models)],
+        facets["model"],
+    )
     row_of = {node: i for i, (_, node) in enumerate(grid.rows)}
     column_of = {minor: i for i, minor in enumerate(grid.minors)}
     view = heatmap_view(request)
@@ -313,6 +368,9 @@ def devices(request: HttpRequest) -> HttpResponse:
         "view": view,
         "views": HEATMAP_VIEWS,
         "view_query": _query_without(request, "view"),
+        "show": filters.show,
+        "idle_count": facets["show"].get("idle", 0),
+        "idle_query": _query_without(request, "show", "page"),
         "usage": usage_context(cluster),
         "cards_busy": cards_busy(cluster),
     }

@@ -3,6 +3,7 @@ job pages (views stay thin: selectors read, figures draw, `presenters.quantities
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -17,7 +18,6 @@ from django.utils.dateparse import parse_datetime
 from koordweb.figures.gpu_usage import efficiency_bars, idle_trend, job_usage_heatmap
 from koordweb.models import Cluster, Job
 from koordweb.presenters.quantities import duration_text, gpu_hours_text, percent_text
-from koordweb.presenters.words import card_kind_word
 from koordweb.selectors.devices import Card
 from koordweb.selectors.gpu_usage import (
     IdleFlag,
@@ -31,6 +31,7 @@ from koordweb.selectors.gpu_usage import (
     team_scope,
     unhealthy_cards,
 )
+from koordweb.selectors.job_table import DEVICE_KINDS
 from koordweb.selectors.jobs import job_first_requests, jobs_with_quota
 from koordweb.views.common import current_cluster
 from koordweb.views.nodes import usage_context
@@ -123,9 +124,22 @@ def job_usage_context(job: Job) -> dict[str, Any]:
         "gpu_allocated": gpu_hours_text(usage.total.allocated),
         "gpu_used": gpu_hours_text(usage.total.used),
         "gpu_idle": gpu_hours_text(usage.total.idle_allocated),
-        "gpu_efficiency": percent_text(usage.total.efficiency_pct),
+        # No sample yet is not 0% efficiency: nothing was measured.
+        "gpu_efficiency": percent_text(usage.total.efficiency_pct)
+        if usage.total.allocated
+        else None,
         "gpu_idle_flag": idle_words(flag, timezone.now()),
     }
+
+
+def job_card_kind(requests: Mapping[str, int]) -> str:
+    """'NPUs', 'MLUs' or 'GPUs': the cards a job's pods hold, whole or in shares (an Ascend card
+    held in AI cores is an NPU, never a GPU; `presenters.words.card_kind_word` knows whole
+    cards only)."""
+    for kind, word in (("npu", "NPUs"), ("mlu", "MLUs")):
+        if any(requests.get(resource) for resource in DEVICE_KINDS[kind][1]):
+            return word
+    return "GPUs"
 
 
 def job_idle_words(jobs: list[Job]) -> dict[int, dict[str, Any]]:
@@ -135,7 +149,7 @@ def job_idle_words(jobs: list[Job]) -> dict[int, dict[str, Any]]:
     flags = idle_flags(jobs)
     first, _ = job_first_requests(flags)
     return {
-        job_id: {**words, "cards": card_kind_word(first.get(job_id) or {})}
+        job_id: {**words, "cards": job_card_kind(first.get(job_id) or {})}
         for job_id, flag in flags.items()
         if (words := idle_words(flag, moment)) is not None
     }

@@ -12,7 +12,12 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from koordweb.models import Cluster, Decision, Job, JobState, Pod, PreemptionVictim
-from koordweb.presenters.quantities import cards_text, elapsed_text, shape_text
+from koordweb.presenters.quantities import (
+    cards_text,
+    elapsed_text,
+    number,
+    shape_text,
+)
 from koordweb.presenters.reasons import (
     NEVER_FITS_PREFIX,
     Explanation,
@@ -60,6 +65,7 @@ from koordweb.views.common import (
     visible_jobs,
 )
 from koordweb.views.gpu import job_idle_words, job_usage_context
+from scheduler.vocabulary import CAMBRICON_MLU_VCORE, NPU_CORE
 
 LIVE_SECONDS = 5
 
@@ -148,6 +154,22 @@ DEVICE_CHOICES = [(key, label) for key, (label, _) in DEVICE_KINDS.items()]
 SHOWN_FILTERS = ("q", "state", "team", "device", "priority_class")
 
 
+def job_cards_text(requests: Mapping[str, int], pods: int) -> str:
+    """The jobs table's cards: whole cards or a GPU share ('16 GPUs', '1.5 shared GPUs'), else
+    an Ascend share ('NPU share, 20 AI cores') or a Cambricon slice ('MLU share, 0.5 of a
+    card'): an NPU notebook holds a card, never '—'."""
+    text = cards_text(requests, pods)
+    if text != "—":
+        return text
+    if requests.get(NPU_CORE):
+        # a share, not a card count: the cards sort leaves it with the jobs of no whole card
+        return f"NPU share, {number(int(requests[NPU_CORE]) * pods)} AI cores"
+    if requests.get(CAMBRICON_MLU_VCORE):
+        shared = int(requests[CAMBRICON_MLU_VCORE]) * pods / 100
+        return f"MLU share, {number(shared)} of a card"
+    return text
+
+
 @login_required
 def job_list(request: HttpRequest) -> HttpResponse:
     cluster = current_cluster(request)
@@ -179,7 +201,7 @@ def job_list(request: HttpRequest) -> HttpResponse:
                 "shape": f"{counts[job.pk]} x {shape_text(requests)}"
                 if requests
                 else f"{job.total_number} pod(s)",
-                "cards": cards_text(requests or {}, counts[job.pk]),
+                "cards": job_cards_text(requests or {}, counts[job.pk]),
                 "wait": elapsed_text(job.wait),  # type: ignore[attr-defined]
                 "runtime": elapsed_text(
                     (job.finished_at or now) - job.started_at if job.started_at else None

@@ -16,6 +16,7 @@ from koordweb.forms import QuotaEditForm, QuotaResourceForm, default_resource
 from koordweb.models import Cluster, ElasticQuota
 from koordweb.presenters.quantities import (
     WHOLE_DEVICES,
+    amount_in_unit,
     amounts_text,
     duration_text,
     quantity_text,
@@ -136,6 +137,19 @@ def _edit_resources(cluster: Cluster, quota: ElasticQuota) -> list[str]:
     return sorted(own | set(main), key=lambda r: (r not in ("cpu", "memory"), r))
 
 
+def _plain_amounts(quota: ElasticQuota, resources: list[str]) -> dict[str, str]:
+    """The amounts the form starts with as a person writes them ("4000" cores, "0.5" GiB),
+    never "4000.0": the form's own initial is a float in the unit."""
+    initial = {}
+    for i, resource in enumerate(resources):
+        for key, _ in QuotaEditForm.LISTS:
+            stored = (getattr(quota, key) or {}).get(resource)
+            if stored is not None:
+                value = amount_in_unit(resource, stored)[0]
+                initial[f"{key}_{i}"] = f"{value:.3f}".rstrip("0").rstrip(".")
+    return initial
+
+
 @login_required
 def quota_edit(request: HttpRequest, name: str) -> HttpResponse:
     if not user_is_admin(request.user):
@@ -146,10 +160,12 @@ def quota_edit(request: HttpRequest, name: str) -> HttpResponse:
     if cluster is None or quota is None:
         raise Http404("no such quota")
     owned = cluster.backend == Cluster.Backend.KUBERNETES
+    resources = _edit_resources(cluster, quota)
     form = QuotaEditForm(
         request.POST or None,
         quota=quota,
-        resources=_edit_resources(cluster, quota),
+        resources=resources,
+        initial=_plain_amounts(quota, resources),
         owned_only=KOORDWEB_OWNED_FIELDS["ElasticQuota"] if owned else None,
     )
     if request.method == "POST" and form.is_valid():
@@ -160,8 +176,10 @@ def quota_edit(request: HttpRequest, name: str) -> HttpResponse:
             change = quota_update(quota=quota, user=request.user, values=values)
         except ValidationError as error:
             for field_name, errors in error.message_dict.items():
+                # min, max and shared weight span the table's rows: their sentences name the
+                # resource themselves; a setting's error sits under its own field.
                 for message in errors:
-                    form.add_error(None, f"{field_name}: {message}")
+                    form.add_error(field_name if field_name in form.fields else None, message)
         else:
             messages.success(
                 request, f"Saved quota {quota.name}." if change else "Nothing changed."

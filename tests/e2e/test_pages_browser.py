@@ -18,6 +18,8 @@ PAGES = [
     ("topology", "/topology/?resource=nvidia.com/gpu&count=8&cpu=0&memory=0", 2),
     ("devices", "/devices/", 1),
     ("devices-utilisation", "/devices/?view=utilisation", 1),
+    ("devices-idle", "/devices/?view=idle&show=idle", 1),
+    ("nodes", "/nodes/", 1),
     ("efficiency", "/efficiency/", 3),
     ("jobs", "/jobs/", 0),
     ("preemptions", "/preemptions/", 1),
@@ -52,6 +54,20 @@ def test_every_page_as_admin(page: Page, watch: Watch, screenshots: Path, demo: 
         if name not in ("round-detail", "job-pending"):
             drawn_charts(page, 1)
         page.screenshot(path=str(screenshots / f"{name}.png"), full_page=True)
+    # The demo's koordlet reported: node use and the cards' utilisation are drawn, not "none".
+    page.goto("/")
+    assert "No node has reported its usage yet" not in page.inner_text("main")
+    # The idle notebook: flagged in the jobs table, its usage over its life on its page.
+    notebook = Job.objects.get(cluster=cluster, name="jupyter-notebook")
+    page.goto("/jobs/?state=active")
+    flagged = page.locator(f"tr[data-job='{notebook.name}']")
+    assert "idle for" in flagged.inner_text()
+    page.locator("table").first.screenshot(path=str(screenshots / "jobs-idle-flag.png"))
+    page.goto(f"/jobs/{notebook.pk}/")
+    drawn_charts(page, 2)
+    usage = page.locator("section[aria-label='GPU usage']")
+    assert "efficiency" in usage.inner_text()
+    usage.screenshot(path=str(screenshots / "job-gpu-usage.png"))
     # The submit page with a what-if answer: where a 2 x 8-GPU job would run, in words.
     page.goto("/jobs/submit/")
     page.fill("input[name=name]", "what-if-demo")
@@ -59,6 +75,7 @@ def test_every_page_as_admin(page: Page, watch: Watch, screenshots: Path, demo: 
     page.select_option("select[name=gather_layer]", "BlockLayer")
     page.click("button[value=what-if]")
     page.wait_for_selector("[data-outcome]")
+    drawn_charts(page, 1)  # the plan's placement, outlined on the domain tree
     page.screenshot(path=str(screenshots / "job-submit.png"), full_page=True)
     watch.assert_clean()
 

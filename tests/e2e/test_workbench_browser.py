@@ -81,7 +81,7 @@ def test_quota_edit_form(page: Page, watch: Watch, demo: Cluster, screenshots: P
     row.locator("input").nth(0).fill("700")
     page.click("form.quota-edit button[type=submit]")
     page.wait_for_load_state()
-    assert "above max" in page.inner_text("form.quota-edit .error")
+    assert "is above the maximum" in page.inner_text("form.quota-edit .error")
     quota.refresh_from_db()
     assert (
         quota.max["memory"] == 600 * 1024**3

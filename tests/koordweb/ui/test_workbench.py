@@ -193,7 +193,7 @@ def test_admin_edits_a_quota_in_units_and_the_change_is_recorded(
 
 def test_quota_edit_is_validated_as_the_api(ui: Pages, as_admin: Client) -> None:
     status, html = _edit_post(as_admin, "team-b", **{"min:" + GPU: "30"})
-    assert status == 200 and "above max" in html
+    assert status == 200 and "is above the maximum" in html
     status, html = _edit_post(as_admin, "team-b", **{"max:" + GPU: "64"})
     assert status == 200 and "parent quota root" in html
     assert ElasticQuota.objects.get(cluster=ui.cluster, name="team-b").max[GPU] == 24
