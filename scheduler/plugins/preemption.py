@@ -7,11 +7,13 @@ For a job that did not fit (koordinator.md, "Job-level preemption", with our dif
    job's quota is within its min: also jobs of quotas using more than their runtime quota);
 3. dry run with every possible victim removed: the whole job must fit, topology included, else
    "preemption not helpful";
-4. for the best few candidate domains of that dry run, plan the job inside the domain (and on
-   the domain's nodes whose victims cost least), keep back victims highest priority first
-   (budget-breaking ones first) while every slot-limit Filter's `node_checks` (resources, cards)
-   still holds on the plan's nodes, and cost the plan: (budget violations, highest victim
-   priority, victim jobs, resources, rank);
+4. rank the dry run's candidate domains by the victims of their fewest-victim-jobs node pick
+   (highest priority, then jobs: a job spanning nodes is paid once); for the first
+   `candidateLimit` of them plan the job inside the domain (and on the domain's nodes whose
+   victims cost least, and on those evicting the fewest jobs), keep back victims highest
+   priority first (budget-breaking ones first) while every slot-limit Filter's `node_checks`
+   (resources, cards) still holds on the plan's nodes, and cost the plan: (budget violations,
+   highest victim priority, victim jobs, resources, rank);
    Steps 3-4 take the candidates band by band, lowest priority first (kube-scheduler's
    lexicographic rule: the lowest highest-victim priority first, across every domain, then the
    fewest victims): the plan is made with the jobs up to the lowest band that makes room;
@@ -43,13 +45,14 @@ from scheduler.framework import (
     Code,
     Failure,
     Handle,
+    IntArray,
     Plan,
     PostFilterResult,
     Status,
 )
 from scheduler.model import JobInfo, PodInfo
 from scheduler.placement import domain_nodes
-from scheduler.plugins.preemption_node_picks import node_picks
+from scheduler.plugins.preemption_node_picks import CostedPicks, costed_node_picks
 from scheduler.plugins.preemption_plans import (
     PreemptionBook,
     VictimPlan,
@@ -295,17 +298,29 @@ class JobPreemption:
             plans: dict[tuple[int, ...], Plan] = {tuple(dry.assignment.values()): dry}
             tried: set[bytes] = set()
             topological = bool(job.topology and job.topology.gather)
-            for number, (level, domain) in enumerate(dry.candidates[: self.candidate_limit]):
+            # Every candidate domain's cheaper node picks are cheap to find (array work, and a
+            # greedy over at most `GREEDY_NODE_LIMIT` nodes); placing the job there is not. So
+            # the domains are ranked by the victims of their fewest-victim-jobs pick (highest
+            # priority, then jobs; the dry run's order breaks ties, a domain without such a
+            # pick comes after those with one) and only the first `candidateLimit` are planned.
+            domains: list[tuple[tuple[int, ...], int, IntArray, IntArray, CostedPicks]] = []
+            for number, (level, domain) in enumerate(dry.candidates):
                 within = domain_nodes(state.topology, level, domain, topological, len(state.nodes))
                 # A placement among some nodes reads only those with offer slots: each attempt
                 # is the nodes it may use, and one set of them is placed once (`tried`).
                 usable = within[slots[within] > 0]  # sorted, as `within` is
+                pairs = pool.pairs_on(usable)
+                pairs = pairs[eligible[pool.pair_job[pairs]]]
+                picks = costed_node_picks(book.node_picks, pool, usable, pairs, slots, len(pods))
+                rank_key = (0, *picks[2], number) if picks[2] is not None else (1, 0, 0, number)
+                domains.append((rank_key, number, within, usable, picks))
+            domains.sort(key=lambda d: d[0])
+            for _key, number, within, usable, (cheap, shared, _cost) in domains[
+                : self.candidate_limit
+            ]:
                 attempts = [] if number == 0 else [usable]
                 # The reference plan takes a domain's nodes by offer slots and name; the nodes
                 # whose victims cost least are often elsewhere in the same domain: plan there too.
-                pairs = pool.pairs_on(usable)
-                pairs = pairs[eligible[pool.pair_job[pairs]]]
-                cheap, shared = node_picks(book.node_picks, pool, usable, pairs, slots, len(pods))
                 if cheap is not None and len(cheap) < len(within):
                     attempts.append(cheap)
                 if shared is not None and len(shared) < len(within):

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from scheduler.framework import BoolArray, IntArray, NodeCheck, Plan, Status
-from scheduler.plugins.preemption_node_picks import NodePicks
+from scheduler.plugins.preemption_node_picks import WITHOUT_VICTIMS, CostedPicks
 from scheduler.state import CycleState
 from scheduler.victims import BudgetBook, VictimJob, VictimPool
 
@@ -45,7 +45,7 @@ class PreemptionBook:
         default_factory=dict
     )
     # A domain's cheaper node sets by what they depend on (see `preemption_node_picks`).
-    node_picks: dict[tuple[Any, ...], NodePicks] = field(default_factory=dict)
+    node_picks: dict[tuple[Any, ...], CostedPicks] = field(default_factory=dict)
     totals: dict[str, int] | None = None  # see `_totals`
 
 
@@ -145,9 +145,6 @@ def loses(victims: Sequence[VictimJob], beat: tuple[Any, ...]) -> bool:
     highest, count = victims[0].priority, len(victims)
     best_highest, best_count = int(beat[1]), int(beat[2])
     return highest > best_highest or (highest == best_highest and count > best_count)
-
-
-WITHOUT_VICTIMS = -(1 << 62)  # the "highest victim priority" of a plan without victims
 
 
 def costed_plan(
