@@ -55,6 +55,10 @@ def job_name_errors(value: str) -> list[str]:
     return [] if is_dns_subdomain(value) else [f"must be {NAME_CHARACTERS}"]
 
 
+# What-ifs a team may have computing at once (each one a round's engine work on the live state);
+# KOORDWEB_WHATIF_IN_FLIGHT overrides it. Its rate budgets are `api.throttles.DEFAULT_RATES`.
+WHATIF_IN_FLIGHT = 2
+
 # Choice fields: the values each door offers or reads.
 GANG_MODES = ("Strict", "NonStrict")
 GATHER_STRATEGIES = ("MustGather", "PreferGather")

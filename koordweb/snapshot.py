@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from functools import cached_property
@@ -546,34 +546,40 @@ def needed_job(job: JobRow, referenced: bool) -> bool:
     return referenced or job.state in JobState.HOLDING
 
 
-def read_rows(cluster_id: int, *, devices: bool) -> ClusterRows:
-    """Every row of the cluster a snapshot needs (a fixed number of queries)."""
+def read_rows(
+    cluster_id: int,
+    *,
+    devices: bool,
+    without_jobs: Collection[int] = (),
+    nodes_only: bool = False,
+) -> ClusterRows:
+    """Every row of the cluster a snapshot needs (a fixed number of queries); `without_jobs`:
+    job ids whose rows and pods are not read (a what-if leaves out the jobs the round holds);
+    `nodes_only`: no pod or job row at all (a question about the cluster with every node empty
+    reads nothing of what the tenants submitted)."""
     rows = ClusterRows()
+    pods = Pod.objects.filter(cluster_id=cluster_id).exclude(phase__in=FINISHED_PHASES)
+    jobs = Job.objects.filter(cluster_id=cluster_id)
+    if without_jobs:
+        pods = pods.exclude(job__id__any=list(without_jobs))
+        jobs = jobs.exclude(id__any=list(without_jobs))
     rows.nodes = {
         r[0]: NodeRow(*r)
         for r in rows_read(
             Node.objects.filter(cluster_id=cluster_id).order_by().values_list(*NODE_FIELDS)
         )
     }
-    rows.pods = {
-        r[0]: PodRow(*r)
-        for r in rows_read(
-            Pod.objects.filter(cluster_id=cluster_id)
-            .exclude(phase__in=FINISHED_PHASES)
-            .order_by()
-            .values_list(*POD_FIELDS)
-        )
-    }
-    referenced = {pod.job_id for pod in rows.pods.values()}
-    rows.jobs = {
-        r[0]: JobRow(*r)
-        for r in rows_read(
-            Job.objects.filter(cluster_id=cluster_id)
-            .filter(Q(state__in=JobState.HOLDING) | Q(id__any=list(referenced)))
-            .order_by()
-            .values_list(*JOB_FIELDS)
-        )
-    }
+    if not nodes_only:
+        rows.pods = {r[0]: PodRow(*r) for r in rows_read(pods.order_by().values_list(*POD_FIELDS))}
+        referenced = {pod.job_id for pod in rows.pods.values()}
+        rows.jobs = {
+            r[0]: JobRow(*r)
+            for r in rows_read(
+                jobs.filter(Q(state__in=JobState.HOLDING) | Q(id__any=list(referenced)))
+                .order_by()
+                .values_list(*JOB_FIELDS)
+            )
+        }
     latest_ids = (
         NodeMetric.objects.filter(node__cluster_id=cluster_id)
         .values("node_id")
@@ -612,16 +618,26 @@ def devices_of(**where: Any) -> dict[int, tuple[DeviceRow, ...]]:
 
 
 def build(
-    cluster: Cluster, *, now: datetime, devices_for: Any = None
+    cluster: Cluster,
+    *,
+    now: datetime,
+    devices_for: Any = None,
+    without_jobs: Collection[int] = (),
+    nodes_only: bool = False,
 ) -> tuple[ClusterSnapshot, SnapshotIndex]:
     """Read one cluster's rows into an immutable snapshot (a fixed number of queries).
 
     `devices_for(node, device_rows)` builds a node's opaque device state for the devices plugin;
-    without it nodes carry no devices.
+    without it nodes carry no devices. `without_jobs`, `nodes_only`: as `read_rows`.
     """
     from koordweb.assembly import assemble
 
-    rows = read_rows(cluster.id, devices=devices_for is not None)
+    rows = read_rows(
+        cluster.id,
+        devices=devices_for is not None,
+        without_jobs=without_jobs,
+        nodes_only=nodes_only,
+    )
     return assemble(cluster, rows, now=now, devices_for=devices_for)
 
 
@@ -720,8 +736,17 @@ def topology_spec_json(rule: Mapping[str, Any]) -> str:
     return json.dumps(rule, separators=(",", ":"), sort_keys=True)
 
 
-def build_for_round(cluster: Cluster, *, now: datetime) -> tuple[ClusterSnapshot, SnapshotIndex]:
-    """The snapshot a round (and a what-if) reads: rows plus each node's device state."""
+def build_for_round(
+    cluster: Cluster, *, now: datetime, without_jobs: Collection[int] = (), nodes_only: bool = False
+) -> tuple[ClusterSnapshot, SnapshotIndex]:
+    """The snapshot a round (and a what-if) reads: rows plus each node's device state;
+    `without_jobs`, `nodes_only`: as `read_rows`."""
     from koordweb.services.engine import node_devices_builder
 
-    return build(cluster, now=now, devices_for=node_devices_builder(cluster))
+    return build(
+        cluster,
+        now=now,
+        devices_for=node_devices_builder(cluster),
+        without_jobs=without_jobs,
+        nodes_only=nodes_only,
+    )

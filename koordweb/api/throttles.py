@@ -10,14 +10,20 @@ machine's fallback, is not atomic). The cache is looked up at call time so a tes
 backend is honoured; a 429 says which limit was reached and when to retry.
 
 What-if answers (api/views/whatif.py) each run a round's work on the live state, so they have
-budgets of their own besides: `whatif` per user and `whatif_team` per team.
+budgets of their own besides: `whatif` per user and `whatif_team` per team, and a team may have
+at most `limits.WHATIF_IN_FLIGHT` of them computing at once (`whatif_in_flight`: a counter per
+team in the cache, taken for the computation and given back after it; a slot a dead process held
+is freed when the counter expires, `IN_FLIGHT_SECONDS` after it was made).
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from typing import Any
 
+from django.conf import settings
 from django.core.cache import caches
 from rest_framework import exceptions
 from rest_framework.request import Request
@@ -35,6 +41,7 @@ DEFAULT_RATES = {
     "whatif_team": "120/min",
 }
 TEAMS_REMEMBERED_SECONDS = 60
+IN_FLIGHT_SECONDS = 120
 _PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
@@ -111,16 +118,21 @@ class TeamRateThrottle(CountingThrottle):
     what = "per team"
 
     def idents(self, request: Request) -> list[str]:
-        user = request.user
-        if not (user and user.is_authenticated) or user_is_admin(user):
-            return []
-        cache = caches["default"]
-        key = f"throttle:teams:{user.pk}"
-        ids = cache.get(key)
-        if not isinstance(ids, list):
-            ids = list(quotas_of_member(user=user).values_list("pk", flat=True).order_by("pk"))
-            cache.set(key, ids, timeout=TEAMS_REMEMBERED_SECONDS)
-        return [f"quota:{pk}" for pk in ids]
+        return team_idents(request.user)
+
+
+def team_idents(user: Any) -> list[str]:
+    """The counters of a user's teams (quotas); none for admins and anonymous callers. A user's
+    teams are remembered in the cache for a minute, so a request costs no query for them."""
+    if not (user and user.is_authenticated) or user_is_admin(user):
+        return []
+    cache = caches["default"]
+    key = f"throttle:teams:{user.pk}"
+    ids = cache.get(key)
+    if not isinstance(ids, list):
+        ids = list(quotas_of_member(user=user).values_list("pk", flat=True).order_by("pk"))
+        cache.set(key, ids, timeout=TEAMS_REMEMBERED_SECONDS)
+    return [f"quota:{pk}" for pk in ids]
 
 
 class AnonymousRateThrottle(CountingThrottle):
@@ -151,3 +163,38 @@ class WhatIfTeamRateThrottle(TeamRateThrottle):
 
 API_THROTTLES = [UserRateThrottle, TeamRateThrottle, AnonymousRateThrottle]
 WHATIF_THROTTLES = [*API_THROTTLES, WhatIfRateThrottle, WhatIfTeamRateThrottle]
+
+
+def whatif_in_flight_limit() -> int:
+    """What-ifs a team may have computing at once (KOORDWEB_WHATIF_IN_FLIGHT, else the limit)."""
+    return int(settings.KOORDWEB_WHATIF_IN_FLIGHT)
+
+
+@contextlib.contextmanager
+def whatif_in_flight(user: Any) -> Iterator[None]:
+    """Hold one what-if slot of each of the user's teams while a what-if computes; a 429 when a
+    team has its limit computing already (admins, in no team here, are not held to it)."""
+    limit = whatif_in_flight_limit()
+    cache = caches["default"]
+    taken: list[str] = []
+    try:
+        for ident in team_idents(user):
+            key = f"whatif:in-flight:{ident}"
+            cache.add(key, 0, timeout=IN_FLIGHT_SECONDS)
+            try:
+                count = cache.incr(key)
+            except ValueError:  # expired between add and incr
+                cache.add(key, 1, timeout=IN_FLIGHT_SECONDS)
+                count = 1
+            taken.append(key)
+            if count > limit:
+                raise exceptions.Throttled(
+                    1,
+                    detail=f"What-ifs computing at once per team reached: at most {limit}; "
+                    "0 left until one of them is answered.",
+                )
+        yield
+    finally:
+        for key in taken:
+            with contextlib.suppress(ValueError):  # expired meanwhile: nothing to give back
+                cache.decr(key)

@@ -6,22 +6,30 @@ nothing has changed for them, so they take no room), the hypothetical job and it
 and the engine runs one round: never more work than the cluster's own round, however much a tenant
 has parked. The answer is what that round decided for the hypothetical job. Jobs, pods and quotas
 the user may not see are counted, never named (`koordweb.selectors.redaction`).
+
+The held jobs are left out at the query (`whatif_snapshot`), so a what-if reads and builds only
+what the round plans: their rows are not read at all while they are still all waiting (no pod
+bound, nominated or past Pending) and leaving them out still changes no quota's capped demand;
+otherwise every row is read and the held jobs are taken out of the built snapshot, as before.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
+from django.db.models import Q
 from django.utils import timezone
 
 from koordweb import snapshot as snapshot_adapter
-from koordweb.models import Job
+from koordweb.models import Cluster, Job, Pod, PodPhase
 from koordweb.selectors.redaction import Redactor
-from koordweb.services.backoff import backoff_held_jobs, snapshot_without
+from koordweb.services.backoff import backoff_held, left_out_is_neutral, snapshot_without
 from koordweb.services.engine import engine_profile
 from koordweb.services.jobs import ResolvedJob, job_pod_rows
-from scheduler.model import GangInfo, JobInfo
+from scheduler.model import ClusterSnapshot, GangInfo, JobInfo
 from scheduler.result import RoundResult
 from scheduler.round import plan_round
 
@@ -45,10 +53,37 @@ def _hypothetical_job(resolved: ResolvedJob) -> Job:
     )
 
 
+def whatif_snapshot(cluster: Cluster, *, now: datetime) -> ClusterSnapshot:
+    """The live state a what-if plans on: the cluster's snapshot without the jobs its last round
+    held back, read without their rows when that is the same snapshot (see the module's
+    docstring), else read whole and taken out."""
+    held = backoff_held(cluster.id)
+    if held.rows and _all_waiting(held.rows):
+        live, _ = snapshot_adapter.build_for_round(cluster, now=now, without_jobs=held.rows)
+        if not any(j.id in held.jobs for j in live.jobs) and left_out_is_neutral(
+            live, held.touches
+        ):
+            return live
+    live, _ = snapshot_adapter.build_for_round(cluster, now=now)
+    return snapshot_without(live, held.jobs)
+
+
+def _all_waiting(job_ids: Collection[int]) -> bool:
+    """No pod of those jobs holds or is promised a node or is past Pending (finished ones
+    aside): the round would leave them out whole."""
+    return not (
+        Pod.objects.filter(job__id__any=list(job_ids))
+        .exclude(phase__in=snapshot_adapter.FINISHED_PHASES)
+        .filter(
+            Q(node__isnull=False) | Q(nominated_node__isnull=False) | ~Q(phase=PodPhase.PENDING)
+        )
+        .exists()
+    )
+
+
 def _plan(resolved: ResolvedJob) -> tuple[str, list[str], RoundResult]:
     now = timezone.now()
-    live, _ = snapshot_adapter.build_for_round(resolved.cluster, now=now)
-    live = snapshot_without(live, backoff_held_jobs(resolved.cluster.id))
+    live = whatif_snapshot(resolved.cluster, now=now)
     job = _hypothetical_job(resolved)
     spec = resolved.spec
     pods = job_pod_rows(job, replace(resolved, spec=replace(spec, name=job.name)), now)

@@ -28,22 +28,30 @@ added or changed, ...), backs it off 1 s doubling per attempt, and flushes it ba
 The round (services/records.py) calls `backoff_hold` on the snapshot it built (cold or warm: the
 same rows give the same choice) and `backoff_record` after its commit; a failed round forgets the
 cluster's state (`backoff_forget`). The jobs a round left out are published in the shared cache
-(`backoff_held_jobs`), so a what-if in another process leaves out the same ones.
+(`backoff_held`: their engine ids, their job rows and the quotas and resources their demand
+touches), so a what-if in another process leaves out the same ones without reading them.
+
+What a round pays for the jobs it holds is kept small: each quota's demand is summed once per
+snapshot (`demand_sums`, by pods of one quota sharing one requests document), and a held job's
+own demand is kept with its back-off instead of being summed from its pods every round.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterable, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from itertools import chain, compress, repeat
+from operator import attrgetter, is_not, not_
 from typing import Any
 
 from django.core.cache import caches
 
 from scheduler.model import ClusterSnapshot, JobInfo, NodeInfo, PodInfo
 from scheduler.profile import Profile
-from scheduler.quota_tree import UNBOUNDED, QuotaTree, quota_sums
+from scheduler.quota_tree import UNBOUNDED, QuotaTree
 from scheduler.result import Cause, RoundResult
 
 INITIAL_SECONDS = 1.0  # kube-scheduler's podInitialBackoffDuration
@@ -54,16 +62,21 @@ NODE_STATIC_FILTERS = frozenset({"NodeUnschedulable", "NodeAffinity", "TaintTole
 HELD_CACHE_SECONDS = 600
 
 
+Demand = Mapping[str, Mapping[str, int]]  # quota name -> resource -> amount
+
+
 @dataclass(frozen=True)
 class BackedOff:
     """One engine job's back-off: its attempts, until when (snapshot clock), whether only node
-    specs held it back, and its job and pods as tried (a change to them releases it)."""
+    specs held it back, its job and pods as tried (a change to them releases it) and their
+    requests summed per the pods' own quota (what leaving it out takes from each quota)."""
 
     attempts: int
     until: float
     node_static: bool
     job: JobInfo
     pods: tuple[PodInfo, ...]
+    demand: Demand = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -86,6 +99,17 @@ class ClusterBackoff:
 
 
 @dataclass(frozen=True)
+class HeldHint:
+    """What the cluster's last round left out, as published for what-ifs: engine job ids, the
+    job rows behind them (empty when the round did not know them) and, per quota their pods
+    belong to, the resources they request."""
+
+    jobs: frozenset[str] = frozenset()
+    rows: tuple[int, ...] = ()
+    touches: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class HoldReport:
     """What `backoff_hold` left out: engine job ids and their pod count; released: back to the
     engine this round (expired or something changed)."""
@@ -105,6 +129,37 @@ class HoldReport:
 _states: dict[int, ClusterBackoff] = {}
 _lock = threading.Lock()
 
+# A round's snapshot holds every pending pod a tenant parked: the passes over all of its pods are
+# made with the C-level iterators (map, compress, zip) and a Python step only per pod that matters.
+_key = attrgetter("key")
+_node = attrgetter("node")
+_job_id = attrgetter("job_id")
+_nominated = attrgetter("nominated_node")
+
+
+def pods_by_key(snapshot: ClusterSnapshot) -> dict[str, PodInfo]:
+    return dict(zip(map(_key, snapshot.pods), snapshot.pods, strict=True))
+
+
+def _bound(pods: tuple[PodInfo, ...]) -> Iterator[PodInfo]:
+    """The pods with a node."""
+    return compress(pods, map(is_not, map(_node, pods), repeat(None)))
+
+
+def _holding(pods: tuple[PodInfo, ...]) -> Iterator[PodInfo]:
+    """The pods with a node, then those with a nominated one (a pod may come twice)."""
+    nominated = compress(pods, map(is_not, map(_nominated, pods), repeat(None)))
+    return chain(_bound(pods), nominated)
+
+
+def _without_jobs(pods: tuple[PodInfo, ...], job_ids: set[str]) -> tuple[PodInfo, ...]:
+    return tuple(compress(pods, map(not_, map(job_ids.__contains__, map(_job_id, pods)))))
+
+
+def _own_pods(job: JobInfo, pods: Mapping[str, PodInfo]) -> tuple[PodInfo, ...]:
+    """The job's pods found in `pods`, in its order."""
+    return tuple(filter(None, map(pods.get, job.pod_keys)))
+
 
 def backoff_seconds(attempts: int) -> float:
     """1 s doubling per attempt, at most 5 minutes."""
@@ -118,7 +173,7 @@ def backoff_forget(cluster_id: int | None = None) -> None:
             _states.clear()
         else:
             _states.pop(cluster_id, None)
-            _publish(cluster_id, ())
+            _publish(cluster_id, HeldHint())
 
 
 def backoff_state(cluster_id: int) -> ClusterBackoff | None:
@@ -134,9 +189,9 @@ def backoff_hold(
     with _lock:
         state = _states.get(cluster_id)
         if state is None or not state.jobs or state.seen is None:
-            _publish(cluster_id, ())
+            _publish(cluster_id, HeldHint())
             return snapshot, HoldReport()
-        pods = {p.key: p for p in snapshot.pods}
+        pods = pods_by_key(snapshot)
         jobs = {j.id: j for j in snapshot.jobs}
         changes = Changes.between(state.seen, snapshot, pods, profile)
         candidates: list[JobInfo] = []
@@ -146,34 +201,59 @@ def backoff_hold(
             if job is None:
                 del state.jobs[job_id]  # placed elsewhere, cancelled, gone
                 continue
-            own = tuple(pods[k] for k in job.pod_keys if k in pods)
+            own = _own_pods(job, pods)
             if (
                 snapshot.now >= entry.until
-                or job != entry.job
+                or (job is not entry.job and job != entry.job)
                 or own != entry.pods
                 or changes.may_help(entry)
             ):
                 released += 1
                 continue
             candidates.append(job)
-        held = quota_neutral(snapshot, candidates, pods)
+        entries = state.jobs
+        held = quota_neutral(snapshot, candidates, pods, lambda job: entries[job.id].demand)
         report = HoldReport(
             held=tuple(sorted(j.id for j in held)),
             held_pods=sum(len(j.pod_keys) for j in held),
             released=released,
         )
-        _publish(cluster_id, report.held)
+        _publish(cluster_id, _hint(cluster_id, snapshot, report.held, entries))
         if not held:
             return snapshot, report
         out = {j.id for j in held}
         return (
             replace(
                 snapshot,
-                pods=tuple(p for p in snapshot.pods if p.job_id not in out),
+                pods=_without_jobs(snapshot.pods, out),
                 jobs=tuple(j for j in snapshot.jobs if j.id not in out),
             ),
             report,
         )
+
+
+def _hint(
+    cluster_id: int, snapshot: ClusterSnapshot, held: tuple[str, ...], entries: dict[str, BackedOff]
+) -> HeldHint:
+    """The held jobs as a what-if reads them: their job rows come from the warm snapshot's index
+    of this very snapshot (a cold round publishes none, and what-ifs read every row)."""
+    if not held:
+        return HeldHint()
+    from koordweb.services.warm import warm_index  # the warm state is the round's, read late
+
+    index = warm_index(cluster_id, snapshot)
+    rows: tuple[int, ...] = ()
+    if index is not None:
+        rows = tuple(sorted(r.id for j in held for r in index.jobs_by_engine_id.get(j, ())))
+    touches: dict[str, set[str]] = {}
+    for job_id in held:
+        for quota, amounts in entries[job_id].demand.items():
+            touches.setdefault(quota, set()).update(r for r, v in amounts.items() if v)
+    return HeldHint(
+        jobs=frozenset(held),
+        rows=rows,
+        touches={quota: tuple(sorted(rs)) for quota, rs in touches.items()},
+    )
 
 
 def backoff_record(
@@ -190,14 +270,12 @@ def backoff_record(
         kept = {job_id: state.jobs[job_id] for job_id in held.held if job_id in state.jobs}
         preempting = {p.preemptor for p in result.preemptions}
         jobs = {j.id: j for j in snapshot.jobs}
-        pods: dict[str, PodInfo] | None = None
+        pods = pods_by_key(snapshot)
         for job_id, verdict in result.unschedulable.items():
             job = jobs.get(job_id)
             if job is None or verdict.code == "Wait" or job_id in preempting:
                 continue
-            if pods is None:
-                pods = {p.key: p for p in snapshot.pods}
-            own = tuple(pods[k] for k in job.pod_keys if k in pods)
+            own = _own_pods(job, pods)
             if not own or any(not p.is_pending or p.nominated_node for p in own):
                 continue
             before = state.jobs.get(job_id)
@@ -208,23 +286,35 @@ def backoff_record(
                 node_static=node_static(verdict.cause, len(snapshot.nodes)),
                 job=job,
                 pods=own,
+                demand=pods_demand(own),
             )
         state.jobs = kept
-        state.seen = seen_of(snapshot, result, profile) if kept else None
+        state.seen = seen_of(snapshot, result, profile, pods) if kept else None
 
 
-def backoff_held_jobs(cluster_id: int) -> frozenset[str]:
-    """The engine job ids the cluster's last round left out (read by the what-if, which may run
-    in another process: the shared cache)."""
-    held = caches["default"].get(f"backoff:held:{cluster_id}")
-    return frozenset(held) if isinstance(held, list | tuple) else frozenset()
+def backoff_held(cluster_id: int) -> HeldHint:
+    """What the cluster's last round left out (read by the what-if, which may run in another
+    process: the shared cache); nothing when the cache has no word of it."""
+    value = caches["default"].get(f"backoff:held:{cluster_id}")
+    if not isinstance(value, dict):
+        return HeldHint()
+    try:
+        return HeldHint(
+            jobs=frozenset(str(j) for j in value.get("jobs", ())),
+            rows=tuple(int(r) for r in value.get("rows", ())),
+            touches={
+                str(q): tuple(str(r) for r in rs) for q, rs in value.get("touches", {}).items()
+            },
+        )
+    except (AttributeError, TypeError, ValueError):
+        return HeldHint()  # another format: read as nothing held
 
 
 def snapshot_without(snapshot: ClusterSnapshot, job_ids: frozenset[str]) -> ClusterSnapshot:
     """`snapshot` without those jobs and their pods (only jobs with no pod bound or nominated)."""
     if not job_ids:
         return snapshot
-    pods = {p.key: p for p in snapshot.pods}
+    pods = pods_by_key(snapshot)
     waiting = [
         j
         for j in snapshot.jobs
@@ -236,15 +326,39 @@ def snapshot_without(snapshot: ClusterSnapshot, job_ids: frozenset[str]) -> Clus
         return snapshot
     return replace(
         snapshot,
-        pods=tuple(p for p in snapshot.pods if p.job_id not in out),
+        pods=_without_jobs(snapshot.pods, out),
         jobs=tuple(j for j in snapshot.jobs if j.id not in out),
     )
 
 
-def _publish(cluster_id: int, held: tuple[str, ...]) -> None:
+def left_out_is_neutral(snapshot: ClusterSnapshot, touches: Mapping[str, Iterable[str]]) -> bool:
+    """Whether jobs whose pods request `touches` (quota -> resources), missing from `snapshot`,
+    may stay out of it: every quota they count in, and each ancestor, has a demand at or above
+    its max in each of those resources without them, so its capped demand is the same."""
+    if not snapshot.quotas or not touches:
+        return True
+    tree = QuotaTree.build(snapshot.quotas)
+    sums = demand_sums(snapshot)
+    for quota, resources in touches.items():
+        if quota not in tree.quotas:
+            continue
+        for name in tree.ancestors(quota):
+            ceiling = tree.quotas[name].max
+            for r in resources:
+                if sums[name].get(r, 0) < max(1, int(ceiling.get(r, UNBOUNDED))):
+                    return False
+    return True
+
+
+def _publish(cluster_id: int, hint: HeldHint) -> None:
     # The cache is a hint for what-ifs: a round never fails for it.
+    value = {
+        "jobs": sorted(hint.jobs),
+        "rows": list(hint.rows),
+        "touches": {q: list(rs) for q, rs in hint.touches.items()},
+    }
     with contextlib.suppress(Exception):
-        caches["default"].set(f"backoff:held:{cluster_id}", list(held), HELD_CACHE_SECONDS)
+        caches["default"].set(f"backoff:held:{cluster_id}", value, HELD_CACHE_SECONDS)
 
 
 def node_static(cause: Cause | None, nodes: int) -> bool:
@@ -285,30 +399,96 @@ def capped_demand(snapshot: ClusterSnapshot) -> dict[str, dict[str, int]]:
     if not snapshot.quotas:
         return {}
     tree = QuotaTree.build(snapshot.quotas)
-    sums = quota_sums(tree, snapshot.pods, include_pending=True)
     return {
         name: {r: min(v, int(tree.quotas[name].max.get(r, UNBOUNDED))) for r, v in amounts.items()}
-        for name, amounts in sums.items()
+        for name, amounts in demand_sums(snapshot).items()
     }
+
+
+_requests = attrgetter("requests")
+_quota = attrgetter("quota")
+_phase = attrgetter("phase")
+FINISHED = ("Succeeded", "Failed")
+# The last snapshot's sums: a round asks for them three times (changes, hold, record).
+_sums_memo: tuple[tuple[PodInfo, ...], tuple[Any, ...], dict[str, dict[str, int]]] | None = None
+
+
+def demand_sums(snapshot: ClusterSnapshot) -> dict[str, dict[str, int]]:
+    """What `quota_sums(tree, snapshot.pods, include_pending=True)` sums (per quota, children
+    rolled up: requests of bound and pending pods), counted by pods of one quota sharing one
+    requests document (the assembly gives the pods of a shape one), kept for the snapshot last
+    asked about. Read only: callers copy what they change."""
+    global _sums_memo
+    memo = _sums_memo
+    if memo is not None and memo[0] is snapshot.pods and memo[1] is snapshot.quotas:
+        return memo[2]
+    tree = QuotaTree.build(snapshot.quotas)
+    pods = snapshot.pods
+    documents = list(map(_requests, pods))
+    by_id = dict(zip(map(id, documents), documents, strict=True))
+    # One count per (quota, requests document, bound, phase): a handful of keys for 4,000 pods.
+    counts = Counter(
+        zip(
+            map(_quota, pods),
+            map(id, documents),
+            map(is_not, map(_node, pods), repeat(None)),
+            map(_phase, pods),
+            strict=True,
+        )
+    )
+    sums: dict[str, dict[str, int]] = {name: {} for name in tree.quotas}
+    chains: dict[str, list[str]] = {}
+    for (quota, document, bound, phase), count in counts.items():
+        # PodInfo.consumes_node or PodInfo.is_pending
+        if quota not in tree.quotas or not (
+            (bound and phase not in FINISHED) or (not bound and phase == "Pending")
+        ):
+            continue
+        chain = chains.get(quota)
+        if chain is None:
+            chain = chains[quota] = tree.ancestors(quota)
+        for name in chain:
+            total = sums[name]
+            for r, v in by_id[document].items():
+                total[r] = total.get(r, 0) + count * int(v)
+    _sums_memo = (snapshot.pods, snapshot.quotas, sums)
+    return sums
+
+
+def pods_demand(pods: Iterable[PodInfo]) -> dict[str, dict[str, int]]:
+    """Pods' requests summed per their own quota (pods of no quota left out)."""
+    out: dict[str, dict[str, int]] = {}
+    for pod in pods:
+        if pod.quota is not None:
+            total = out.setdefault(pod.quota, {})
+            for r, v in pod.requests.items():
+                total[r] = total.get(r, 0) + int(v)
+    return out
 
 
 def _tables(snapshot: ClusterSnapshot) -> tuple[Any, ...]:
     return (snapshot.quotas, snapshot.pdbs, snapshot.topology)
 
 
-def seen_of(snapshot: ClusterSnapshot, result: RoundResult, profile: Profile) -> Seen:
+def seen_of(
+    snapshot: ClusterSnapshot,
+    result: RoundResult,
+    profile: Profile,
+    pods: Mapping[str, PodInfo] | None = None,
+) -> Seen:
     load_aware = _load_aware(profile)
     occupied: dict[str, tuple[str, Mapping[str, int]]] = {}
-    for pod in snapshot.pods:
+    for pod in _holding(snapshot.pods):
         where = pod.node or pod.nominated_node
-        if where is not None and pod.phase not in ("Succeeded", "Failed"):
+        if where is not None and pod.phase not in FINISHED:
             occupied[pod.key] = (where, pod.requests)
-    requests = {p.key: p.requests for p in snapshot.pods}
+    if pods is None:
+        pods = pods_by_key(snapshot)
     for key, placement in result.placements.items():
-        occupied[key] = (placement.node, requests.get(key, {}))
+        occupied[key] = (placement.node, pods[key].requests if key in pods else {})
     for record in result.preemptions:
         for key, node in record.nominations.items():
-            occupied[key] = (node, requests.get(key, {}))
+            occupied[key] = (node, pods[key].requests if key in pods else {})
     return Seen(
         node_specs={n.name: _node_spec(n) for n in snapshot.nodes},
         nodes={n.name: _node_all(n, load_aware) for n in snapshot.nodes},
@@ -340,11 +520,7 @@ class Changes:
             or _shrunk(seen.demand, capped_demand(snapshot))
         )
         lowest = min(
-            (
-                p.priority
-                for p in snapshot.pods
-                if p.node is not None and p.key not in seen.occupied
-            ),
+            (p.priority for p in _bound(snapshot.pods) if p.key not in seen.occupied),
             default=None,
         )
         return Changes(node_specs=node_specs, freed=freed, lowest_new=lowest)
@@ -386,27 +562,40 @@ def _shrunk(before: Mapping[str, Mapping[str, int]], now: Mapping[str, Mapping[s
 
 
 def quota_neutral(
-    snapshot: ClusterSnapshot, candidates: Iterable[JobInfo], pods: Mapping[str, PodInfo]
+    snapshot: ClusterSnapshot,
+    candidates: Iterable[JobInfo],
+    pods: Mapping[str, PodInfo],
+    demand_of: Callable[[JobInfo], Demand] | None = None,
 ) -> list[JobInfo]:
     """The candidates that may be left out without changing any quota's capped demand, taken
-    last in queue order first (so a quota keeps in its first jobs)."""
+    last in queue order first (so a quota keeps in its first jobs). `demand_of(job)`: the job's
+    requests per its pods' own quota, kept from its back-off (else summed from `pods`)."""
     ordered = sorted(candidates, key=lambda j: (j.priority, -j.submission_order, j.id))
     if not ordered:
         return []
     if not snapshot.quotas:
         return ordered
     tree = QuotaTree.build(snapshot.quotas)
-    sums = quota_sums(tree, snapshot.pods, include_pending=True)
+    sums = {name: dict(amounts) for name, amounts in demand_sums(snapshot).items()}
+    chains: dict[str, list[str]] = {}
     out: list[JobInfo] = []
     for job in ordered:
+        own = (
+            demand_of(job)
+            if demand_of is not None
+            else pods_demand(pods[k] for k in job.pod_keys if k in pods)
+        )
         need: dict[str, dict[str, int]] = {}
-        for key in job.pod_keys:
-            pod = pods.get(key)
-            if pod is None or pod.quota not in tree.quotas:
+        for quota, amounts in own.items():
+            if quota not in tree.quotas:
                 continue
-            for name in tree.ancestors(pod.quota):
-                for r, v in pod.requests.items():
-                    need.setdefault(name, {})[r] = need.get(name, {}).get(r, 0) + int(v)
+            chain = chains.get(quota)
+            if chain is None:
+                chain = chains[quota] = tree.ancestors(quota)
+            for name in chain:
+                total = need.setdefault(name, {})
+                for r, v in amounts.items():
+                    total[r] = total.get(r, 0) + int(v)
         if all(
             sums[name].get(r, 0) - v >= max(1, int(tree.quotas[name].max.get(r, UNBOUNDED)))
             for name, amounts in need.items()

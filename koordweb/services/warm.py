@@ -19,7 +19,8 @@ difference is a bug, logged and reported in the round's metrics (`warm_mismatch`
 snapshot is used.
 
 API (the round calls these): `warm_snapshot(cluster, now=...)` -> (snapshot, index, report);
-`warm_forget(cluster_id)` (None: every cluster).
+`warm_forget(cluster_id)` (None: every cluster); `warm_index(cluster_id, snapshot)`: the last
+assembly's reverse maps (the back-off names the job rows it holds with them).
 """
 
 from __future__ import annotations
@@ -148,6 +149,15 @@ def warm_forget(cluster_id: int | None = None) -> None:
             _states.pop(cluster_id, None)
 
 
+def warm_index(cluster_id: int, snapshot: ClusterSnapshot) -> snap.SnapshotIndex | None:
+    """The reverse maps of the cluster's last assembly when `snapshot` was made from it (its
+    pods the very same tuple, as the back-off's view of it keeps them); None otherwise."""
+    state = _states.get(cluster_id)
+    if state is None or state.last is None or state.last[0].pods is not snapshot.pods:
+        return None
+    return state.last[1]
+
+
 def warm_state(cluster_id: int) -> WarmState | None:
     """The state kept for a cluster (tests and diagnostics)."""
     return _states.get(cluster_id)
@@ -226,7 +236,8 @@ def _check(
     cold.last = (cold_snapshot, cold_index)
     _states[cluster.id] = cold
     if cold_snapshot == snapshot and _same_rows(state.rows, cold.rows):
-        return snapshot, index, WarmReport("checked", changed_rows=changed)
+        # Equal: the cold build is handed out, the one the state now keeps (`warm_index`).
+        return cold_snapshot, cold_index, WarmReport("checked", changed_rows=changed)
     text = warm_difference(state.rows, cold.rows, snapshot, cold_snapshot)
     logger.error("warm snapshot of cluster %s differs from a cold build: %s", cluster.name, text)
     if settings.KOORDWEB_WARM_CHECK_STRICT:

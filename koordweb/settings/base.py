@@ -18,6 +18,7 @@ from typing import Any
 
 import dj_database_url
 
+from koordweb.limits import WHATIF_IN_FLIGHT
 from koordweb.settings.environment import (
     ROOT,
     env_bool,
@@ -189,6 +190,8 @@ WHITENOISE_USE_FINDERS = False
 KOORDWEB_MAX_BODY_BYTES = env_int("KOORDWEB_MAX_BODY_BYTES", 5 * 1024 * 1024, minimum=1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = KOORDWEB_MAX_BODY_BYTES
 FILE_UPLOAD_MAX_MEMORY_SIZE = KOORDWEB_MAX_BODY_BYTES
+# What-ifs one team may have computing at once (more: 429 naming the limit; koordweb/limits.py).
+KOORDWEB_WHATIF_IN_FLIGHT = env_int("KOORDWEB_WHATIF_IN_FLIGHT", WHATIF_IN_FLIGHT, minimum=1)
 # Seconds a client is told to wait (Retry-After) when the database, cache or broker is down:
 # about the time a restarted PostgreSQL or Redis takes to accept (koordweb/outage.py).
 KOORDWEB_OUTAGE_RETRY_AFTER = env_int("KOORDWEB_OUTAGE_RETRY_AFTER", 5, minimum=1)

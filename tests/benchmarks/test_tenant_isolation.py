@@ -30,13 +30,14 @@ def test_the_pieces_run_end_to_end_on_a_small_world(db):
     parked = bench.park(world, jobs=3, pods=6)
     assert parked["answers"] == {201: 3, 429: 1} and parked["refused_with"] == "max_pending_jobs"
     raw = bench.measure(bench.token_for(world.quiet_users[0]), samples=2, tag="t")
-    assert {op: [code for _, code in raw[op]] for op in bench.OPERATIONS} == {
+    assert {op: [sample[1] for sample in raw[op]] for op in bench.OPERATIONS} == {
         "submit": [201, 201],
         "whatif": [200, 200],
         "list": [200, 200],
     }
     quiet = {op: bench.summary(raw[op]) for op in bench.OPERATIONS}
     assert quiet["list"]["n"] == 2 and quiet["list"]["codes"] == {"200": 2}
+    assert quiet["whatif"]["cpu_median"] > 0  # the request's own CPU time, beside its wall time
 
 
 def test_statistics_and_the_target():
@@ -82,3 +83,30 @@ def test_the_section_is_rewritten_between_its_markers():
     assert "old" not in rewritten and rewritten.count(bench.BEGIN) == 1
     assert rewritten.startswith("# Reliability\n\nbefore") and rewritten.endswith("after\n")
     assert bench.rewrite_between("# Other\n", section).endswith(bench.END + "\n")
+
+
+def test_each_database_has_its_own_section():
+    phase = {op: {"median": 10.0, "p95": 20.0} for op in bench.OPERATIONS}
+    result = {
+        "quiet": {**phase, "rounds": {}},
+        "during": {**phase, "rounds": {}},
+        "ratios": bench.ratios(phase, phase),
+        "parked": {"answers": {}, "refused_with": "", "pods_per_job": 1},
+        "parked_jobs": 1,
+        "parked_pods": 1,
+        "token_cap": "refused",
+        "nodes": 1,
+        "interval_s": 1.0,
+        "samples": 1,
+        "run_at": "now",
+        "seconds": 1.0,
+    }
+    sqlite = bench.markdown({**result, "database": "sqlite"})
+    postgres = bench.markdown({**result, "database": "postgresql"})
+    assert sqlite.startswith(bench.BEGIN)
+    begin, end = bench.markers("postgresql")
+    assert postgres.startswith(begin) and postgres.endswith(end) and begin != bench.BEGIN
+    text = bench.rewrite_between(bench.rewrite_between("# Reliability\n", sqlite), postgres)
+    again = bench.rewrite_between(text, postgres.replace("postgresql;", "postgresql again;"))
+    assert again.count(begin) == 1 and again.count(bench.BEGIN) == 1
+    assert "postgresql again;" in again and sqlite in again

@@ -12,7 +12,7 @@ from rest_framework.response import Response
 
 from koordweb.api.base import ApiView
 from koordweb.api.serializers.submission import JobSubmissionSerializer
-from koordweb.api.throttles import WHATIF_THROTTLES
+from koordweb.api.throttles import WHATIF_THROTTLES, whatif_in_flight
 from koordweb.selectors.whatif import job_whatif
 from koordweb.services.jobs import job_spec_resolve
 
@@ -50,8 +50,8 @@ class EngineUnavailableSerializer(serializers.Serializer):  # type: ignore[type-
 
 
 class WhatIfView(ApiView):
-    # Each answer runs a round's work: a budget per user and per team besides the API's
-    # (429 naming the limit).
+    # Each answer runs a round's work: a budget per user and per team besides the API's, and a
+    # bound on a team's what-ifs computing at once (429 naming the limit).
     throttle_classes = WHATIF_THROTTLES
 
     @extend_schema(
@@ -65,10 +65,12 @@ class WhatIfView(ApiView):
         body = JobSubmissionSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         resolved = job_spec_resolve(user=request.user, spec=body.to_spec())
-        try:
-            plan = job_whatif(user=request.user, resolved=resolved)
-        except Exception as exc:
-            # An engine failure is ours, not the caller's: log it, answer JSON, not a bare 500.
-            logger.exception("what-if planning failed")
-            raise EngineUnavailable() from exc
+        with whatif_in_flight(request.user):
+            try:
+                plan = job_whatif(user=request.user, resolved=resolved)
+            except Exception as exc:
+                # An engine failure is ours, not the caller's: log it, answer JSON, not a bare
+                # 500.
+                logger.exception("what-if planning failed")
+                raise EngineUnavailable() from exc
         return Response(WhatIfSerializer(plan).data)
