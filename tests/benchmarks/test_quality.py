@@ -128,7 +128,7 @@ def test_optimum_tiny_run_never_beaten(tmp_path: Path) -> None:
     assert placed["nodes"] <= 32
     assert placed["ours_gpus"] <= placed["optimum_bound_gpus"]
     assert 0 <= placed["gap"] <= 1
-    for option in ("best_fit", "best_fit_largest_first"):
+    for option in ("reference", "largest_first"):
         assert placed[f"{option}_gpus"] <= placed["optimum_bound_gpus"]
         assert 0 <= placed[f"{option}_gap"] <= 1
     (victim,) = report["victims"]
