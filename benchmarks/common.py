@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks.round_scale import whole_gang
 from scheduler import (
-    GangInfo,
     JobInfo,
     LayerGather,
     NodeInfo,
@@ -162,10 +162,9 @@ def gang_job(
         )
         for k in range(size)
     ]
-    job = JobInfo(
+    job = whole_gang(
         gang_id,
-        tuple(p.key for p in pods),
-        (GangInfo(gang_id, size, size),),
+        pods,
         priority=priority,
         topology=None if strip_rules else RULES[kind],
         submission_order=order,
@@ -226,3 +225,15 @@ def rewrite_section(text: str, heading: str, body: str) -> str:
     following = text.find("\n## ", start)
     end = following + 1 if following >= 0 else len(text)
     return text[:start] + "\n" + body.rstrip("\n") + "\n\n" + text[end:]
+
+
+def rewrite_between(text: str, section: str, heading: str = "") -> str:
+    """`section` in place of the one between the same markers (its first and last lines) in
+    `text`, or appended, under `heading` when one is given."""
+    begin, end = section.splitlines()[0], section.splitlines()[-1]
+    if begin in text and end in text:
+        start = text.index(begin)
+        stop = text.index(end) + len(end)
+        return text[:start] + section + text[stop:]
+    above = f"{heading}\n\n" if heading else ""
+    return text.rstrip("\n") + "\n\n" + above + section + "\n"

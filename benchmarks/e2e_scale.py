@@ -105,7 +105,7 @@ def build_cluster(name: str, nodes: int, pending_pods: int, seed: int = 7) -> An
     from django.db import transaction
     from django.utils import timezone
 
-    from koordweb.models import Cluster, Job, JobState, Node, Pod, PodPhase, TopologyLayer
+    from koordweb.models import Cluster, Node, TopologyLayer
 
     rng = random.Random(seed)
     now = timezone.now()
@@ -142,44 +142,16 @@ def build_cluster(name: str, nodes: int, pending_pods: int, seed: int = 7) -> An
             )
         node_rows = Node.objects.bulk_create(rows, batch_size=1000)
         busy = rng.sample(node_rows, nodes // 2)
-        jobs: list[Job] = []
-        pods: list[tuple[int, Pod]] = []
-        for k, node in enumerate(busy):
-            jobs.append(
-                Job(
-                    cluster=cluster,
-                    namespace="batch",
-                    name=f"busy-{k}",
-                    priority=10,
-                    min_available=1,
-                    total_number=1,
-                    state=JobState.RUNNING,
-                    submitted_at=now - timedelta(hours=1),
-                    started_at=now - timedelta(hours=1),
-                )
-            )
-            pods.append(
-                (
-                    len(jobs) - 1,
-                    Pod(
-                        cluster=cluster,
-                        namespace="batch",
-                        name=f"busy-{k}-0",
-                        requests=gpu_requests(8),
-                        limits=gpu_requests(8),
-                        priority=10,
-                        node=node,
-                        phase=PodPhase.RUNNING,
-                        created_at=now,
-                        bound_at=now,
-                        started_at=now,
-                    ),
-                )
-            )
-        saved = Job.objects.bulk_create(jobs, batch_size=1000)
-        for job_index, pod in pods:
-            pod.job = saved[job_index]
-        Pod.objects.bulk_create([p for _j, p in pods], batch_size=1000)
+        one_pod_jobs(
+            cluster,
+            [f"busy-{k}" for k in range(len(busy))],
+            namespace="batch",
+            gpus=8,
+            priority=10,
+            now=now,
+            nodes=busy,
+            since=now - timedelta(hours=1),
+        )
         add_gangs(cluster, pending_pods, rng, now)
     return cluster
 
@@ -420,41 +392,75 @@ def add_pending(
     from django.db import transaction
     from django.utils import timezone
 
-    from koordweb.models import Job, JobState, Pod
-
-    now = timezone.now()
     with transaction.atomic():
-        jobs = Job.objects.bulk_create(
-            [
-                Job(
-                    cluster=cluster,
-                    namespace="train",
-                    name=f"{prefix}-{k}",
-                    priority=500,
-                    min_available=1,
-                    total_number=1,
-                    submitted_at=now,
-                    state=JobState.PENDING,
-                    duration_seconds=duration,
-                )
-                for k in range(count)
-            ]
+        one_pod_jobs(
+            cluster,
+            [f"{prefix}-{k}" for k in range(count)],
+            namespace="train",
+            gpus=gpus,
+            priority=500,
+            now=timezone.now(),
+            duration=duration,
         )
-        Pod.objects.bulk_create(
-            [
-                Pod(
-                    cluster=cluster,
-                    job=job,
-                    namespace="train",
-                    name=f"{job.name}-0",
-                    requests=gpu_requests(gpus),
-                    limits=gpu_requests(gpus),
-                    priority=500,
-                    created_at=now,
-                )
-                for job in jobs
-            ]
-        )
+
+
+def one_pod_jobs(
+    cluster: Any,
+    names: Sequence[str],
+    *,
+    namespace: str,
+    gpus: int,
+    priority: int,
+    now: Any,
+    nodes: Sequence[Any] | None = None,
+    since: Any = None,
+    duration: int | None = None,
+) -> None:
+    """Jobs of one pod of `gpus` GPUs each, named `names`, their pods created `now`: pending, or
+    given `nodes` (one a job) running there, submitted and started `since` (default `now`) and
+    bound `now`."""
+    from koordweb.models import Job, JobState, Pod, PodPhase
+
+    running = nodes is not None
+    since = now if since is None else since
+    jobs = Job.objects.bulk_create(
+        [
+            Job(
+                cluster=cluster,
+                namespace=namespace,
+                name=name,
+                priority=priority,
+                min_available=1,
+                total_number=1,
+                state=JobState.RUNNING if running else JobState.PENDING,
+                submitted_at=since if running else now,
+                started_at=since if running else None,
+                duration_seconds=duration,
+            )
+            for name in names
+        ],
+        batch_size=1000,
+    )
+    Pod.objects.bulk_create(
+        [
+            Pod(
+                cluster=cluster,
+                job=job,
+                namespace=namespace,
+                name=f"{job.name}-0",
+                requests=gpu_requests(gpus),
+                limits=gpu_requests(gpus),
+                priority=priority,
+                node=nodes[k] if nodes is not None else None,
+                phase=PodPhase.RUNNING if running else PodPhase.PENDING,
+                created_at=now,
+                bound_at=now if running else None,
+                started_at=now if running else None,
+            )
+            for k, job in enumerate(jobs)
+        ],
+        batch_size=1000,
+    )
 
 
 def finish_running(cluster: Any, count: int) -> int:
@@ -600,7 +606,7 @@ def build_memory_cluster(name: str, nodes: int, pods: int) -> Any:
     from django.db import transaction
     from django.utils import timezone
 
-    from koordweb.models import Cluster, Job, JobState, Node, Pod, PodPhase
+    from koordweb.models import Cluster, Node
 
     now = timezone.now()
     Cluster.objects.filter(name=name).delete()
@@ -621,40 +627,14 @@ def build_memory_cluster(name: str, nodes: int, pods: int) -> Any:
         )
         for start in range(0, pods, 5000):
             count = min(5000, pods - start)
-            jobs = Job.objects.bulk_create(
-                [
-                    Job(
-                        cluster=cluster,
-                        namespace="batch",
-                        name=f"run-{start + k}",
-                        priority=10,
-                        min_available=1,
-                        total_number=1,
-                        state=JobState.RUNNING,
-                        submitted_at=now,
-                        started_at=now,
-                    )
-                    for k in range(count)
-                ]
-            )
-            Pod.objects.bulk_create(
-                [
-                    Pod(
-                        cluster=cluster,
-                        job=job,
-                        namespace="batch",
-                        name=f"{job.name}-0",
-                        requests=gpu_requests(1),
-                        limits=gpu_requests(1),
-                        priority=10,
-                        node=node_rows[(start + k) % nodes],
-                        phase=PodPhase.RUNNING,
-                        created_at=now,
-                        bound_at=now,
-                        started_at=now,
-                    )
-                    for k, job in enumerate(jobs)
-                ]
+            one_pod_jobs(
+                cluster,
+                [f"run-{start + k}" for k in range(count)],
+                namespace="batch",
+                gpus=1,
+                priority=10,
+                now=now,
+                nodes=[node_rows[(start + k) % nodes] for k in range(count)],
             )
             progress(f"memory: {start + count} of {pods} pods written")
     return cluster

@@ -9,22 +9,17 @@ to benchmarks/results/reliability_crash.json.
 
 from __future__ import annotations
 
-import argparse
 import sys
-from pathlib import Path
 
-from benchmarks.reliability_run import ROOT, scenario_run
+from benchmarks.reliability_run import Option, scenario_main
+
+OPTIONS = (Option("--trials", "KOORDWEB_RELIABILITY_TRIALS", int, 20),)
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trials", type=int, default=20)
-    parser.add_argument(
-        "--json", type=Path, default=ROOT / "benchmarks/results/reliability_crash.json"
+    return scenario_main(
+        __doc__.splitlines()[0], "tests/reliability/test_crash.py", "reliability_crash", OPTIONS
     )
-    args = parser.parse_args()
-    settings = {"KOORDWEB_RELIABILITY_TRIALS": str(args.trials)}
-    return scenario_run("tests/reliability/test_crash.py", args.json, settings)
 
 
 if __name__ == "__main__":

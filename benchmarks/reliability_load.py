@@ -9,26 +9,20 @@ p50/p95 latency, throughput, rounds) go to benchmarks/results/reliability_load.j
 
 from __future__ import annotations
 
-import argparse
 import sys
-from pathlib import Path
 
-from benchmarks.reliability_run import ROOT, scenario_run
+from benchmarks.reliability_run import Option, scenario_main
+
+OPTIONS = (
+    Option("--clients", "KOORDWEB_LOAD_CLIENTS", int, 8),
+    Option("--submissions", "KOORDWEB_LOAD_SUBMISSIONS", int, 250, help="per client"),
+)
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--clients", type=int, default=8)
-    parser.add_argument("--submissions", type=int, default=250, help="per client")
-    parser.add_argument(
-        "--json", type=Path, default=ROOT / "benchmarks/results/reliability_load.json"
+    return scenario_main(
+        __doc__.splitlines()[0], "tests/reliability/test_load.py", "reliability_load", OPTIONS
     )
-    args = parser.parse_args()
-    settings = {
-        "KOORDWEB_LOAD_CLIENTS": str(args.clients),
-        "KOORDWEB_LOAD_SUBMISSIONS": str(args.submissions),
-    }
-    return scenario_run("tests/reliability/test_load.py", args.json, settings)
 
 
 if __name__ == "__main__":

@@ -10,26 +10,20 @@ CELERY_BROKER_URL as CI does; on SQLite the interval check does not apply.
 
 from __future__ import annotations
 
-import argparse
 import sys
-from pathlib import Path
 
-from benchmarks.reliability_run import ROOT, scenario_run
+from benchmarks.reliability_run import Option, scenario_main
+
+OPTIONS = (
+    Option("--seconds", "KOORDWEB_RELIABILITY_SECONDS", float, 120),
+    Option("--gangs", "KOORDWEB_RELIABILITY_GANGS", int, 30),
+)
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=120)
-    parser.add_argument("--gangs", type=int, default=30)
-    parser.add_argument(
-        "--json", type=Path, default=ROOT / "benchmarks/results/reliability_race.json"
+    return scenario_main(
+        __doc__.splitlines()[0], "tests/reliability/test_racing.py", "reliability_race", OPTIONS
     )
-    args = parser.parse_args()
-    settings = {
-        "KOORDWEB_RELIABILITY_SECONDS": str(args.seconds),
-        "KOORDWEB_RELIABILITY_GANGS": str(args.gangs),
-    }
-    return scenario_run("tests/reliability/test_racing.py", args.json, settings)
 
 
 if __name__ == "__main__":

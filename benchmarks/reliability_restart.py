@@ -10,28 +10,30 @@ found, time to the next round) go to benchmarks/results/reliability_restart.json
 
 from __future__ import annotations
 
-import argparse
 import sys
-from pathlib import Path
 
-from benchmarks.reliability_run import ROOT, scenario_run
+from benchmarks.reliability_run import Option, scenario_main
+
+OPTIONS = (
+    Option("--clients", "KOORDWEB_RESTART_CLIENTS", int, 8),
+    Option(
+        "--outage",
+        "KOORDWEB_RESTART_OUTAGE_SECONDS",
+        float,
+        10.0,
+        help="seconds each service is down",
+    ),
+    Option("--cycles", "KOORDWEB_RESTART_CYCLES", int, 3),
+)
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--clients", type=int, default=8)
-    parser.add_argument("--outage", type=float, default=10.0, help="seconds each service is down")
-    parser.add_argument("--cycles", type=int, default=3)
-    parser.add_argument(
-        "--json", type=Path, default=ROOT / "benchmarks/results/reliability_restart.json"
+    return scenario_main(
+        __doc__.splitlines()[0],
+        "tests/reliability/test_restarts.py",
+        "reliability_restart",
+        OPTIONS,
     )
-    args = parser.parse_args()
-    settings = {
-        "KOORDWEB_RESTART_CLIENTS": str(args.clients),
-        "KOORDWEB_RESTART_OUTAGE_SECONDS": str(args.outage),
-        "KOORDWEB_RESTART_CYCLES": str(args.cycles),
-    }
-    return scenario_run("tests/reliability/test_restarts.py", args.json, settings)
 
 
 if __name__ == "__main__":

@@ -7,14 +7,18 @@ writes the figures the test reports, plus how and where it ran, to benchmarks/re
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -41,3 +45,32 @@ def scenario_run(test: str, results: Path, settings: dict[str, str]) -> int:
     results.write_text(json.dumps(figures, indent=2) + "\n")
     print(json.dumps(figures, indent=2))
     return code
+
+
+@dataclass(frozen=True)
+class Option:
+    """One command-line option of a scenario and the environment setting it becomes."""
+
+    flag: str
+    setting: str
+    parse: Callable[[str], Any]  # int or float
+    default: float
+    help: str | None = None
+
+    @property
+    def dest(self) -> str:
+        return self.flag.removeprefix("--").replace("-", "_")
+
+
+def scenario_main(description: str, test: str, name: str, options: Sequence[Option]) -> int:
+    """The command line of one scenario: its `options`, each passed to `test` as its setting,
+    and `--json` (default benchmarks/results/`name`.json); runs it (`scenario_run`)."""
+    parser = argparse.ArgumentParser(description=description)
+    for option in options:
+        parser.add_argument(
+            option.flag, type=option.parse, default=option.default, help=option.help
+        )
+    parser.add_argument("--json", type=Path, default=ROOT / f"benchmarks/results/{name}.json")
+    args = parser.parse_args()
+    settings = {option.setting: str(getattr(args, option.dest)) for option in options}
+    return scenario_run(test, args.json, settings)

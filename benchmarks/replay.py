@@ -17,6 +17,8 @@ import os
 import statistics
 import sys
 import tempfile
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,6 +60,28 @@ def cell(values: list[float]) -> str:
     return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
 
 
+def policy_rows(
+    runs: list[dict],
+    traces: list[str],
+    policies: list[str],
+    label: Callable[[str], str],
+    cell_of: Callable[[list[dict]], str],
+) -> list[str]:
+    """A table of a row a policy and a column a trace, each cell from that pair's runs."""
+    lines = ["| policy | " + " | ".join(traces) + " |", "|---|" + "---|" * len(traces)]
+    for policy in policies:
+        row = [label(policy)]
+        for trace in traces:
+            row.append(cell_of([r for r in runs if r["trace"] == trace and r["policy"] == policy]))
+        lines.append("| " + " | ".join(row) + " |")
+    return lines
+
+
+def allocation_cell(found: list[dict], load: int) -> str:
+    """The allocation at `load`% over every seed of `found` runs."""
+    return cell([v for r in found for v in r[f"alloc_at_{load}"] if v is not None])
+
+
 def tables(runs: list[dict], traces: list[str], policies: list[str]) -> str:
     paper = paper_results(traces)
     lines: list[str] = []
@@ -66,15 +90,13 @@ def tables(runs: list[dict], traces: list[str], policies: list[str]) -> str:
             f"GPU allocation % at {load}% arrived GPU load: median (min-max) of the seeds."
         )
         lines.append("")
-        lines.append("| policy | " + " | ".join(traces) + " |")
-        lines.append("|---|" + "---|" * len(traces))
-        for policy in policies:
-            row = [f"koordweb `{policy}`"]
-            for trace in traces:
-                found = [r for r in runs if r["trace"] == trace and r["policy"] == policy]
-                vals = [v for r in found for v in r[f"alloc_at_{load}"] if v is not None]
-                row.append(cell(vals))
-            lines.append("| " + " | ".join(row) + " |")
+        lines += policy_rows(
+            runs,
+            traces,
+            policies,
+            lambda policy: f"koordweb `{policy}`",
+            partial(allocation_cell, load=load),
+        )
         for name in ("FGD", "BestFit", "GpuPacking", "Random"):
             row = [f"paper {name}"] + [cell(paper.get((name, t, load), [])) for t in traces]
             lines.append("| " + " | ".join(row) + " |")
@@ -83,17 +105,15 @@ def tables(runs: list[dict], traces: list[str], policies: list[str]) -> str:
         "Replay rate, pods per second (wall clock / per CPU second of the replay process):"
     )
     lines.append("")
-    lines.append("| policy | " + " | ".join(traces) + " |")
-    lines.append("|---|" + "---|" * len(traces))
-    for policy in policies:
-        row = [f"`{policy}`"]
-        for trace in traces:
-            found = [r for r in runs if r["trace"] == trace and r["policy"] == policy]
-            row.append(
-                " / ".join(f"{r['pods_per_s']:.0f} / {r['pods_per_cpu_s']:.0f}" for r in found)
-                or "n/a"
-            )
-        lines.append("| " + " | ".join(row) + " |")
+    lines += policy_rows(
+        runs,
+        traces,
+        policies,
+        lambda policy: f"`{policy}`",
+        lambda found: (
+            " / ".join(f"{r['pods_per_s']:.0f} / {r['pods_per_cpu_s']:.0f}" for r in found) or "n/a"
+        ),
+    )
     return "\n".join(lines)
 
 

@@ -20,10 +20,9 @@ import json
 import random
 from pathlib import Path
 
-from benchmarks.round_scale import build_snapshot, node_counts
+from benchmarks.round_scale import build_snapshot, node_counts, whole_gang
 from scheduler import (
     ClusterSnapshot,
-    GangInfo,
     JobInfo,
     NodeInfo,
     PodInfo,
@@ -115,10 +114,9 @@ def preemption_snapshot(n_nodes: int = 256, seed: int = 11) -> ClusterSnapshot:
         ]
         pods.extend(members)
         jobs.append(
-            JobInfo(
+            whole_gang(
                 gang_id,
-                tuple(p.key for p in members),
-                (GangInfo(gang_id, size, size),),
+                members,
                 priority=max(p.priority for p in members),
                 quota=team,
                 submission_order=float(g),

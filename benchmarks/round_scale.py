@@ -21,6 +21,7 @@ import platform
 import random
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +94,17 @@ def shape(gpus: int) -> dict[str, int]:
             "koordinator.sh/gpu-memory-ratio": 50,
         }
     return {"cpu": gpus * 12_000, "memory": gpus * 96 * GI, "nvidia.com/gpu": gpus}
+
+
+def whole_gang(gang_id: str, members: Sequence[PodInfo], **fields: Any) -> JobInfo:
+    """The job of one gang that needs all its `members` at once; `fields` are JobInfo's others.
+
+    Here rather than in benchmarks/common.py: this module also runs as a plain script, with no
+    `benchmarks` package to import from (common.py and round_digest.py import it from here)."""
+    size = len(members)
+    return JobInfo(
+        gang_id, tuple(p.key for p in members), (GangInfo(gang_id, size, size),), **fields
+    )
 
 
 def node_counts(text: str) -> list[int]:
@@ -186,13 +198,8 @@ def build_snapshot(
         ]
         pods.extend(members)
         jobs.append(
-            JobInfo(
-                gang_id,
-                tuple(p.key for p in members),
-                (GangInfo(gang_id, size, size),),
-                priority=priority,
-                topology=rule,
-                submission_order=float(g),
+            whole_gang(
+                gang_id, members, priority=priority, topology=rule, submission_order=float(g)
             )
         )
     return ClusterSnapshot(tuple(nodes), tuple(pods), tuple(jobs), topology=TOPOLOGY, now=0.0)

@@ -44,6 +44,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common import rewrite_between, write_json
+
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs" / "reliability.md"
 BEGIN = "<!-- section: tenant_isolation; written by benchmarks/tenant_isolation.py -->"
@@ -603,17 +605,6 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def rewrite_between(text: str, section: str) -> str:
-    """`section` (markers included) in place of the one with its markers in `text`, or
-    appended."""
-    begin, end = section.splitlines()[0], section.splitlines()[-1]
-    if begin in text and end in text:
-        start = text.index(begin)
-        stop = text.index(end) + len(end)
-        return text[:start] + section + text[stop:]
-    return text.rstrip("\n") + "\n\n" + section + "\n"
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--role", choices=("main", "rounds", "noisy"), default="main")
@@ -650,8 +641,7 @@ def main(argv: list[str] | None = None) -> int:
     progress(f"settings: var dir {var_dir}; migrating")
     setup_django(migrate=True)
     result = run(args)
-    if args.json_path:
-        Path(args.json_path).write_text(json.dumps(result, indent=2) + "\n")
+    write_json(args.json_path, result)
     if args.markdown:
         docs = Path(args.docs)
         docs.write_text(rewrite_between(docs.read_text(), markdown(result)))

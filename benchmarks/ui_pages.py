@@ -49,7 +49,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import percentile
+from benchmarks import common
+from benchmarks.common import percentile, write_json
 from benchmarks.ui_pages_world import BLOCK, World, build_world, load_world, progress
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -419,11 +420,7 @@ def _verdict(over: list[str]) -> str:
 
 def rewrite_between(text: str, section: str) -> str:
     """`section` (markers included) in place of the one in `text`, or appended."""
-    if BEGIN in text and END in text:
-        start = text.index(BEGIN)
-        end = text.index(END) + len(END)
-        return text[:start] + section + text[end:]
-    return text.rstrip("\n") + "\n\n## Page times at 1,000 nodes\n\n" + section + "\n"
+    return common.rewrite_between(text, section, heading="## Page times at 1,000 nodes")
 
 
 def run(args: argparse.Namespace, report: Callable[[str], None] = progress) -> dict[str, Any]:
@@ -461,8 +458,7 @@ def main(argv: list[str] | None = None) -> int:
     progress(f"settings: var dir {var_dir}; migrating")
     setup_django(migrate=True)
     result = run(args)
-    if args.json_path:
-        Path(args.json_path).write_text(json.dumps(result, indent=2) + "\n")
+    write_json(args.json_path, result)
     if args.markdown:
         docs = Path(args.docs)
         docs.write_text(rewrite_between(docs.read_text(), markdown(result, args.repeat)))
