@@ -125,7 +125,7 @@ def main() -> None:
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "replay.json"))
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "koordweb.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "koordweb.settings.local")
     import django
     from django.core.management import call_command
 

@@ -73,12 +73,7 @@ NODE = {"cpu": 32_000, "memory": 256 * GI, "pods": 110}
 PARKED_POD = {"requests": {"cpu": "1", "memory": "1Gi"}, "node_selector": {"pool": "nowhere"}}
 SMALL_POD = {"requests": {"cpu": "1", "memory": "1Gi"}}
 OPERATIONS = ("submit", "whatif", "list")
-# A deployment's settings (DEBUG off): the settings package's production module where there is one.
-SETTINGS = (
-    "koordweb.settings.production"
-    if (ROOT / "koordweb" / "settings" / "production.py").exists()
-    else "koordweb.settings"
-)
+SETTINGS = "koordweb.settings.production"  # a deployment's settings (DEBUG off)
 
 
 def progress(text: str) -> None:

@@ -62,11 +62,7 @@ ADMINS = "admins only"
 CARD_WORDS = {"nvidia": "NVIDIA H800 GPUs", "huawei": "Ascend NPUs", "cambricon": "Cambricon MLUs"}
 # The pages' static files from their source folders (the production settings want
 # collectstatic's manifest), DEBUG off.
-SETTINGS = (
-    "koordweb.settings.local"
-    if (ROOT / "koordweb" / "settings" / "local.py").exists()
-    else "koordweb.settings"
-)
+SETTINGS = "koordweb.settings.local"
 
 
 def environment(var_dir: str) -> None:
