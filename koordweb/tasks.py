@@ -81,17 +81,13 @@ def _round_holding_lock(cluster: Cluster, trigger: str, worker: str | None) -> d
     now = timezone.now()
     try:
         return round_execute(
-            cluster=cluster, backend=backend_for(cluster), trigger=trigger, now=now
+            cluster=cluster, backend=backend_for(cluster), trigger=trigger, now=now, worker=worker
         ).summary
     except Exception:
         logger.exception("round of cluster %s failed", cluster.name)
         if round_successor_claim(cluster_id=cluster.id):
             run_round.apply_async(args=[cluster.id], kwargs={"trigger": Round.Trigger.DEFERRED})
         raise
-    finally:
-        if worker is not None:
-            # The round's row (finished or failed) names the worker that ran it.
-            Round.objects.filter(cluster=cluster, started_at=now).update(worker=worker)
 
 
 @shared_task(name="koordweb.tick")

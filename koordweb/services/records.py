@@ -72,6 +72,7 @@ def round_execute(
     trigger: str,
     now: datetime,
     warm: bool | None = None,
+    worker: str | None = None,
 ) -> RoundOutcome:
     """One round: finish leftover intents, then plan and commit, then enact; recorded either way.
 
@@ -83,7 +84,8 @@ def round_execute(
     Every log line of the round carries its cluster and, once its row exists, its round id.
 
     `warm` (default KOORDWEB_WARM_SNAPSHOT): the snapshot comes from the cluster's warm state in
-    this process (koordweb.services.warm); a failed round forgets that state."""
+    this process (koordweb.services.warm); a failed round forgets that state. `worker`: the
+    Celery worker running it, named on the round's row (finished or failed)."""
     if warm is None:
         warm = bool(settings.KOORDWEB_WARM_SNAPSHOT)
     with round_context(cluster=cluster.name):
@@ -92,7 +94,12 @@ def round_execute(
             # The whole round, not only its plan, makes objects that live until it returns.
             with collector_paused():
                 return _round_execute(
-                    cluster=cluster, backend=backend, trigger=trigger, now=now, warm=warm
+                    cluster=cluster,
+                    backend=backend,
+                    trigger=trigger,
+                    now=now,
+                    warm=warm,
+                    worker=worker,
                 )
         except Exception as error:
             # What the warm state read may have been rolled back: the next round builds cold,
@@ -101,13 +108,24 @@ def round_execute(
             backoff_forget(cluster.id)
             rnd = getattr(error, "koordweb_round", None)
             round_record_failure(
-                cluster=cluster, trigger=trigger, started=now, error=error, round_row=rnd
+                cluster=cluster,
+                trigger=trigger,
+                started=now,
+                error=error,
+                round_row=rnd,
+                worker=worker,
             )
             raise
 
 
 def _round_execute(
-    *, cluster: Cluster, backend: ClusterBackend, trigger: str, now: datetime, warm: bool
+    *,
+    cluster: Cluster,
+    backend: ClusterBackend,
+    trigger: str,
+    now: datetime,
+    warm: bool,
+    worker: str | None,
 ) -> RoundOutcome:
     profile = engine_profile(cluster)  # a bad configuration fails the round before any sync
     t0, cpu0 = perf_counter(), process_time()
@@ -130,7 +148,11 @@ def _round_execute(
             result = plan_round(given, profile)
         t2 = perf_counter()
         rnd = Round.objects.create(
-            cluster=cluster, trigger=trigger, started_at=now, number=round_number_next(cluster)
+            cluster=cluster,
+            trigger=trigger,
+            started_at=now,
+            number=round_number_next(cluster),
+            worker=worker or "",
         )
         round_id_set(rnd.id)
         plan, preemptions = _record(cluster, rnd, result, index, now)
@@ -222,8 +244,10 @@ def round_record_failure(
     started: datetime,
     error: BaseException,
     round_row: Round | None = None,
+    worker: str | None = None,
 ) -> Round:
-    """A failed round: its committed row marked failed, or a new row when nothing committed."""
+    """A failed round: its committed row marked failed, or a new row when nothing committed
+    (naming the worker that ran it)."""
     text = "".join(traceback.format_exception_only(type(error), error)).strip()
     with transaction.atomic():
         if round_row is not None:
@@ -242,6 +266,7 @@ def round_record_failure(
             finished_at=started,
             state=Round.State.FAILED,
             error=text[:4000],
+            worker=worker or "",
         )
 
 
