@@ -1,4 +1,6 @@
-"""The vocabulary every sentence shares: layers and domains by name, pod counts, node reasons.
+"""The vocabulary every sentence shares: layers and domains by name, pod counts, node reasons,
+device kinds ('NPUs' for an Ascend job holding whole cards or AI cores, 'MLUs' for a Cambricon
+slice, 'cards' for several kinds).
 
 'BlockLayer/b1' reads 'block b1', the root domain 'the whole cluster', kube-scheduler's
 'Insufficient nvidia.com/gpu' reads 'too little free GPUs'.
@@ -7,11 +9,18 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from koordweb.presenters.quantities import CARD_COUNTS, number, quantity_text, resource_name
-from scheduler.vocabulary import CLUSTER_LAYER, NODE_LAYER
+from koordweb.presenters.quantities import gpu_hours_text, number, quantity_text, resource_name
+from scheduler.vocabulary import (
+    CAMBRICON_MLU,
+    CAMBRICON_MLU_VCORE,
+    CLUSTER_LAYER,
+    HUAWEI_NPU,
+    NODE_LAYER,
+    NPU_CORE,
+)
 
 _LAYER_WORDS = {CLUSTER_LAYER: "cluster", NODE_LAYER: "node"}
 
@@ -186,10 +195,35 @@ def quota_change_text(changes: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def card_kind_word(requests: Mapping[str, int]) -> str:
-    """The plural word for the cards a pod asks for: 'GPUs', 'NPUs', 'MLUs' ('GPUs' for a GPU
-    share or when no whole card is asked for)."""
-    for resource, word in CARD_COUNTS.items():
-        if requests.get(resource):
-            return f"{word}s"
+# The cards a request names, by kind: an Ascend card held in AI cores is still an NPU and a
+# Cambricon MLU slice an MLU; a GPU share (or no card at all) reads GPUs.
+_CARD_KINDS = (
+    ("NPUs", (HUAWEI_NPU, NPU_CORE)),
+    ("MLUs", (CAMBRICON_MLU, CAMBRICON_MLU_VCORE)),
+)
+
+
+def card_kind_word(requests: Mapping[str, Any]) -> str:
+    """The plural word for the cards a pod asks for, whole or in shares: 'NPUs' (whole Ascend
+    cards or AI cores), 'MLUs' (whole Cambricon cards or slices), else 'GPUs'."""
+    for word, resources in _CARD_KINDS:
+        if any(requests.get(resource) for resource in resources):
+            return word
     return "GPUs"
+
+
+def cards_word(words: Iterable[str]) -> str:
+    """One word for the cards of several jobs: their kind when they share it ('NPUs'), 'cards'
+    when they are of more than one kind, 'GPUs' for none."""
+    kinds = set(words)
+    if len(kinds) > 1:
+        return "cards"
+    return kinds.pop() if kinds else "GPUs"
+
+
+def card_hours_text(hours: float, cards: str = "GPUs") -> str:
+    """Card-hours in the cards' own word: '5.00 NPU-hours' for an Ascend job, '12.5 GPU-hours',
+    'card-hours' for mixed kinds (`cards` as `card_kind_word` or `cards_word` say them; the
+    number as `gpu_hours_text` writes it)."""
+    text = gpu_hours_text(hours)
+    return text.replace("GPU-hours", f"{cards.removesuffix('s')}-hours")

@@ -8,19 +8,18 @@ allocation is its gpu-core percent (NPUs and MLUs are type `gpu` in Koordinator'
 from __future__ import annotations
 
 import re
-from collections import defaultdict
-from collections.abc import Callable
+from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from functools import lru_cache
+from types import MappingProxyType
+from typing import Any, NamedTuple
+
+from django.db.models.fields.json import KeyTextTransform
 
 from koordweb.device_allocated import card_ai_cores, card_share_percent, parse_device_allocation
 from koordweb.models import Cluster, Device, Pod
-from koordweb.selectors.topology import (
-    OCCUPYING_PHASES,
-    cluster_layers,
-    layer_chain,
-    node_domains,
-)
+from koordweb.selectors.topology import OCCUPYING_PHASES, label_tree, node_paths
 from scheduler.vocabulary import (
     ANNOTATION_DEVICE_ALLOCATED,
     CAMBRICON_MLU,
@@ -142,7 +141,7 @@ def device_grid(
     filters: CardFilter | None = None,
     idle_jobs: frozenset[int] = frozenset(),
     teams: set[str] | None = None,
-    job_label: Callable[[int, str], str] = lambda job_id, name: name,
+    job_label: Callable[[int | None, str], str] = lambda job_id, name: name,
     offset: int = 0,
     limit: int = 200,
 ) -> DeviceGrid:
@@ -154,52 +153,72 @@ def device_grid(
     cards are idle now (a card is idle when every job holding it is); `teams` the teams a
     viewer may filter and count by (None: all). `job_label(job_id, job_name)` lets the caller
     hide jobs a tenant may not see.
+
+    At 1,000 nodes every card is counted for the filters but only the page's cards are built
+    (`Card`, `CardUse`): the counts work on plain rows, one match per distinct kind of card.
     """
     filters = filters or CardFilter(vendor=vendor, group=group)
-    chain = layer_chain(cluster_layers(cluster))
-    devices = Device.objects.filter(node__cluster=cluster, device_type=Device.Type.GPU)
+    paths = node_paths(label_tree(cluster))
+    # unordered: the page sorts nodes by block and name, cards by minor
+    devices = Device.objects.filter(node__cluster=cluster, device_type=Device.Type.GPU).order_by()
     if filters.vendor:
         devices = devices.filter(vendor=filters.vendor)
-    rows = devices.values_list(
-        "node__name", "node__labels", "minor", "vendor", "model", "numa_node", "pcie_id", "health"
+    rows = list(
+        devices.values_list(
+            "node__name", "minor", "vendor", "model", "numa_node", "pcie_id", "health"
+        )
     )
-    by_node: dict[str, list[Card]] = defaultdict(list)
     node_group: dict[str, str] = {}
-    for node, labels, minor, dev_vendor, model, numa, pcie, health in rows:
+    model_vendors: dict[str, str] = {}
+    for node, _, dev_vendor, model, *_ in rows:
         if node not in node_group:
-            path = node_domains(chain, node, labels or {}) if chain else []
+            path = paths.get(node)
             node_group[node] = path[-1].partition("/")[2] if path else OUTSIDE
-        card = Card(node, node_group[node], minor, dev_vendor, model, numa, pcie, health)
-        by_node[node].append(card)
+        model_vendors.setdefault(model, dev_vendor)
     groups = sorted(set(node_group.values()), key=natural_key)
-    model_vendors = {c.model: c.vendor for cards in by_node.values() for c in cards}
-    scope = {n for n in by_node if not filters.group or node_group[n] == filters.group}
-    holders = _attach_uses(
-        cluster, {(c.node, c.minor): c for n in scope for c in by_node[n]}, scope, job_label
-    )
-    traits = {
-        (card.node, card.minor): _traits(card, holders, idle_jobs, teams)
-        for n in scope
-        for card in by_node[n]
-    }
-    facets = _facets(traits.values(), filters)
-    matching = {
-        n: [c for c in by_node[n] if _matches(traits[(c.node, c.minor)], filters)] for n in scope
-    }
+    scope = [row for row in rows if not filters.group or node_group[row[0]] == filters.group]
+    holdings = _card_holdings(cluster, {row[0] for row in scope})
+    kinds: Counter[_Traits] = Counter()
+    matching: dict[str, list[Any]] = defaultdict(list)
+    matches: dict[_Traits, bool] = {}
+    for row in scope:
+        traits = _traits(row[3], holdings.get((row[0], row[1]), ()), idle_jobs, teams)
+        kinds[traits] += 1
+        found = matches.get(traits)
+        if found is None:
+            found = matches[traits] = _matches(traits, filters)
+        if found:
+            matching[row[0]].append(row)
     # Nodes outside the topology go last, after every block.
     ordered = sorted(
-        ((node_group[n], n) for n, cards in matching.items() if cards),
+        ((node_group[n], n) for n in matching),
         key=lambda row: (row[0] == OUTSIDE, natural_key(row[0]), natural_key(row[1])),
     )
     page = ordered[offset : offset + limit]
-    cards = [card for _, node in page for card in matching[node]]
+    cards = [
+        _card(row, node_group[node], holdings.get((node, row[1]), ()), job_label)
+        for _, node in page
+        for row in sorted(matching[node], key=lambda row: row[1])
+    ]
     minors = sorted({card.minor for card in cards})
+    facets = _facets(kinds, filters)
     return DeviceGrid(cards, page, minors, len(ordered), groups, facets, model_vendors)
 
 
 @dataclass(frozen=True)
-class _Traits:
-    """What the filters ask of one card: its model, the teams holding it, its state."""
+class _Holding:
+    """One pod's allocation on one card, as read from its device-allocated annotation."""
+
+    pod: str
+    job_id: int | None
+    job_name: str
+    team: str
+    resources: Mapping[str, int]
+
+
+class _Traits(NamedTuple):
+    """What the filters ask of one card: its model, the teams holding it, its state (a tuple:
+    thousands of cards are counted by it)."""
 
     model: str
     teams: frozenset[str]
@@ -207,21 +226,20 @@ class _Traits:
 
 
 def _traits(
-    card: Card,
-    holders: dict[tuple[str, int], list[tuple[int | None, str]]],
+    model: str,
+    held: Sequence[_Holding],
     idle_jobs: frozenset[int],
     teams: set[str] | None,
 ) -> _Traits:
-    held = holders.get((card.node, card.minor), [])
-    job_ids = [job_id for job_id, _ in held if job_id is not None]
-    if not card.uses:
+    job_ids = [use.job_id for use in held if use.job_id is not None]
+    if not held:
         state = "free"
     elif job_ids and all(job_id in idle_jobs for job_id in job_ids):
         state = "idle"
     else:
         state = "allocated"
-    named = frozenset(team for _, team in held if team and (teams is None or team in teams))
-    return _Traits(card.model, named, state)
+    named = frozenset(use.team for use in held if use.team and (teams is None or use.team in teams))
+    return _Traits(model, named, state)
 
 
 def _matches(traits: _Traits, filters: CardFilter, skip: str = "") -> bool:
@@ -237,56 +255,77 @@ def _matches(traits: _Traits, filters: CardFilter, skip: str = "") -> bool:
     return True
 
 
-def _facets(traits: Any, filters: CardFilter) -> dict[str, dict[str, int]]:
-    """Each filter's choices counted with the other filters applied (a faceted search)."""
+def _facets(kinds: Mapping[_Traits, int], filters: CardFilter) -> dict[str, dict[str, int]]:
+    """Each filter's choices counted with the other filters applied (a faceted search), over
+    the distinct kinds of card and how many cards are of each."""
     facets: dict[str, dict[str, int]] = {"show": {}, "team": {}, "model": {}}
-    for card in traits:
+    for card, n in kinds.items():
         if _matches(card, filters, skip="model"):
             for model in ("", card.model):
-                facets["model"][model] = facets["model"].get(model, 0) + 1
+                facets["model"][model] = facets["model"].get(model, 0) + n
         if _matches(card, filters, skip="team"):
             for team in ("", *card.teams):
-                facets["team"][team] = facets["team"].get(team, 0) + 1
+                facets["team"][team] = facets["team"].get(team, 0) + n
         if _matches(card, filters, skip="show"):
             states = ("", card.state, "allocated") if card.state == "idle" else ("", card.state)
             for state in states:
-                facets["show"][state] = facets["show"].get(state, 0) + 1
+                facets["show"][state] = facets["show"].get(state, 0) + n
     return facets
 
 
-def _attach_uses(
-    cluster: Cluster,
-    index: dict[tuple[str, int], Card],
-    nodes: set[str],
-    job_label: Callable[[int, str], str],
-) -> dict[tuple[str, int], list[tuple[int | None, str]]]:
-    """Each card's pods' shares onto the cards; per card, its holders as (job id, team)."""
-    holders: dict[tuple[str, int], list[tuple[int | None, str]]] = defaultdict(list)
-    pods = Pod.objects.filter(
-        cluster=cluster, node__isnull=False, phase__in=OCCUPYING_PHASES
-    ).values_list("node__name", "name", "job_id", "job__name", "job__quota__name", "annotations")
-    for node, pod, job_id, job_name, team, pod_annotations in pods:
-        if node not in nodes:
+def _card_holdings(cluster: Cluster, nodes: set[str]) -> dict[tuple[str, int], list[_Holding]]:
+    """(node, minor) -> the allocations the occupying pods on `nodes` hold on that card (every
+    card of type gpu a pod's annotation names, whether or not a Device row lists it). Only the
+    device-allocated annotation is read from the database, not the pods' whole annotations."""
+    holdings: dict[tuple[str, int], list[_Holding]] = defaultdict(list)
+    pods = (
+        Pod.objects.filter(cluster=cluster, node__isnull=False, phase__in=OCCUPYING_PHASES)
+        .annotate(allocated=KeyTextTransform(ANNOTATION_DEVICE_ALLOCATED, "annotations"))
+        .values_list("node__name", "name", "job_id", "job__name", "job__quota__name", "allocated")
+    )
+    for node, pod, job_id, job_name, team, allocated in pods:
+        if node not in nodes or not allocated:
             continue
-        for device_type, minor, resources in parse_device_allocation(
-            (pod_annotations or {}).get(ANNOTATION_DEVICE_ALLOCATED)
-        ):
-            card = index.get((node, minor))
-            if device_type != "gpu" or card is None:
-                continue
-            label = job_label(job_id, job_name)
-            holders[(node, minor)].append((job_id, team or ""))
-            card.uses.append(
-                CardUse(
-                    job=label,
-                    pod=pod if label == job_name else "",
-                    core=card_share_percent(resources),
-                    memory_ratio=int(resources.get(GPU_MEMORY_RATIO, 0)),
-                    job_id=job_id,
-                    ai_cores=card_ai_cores(resources),
+        for device_type, minor, resources in _allocation(allocated):
+            if device_type == "gpu":
+                holdings[(node, minor)].append(
+                    _Holding(pod, job_id, job_name or "", team or "", resources)
                 )
+    return holdings
+
+
+@lru_cache(maxsize=4096)
+def _allocation(raw: str) -> tuple[tuple[str, int, Mapping[str, int]], ...]:
+    """A device-allocated annotation read once per distinct text: at 1,000 nodes most pods of
+    a gang hold the same cards the same way, and the page reads every pod on each request."""
+    return tuple(
+        (kind, minor, MappingProxyType(resources))
+        for kind, minor, resources in parse_device_allocation(raw)
+    )
+
+
+def _card(
+    row: tuple[Any, ...],
+    group: str,
+    held: Sequence[_Holding],
+    job_label: Callable[[int | None, str], str],
+) -> Card:
+    """A page's card with its pods' shares (a tenant sees other tenants' jobs unnamed)."""
+    node, minor, vendor, model, numa, pcie, health = row
+    card = Card(node, group, minor, vendor, model, numa, pcie, health)
+    for use in held:
+        label = job_label(use.job_id, use.job_name)
+        card.uses.append(
+            CardUse(
+                job=label,
+                pod=use.pod if label == use.job_name else "",
+                core=card_share_percent(use.resources),
+                memory_ratio=int(use.resources.get(GPU_MEMORY_RATIO, 0)),
+                job_id=use.job_id,
+                ai_cores=card_ai_cores(use.resources),
             )
-    return holders
+        )
+    return card
 
 
 @dataclass(frozen=True)

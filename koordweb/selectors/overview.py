@@ -15,7 +15,7 @@ from datetime import datetime
 from django.db.models import Count, QuerySet
 
 from koordweb.models import Cluster, ElasticQuota, Job, Node, Pod, Preemption, Round
-from koordweb.presenters.quantities import WHOLE_DEVICES
+from koordweb.presenters.quantities import WHOLE_DEVICES, number
 from koordweb.selectors.topology import OCCUPYING_PHASES, node_allocations
 
 
@@ -143,8 +143,11 @@ def cluster_alerts(
     preemptions (the last ones only, so a long history does not flood the page)."""
     alerts: list[Alert] = []
     if outside:
-        shown = ", ".join(outside[:10]) + (" ..." if len(outside) > 10 else "")
-        alerts.append(Alert("topology", f"{len(outside)} node(s) outside the topology: {shown}"))
+        shown = ", ".join(outside[:10]) + (
+            f" and {len(outside) - 10} more" if len(outside) > 10 else ""
+        )
+        nodes = "1 node" if len(outside) == 1 else f"{number(len(outside))} nodes"
+        alerts.append(Alert("topology", f"{nodes} outside the topology: {shown}"))
     rounds = Round.objects.filter(cluster=cluster, state=Round.State.FAILED)
     if since:
         rounds = rounds.filter(started_at__gte=since)

@@ -3,7 +3,6 @@ job pages (views stay thin: selectors read, figures draw, `presenters.quantities
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -18,6 +17,7 @@ from django.utils.dateparse import parse_datetime
 from koordweb.figures.gpu_usage import efficiency_bars, idle_trend, job_usage_heatmap
 from koordweb.models import Cluster, Job
 from koordweb.presenters.quantities import duration_text, gpu_hours_text, percent_text
+from koordweb.presenters.words import card_hours_text, card_kind_word, cards_word
 from koordweb.selectors.devices import Card
 from koordweb.selectors.gpu_usage import (
     IdleFlag,
@@ -31,7 +31,6 @@ from koordweb.selectors.gpu_usage import (
     team_scope,
     unhealthy_cards,
 )
-from koordweb.selectors.job_table import DEVICE_KINDS
 from koordweb.selectors.jobs import job_first_requests, jobs_with_quota
 from koordweb.views.common import current_cluster
 from koordweb.views.nodes import usage_context
@@ -99,70 +98,70 @@ def card_shades(cluster: Cluster, cards: list[Card], view: str) -> dict[tuple[st
     return shades
 
 
-def idle_words(flag: IdleFlag | None, now: datetime) -> dict[str, Any] | None:
-    """A job's idle flag for a template: since when, for how long, GPU-hours lost, flagged."""
+def idle_words(flag: IdleFlag | None, now: datetime, cards: str = "GPUs") -> dict[str, Any] | None:
+    """A job's idle flag for a template: since when, for how long, card-hours lost (in its
+    cards' word, `cards` as `card_kind_word` says them), flagged."""
     if flag is None:
         return None
     return {
         "since": flag.idle_since,
         "for": duration_text(flag.idle_minutes(now)),
-        "lost": gpu_hours_text(flag.gpu_hours_lost),
+        "lost": card_hours_text(flag.gpu_hours_lost, cards),
         "flagged": flag.flagged(now),
         "threshold": duration_text(flag.threshold_minutes),
+        "cards": cards,
     }
 
 
 def job_usage_context(job: Job) -> dict[str, Any]:
-    """The job page's GPU usage: its cards over its life, its GPU-hours, its idle flag."""
+    """The job page's card usage: its cards over its life, its card-hours, its idle flag, all
+    in its cards' word ('NPUs' for an Ascend job, whole cards or AI cores)."""
     usage = job_card_usage(job)
     flag = idle_flags([job]).get(job.id)
+    first, _ = job_first_requests([job.id])
+    cards = card_kind_word(first.get(job.id) or {})
     return {
+        "gpu_cards": cards,
         "gpu_figure": job_usage_heatmap(usage.cards, usage.bucket_starts, usage.busy)
         if usage.cards
         else None,
         "gpu_bucket": duration_text(usage.bucket_seconds // 60),
-        "gpu_allocated": gpu_hours_text(usage.total.allocated),
-        "gpu_used": gpu_hours_text(usage.total.used),
-        "gpu_idle": gpu_hours_text(usage.total.idle_allocated),
+        "gpu_allocated": card_hours_text(usage.total.allocated, cards),
+        "gpu_used": card_hours_text(usage.total.used, cards),
+        "gpu_idle": card_hours_text(usage.total.idle_allocated, cards),
         # No sample yet is not 0% efficiency: nothing was measured.
         "gpu_efficiency": percent_text(usage.total.efficiency_pct)
         if usage.total.allocated
         else None,
-        "gpu_idle_flag": idle_words(flag, timezone.now()),
+        "gpu_idle_flag": idle_words(flag, timezone.now(), cards),
     }
-
-
-def job_card_kind(requests: Mapping[str, int]) -> str:
-    """'NPUs', 'MLUs' or 'GPUs': the cards a job's pods hold, whole or in shares (an Ascend card
-    held in AI cores is an NPU, never a GPU; `presenters.words.card_kind_word` knows whole
-    cards only)."""
-    for kind, word in (("npu", "NPUs"), ("mlu", "MLUs")):
-        if any(requests.get(resource) for resource in DEVICE_KINDS[kind][1]):
-            return word
-    return "GPUs"
 
 
 def job_idle_words(jobs: list[Job]) -> dict[int, dict[str, Any]]:
     """job id -> idle words, for the jobs list (only jobs idle now), naming the job's cards by
-    their kind ('NPUs idle for 2 h')."""
+    their kind ('NPUs idle for 2 h, 2.00 NPU-hours lost')."""
     moment = timezone.now()
     flags = idle_flags(jobs)
     first, _ = job_first_requests(flags)
     return {
-        job_id: {**words, "cards": job_card_kind(first.get(job_id) or {})}
+        job_id: words
         for job_id, flag in flags.items()
-        if (words := idle_words(flag, moment)) is not None
+        if (words := idle_words(flag, moment, card_kind_word(first.get(job_id) or {}))) is not None
     }
 
 
 def gpu_health_context(cluster: Cluster, jobs: QuerySet[Job]) -> dict[str, Any]:
-    """The overview's GPU line: unhealthy cards (cluster-wide), card utilisation now, the
-    nodes' reported usage against the load-aware thresholds, the user's idle-flagged jobs."""
+    """The overview's card line: the unhealthy cards by name (their count is the overview's
+    tile), card utilisation now, the nodes' reported usage against the load-aware thresholds,
+    the user's idle-flagged jobs and one word for their cards ('NPUs', or 'cards' when mixed)."""
     count, cards = unhealthy_cards(cluster)
+    idle = flagged_idle_jobs(jobs)
+    first, _ = job_first_requests(job.id for job in idle)
     return {
-        "unhealthy_count": count,
+        "unhealthy_more": count - len(cards),
         "unhealthy_cards": cards,
-        "idle_jobs": flagged_idle_jobs(jobs),
+        "idle_jobs": idle,
+        "idle_cards": cards_word(card_kind_word(first.get(job.id) or {}) for job in idle),
         "cards_busy": cards_busy(cluster),
         "usage": usage_context(cluster),
     }

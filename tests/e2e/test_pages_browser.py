@@ -65,7 +65,7 @@ def test_every_page_as_admin(page: Page, watch: Watch, screenshots: Path, demo: 
     page.locator("table").first.screenshot(path=str(screenshots / "jobs-idle-flag.png"))
     page.goto(f"/jobs/{notebook.pk}/")
     drawn_charts(page, 2)
-    usage = page.locator("section[aria-label='GPU usage']")
+    usage = page.locator("section[aria-label='card usage']")
     assert "efficiency" in usage.inner_text()
     usage.screenshot(path=str(screenshots / "job-gpu-usage.png"))
     # The submit page with a what-if answer: where a 2 x 8-GPU job would run, in words.

@@ -86,13 +86,13 @@ def test_efficiency_ranks_the_idle_notebook_first_and_tenants_see_their_teams(
 
 def test_one_idle_job_is_flagged_on_the_jobs_list_and_the_overview(demo: Cluster) -> None:
     jobs = client_for("admin").get("/jobs/").content.decode()
-    assert jobs.count("idle-flag") == 1 and "GPUs idle for 5 h" in jobs
+    assert jobs.count("idle-flag") == 1 and "NPUs idle for 5 h" in jobs
     overview = client_for("admin").get("/").content.decode()
     assert 'data-count="idle-jobs">1<' in overview
     assert 'data-count="unhealthy-cards">0<' in overview
     notebook = Job.objects.get(name="jupyter-notebook")
     page = client_for("alice").get(f"/jobs/{notebook.pk}/").content.decode()
-    assert "Idle GPUs: its cards have been idle for 5 h" in page
+    assert "Idle NPUs: its cards have been idle for 5 h" in page
     assert "fig-gpu-usage" in page
     assert client_for("bob").get(f"/jobs/{notebook.pk}/").status_code == 404
 
