@@ -49,7 +49,10 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         )
     elif isinstance(exc, ProtectedError | RestrictedError):
         return Response(
-            {"detail": f"Cannot delete: still referenced by {len(exc.args[1])} object(s)."},
+            {
+                "detail": f"Cannot delete: still referenced by {len(exc.args[1])} "
+                f"{'object' if len(exc.args[1]) == 1 else 'objects'}."
+            },
             status=status.HTTP_409_CONFLICT,
         )
     elif isinstance(exc, Http404):

@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 import plotly.graph_objects as go
 
 from koordweb.figures.base import base_layout, figure_dict, plain
+from koordweb.presenters.words import counted
 
 STATE_COLOURS = {"enacted": "#c0392b", "planned": "#f2b134", "blocked": "#7f8c8d"}
 ROUND_COLOURS = {"succeeded": "#2f6fb3", "failed": "#c0392b", "running": "#f2b134"}
@@ -187,7 +188,7 @@ def round_latency(points: Sequence[RoundPoint]) -> dict:
                     f"round {p.number if p.number is not None else p.id} ({p.state}) "
                     f"at {p.started_at:%H:%M:%S}<br>"
                     f"{p.duration_ms or 0} ms, {p.jobs_placed} placed, "
-                    f"{p.preemptions} preemption(s)"
+                    f"{counted(p.preemptions, 'preemption')}"
                     for p in points
                 ],
                 hoverinfo="text",

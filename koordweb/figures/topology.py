@@ -14,7 +14,7 @@ import networkx as nx
 import plotly.graph_objects as go
 
 from koordweb.figures.base import ALLOCATION_SCALE, base_layout, figure_dict, plain, plain_all
-from koordweb.presenters.words import domain_text
+from koordweb.presenters.words import counted, domain_text
 
 HIGHLIGHT = "#d6336c"
 
@@ -55,7 +55,8 @@ def _hover(entry: TreeNode, unit: str) -> str:
     basis = f" of {entry.basis}" if entry.basis else ""
     free = f"free: {entry.free_text}" if entry.free_text else f"free {unit}: {entry.free:g}"
     return (
-        f"<b>{plain(domain_text(f'{entry.layer}/{entry.label}'))}</b><br>{entry.nodes} node(s), "
+        f"<b>{plain(domain_text(f'{entry.layer}/{entry.label}'))}</b><br>"
+        f"{counted(entry.nodes, 'node')}, "
         f"{entry.allocated_pct:g}%{basis} allocated<br>{free}"
         f"<br>free slots: {entry.slots}{_usage_line(entry)}"
     )

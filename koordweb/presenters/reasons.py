@@ -384,11 +384,15 @@ def counterfactual_sentence(
     if evict or hidden:
         shown = [j for j in evict if visible is None or j in visible]
         hidden += len(evict) - len(shown)
-        names = shown + ([f"{hidden} job(s) of other tenants"] if hidden else [])
+        others = (
+            "1 job of another tenant" if hidden == 1 else f"{number(hidden)} jobs of other tenants"
+        )
+        names = shown + ([others] if hidden else [])
         where = counterfactual.get("fits_in")
         place = f" in {domain_text(where)}" if where else ""
         verb = "were" if len(shown) + hidden > 1 else "was"
-        parts.append(f"It would fit{place} if {', '.join(names)} {verb} preempted.")
+        listed = ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
+        parts.append(f"It would fit{place} if {listed} {verb} preempted.")
     for quota, missing in as_dict(counterfactual.get("quota_increase")).items():
         if isinstance(missing, Mapping) and missing:
             parts.append(f"It would run with {amounts_text(missing)} more in quota {quota}.")

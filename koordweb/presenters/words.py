@@ -62,9 +62,14 @@ def topology_rule_text(spec: Any) -> str:
     return "; ".join(parts) or "no constraint"
 
 
-def pods(n: Any) -> str:
+def counted(n: Any, noun: str, nouns: str | None = None) -> str:
+    """'1 node', '3 nodes', '1,000 nodes': a count with its noun, never 'node(s)'."""
     count = int(n) if isinstance(n, (int, float)) else 0
-    return f"{number(count)} pod{'' if count == 1 else 's'}"
+    return f"{number(count)} {noun if count == 1 else nouns or noun + 's'}"
+
+
+def pods(n: Any) -> str:
+    return counted(n, "pod")
 
 
 # The device allocator's own resource names in kube-scheduler's "Insufficient <name>".
