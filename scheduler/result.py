@@ -14,7 +14,10 @@
   alternatives' offer slots);
 - `outside_topology`: nodes left out of the topology tree (the tree's `detailStatus` is
   `scheduler.api.detail_status`, asked of the tree, not of a round);
-- `timeouts`: job id -> why the gang gave up its nominated nodes (its waiting time passed).
+- `timeouts`: job id -> why the gang gave up its nominated nodes (its waiting time passed);
+- `queue`: the pending jobs' ids in the order the round took them (the QueueSort plugin's order,
+  jobs with no pod to place left out): the one source of a job's place in the queue. It is not
+  in `to_dict()`, which says what the round decided, not how it went about it.
 """
 
 from __future__ import annotations
@@ -128,6 +131,7 @@ class RoundResult:
     metrics: Mapping[str, int] = field(default_factory=dict)
     timeouts: Mapping[str, str] = field(default_factory=dict)
     runtime_quota: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    queue: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -5,7 +5,7 @@ does not fit goes to PostFilter (job-level preemption); every job not placed get
 verdict and, when the preemption plugin can find one, a counterfactual ("fits if these jobs were
 evicted" or "needs this much more quota"). A verdict carries its `Cause` (code, plugin, numbers,
 per-node reasons) beside the text; a preemption its rule; the result the runtime quota the quota
-plugin computed for the round.
+plugin computed for the round, and the queue: the jobs in the order the round took them.
 """
 
 from __future__ import annotations
@@ -46,10 +46,12 @@ def _plan_round(snapshot: ClusterSnapshot, profile: Profile | None) -> RoundResu
     decisions: dict[str, dict[str, Any]] = {}
     preemptions: list[PreemptionRecord] = []
     unschedulable: dict[str, JobVerdict] = {}
+    queue: list[str] = []
     for job in framework.sort(state, pending):
         pods = state.pending_pods(job)
         if not pods:
             continue
+        queue.append(job.id)
         with state.lower_reservations_released(job.priority):
             outcome = framework.schedule(state, job, pods)
             if outcome.plan is None:
@@ -91,6 +93,7 @@ def _plan_round(snapshot: ClusterSnapshot, profile: Profile | None) -> RoundResu
         },
         timeouts=dict(state.nomination_timeouts),
         runtime_quota=runtime,
+        queue=tuple(queue),
     )
 
 

@@ -3,15 +3,19 @@
 As NetBox does, one FilterSet per model serves the UI and the API (`koordweb.api.filters`
 re-exports it; views may not import the API layer). The page adds what a table needs on top:
 the cards each job asks for and how long it waited (annotations, so the database sorts by
-them), and the sort orders people use (`JOB_SORTS`).
+them), the sort orders people use (`JOB_SORTS`), and each waiting job's place in the queue as
+the engine's last round took it (`job_queue_positions`, published by `services.records`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import django_filters
+from django.core.cache import caches
 from django.db.models import (
     DateTimeField,
     Exists,
@@ -30,6 +34,7 @@ from rest_framework.exceptions import ValidationError
 
 from koordweb.models import Cluster, Job, JobState, Pod, PriorityClass
 from koordweb.models.records import latest_decision
+from koordweb.services.round_queue import QUEUE_PUBLISHED, round_queue_key
 from scheduler.vocabulary import (
     CAMBRICON_MLU,
     CAMBRICON_MLU_VCORE,
@@ -163,10 +168,10 @@ def job_cards() -> Subquery:
     return Subquery(summed, output_field=FloatField())
 
 
-# Sort orders of the table: the scheduling order first (priority, then submission).
+# Sort orders of the table (the "#" column is the engine's queue place, `services.round_queue`).
 QUEUE_ORDER = ("-priority", "submitted_at", "namespace", "name")
 JOB_SORTS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "queue": ("scheduling order", QUEUE_ORDER),
+    "queue": ("priority, then submission time", QUEUE_ORDER),
     "-wait": ("longest wait first", ("-wait", *QUEUE_ORDER)),
     "wait": ("shortest wait first", ("wait", *QUEUE_ORDER)),
     "-gpus": ("most cards first", ("-gpus", *QUEUE_ORDER)),
@@ -188,10 +193,98 @@ def job_table(jobs: QuerySet[Job], *, now: datetime, sort: str = "queue") -> Que
     return table.order_by(*JOB_SORTS.get(sort, JOB_SORTS["queue"])[1])
 
 
-def job_queue_positions(jobs: QuerySet[Job]) -> dict[int, int]:
-    """Each waiting job's place in the scheduling queue (1 = next), among `jobs`."""
+@dataclass(frozen=True)
+class QueuePlace:
+    """A waiting job's place in the queue as the table shows it: `number` (1 = next) or, when
+    it has none, the words that say why; `estimated` when no round has published the queue
+    (the number then follows priority, then submission time)."""
+
+    number: int | None
+    words: str = ""
+    estimated: bool = False
+
+    def __str__(self) -> str:
+        return str(self.number) if self.number is not None else self.words
+
+
+HELD_WORDS = "waiting for a change"  # held back by the back-off: not sorted this round
+NEW_WORDS = "next round"  # submitted after the last round read the cluster
+MORE_WORDS = f"after the first {QUEUE_PUBLISHED:,}"
+
+
+@dataclass(frozen=True)
+class PublishedQueue:
+    """What a cluster's last round published (`services.records.round_queue_publish`)."""
+
+    places: Mapping[int, int]
+    held: frozenset[int]
+    as_of: datetime
+    more: bool
+
+
+def published_queue(cluster_id: int, created: datetime) -> PublishedQueue | None:
+    """The queue the cluster's last round published in the shared cache; None when there is
+    none (no round since the cache was cleared) or it is another cluster's of the same id."""
+    value = caches["default"].get(round_queue_key(cluster_id))
+    if not isinstance(value, dict):
+        return None
+    try:
+        if datetime.fromisoformat(value["cluster_created"]) != created:
+            return None
+        return PublishedQueue(
+            places={int(pk): int(place) for pk, place in value["places"].items()},
+            held=frozenset(int(pk) for pk in value["held"]),
+            as_of=datetime.fromisoformat(value["as_of"]),
+            more=bool(value["more"]),
+        )
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return None  # another format: read as nothing published
+
+
+def job_queue_positions(jobs: QuerySet[Job]) -> dict[int, QueuePlace]:
+    """Each waiting job's place in the scheduling queue (1 = next), among `jobs`: the order the
+    engine took them in its cluster's last round (the rows of one gang group share a place).
+    Held back by the back-off, submitted since that round or beyond the places published, a
+    job has words instead of a number. Before any round the place is estimated from priority,
+    then submission time."""
     waiting = jobs.filter(state__in=JobState.WAITING).order_by(*QUEUE_ORDER)
-    return {pk: place for place, pk in enumerate(waiting.values_list("pk", flat=True), start=1)}
+    by_cluster: dict[tuple[int, datetime], list[tuple[int, datetime]]] = {}
+    for pk, cluster_id, created, submitted in waiting.values_list(
+        "pk", "cluster_id", "cluster__created_at", "submitted_at"
+    ):
+        by_cluster.setdefault((cluster_id, created), []).append((pk, submitted))
+    positions: dict[int, QueuePlace] = {}
+    for (cluster_id, created), rows in by_cluster.items():
+        queue = published_queue(cluster_id, created)
+        if queue is None:
+            for place, (pk, _) in enumerate(rows, start=1):
+                positions[pk] = QueuePlace(place, estimated=True)
+        else:
+            positions.update(_engine_places(queue, rows))
+    return positions
+
+
+def _engine_places(
+    queue: PublishedQueue, rows: list[tuple[int, datetime]]
+) -> dict[int, QueuePlace]:
+    """The rows' places in the published queue, numbered among them (tied places stay tied)."""
+    placed = sorted((queue.places[pk], pk) for pk, _ in rows if pk in queue.places)
+    out: dict[int, QueuePlace] = {}
+    number, last = 0, None
+    for place, pk in placed:
+        if place != last:
+            number, last = number + 1, place
+        out[pk] = QueuePlace(number)
+    for pk, submitted in rows:
+        if pk in out:
+            continue
+        if pk in queue.held:
+            out[pk] = QueuePlace(None, HELD_WORDS)
+        elif submitted > queue.as_of:
+            out[pk] = QueuePlace(None, NEW_WORDS)
+        elif queue.more:
+            out[pk] = QueuePlace(None, MORE_WORDS)
+    return out
 
 
 def cluster_priority_classes(cluster: Cluster) -> QuerySet[PriorityClass]:

@@ -4,6 +4,11 @@ the intents that enact it (koordweb.services.outbox).
 `round_execute` runs holding the cluster's round lock (tasks.run_round takes it); a decision row is
 written only when a job's outcome or reason changed since its last one, so a job that waits for an
 hour does not write 360 identical rows.
+
+After its commit a round publishes its queue in the shared cache (`services.round_queue`, read by
+the jobs table, `selectors.job_table.job_queue_positions`): the waiting jobs' places in the order
+the engine took them, and the jobs the back-off held out of the round (their place is unknown
+until something changes for them).
 """
 
 from __future__ import annotations
@@ -34,12 +39,17 @@ from koordweb.models import (
 from koordweb.models.records import latest_decision
 from koordweb.observability import round_context, round_id_set
 from koordweb.rows.bulk import rows_insert
-from koordweb.services.backoff import backoff_forget, backoff_hold, backoff_record
+from koordweb.services.backoff import (
+    backoff_forget,
+    backoff_hold,
+    backoff_record,
+)
 from koordweb.services.engine import engine_profile
 from koordweb.services.gang_timeouts import gang_timeouts_record
 from koordweb.services.outbox import RoundIntents, intents_enact
 from koordweb.services.pod_notes import pods_explain, round_notes
 from koordweb.services.preemption_outcomes import preemption_outcomes_record
+from koordweb.services.round_queue import round_queue_publish
 from koordweb.services.warm import (
     WarmReport,
     warm_engine,
@@ -159,6 +169,7 @@ def _round_execute(
         written = intents_write(cluster=cluster, round_id=rnd.id, plan=plan, now=now)
     t3 = perf_counter()
     backoff_record(cluster.id, snapshot, result, held, profile)
+    round_queue_publish(cluster=cluster, rnd=rnd, result=result, index=index, held=held, now=now)
     try:
         # Pruned by the call above, before the plan's intents were written; the plan's own
         # intents are enacted as written, with their pods as the snapshot read them.
