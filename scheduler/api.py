@@ -131,7 +131,11 @@ _asked = itertools.count()  # template pods' names: unique per question, as a ro
 class EngineState:
     """A cluster's snapshot read once by the engine's own Framework and CycleState, then asked
     how many pods of a template fit on each node, as many times as needed. `empty` asks about
-    the same nodes with nothing bound, nominated or reported on them."""
+    the same nodes with nothing bound, nominated or reported on them.
+
+    Asking changes nothing the answers depend on (the framework only remembers per-template
+    work), so one state may serve many requests while its snapshot is current; its caller
+    keeps two threads from asking at once (`koordweb.engine.reads`)."""
 
     def __init__(
         self, snapshot: ClusterSnapshot, profile: Profile | None = None, *, empty: bool = False
@@ -141,7 +145,7 @@ class EngineState:
         self.framework = Framework(profile or Profile.default())
         self.state = CycleState(snapshot)
         self.framework.start(self.state)
-        self._held: IntArray | None = None
+        self._held: list[dict[str, int]] | None = None
 
     @property
     def tree(self) -> TopologyTree:
@@ -189,15 +193,16 @@ class EngineState:
         return int(min(MOST_TEMPLATE_PODS, max(0, int(room.max(initial=0)))))
 
     def held(self) -> list[dict[str, int]]:
-        """Per node, what its bound pods request (nominated pods' holds left out)."""
-        state = self.state
+        """Per node, what its bound pods request (nominated pods' holds left out); the same
+        list on every call (read it, do not change it)."""
         if self._held is None:
+            state = self.state
             held = state.used.copy()
             for reserved in state.reservations.values():
                 for idx, vec in reserved:
                     held[idx] -= vec
-            self._held = held
-        return [_amounts(state.resources, row) for row in self._held]
+            self._held = [_amounts(state.resources, row) for row in held]
+        return self._held
 
 
 def _amounts(resources: Sequence[str], row: IntArray) -> dict[str, int]:

@@ -59,13 +59,16 @@ def celery_queue() -> Iterator[str]:
 
 @pytest.fixture(autouse=True)
 def _warm_snapshots_forgotten() -> Iterator[None]:
-    """Each test starts with no warm snapshot in this process (the database is rolled back
-    between tests; a state would otherwise outlive its rows)."""
+    """Each test starts with no warm snapshot and no kept engine state in this process (the
+    database is rolled back between tests; a state would otherwise outlive its rows)."""
+    from koordweb.engine.reads import reads_forget
     from koordweb.services.warm import warm_forget
 
     warm_forget()
+    reads_forget()
     yield
     warm_forget()
+    reads_forget()
 
 
 # --- Every round a test plans is checked by the oracle (scheduler.oracle) ------------------------

@@ -10,16 +10,13 @@ shows, with the reported usage beside them. Nodes outside the tree are listed, n
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.utils import timezone
-
+from koordweb.engine.reads import cluster_read
 from koordweb.models import Cluster, Node, Pod, PodPhase, TopologyLayer
-from koordweb.services.engine import engine_profile, node_devices_builder
-from koordweb.snapshot import build_for_round, devices_of
-from scheduler.api import EngineState, PodTemplate, node_offers, topology_domains, whole_cards
+from scheduler.api import PodTemplate, topology_domains, whole_cards
 from scheduler.api import TopologyTree as EngineTree
 from scheduler.api import topology_tree as engine_topology_tree
 from scheduler.model import NodeInfo, TopologyLayerSpec, TopologySpec
@@ -60,12 +57,6 @@ class TopologyTree:
     domains: dict[str, Domain]  # parents before children, depth first
     node_path: dict[str, list[str]]  # node name -> the keys of its domains, top layer first
     outside: list[str]
-
-
-def engine_state(cluster: Cluster, *, empty: bool = False) -> EngineState:
-    """The cluster as the engine sees it in a round (live), or the same nodes empty."""
-    snapshot, _ = build_for_round(cluster, now=timezone.now())
-    return EngineState(snapshot, engine_profile(cluster), empty=empty)
 
 
 def _add(into: dict[str, int], amounts: Mapping[str, int]) -> None:
@@ -170,10 +161,11 @@ def topology_tree(
     upwards; with `usage` (node name -> reported usage, above a load-aware threshold) the
     usage too; with `cards` (node name -> card resource -> a tally with `cards`, `held` and
     `free`, `selectors.devices.node_card_tallies`) each domain's cards by kind."""
-    engine = engine_state(cluster)
+    read = cluster_read(cluster)
+    engine = read.live()
     nodes = engine.nodes
     held = engine.held()
-    slots = engine.offer_slots(PodTemplate(dict(shape or {}))).tolist() if shape else None
+    slots = read.offer_slots(PodTemplate(dict(shape or {}))).tolist() if shape else None
     tree = engine.tree
     domains: dict[str, Domain] = {}
     for found in topology_domains(tree, leaves=include_nodes):
@@ -201,24 +193,18 @@ def topology_tree(
 def card_counts(cluster: Cluster) -> dict[str, dict[str, int]]:
     """Node name -> its whole cards per card resource (nvidia.com/gpu, huawei.com/npu,
     cambricon.com/mlu), counted by the engine's rule (`scheduler.api.whole_cards`): as the node
-    reports them, else its healthy cards, GPUs never on an Ascend or Cambricon node."""
-    return {node.name: whole_cards(offered) for node, offered in _offers(cluster)}
-
-
-def _offers(cluster: Cluster) -> Iterator[tuple[Node, dict[str, int]]]:
-    devices = devices_of(node__cluster=cluster)
-    build = node_devices_builder(cluster)
-    for node in Node.objects.filter(cluster=cluster).order_by("name"):
-        yield node, node_offers(node.allocatable or {}, build(node, devices.get(node.pk, ())))
+    reports them, else its healthy cards, GPUs never on an Ascend or Cambricon node. Read from
+    the snapshot the pages share (its nodes offer `scheduler.api.node_offers`)."""
+    nodes = cluster_read(cluster).snapshot.nodes
+    return {node.name: whole_cards(node.allocatable) for node in nodes}
 
 
 def accelerator_resources(cluster: Cluster) -> list[str]:
     """Extended resources that look like accelerators (GPU, NPU, MLU), for the shape form: as
     nodes report them, and whole cards as the engine counts them from the Device CRs."""
-    names: set[str] = set()
-    for node, offered in _offers(cluster):
-        names.update(whole_cards(offered))
-        names.update(k for k in (node.allocatable or {}) if is_accelerator(k))
+    names = {r for cards in card_counts(cluster).values() for r in cards}
+    for reported in Node.objects.filter(cluster=cluster).values_list("allocatable", flat=True):
+        names.update(k for k in (reported or {}) if is_accelerator(k))
     return sorted(names)
 
 

@@ -24,6 +24,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from koordweb import snapshot as snapshot_adapter
+from koordweb.engine.reads import cluster_read_kept
 from koordweb.models import Cluster, Job, Pod, PodPhase
 from koordweb.selectors.redaction import Redactor
 from koordweb.services.backoff import backoff_held, left_out_is_neutral, snapshot_without
@@ -55,9 +56,13 @@ def _hypothetical_job(resolved: ResolvedJob) -> Job:
 
 def whatif_snapshot(cluster: Cluster, *, now: datetime) -> ClusterSnapshot:
     """The live state a what-if plans on: the cluster's snapshot without the jobs its last round
-    held back, read without their rows when that is the same snapshot (see the module's
-    docstring), else read whole and taken out."""
+    held back; the pages' shared one (`koordweb.engine.reads`) when nothing changed since it was
+    read, else read without the held rows when that is the same snapshot (see the module's
+    docstring), else read whole and the held jobs taken out."""
     held = backoff_held(cluster.id)
+    kept = cluster_read_kept(cluster)  # the pages' shared state, when nothing changed since
+    if kept is not None:
+        return snapshot_without(replace(kept.snapshot, now=now.timestamp()), held.jobs)
     if held.rows and _all_waiting(held.rows):
         live, _ = snapshot_adapter.build_for_round(cluster, now=now, without_jobs=held.rows)
         if not any(j.id in held.jobs for j in live.jobs) and left_out_is_neutral(

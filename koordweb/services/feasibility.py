@@ -21,10 +21,10 @@ from typing import Any
 import numpy as np
 from django.core.exceptions import ValidationError
 
+from koordweb.engine.reads import ClusterRead, cluster_read
 from koordweb.models import Cluster
 from koordweb.presenters.quantities import shape_text
 from koordweb.presenters.words import layer_word, pods
-from koordweb.selectors.topology import engine_state
 from scheduler.api import EngineState, IntArray, PodTemplate, gather_domains
 
 # Resources every node has implicitly or that the engine accounts for itself.
@@ -50,21 +50,25 @@ def must_gather_layer(topology_spec: Mapping[str, Any] | None) -> str:
 
 
 class ClusterRoom:
-    """The cluster as the engine sees it (`scheduler.api.EngineState`), read once when first
-    asked, live or empty, and asked many times: the engine's offer slots summed into the
-    domains the engine's tree groups nodes in."""
+    """The cluster as the engine sees it (`scheduler.api.EngineState`), live or empty, asked
+    many times: the engine's offer slots summed into the domains the engine's tree groups nodes
+    in. The states are the ones every page shares (`koordweb.engine.reads`), looked up once
+    when first asked."""
 
     def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster
-        self._slots: dict[tuple[bool, tuple[tuple[str, int], ...]], IntArray] = {}
 
     @cached_property
+    def read(self) -> ClusterRead:
+        return cluster_read(self.cluster)
+
+    @property
     def empty(self) -> EngineState:
-        return engine_state(self.cluster, empty=True)
+        return self.read.empty()
 
-    @cached_property
+    @property
     def live(self) -> EngineState:
-        return engine_state(self.cluster)
+        return self.read.live()
 
     @cached_property
     def schedulable(self) -> list[int]:
@@ -83,12 +87,7 @@ class ClusterRoom:
 
     def slots(self, requests: Mapping[str, int], *, empty: bool) -> IntArray:
         """Per node (name order), the engine's offer slots for one pod of `requests`."""
-        key = (empty, tuple(sorted(requests.items())))
-        found = self._slots.get(key)
-        if found is None:
-            state = self.empty if empty else self.live
-            found = self._slots[key] = state.offer_slots(PodTemplate(dict(requests)))
-        return found
+        return self.read.offer_slots(PodTemplate(dict(requests)), empty=empty)
 
     def room(
         self, requests: Mapping[str, int], topology_spec: Mapping[str, Any] | None, *, empty: bool

@@ -19,7 +19,8 @@ def test_admin_reads_the_arguments_and_what_each_plugin_takes(admin_api: APIClie
     assert topology["bestFit"]["kind"] == "bool"
     assert body["arguments"]["JobPreemption"]["candidateLimit"]["minimum"] == 1
     sort = body["arguments"]["PrioritySort"]
-    assert sort["largestFirst"] == topology["bestFit"]
+    assert sort["largestFirst"]["kind"] == topology["bestFit"]["kind"] == "bool"
+    assert sort["largestFirst"]["default"] is False and topology["bestFit"]["default"] is True
     assert sort["sizeWindow"]["kind"] == "duration"
 
 
