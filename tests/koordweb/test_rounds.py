@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from datetime import timedelta
 
@@ -280,10 +281,8 @@ def test_no_automatic_collection_runs_anywhere_in_a_round(busy):
 @pytest.mark.parametrize("backend", [SimulatedBackend, _BrokenBackend])
 def test_the_round_row_names_its_worker_whether_it_finished_or_failed(busy, backend):
     now = timezone.now()
-    try:
+    with contextlib.suppress(ConnectionError):
         round_execute(cluster=busy, backend=backend(), trigger="timer", now=now, worker="w-7")
-    except ConnectionError:
-        pass
     (row,) = Round.objects.all()
     assert row.worker == "w-7"
     assert row.state == (Round.State.FAILED if backend is _BrokenBackend else Round.State.SUCCEEDED)

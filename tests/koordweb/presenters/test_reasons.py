@@ -230,7 +230,9 @@ def test_details_are_formatted_lines_never_dicts() -> None:
 
 def test_counterfactual_names_visible_jobs_and_counts_the_others() -> None:
     evict = {"evict_jobs": ["a/x", "b/y"], "fits_in": "BlockLayer/b2", "cost": {}}
-    assert counterfactual_sentence(evict) == "It would fit in block b2 if a/x and b/y were preempted."
+    assert (
+        counterfactual_sentence(evict) == "It would fit in block b2 if a/x and b/y were preempted."
+    )
     assert counterfactual_sentence(evict, {"a/x"}) == (
         "It would fit in block b2 if a/x and 1 job of another tenant were preempted."
     )
