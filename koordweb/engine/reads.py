@@ -47,7 +47,7 @@ from scheduler.profile import Profile
 # with time alone, and the pages refresh every few seconds.
 MAX_AGE_SECONDS = 15.0
 # Clusters kept: an entry of 1,000 nodes holds a snapshot and up to two engine states.
-KEEP = 4
+KEEP = 8  # two per cluster: the live read and the nodes-only one
 # Templates whose offer slots an entry remembers (a page asks one to a few dozen).
 KEEP_TEMPLATES = 256
 
@@ -62,6 +62,7 @@ class ClusterRead:
     tables: tuple[Any, ...]  # the small tables and the cluster row, by value
     snapshot: ClusterSnapshot
     profile: Profile
+    nodes_only: bool = False  # read without pod or job rows: it answers for the empty cluster only
     _live: EngineState | None = None
     _empty: EngineState | None = None
     _slots: dict[tuple[Any, ...], IntArray] = field(default_factory=dict, repr=False)
@@ -103,30 +104,35 @@ class ClusterRead:
         return found
 
 
-_entries: OrderedDict[int, ClusterRead] = OrderedDict()
+_entries: OrderedDict[tuple[int, bool], ClusterRead] = OrderedDict()
 _lock = threading.Lock()
 # Builds per cluster id in this process (tests and diagnostics: a cache hit builds nothing).
 builds: dict[int, int] = {}
 
 
-def cluster_read(cluster: Cluster) -> ClusterRead:
+def cluster_read(cluster: Cluster, *, nodes_only: bool = False) -> ClusterRead:
     """The cluster's engine state: the kept one while nothing of the cluster changed, else
-    read now (and kept)."""
+    read now (and kept). `nodes_only`: for questions about the empty cluster only (feasibility,
+    never-fit checks): read without a pod or job row, and kept while no node, device or report
+    changes, however many pods and jobs come and go (a tenant's parked jobs cost it nothing)."""
     position = change_position()  # before reading: a change made during the read is seen next
     tables = _small_tables(cluster)
+    key = (cluster.id, nodes_only)
     with _lock:
-        entry = _entries.get(cluster.id)
+        entry = _entries.get(key)
     if entry is not None and _still(entry, tables, position):
         with _lock:
             entry.since = max(entry.since, position)
-            if cluster.id in _entries:
-                _entries.move_to_end(cluster.id)
+            if key in _entries:
+                _entries.move_to_end(key)
         return entry
-    snapshot, _ = build_for_round(cluster, now=timezone.now())
-    entry = ClusterRead(cluster.id, position, tables, snapshot, engine_profile(cluster))
+    snapshot, _ = build_for_round(cluster, now=timezone.now(), nodes_only=nodes_only)
+    entry = ClusterRead(
+        cluster.id, position, tables, snapshot, engine_profile(cluster), nodes_only=nodes_only
+    )
     with _lock:
-        _entries[cluster.id] = entry
-        _entries.move_to_end(cluster.id)
+        _entries[key] = entry
+        _entries.move_to_end(key)
         while len(_entries) > KEEP:
             _entries.popitem(last=False)
         builds[cluster.id] = builds.get(cluster.id, 0) + 1
@@ -138,7 +144,7 @@ def cluster_read_kept(cluster: Cluster) -> ClusterRead | None:
     (nothing is read or built: for a caller with a cheaper read of its own, such as what-if)."""
     position = change_position()
     with _lock:
-        entry = _entries.get(cluster.id)
+        entry = _entries.get((cluster.id, False))
     if entry is None or not _still(entry, _small_tables(cluster), position):
         return None
     with _lock:
@@ -153,7 +159,8 @@ def reads_forget(cluster_id: int | None = None) -> None:
             _entries.clear()
             builds.clear()
         else:
-            _entries.pop(cluster_id, None)
+            _entries.pop((cluster_id, False), None)
+            _entries.pop((cluster_id, True), None)
             builds.pop(cluster_id, None)
 
 
@@ -165,21 +172,28 @@ def _still(entry: ClusterRead, tables: tuple[Any, ...], position: int) -> bool:
         return False  # read too long ago (or the clock was set back)
     if position < entry.since:
         return False  # the position went back: another database, or a rollback
-    return not _changed_since(entry.cluster_id, entry.since)
+    return not _changed_since(entry.cluster_id, entry.since, nodes_only=entry.nodes_only)
 
 
-def _changed_since(cluster_id: int, since: int) -> bool:
+def _changed_since(cluster_id: int, since: int, *, nodes_only: bool = False) -> bool:
     """Whether a row of the cluster (or any tracked row: deletions name no cluster) changed at or
     after `since`. Each question starts from the change position's index (the few rows changed
     since); a node's reports and devices are matched to the cluster after (the unary plus keeps
     SQLite from walking every report of every node of the cluster instead)."""
-    tracked = ", ".join(f"'{t}'" for t in sorted(TRACKED))
+    read = TRACKED - {"koordweb_pod", "koordweb_job"} if nodes_only else TRACKED
+    tracked = ", ".join(f"'{t}'" for t in sorted(read))
     of_cluster = "SELECT id FROM koordweb_node WHERE cluster_id = %s"
     questions = [
         (f"table_name IN ({tracked})", DELETED_TABLE, []),
         ("cluster_id = %s", "koordweb_node", [cluster_id]),
-        ("cluster_id = %s", "koordweb_pod", [cluster_id]),
-        ("cluster_id = %s", "koordweb_job", [cluster_id]),
+        *(
+            []
+            if nodes_only
+            else [
+                ("cluster_id = %s", "koordweb_pod", [cluster_id]),
+                ("cluster_id = %s", "koordweb_job", [cluster_id]),
+            ]
+        ),
         (f"+node_id IN ({of_cluster})", "koordweb_nodemetric", [cluster_id]),
         (f"+node_id IN ({of_cluster})", "koordweb_device", [cluster_id]),
     ]

@@ -62,9 +62,14 @@ class ClusterRoom:
     def read(self) -> ClusterRead:
         return cluster_read(self.cluster)
 
+    @cached_property
+    def nodes(self) -> ClusterRead:
+        """The cluster read without pods or jobs: every empty-cluster question asks it."""
+        return cluster_read(self.cluster, nodes_only=True)
+
     @property
     def empty(self) -> EngineState:
-        return self.read.empty()
+        return self.nodes.empty()
 
     @property
     def live(self) -> EngineState:
@@ -87,7 +92,8 @@ class ClusterRoom:
 
     def slots(self, requests: Mapping[str, int], *, empty: bool) -> IntArray:
         """Per node (name order), the engine's offer slots for one pod of `requests`."""
-        return self.read.offer_slots(PodTemplate(dict(requests)), empty=empty)
+        read = self.nodes if empty else self.read
+        return read.offer_slots(PodTemplate(dict(requests)), empty=empty)
 
     def room(
         self, requests: Mapping[str, int], topology_spec: Mapping[str, Any] | None, *, empty: bool

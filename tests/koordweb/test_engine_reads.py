@@ -97,7 +97,28 @@ def test_feasibility_what_would_help_and_the_topology_page_share_one_state(
     assert one.live is two.live
     topology_tree(cluster)
     assert one.room(GPU2, None, empty=True) == two.room(GPU2, None, empty=True)
-    assert builds(cluster) == 1
+    assert builds(cluster) == 2  # the live read, and the nodes-only one for the empty questions
+
+
+def test_the_empty_cluster_read_ignores_pods_and_jobs_but_not_nodes(cluster: Cluster) -> None:
+    first = bind(cluster, "a", {"nvidia.com/gpu": 6, "cpu": 8000})
+    nodes_only = reads.cluster_read(cluster, nodes_only=True)
+    empty = [int(s) for s in nodes_only.offer_slots(PodTemplate(GPU2), empty=True)]
+    assert empty == cold_slots(cluster, GPU2, empty=True) == [4, 4, 4]
+    # A tenant's jobs come and go: the empty cluster is the same, nothing is read again.
+    PodFactory(
+        job=first.job,
+        requests={"nvidia.com/gpu": 8, "cpu": 8000},
+        node=Node.objects.get(cluster=cluster, name="b"),
+        phase=PodPhase.RUNNING,
+    )
+    assert reads.cluster_read(cluster, nodes_only=True) is nodes_only
+    assert reads.cluster_read(cluster) is not reads.cluster_read(cluster, nodes_only=True)
+    # A node cordoned changes the empty cluster too.
+    Node.objects.filter(cluster=cluster, name="c").update(unschedulable=True)
+    again = reads.cluster_read(cluster, nodes_only=True)
+    assert again is not nodes_only
+    assert [int(s) for s in again.offer_slots(PodTemplate(GPU2), empty=True)] == [4, 4, 0]
 
 
 @pytest.mark.parametrize(
