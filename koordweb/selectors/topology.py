@@ -194,8 +194,9 @@ def card_counts(cluster: Cluster) -> dict[str, dict[str, int]]:
     """Node name -> its whole cards per card resource (nvidia.com/gpu, huawei.com/npu,
     cambricon.com/mlu), counted by the engine's rule (`scheduler.api.whole_cards`): as the node
     reports them, else its healthy cards, GPUs never on an Ascend or Cambricon node. Read from
-    the snapshot the pages share (its nodes offer `scheduler.api.node_offers`)."""
-    nodes = cluster_read(cluster).snapshot.nodes
+    the nodes-only read the pages share (its nodes offer `scheduler.api.node_offers`; what a node
+    offers does not depend on the pods on it)."""
+    nodes = cluster_read(cluster, nodes_only=True).snapshot.nodes
     return {node.name: whole_cards(node.allocatable) for node in nodes}
 
 
