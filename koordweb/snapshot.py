@@ -30,7 +30,7 @@ from koordweb.models import (
     PodPhase,
 )
 from koordweb.rows.read import rows_read
-from scheduler.devices.inventory import device_allocatable
+from scheduler.api import device_allocatable
 from scheduler.model import (
     ClusterSnapshot,
     GangInfo,

@@ -24,10 +24,14 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from scheduler.collector import collector_paused
 from scheduler.cycle import Framework
-from scheduler.devices.inventory import device_allocatable
-from scheduler.devices.model import NodeDevices
+from scheduler.devices import Device, build_node_devices
+from scheduler.devices.inventory import TemplateConfig, device_allocatable
+from scheduler.devices.model import DeviceTopology, NodeDevices, VirtualFunction
 from scheduler.devices.request import validate_device_request
+from scheduler.durations import go_duration_seconds
+from scheduler.fgd import POLICY_NAMES, REPORTED_LOADS, TraceError, parse_nodes, parse_pods, replay
 from scheduler.framework import Code, IntArray
 from scheduler.model import (
     PODS,
@@ -38,8 +42,32 @@ from scheduler.model import (
     Toleration,
     TopologySpec,
 )
-from scheduler.profile import Profile
-from scheduler.result import Cause
+from scheduler.oracle import check_round, rules_for_plugins
+from scheduler.placement import NO_CANDIDATE
+from scheduler.plugin_args import PluginArgs
+from scheduler.plugins.loadaware import LoadAware
+from scheduler.plugins.preemption import (
+    NO_VICTIMS,
+    NOT_HELPFUL,
+    RULE_IN_QUOTA,
+    RULE_LOWER_PRIORITY,
+    RULE_QUOTA_RECLAIM,
+)
+from scheduler.plugins.quota import INSUFFICIENT
+from scheduler.profile import (
+    DEFAULT_PLUGINS,
+    ENABLED,
+    Profile,
+    ProfileError,
+    check_args,
+    configurable_arguments,
+    duration_seconds,
+    plugin_registry,
+    problem_lines,
+)
+from scheduler.quota_tree import UNBOUNDED, QuotaTree
+from scheduler.result import Cause, PreemptionRecord, RoundResult
+from scheduler.round import plan_round
 from scheduler.state import CycleState
 from scheduler.topology import (
     TopologyDomain,
@@ -52,17 +80,57 @@ from scheduler.vocabulary import CAMBRICON_MLU, HUAWEI_NPU, NVIDIA_GPU
 
 __all__ = [
     "CARD_RESOURCES",
+    "DEFAULT_PLUGINS",
+    "ENABLED",
+    "INSUFFICIENT",
+    "NOT_HELPFUL",
+    "NO_CANDIDATE",
+    "NO_VICTIMS",
+    "POLICY_NAMES",
+    "REPORTED_LOADS",
+    "RULE_IN_QUOTA",
+    "RULE_LOWER_PRIORITY",
+    "RULE_QUOTA_RECLAIM",
+    "UNBOUNDED",
     "Cause",
     "Code",
+    "Device",
+    "DeviceTopology",
     "EngineState",
     "IntArray",
+    "LoadAware",
+    "NodeDevices",
+    "PluginArgs",
     "PodTemplate",
+    "PreemptionRecord",
+    "Profile",
+    "ProfileError",
+    "QuotaTree",
+    "RoundResult",
+    "TemplateConfig",
     "TopologyDomain",
     "TopologyError",
     "TopologyTree",
+    "TraceError",
+    "VirtualFunction",
+    "build_node_devices",
+    "check_args",
+    "check_round",
+    "collector_paused",
+    "configurable_arguments",
     "detail_status",
+    "device_allocatable",
+    "duration_seconds",
     "gather_domains",
+    "go_duration_seconds",
     "node_offers",
+    "parse_nodes",
+    "parse_pods",
+    "plan_round",
+    "plugin_registry",
+    "problem_lines",
+    "replay",
+    "rules_for_plugins",
     "topology_domains",
     "topology_tree",
     "validate_device_request",

@@ -39,9 +39,8 @@ from koordweb.rows.changes import TRACKED
 from koordweb.services.engine import engine_profile
 from koordweb.services.warm import DELETED_TABLE, change_position
 from koordweb.snapshot import build_for_round
-from scheduler.api import EngineState, IntArray, PodTemplate
+from scheduler.api import EngineState, IntArray, PodTemplate, Profile
 from scheduler.model import ClusterSnapshot
-from scheduler.profile import Profile
 
 # How long a state answers at most, in seconds, however quiet the cluster: node reports expire
 # with time alone, and the pages refresh every few seconds.

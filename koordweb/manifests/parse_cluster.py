@@ -26,7 +26,7 @@ from koordweb.manifests.scheduler_config import (
 )
 from koordweb.models import Device
 from koordweb.models.workload import PreemptionPolicy
-from scheduler.profile import duration_seconds
+from scheduler.api import duration_seconds
 from scheduler.vocabulary import CLUSTER_LAYER, NODE_LAYER
 
 TAINT_EFFECTS = {"NoSchedule", "PreferNoSchedule", "NoExecute"}

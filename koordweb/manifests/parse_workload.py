@@ -14,7 +14,7 @@ from koordweb.manifests.errors import ManifestError
 from koordweb.manifests.fields import MAX_INT32, At, pop_keys, read_metadata
 from koordweb.manifests.objects import PDB, POD, POD_GROUP, QUOTA, ParsedObject
 from koordweb.manifests.parse_cluster import PREEMPTION_POLICIES
-from scheduler.durations import go_duration_seconds
+from scheduler.api import go_duration_seconds
 from scheduler.vocabulary import (
     DAEMONSET_KIND,
     DEFAULT_WAITING_SECONDS,

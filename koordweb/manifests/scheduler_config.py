@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 from django.conf import settings
 
-from scheduler.profile import (
+from scheduler.api import (
     DEFAULT_PLUGINS,
     ProfileError,
     check_args,

@@ -12,7 +12,7 @@ from django.db import models, router, transaction
 
 from koordweb.models.deletion import owned_rows_delete
 from koordweb.models.fields import validate_resource_list, validate_string_map
-from scheduler.profile import check_args, problem_lines
+from scheduler.api import check_args, problem_lines
 
 
 class ClusterQuerySet(models.QuerySet["Cluster"]):

@@ -12,7 +12,7 @@ from typing import Any
 
 from koordweb.presenters.quantities import amounts_text, number, resource_name
 from koordweb.presenters.words import as_dict, domain_text, layer_word, node_reason, pods
-from scheduler.plugins.preemption import NO_VICTIMS, NOT_HELPFUL
+from scheduler.api import NO_VICTIMS, NOT_HELPFUL
 
 # The preemption plugin's reason when it found victims (the preemption record counts them).
 PREEMPTING = "preempting"

@@ -23,9 +23,13 @@ from typing import Any
 from koordweb.presenters.details import detail_lines, preemption_status_sentence
 from koordweb.presenters.quantities import amounts_text, number, quantity_text, resource_name
 from koordweb.presenters.words import as_dict, domain_text, layer_word, node_reason, pods
-from scheduler.placement import NO_CANDIDATE
-from scheduler.plugins.preemption import RULE_IN_QUOTA, RULE_LOWER_PRIORITY, RULE_QUOTA_RECLAIM
-from scheduler.plugins.quota import INSUFFICIENT
+from scheduler.api import (
+    INSUFFICIENT,
+    NO_CANDIDATE,
+    RULE_IN_QUOTA,
+    RULE_LOWER_PRIORITY,
+    RULE_QUOTA_RECLAIM,
+)
 
 # Reason codes, one per kind of answer a page can give.
 PLACED = "placed"

@@ -18,7 +18,7 @@ from koordweb.models import Intent, Job, JobState, Node, Pod, PodPhase, job_stat
 from koordweb.rows.bulk import rows_update
 from koordweb.rows.changes import change_position_set
 from koordweb.rows.lookups import id_list_sql
-from scheduler.devices import names
+from scheduler import vocabulary as names
 from scheduler.vocabulary import FINISHED_POD_PHASES
 
 # The vocabulary's finished phases under the name backends/simulated.py still imports.

@@ -22,9 +22,7 @@ from django.db.models import Max, QuerySet
 
 from koordweb.models import Cluster, Device, Node, NodeMetric, Pod
 from koordweb.selectors.topology import OCCUPYING_PHASES, is_accelerator
-from scheduler.plugin_args import PluginArgs
-from scheduler.plugins.loadaware import LoadAware
-from scheduler.profile import Profile, ProfileError
+from scheduler.api import LoadAware, PluginArgs, Profile, ProfileError
 
 USAGE_RESOURCES = ("cpu", "memory")
 NODE_STATES = {

@@ -30,9 +30,8 @@ from koordweb.selectors.redaction import Redactor
 from koordweb.services.backoff import backoff_held, left_out_is_neutral, snapshot_without
 from koordweb.services.engine import engine_profile
 from koordweb.services.jobs import ResolvedJob, job_pod_rows
+from scheduler.api import RoundResult, plan_round
 from scheduler.model import ClusterSnapshot, GangInfo, JobInfo
-from scheduler.result import RoundResult
-from scheduler.round import plan_round
 
 
 def _hypothetical_job(resolved: ResolvedJob) -> Job:

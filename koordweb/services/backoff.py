@@ -49,10 +49,8 @@ from typing import Any
 
 from django.core.cache import caches
 
+from scheduler.api import UNBOUNDED, Cause, Profile, QuotaTree, RoundResult
 from scheduler.model import ClusterSnapshot, JobInfo, NodeInfo, PodInfo
-from scheduler.profile import Profile
-from scheduler.quota_tree import UNBOUNDED, QuotaTree
-from scheduler.result import Cause, RoundResult
 
 INITIAL_SECONDS = 1.0  # kube-scheduler's podInitialBackoffDuration
 MAX_SECONDS = 300.0  # podMaxInUnschedulablePodsDuration: a job is tried again at least this often

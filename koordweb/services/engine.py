@@ -9,10 +9,15 @@ from django.conf import settings
 
 from koordweb.manifests import ManifestError, load_documents
 from koordweb.models import Cluster, DeviceTemplateConfig
-from scheduler.devices import Device, NodeDevices, build_node_devices
-from scheduler.devices.inventory import TemplateConfig
-from scheduler.devices.model import DeviceTopology, VirtualFunction
-from scheduler.profile import Profile
+from scheduler.api import (
+    Device,
+    DeviceTopology,
+    NodeDevices,
+    Profile,
+    TemplateConfig,
+    VirtualFunction,
+    build_node_devices,
+)
 from scheduler.vocabulary import GPU_CORE, GPU_MEMORY, GPU_MEMORY_RATIO, RDMA
 
 

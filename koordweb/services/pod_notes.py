@@ -31,7 +31,7 @@ from koordweb.backends.base import (
 )
 from koordweb.models import Cluster, Intent, Pod, PodPhase, Preemption
 from koordweb.snapshot import SnapshotIndex
-from scheduler.result import RoundResult
+from scheduler.api import RoundResult
 
 logger = logging.getLogger("koordweb.notes")
 _BIND = Intent.Kind.BIND.value

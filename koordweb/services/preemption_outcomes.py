@@ -22,7 +22,7 @@ from django.db.models import Count
 
 from koordweb.models import Cluster, Preemption, PreemptionVictim
 from koordweb.snapshot import SnapshotIndex
-from scheduler.result import RoundResult
+from scheduler.api import RoundResult
 
 Outcome = Preemption.Outcome
 

@@ -58,11 +58,8 @@ from koordweb.services.warm import (
     warm_snapshot,
 )
 from koordweb.snapshot import JobRow, PodRow
-from scheduler.collector import collector_paused
+from scheduler.api import PreemptionRecord, Profile, RoundResult, collector_paused, plan_round
 from scheduler.model import ClusterSnapshot
-from scheduler.profile import Profile
-from scheduler.result import PreemptionRecord, RoundResult
-from scheduler.round import plan_round
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from django.core.cache import caches
 from koordweb.models import Cluster, Round
 from koordweb.services.backoff import HELD_CACHE_SECONDS, HoldReport
 from koordweb.snapshot import SnapshotIndex
-from scheduler.result import RoundResult
+from scheduler.api import RoundResult
 
 QUEUE_PUBLISHED = 5000  # places published per cluster: the head of the queue, where they matter
 

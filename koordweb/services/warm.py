@@ -46,9 +46,8 @@ from koordweb import snapshot as snap
 from koordweb.models import Cluster, DeviceTemplateConfig, Job, Node, NodeMetric, Pod
 from koordweb.rows.read import rows_read
 from koordweb.services.engine import node_devices_builder
+from scheduler.api import Profile, RoundResult
 from scheduler.model import ClusterSnapshot
-from scheduler.profile import Profile
-from scheduler.result import RoundResult
 
 logger = logging.getLogger("koordweb.warm")
 

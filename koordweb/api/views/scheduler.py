@@ -20,7 +20,7 @@ from koordweb.api.base import ApiView
 from koordweb.api.permissions import IsAdmin
 from koordweb.api.views.clusters import CLUSTER_PARAM, cluster_or_404
 from koordweb.models import Cluster
-from scheduler.profile import ENABLED, check_args, configurable_arguments, problem_lines
+from scheduler.api import ENABLED, check_args, configurable_arguments, problem_lines
 
 
 class SchedulerConfigUpdateSerializer(serializers.Serializer):  # type: ignore[type-arg]

@@ -18,7 +18,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from scheduler.fgd import POLICY_NAMES, REPORTED_LOADS, TraceError, parse_nodes, parse_pods, replay
+from scheduler.api import POLICY_NAMES, REPORTED_LOADS, TraceError, parse_nodes, parse_pods, replay
 
 # The shared data folder beside the checkout (../shared/data), as the project lays it out.
 DEFAULT_TRACE_DIR = str(

@@ -30,10 +30,15 @@ from koordweb.manifests.loader import MAX_MANIFEST_BYTES
 from koordweb.models import Cluster, Pod, PodPhase, Round
 from koordweb.services.records import round_execute
 from koordweb.services.scratch import scratch_database
+from scheduler.api import (
+    Profile,
+    RoundResult,
+    check_args,
+    check_round,
+    problem_lines,
+    rules_for_plugins,
+)
 from scheduler.model import ClusterSnapshot
-from scheduler.oracle import check_round, rules_for_plugins
-from scheduler.profile import Profile, check_args, problem_lines
-from scheduler.result import RoundResult
 
 
 class Command(BaseCommand):
