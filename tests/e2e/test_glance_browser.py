@@ -257,7 +257,7 @@ def test_5_devices_count_the_cluster_and_show_unhealthy_cards(
     )
     assert crosses == 3
     page.goto("/")
-    expect(page.locator("[data-count=unhealthy]")).to_have_text("3")
+    expect(page.locator("[data-count=unhealthy-cards]")).to_have_text("3")
     watch.assert_clean()
 
 

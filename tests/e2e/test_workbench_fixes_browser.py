@@ -46,6 +46,7 @@ def test_efficiency_team_table_fits_a_laptop_and_scrolls_on_a_phone(
 
 
 def _bullet(page: Page, selector: str) -> str:
+    page.wait_for_load_state("load")  # the stylesheets applied, not only the element in the DOM
     return page.evaluate("s => getComputedStyle(document.querySelector(s)).listStyleType", selector)
 
 

@@ -35,7 +35,9 @@ def _forget() -> Iterator[None]:
 
 
 @pytest.fixture
-def cluster(db: None) -> Cluster:
+def cluster(transactional_db: None) -> Cluster:
+    """Committed rows, as a page sees them: on PostgreSQL a change position is a transaction id,
+    and rows the test's own open transaction wrote would count as changed at every question."""
     cluster = ClusterFactory(name="reads")
     topology(cluster)
     gpu_node(cluster, "a", spine="s0", block="b0")
