@@ -116,19 +116,14 @@ def cluster_read(cluster: Cluster, *, nodes_only: bool = False) -> ClusterRead:
     changes, however many pods and jobs come and go (a tenant's parked jobs cost it nothing)."""
     position = change_position()  # before reading: a change made during the read is seen next
     tables = _small_tables(cluster)
-    key = (cluster.id, nodes_only)
-    with _lock:
-        entry = _entries.get(key)
-    if entry is not None and _still(entry, tables, position):
-        with _lock:
-            entry.since = max(entry.since, position)
-            if key in _entries:
-                _entries.move_to_end(key)
+    entry = _kept((cluster.id, nodes_only), tables, position)
+    if entry is not None:
         return entry
     snapshot, _ = build_for_round(cluster, now=timezone.now(), nodes_only=nodes_only)
     entry = ClusterRead(
         cluster.id, position, tables, snapshot, engine_profile(cluster), nodes_only=nodes_only
     )
+    key = (cluster.id, nodes_only)
     with _lock:
         _entries[key] = entry
         _entries.move_to_end(key)
@@ -142,12 +137,19 @@ def cluster_read_kept(cluster: Cluster) -> ClusterRead | None:
     """The cluster's kept engine state if it still answers for the cluster now, else None
     (nothing is read or built: for a caller with a cheaper read of its own, such as what-if)."""
     position = change_position()
+    return _kept((cluster.id, False), _small_tables(cluster), position)
+
+
+def _kept(key: tuple[int, bool], tables: tuple[Any, ...], position: int) -> ClusterRead | None:
+    """The entry kept under `key` if it still answers now (moved on to `position`), else None."""
     with _lock:
-        entry = _entries.get((cluster.id, False))
-    if entry is None or not _still(entry, _small_tables(cluster), position):
+        entry = _entries.get(key)
+    if entry is None or not _still(entry, tables, position):
         return None
     with _lock:
         entry.since = max(entry.since, position)
+        if key in _entries:
+            _entries.move_to_end(key)
     return entry
 
 
