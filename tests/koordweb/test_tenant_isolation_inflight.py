@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.core.cache import caches
 
 from koordweb import limits
 from koordweb.api.throttles import whatif_in_flight, whatif_in_flight_limit
@@ -29,6 +30,9 @@ def test_a_team_with_its_limit_computing_gets_a_429_naming_it(world, settings):
     settings.KOORDWEB_WHATIF_IN_FLIGHT = 1
     carol = UserFactory(username="carol")
     world.team_a.members.add(carol)
+    # A user's teams are remembered in the shared cache for a minute; the file cache outlives the
+    # test databases, where user ids are reused, so forget what an earlier test remembered.
+    caches["default"].delete_many([f"throttle:teams:{u.pk}" for u in (carol, world.alice)])
     carol_api, bob_api = token_client(carol), token_client(world.bob)
     with whatif_in_flight(world.alice):  # alice's what-if is computing
         refused = carol_api.post(WHATIF, submission(), format="json")
