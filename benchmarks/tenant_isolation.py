@@ -355,9 +355,9 @@ def rounds_loop(cluster_id: int, interval: float, backoff: bool) -> None:
     from django.utils import timezone
 
     from koordweb.backends.simulated import SimulatedBackend
+    from koordweb.engine import pipeline as records
+    from koordweb.engine.backoff import HoldReport
     from koordweb.models import Cluster, Round
-    from koordweb.services import records
-    from koordweb.services.backoff import HoldReport
 
     if not backoff:
         records.backoff_hold = lambda cluster_id, snapshot, profile: (snapshot, HoldReport())  # type: ignore[assignment]

@@ -11,7 +11,7 @@ H800 cards as Device rows on every GPU node (the busy pods hold theirs whole), 5
 Cambricon MLU nodes in a spine of their own with NPU and MLU jobs waiting, quotas (`batch`,
 `train`, `accel`) with a tenant who is a member of two, the demo's priority classes, and then
 `--minutes` simulated minutes ending now, each as the beat runs them: a round of the simulated
-backend (`services.records.round_execute`), the simulated koordlet's NodeMetric reports and the
+backend (`engine.pipeline.round_execute`), the simulated koordlet's NodeMetric reports and the
 GPU sample ingest (`services.gpu_usage.gpu_samples_ingest`; the reports also carry each pod's
 own use, as koordlet's do). Three waves of production-priority gangs arrive on a full cluster
 (minutes 4, 12 and 20), so the rounds preempt; a `train` gang wider than any block waits for

@@ -423,9 +423,9 @@ def _minutes(world: World, t0: datetime, minutes: int) -> None:
     """One simulated minute at a time: arrivals, a round, koordlet reports, the GPU sample."""
     from koordweb.backends.simulated import SimulatedBackend
     from koordweb.backends.simulated_usage import node_metrics_report
+    from koordweb.engine.pipeline import round_execute
     from koordweb.models import Round
     from koordweb.services.gpu_usage import gpu_samples_ingest
-    from koordweb.services.records import round_execute
 
     cluster, backend = world.cluster, SimulatedBackend()
     spent = {"rounds_s": 0.0, "samples_s": 0.0}

@@ -24,9 +24,10 @@ from celery import bootsteps
 from django.conf import settings
 from django.db import close_old_connections, connection
 
+from koordweb.celery import ROUND_TASK, round_task
+
 logger = logging.getLogger("koordweb.affinity")
 
-ROUND_TASK = "koordweb.run_round"
 _QUEUE_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
@@ -88,15 +89,13 @@ def route_task(
 def send_round(
     cluster_id: int, queue: str, trigger: str, expires: Any = None, hops: int = 0
 ) -> None:
-    from koordweb.tasks import run_round
-
     options: dict[str, Any] = {"queue": queue}
     if expires:
         options["expires"] = expires
     kwargs: dict[str, Any] = {"trigger": trigger}
     if hops:
         kwargs["hops"] = hops
-    run_round.apply_async(args=[cluster_id], kwargs=kwargs, **options)
+    round_task().apply_async(args=[cluster_id], kwargs=kwargs, **options)
 
 
 class Heartbeat(threading.Thread):

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from celery import Celery
 
-from koordweb.affinity import AffinityStep
 from koordweb.settings.environment import use_settings
 
 # `.env` and DJANGO_SETTINGS_MODULE, production unless the environment or `.env` names others.
@@ -13,8 +14,20 @@ use_settings()
 app = Celery("koordweb")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks(["koordweb"])
-# Cluster-affine workers: each worker also consumes its own queue and renews its leases.
-app.steps["consumer"].add(AffinityStep)
+# Cluster-affine workers: each worker also consumes its own queue and renews its leases. Named,
+# not imported: the step's module asks for rounds through this app.
+app.steps["consumer"].add("koordweb.affinity:AffinityStep")
+
+ROUND_TASK = "koordweb.run_round"
+
+
+def round_task() -> Any:
+    """The round task (`koordweb.tasks.run_round`), found by name in the app's registry: the
+    modules that ask for rounds never import the tasks module, which imports them. A worker has
+    discovered the tasks when it starts; a web process discovers them on its first request."""
+    if ROUND_TASK not in app.tasks:
+        app.loader.import_default_modules()  # runs `autodiscover_tasks` above
+    return app.tasks[ROUND_TASK]
 
 
 def _beat_schedule() -> dict[str, dict[str, object]]:

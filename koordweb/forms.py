@@ -20,7 +20,8 @@ from koordweb.limits import (
 from koordweb.models import Job
 from koordweb.presenters.quantities import amount_in_unit, resource_choices, resource_label
 from koordweb.presenters.words import layer_word
-from koordweb.selectors.devices import CARD_STATES, VENDORS, CardFilter
+from koordweb.selectors.device_filters import CARD_STATES, CardFilter
+from koordweb.selectors.devices import VENDORS
 from koordweb.selectors.submission import SUBMIT_DEVICES
 from koordweb.submission import (
     CARDS_PER_POD,

@@ -1,7 +1,7 @@
 """Celery tasks: orchestration only. Ids in; services, the snapshot, the engine and a backend work.
 
 `run_round(cluster_id)`: holding the cluster's round lock for the whole round, finish what an
-earlier round left unenacted, plan and commit, then enact (koordweb.services.records). A request
+earlier round left unenacted, plan and commit, then enact (koordweb.engine.pipeline). A request
 that finds a round of the cluster running is deferred, not dropped: the running round starts
 exactly one successor as soon as it ends. In a cluster-affine worker (koordweb.affinity) a round of
 a cluster owned by another live worker is forwarded to that worker's queue first, and a round of
@@ -19,11 +19,12 @@ from django.utils import timezone
 
 from koordweb import affinity
 from koordweb.backends import backend_for
+from koordweb.celery import ROUND_TASK
+from koordweb.engine.pipeline import round_execute
 from koordweb.models import Cluster, Round
 from koordweb.observability import round_context
 from koordweb.services.leases import lease_resolve
 from koordweb.services.locks import round_lock
-from koordweb.services.records import round_execute
 from koordweb.services.rounds import (
     round_defer,
     round_pending_clear,
@@ -34,7 +35,7 @@ from koordweb.services.rounds import (
 logger = logging.getLogger("koordweb.rounds")
 
 
-@shared_task(name="koordweb.run_round", acks_late=True, reject_on_worker_lost=True)
+@shared_task(name=ROUND_TASK, acks_late=True, reject_on_worker_lost=True)
 def run_round(cluster_id: int, trigger: str = Round.Trigger.TIMER, hops: int = 0) -> dict[str, Any]:
     """One scheduling round of one cluster; deferred when another round of it is running.
 

@@ -3,7 +3,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from koordweb.observability.metrics import metrics_view
+from koordweb.prometheus.metrics import metrics_view
 
 urlpatterns = [
     path("admin/", admin.site.urls),

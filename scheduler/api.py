@@ -13,7 +13,9 @@ manifests and a round give one answer:
   engine's card-counting rule) and its whole cards per kind (`whole_cards`: GPU, NPU, MLU);
 - whether a pod's device requests combine (`validate_device_request`: shared GPU fractions,
   vNPU templates, ...);
-- the status and cause vocabulary of the engine's answers (`Code`, `Cause`).
+- the status and cause vocabulary of the engine's answers (`Code`, `Cause`, and `causes`: the
+  codes a verdict, a preemption answer and a node refusal carry, which the web words from
+  without reading the engine's text).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from scheduler import causes
 from scheduler.collector import collector_paused
 from scheduler.cycle import Framework
 from scheduler.devices import Device, build_node_devices
@@ -43,17 +46,13 @@ from scheduler.model import (
     TopologySpec,
 )
 from scheduler.oracle import check_round, rules_for_plugins
-from scheduler.placement import NO_CANDIDATE
 from scheduler.plugin_args import PluginArgs
 from scheduler.plugins.loadaware import LoadAware
 from scheduler.plugins.preemption import (
-    NO_VICTIMS,
-    NOT_HELPFUL,
     RULE_IN_QUOTA,
     RULE_LOWER_PRIORITY,
     RULE_QUOTA_RECLAIM,
 )
-from scheduler.plugins.quota import INSUFFICIENT
 from scheduler.profile import (
     DEFAULT_PLUGINS,
     ENABLED,
@@ -82,10 +81,6 @@ __all__ = [
     "CARD_RESOURCES",
     "DEFAULT_PLUGINS",
     "ENABLED",
-    "INSUFFICIENT",
-    "NOT_HELPFUL",
-    "NO_CANDIDATE",
-    "NO_VICTIMS",
     "POLICY_NAMES",
     "REPORTED_LOADS",
     "RULE_IN_QUOTA",
@@ -114,6 +109,7 @@ __all__ = [
     "TraceError",
     "VirtualFunction",
     "build_node_devices",
+    "causes",
     "check_args",
     "check_round",
     "collector_paused",

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from scheduler.causes import NODE_REJECTED, NODES_UNAVAILABLE, SHAPES_DO_NOT_FIT, TOPOLOGY_NO_DOMAIN
 from scheduler.framework import (
     BoolArray,
     Code,
@@ -33,6 +34,7 @@ from scheduler.framework import (
     PreFilterPlugin,
     QueueSortPlugin,
     QuotaLedger,
+    Refusal,
     ReservePlugin,
     RuntimeQuotaPlugin,
     ScorePlugin,
@@ -46,11 +48,6 @@ from scheduler.profile import Profile, ProfileError
 from scheduler.slot_memo import SlotMemo
 from scheduler.state import CycleState
 from scheduler.templates import template_fields
-
-# Cause codes of the failures the cycle itself words (`Status.cause`, docs/plugins.md "Reasons").
-TOPOLOGY_NO_DOMAIN = "TopologyNoDomain"  # no domain of the gather layer has room for the job
-NODES_UNAVAILABLE = "NodesUnavailable"  # the nodes together do not offer enough slots
-SHAPES_DO_NOT_FIT = "PodShapesDoNotFit"  # pods of several shapes do not fit the planned nodes
 
 
 @dataclass
@@ -139,18 +136,19 @@ class Framework:
 
     def mask_reasons(
         self, state: CycleState, pod: PodInfo, node_indices: IntArray
-    ) -> tuple[dict[str, dict[str, int]], BoolArray]:
+    ) -> tuple[dict[str, dict[Refusal, int]], BoolArray]:
         """Per node-mask Filter, how many of `node_indices` it rejects for `pod` (a node counted
         under the first Filter that rejects it, as kube-scheduler reports one status per node),
         and which of those nodes every Filter allows."""
-        told: dict[str, dict[str, int]] = {}
+        told: dict[str, dict[Refusal, int]] = {}
         asked = np.zeros(len(state.nodes), dtype=np.bool_)
         asked[node_indices] = True
         for verdict in self.mask_verdicts(state, pod):
             hit = asked & ~verdict.allowed
             if hit.any():
                 reasons = told.setdefault(verdict.plugin, {})
-                reasons[verdict.reason] = reasons.get(verdict.reason, 0) + int(hit.sum())
+                refusal = Refusal(verdict.code, verdict.reason)
+                reasons[refusal] = reasons.get(refusal, 0) + int(hit.sum())
                 asked &= verdict.allowed
         return told, asked
 
@@ -443,22 +441,23 @@ class Framework:
         zero = np.flatnonzero(slots == 0).astype(np.int64)
         unavailable = len(zero)
         reasons: dict[str, int] = {}
-        explained: dict[str, dict[str, int]] = {}
+        explained: dict[str, dict[Refusal, int]] = {}
         if len(pods) and len(zero):
             # nodes a node-mask Filter rejects are counted under that Filter only (the framework
             # owns the masks); the slot-limit plugins explain the nodes every mask allows
             masked, allowed = self.mask_reasons(state, pods[0], zero)
-            for name, told in masked.items():
-                explained[name] = told
-                for reason, count in told.items():
-                    reasons[reason] = reasons.get(reason, 0) + count
+            explained.update((name, dict(told)) for name, told in masked.items())
             zero = np.flatnonzero(allowed).astype(np.int64)
         for plugin in self.slot_limits:
-            told = plugin.explain(state, job, pods, zero)
+            told = _refusals(plugin.explain(state, job, pods, zero))
             if told:
-                explained[plugin.name] = told
-            for reason, count in told.items():
-                reasons[reason] = reasons.get(reason, 0) + count
+                # a Filter of both flavours: its mask's counts and its slot counts, together
+                mine = explained.setdefault(plugin.name, {})
+                for refusal, count in told.items():
+                    mine[refusal] = mine.get(refusal, 0) + count
+        for told in explained.values():
+            for refusal, count in told.items():
+                reasons[refusal.text] = reasons.get(refusal.text, 0) + count
         details: dict[str, Any] = dict(outcome.details)
         details["node_reasons"] = reasons
         # what the cause reports beyond the details (the roomiest domain is found by the round,
@@ -495,6 +494,16 @@ def _slot_memo(state: CycleState) -> SlotMemo:
 
 def _by_template(plugin: SlotLimitPlugin) -> bool:
     return bool(getattr(plugin, "slots_by_template", False))
+
+
+def _refusals(told: Mapping[Refusal, int] | Mapping[str, int]) -> dict[Refusal, int]:
+    """A slot-limit Filter's counts by refusal; a plain text (a plugin that gives no code) is a
+    `NodeRejected` refusal in those words."""
+    counted: dict[Refusal, int] = {}
+    for key, count in told.items():
+        refusal = key if isinstance(key, Refusal) else Refusal(NODE_REJECTED, str(key))
+        counted[refusal] = counted.get(refusal, 0) + count
+    return counted
 
 
 def _reason_order(item: tuple[str, int]) -> tuple[int, str]:

@@ -26,9 +26,11 @@ for a whole job at once:
               is left out when releasing bound pods never changes this plugin's count there or
               the plugin does not constrain its pods. One call per plan, so a plugin can read
               all of the plan's nodes at once.
-              `explain(state, job, pods, node_indices) -> dict[str, int]` counts, over the
+              `explain(state, job, pods, node_indices) -> dict[Refusal, int]` counts, over the
               given nodes (those where the job got 0 slots), how many nodes fail for each reason
-              ("Insufficient nvidia.com/gpu": 40); called only when a job does not fit.
+              (`Refusal(INSUFFICIENT, "Insufficient nvidia.com/gpu", "nvidia.com/gpu")`: 40),
+              each with its code (`scheduler.causes`); a plain text key counts as
+              `NodeRejected`. Called only when a job does not fit.
 - Score       `score_nodes(state, job, node_indices) -> np.ndarray` (float, higher is better):
               breaks ties among equally good domains and orders nodes inside the chosen domain.
 - Placement   the network-topology plugin turns offer slots into a `Plan` (pod -> node).
@@ -68,6 +70,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from scheduler.causes import NODE_REJECTED
 from scheduler.model import JobInfo, PodInfo
 
 if TYPE_CHECKING:
@@ -93,9 +96,12 @@ class Status:
     reason: str = ""
     details: Mapping[str, Any] = field(default_factory=dict)
     plugin: str = ""
-    # Why, as a stable code the web formats from (`scheduler.result.Cause`): "" leaves the round
-    # to name it after the plugin.
+    # Why, as a stable code the web formats from (`scheduler.causes`, `scheduler.result.Cause`):
+    # "" leaves the round to name it after the status code.
     cause: str = ""
+    # The numbers behind the cause (plain values, or a `Cause` of a failure it stands on), handed
+    # on as they are: nobody reads them back out of `reason`.
+    values: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -116,6 +122,17 @@ class NodeMask:
     allowed: BoolArray
     reason: str
     plugin: str = ""  # the Filter that gave it (the framework fills it in)
+    code: str = NODE_REJECTED  # the reason as a code (`scheduler.causes`)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a Filter rules a node out: a code (`scheduler.causes`: `Insufficient`, `TooManyPods`,
+    ...), kube-scheduler's words nodes are counted under, and the resource it concerns."""
+
+    code: str
+    text: str
+    resource: str = ""
 
 
 @dataclass(frozen=True)
@@ -148,8 +165,8 @@ class Failure:
 
     status: Status
     node_reasons: Mapping[str, int] = field(default_factory=dict)
-    # The same counts by the Filter plugin that gave them (plugin -> reason -> nodes).
-    explained: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    # The same counts by the Filter plugin that gave them (plugin -> refusal -> nodes).
+    explained: Mapping[str, Mapping[Refusal, int]] = field(default_factory=dict)
     # The numbers behind the status, for its `Cause` (e.g. available_nodes, best_offer_slots).
     values: Mapping[str, Any] = field(default_factory=dict)
 
@@ -235,7 +252,7 @@ class SlotLimitPlugin(Protocol):
 
     def explain(
         self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo], node_indices: IntArray
-    ) -> dict[str, int]: ...
+    ) -> Mapping[Refusal, int] | Mapping[str, int]: ...
 
 
 @runtime_checkable

@@ -2,7 +2,7 @@
 
 Everything here is a frozen dataclass in integer units (cpu in milli-cores, memory in bytes, counts
 for `pods` and extended resources such as `nvidia.com/gpu`), with resource names spelled as in
-Kubernetes. `koordweb/snapshot.py` builds a `ClusterSnapshot` from database rows; tests build them
+Kubernetes. `koordweb/engine/` builds a `ClusterSnapshot` from database rows; tests build them
 with `tests/scheduler/builders.py`. Mappings are plain dicts by convention and must not be mutated
 after construction: the engine treats a snapshot as read-only and never writes to it.
 

@@ -1,13 +1,15 @@
 """`RoundResult`: what one round decided, as frozen plain data with a JSON-friendly `to_dict()`.
 
 - `placements`: pod key -> `Placement(node, devices, annotations)` for every pod bound this round;
-- `preemptions`: one `PreemptionRecord` per preempting job (victims, nominations, reason, cost, and
-  the `rule` that chose the victims: `LowerPriority`, `InQuota`, `QuotaReclaim`);
+- `preemptions`: one `PreemptionRecord` per preempting job (victims, nominations, reason, cost, the
+  `rule` that chose the victims: `LowerPriority`, `InQuota`, `QuotaReclaim`, and the `cause` of
+  the failure it answers, as the verdict's);
 - `unschedulable`: job id -> `JobVerdict(code, reason, details)` for every pending job not placed
   (details may hold `node_reasons`, `desired_offer_slots`, `domain_offer_slots`,
-  `quota_shortfall`, `counterfactual`, `preemption`, and always `cause`: the reason as a `Cause`,
-  a stable code with its numbers and plugin, and per-node reasons as `NodeReason` counts; the
-  text stays in `reason`);
+  `quota_shortfall`, `counterfactual`, `preemption` (the preemption plugin's answer: its status,
+  words, `cause` code and `values`, e.g. the dry run's `Cause` when evicting every candidate
+  would not help), and always `cause`: the reason as a `Cause`, a stable code with its numbers
+  and plugin, and per-node reasons as `NodeReason` counts; the text stays in `reason`);
 - `runtime_quota`: quota -> resource -> runtime quota at the start of the round (the quota
   plugin's own numbers);
 - `decisions`: job id -> "why here" for placed jobs (chosen domain, its offer slots, the
@@ -42,32 +44,12 @@ class Placement:
 
 
 @dataclass(frozen=True)
-class PreemptionRecord:
-    preemptor: str
-    victim_jobs: tuple[str, ...]
-    victim_pods: tuple[str, ...]
-    nominations: Mapping[str, str]
-    reason: str
-    cost: Mapping[str, Any]
-    rule: str = ""  # which victim-selection rule applied (LowerPriority, InQuota, QuotaReclaim)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "preemptor": self.preemptor,
-            "victim_jobs": list(self.victim_jobs),
-            "victim_pods": list(self.victim_pods),
-            "nominations": dict(self.nominations),
-            "reason": self.reason,
-            "cost": dict(self.cost),
-            "rule": self.rule,
-        }
-
-
-@dataclass(frozen=True)
 class NodeReason:
-    """How many nodes one reason rules out (kube-scheduler's "3 Insufficient cpu"), as a code:
-    `Insufficient` (with its `resource`), `TooManyPods`, or `NodeRejected` (another Filter's
-    verdict; its words in `text`)."""
+    """How many nodes one reason rules out (kube-scheduler's "3 Insufficient cpu"), as the Filter
+    that gave it coded it (`scheduler.causes`): `Insufficient` (with its `resource`),
+    `TooManyPods`, `NodeUnschedulable`, `NodeAffinityMismatch`, `TaintUntolerated`,
+    `NodeMetricExpired`, `LoadOverThreshold` / `AggregatedLoadOverThreshold` (with its
+    `resource`), or `NodeRejected` (any other reason; its words in `text`)."""
 
     code: str
     nodes: int
@@ -103,6 +85,30 @@ class Cause:
             "plugin": self.plugin,
             "values": _plain(self.values),
             "node_reasons": [r.to_dict() for r in self.node_reasons],
+        }
+
+
+@dataclass(frozen=True)
+class PreemptionRecord:
+    preemptor: str
+    victim_jobs: tuple[str, ...]
+    victim_pods: tuple[str, ...]
+    nominations: Mapping[str, str]
+    reason: str
+    cost: Mapping[str, Any]
+    rule: str = ""  # which victim-selection rule applied (LowerPriority, InQuota, QuotaReclaim)
+    cause: Cause | None = None  # why the preemptor did not fit without it (`reason` as a code)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "preemptor": self.preemptor,
+            "victim_jobs": list(self.victim_jobs),
+            "victim_pods": list(self.victim_pods),
+            "nominations": dict(self.nominations),
+            "reason": self.reason,
+            "cost": dict(self.cost),
+            "rule": self.rule,
+            "cause": self.cause.to_dict() if self.cause is not None else None,
         }
 
 

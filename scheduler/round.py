@@ -4,24 +4,24 @@ Pending jobs go in queue order; each is placed whole (later jobs see it) or not 
 does not fit goes to PostFilter (job-level preemption); every job not placed gets a structured
 verdict and, when the preemption plugin can find one, a counterfactual ("fits if these jobs were
 evicted" or "needs this much more quota"). A verdict carries its `Cause` (code, plugin, numbers,
-per-node reasons) beside the text; a preemption its rule; the result the runtime quota the quota
-plugin computed for the round, and the queue: the jobs in the order the round took them.
+per-node reasons, each as the plugin that gave it coded it: `scheduler.causes`) beside the text,
+and the preemption plugin's answer its code and numbers; a preemption its rule and the cause of
+the failure it answers; the result the runtime quota the quota plugin computed for the round, and
+the queue: the jobs in the order the round took them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
+from scheduler.causes import failure_cause
 from scheduler.collector import collector_paused
 from scheduler.cycle import Framework, JobOutcome
-from scheduler.framework import Code, Failure
+from scheduler.framework import Code
 from scheduler.model import ClusterSnapshot
 from scheduler.profile import Profile
 from scheduler.result import (
-    Cause,
     JobVerdict,
-    NodeReason,
     Placement,
     PreemptionRecord,
     RoundResult,
@@ -105,7 +105,7 @@ def _not_placed(
     details: dict[str, Any] = dict(status.details)
     if status.plugin:
         details["plugin"] = status.plugin
-    details["cause"] = _cause(outcome.failure, len(state.pending_pods(outcome.job)))
+    details["cause"] = failure_cause(outcome.failure, len(state.pending_pods(outcome.job)))
     record: PreemptionRecord | None = None
     code = status.code
     if status.code is Code.UNSCHEDULABLE:
@@ -120,6 +120,7 @@ def _not_placed(
                 "status": result.status.code.value,
                 "reason": result.status.reason,
                 "cause": result.status.cause or result.status.code.value,
+                "values": dict(result.status.values),
             }
             details.update(
                 {k: v for k, v in result.status.details.items() if k == "counterfactual"}
@@ -134,43 +135,10 @@ def _not_placed(
                     reason=status.reason,
                     cost=dict(result.cost),
                     rule=result.rule,
+                    cause=details["cause"],
                 )
                 details["nominations"] = dict(result.nominations)
                 break
             if result.status.code is Code.WAIT:
                 code = Code.WAIT
     return JobVerdict(code.value, status.reason, details), record
-
-
-def _cause(failure: Failure, job_pods: int) -> Cause:
-    """The failure as a `Cause`: the status's code (its plugin's, else the status code), the
-    numbers behind it (the status's plain values and the cycle's), the per-node reasons."""
-    status = failure.status
-    values: dict[str, Any] = {
-        k: v for k, v in status.details.items() if isinstance(v, (int, float, str, bool))
-    }
-    values.update(failure.values)
-    values["job_pods"] = job_pods
-    domains: Mapping[str, int] = status.details.get("domain_offer_slots") or {}
-    if domains:
-        room = max(domains.values())
-        best = max(label for label, slots in domains.items() if slots == room)
-        values.update(domains=len(domains), best_domain=best, best_offer_slots=int(room))
-    node_reasons = tuple(
-        _node_reason(plugin, text, nodes)
-        for plugin, told in failure.explained.items()
-        for text, nodes in sorted(told.items(), key=lambda item: (-item[1], item[0]))
-    )
-    return Cause(status.cause or status.code.value, status.plugin, values, node_reasons)
-
-
-def _node_reason(plugin: str, text: str, nodes: int) -> NodeReason:
-    if text.startswith(INSUFFICIENT):
-        return NodeReason("Insufficient", nodes, plugin, text, text.removeprefix(INSUFFICIENT))
-    if text == TOO_MANY_PODS:
-        return NodeReason("TooManyPods", nodes, plugin, text, "pods")
-    return NodeReason("NodeRejected", nodes, plugin, text)
-
-
-INSUFFICIENT = "Insufficient "  # kube-scheduler's words for a resource a node lacks
-TOO_MANY_PODS = "Too many pods"

@@ -59,16 +59,39 @@ def celery_queue() -> Iterator[str]:
 
 @pytest.fixture(autouse=True)
 def _warm_snapshots_forgotten() -> Iterator[None]:
-    """Each test starts with no warm snapshot and no kept engine state in this process (the
-    database is rolled back between tests; a state would otherwise outlive its rows)."""
+    """Each test starts with no warm snapshot, no back-off state and no kept engine state in this
+    process, and an empty shared cache (the database is rolled back between tests and its ids are
+    reused: a state or a cached entry would otherwise outlive its rows and be read as another
+    test's)."""
+    from koordweb.engine.backoff import backoff_forget
     from koordweb.engine.reads import reads_forget
-    from koordweb.services.warm import warm_forget
+    from koordweb.engine.warm import warm_forget
 
-    warm_forget()
-    reads_forget()
+    def forget() -> None:
+        warm_forget()
+        backoff_forget()
+        reads_forget()
+        _shared_cache_clear()
+
+    forget()
     yield
-    warm_forget()
-    reads_forget()
+    forget()
+
+
+def _shared_cache_clear() -> None:
+    """Empty koordweb's part of the shared cache: every key under its prefix on Redis (the broker
+    may share the database: its keys stay), the whole cache otherwise (a file or memory cache
+    of the test run's own)."""
+    from django.core.cache import cache
+    from django.core.cache.backends.redis import RedisCache
+
+    if isinstance(cache, RedisCache):
+        client = cache._cache.get_client(write=True)
+        keys = list(client.scan_iter(match=f"{cache.key_prefix}:*", count=1000))
+        if keys:
+            client.delete(*keys)
+    else:
+        cache.clear()
 
 
 # --- Every round a test plans is checked by the oracle (scheduler.oracle) ------------------------

@@ -6,7 +6,7 @@ what-if and "what would help" each asked for one, some twice per request. Here i
 and kept (a small least-recently-used table in this process) until the cluster changes:
 
 - A change is read from the rows themselves, as the warm snapshot reads it
-  (`services.warm.change_position`, migration 0008): an entry remembers the position taken just
+  (`engine.warm.change_position`, migration 0008): an entry remembers the position taken just
   before its rows were read; any node, pod, job, node report or device of the cluster changed at
   or after it, or any tracked row deleted since (deletions do not say their cluster), and the
   next question rebuilds. Otherwise the entry is moved on to the current position, so the check
@@ -34,11 +34,11 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from koordweb.engine.assembly import build_for_round
+from koordweb.engine.profile import engine_profile
+from koordweb.engine.warm import DELETED_TABLE, change_position
 from koordweb.models import Cluster, DeviceTemplateConfig
 from koordweb.rows.changes import TRACKED
-from koordweb.services.engine import engine_profile
-from koordweb.services.warm import DELETED_TABLE, change_position
-from koordweb.snapshot import build_for_round
 from scheduler.api import EngineState, IntArray, PodTemplate, Profile
 from scheduler.model import ClusterSnapshot
 

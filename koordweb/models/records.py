@@ -44,7 +44,7 @@ class Round(models.Model):
     metrics = models.JSONField(default=dict, blank=True)
     # The round's place in its cluster's history (1, 2, 3, ...), set when the row is created:
     # ids are shared by every cluster, so a cluster's ids skip. Null only for rows made outside
-    # `services.records` (a test's history); pages then show the id.
+    # `engine.pipeline` (a test's history); pages then show the id.
     number = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
@@ -119,7 +119,7 @@ class Preemption(models.Model):
     created_at = models.DateTimeField()
 
     class Outcome(models.TextChoices):
-        """What became of the preemptor after it preempted (`services.preemption_outcomes`)."""
+        """What became of the preemptor after it preempted (`engine.preemption_outcomes`)."""
 
         WAITING = "waiting", "waiting for its nominated nodes"
         STARTED = "started", "started on its nominated nodes"

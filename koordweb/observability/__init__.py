@@ -1,7 +1,8 @@
-"""Observability: JSON logs carrying the round id (`logs`), Prometheus metrics (`metrics`).
+"""Observability: JSON logs carrying the round id (`logs`) and the shared error counters
+(`counters`); the Prometheus view that reads them is `koordweb.prometheus`.
 
 Only the logging names are re-exported here: settings' LOGGING imports this package before the
-app registry is ready, and `metrics` needs the models.
+app registry is ready, and `counters` needs the cache.
 """
 
 from koordweb.observability.logs import (

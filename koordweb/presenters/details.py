@@ -6,49 +6,75 @@ it is said apart (`reasons.counterfactual_sentence`), with other tenants' jobs c
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from koordweb.presenters.quantities import amounts_text, number, resource_name
-from koordweb.presenters.words import as_dict, domain_text, layer_word, node_reason, pods
-from scheduler.api import NO_VICTIMS, NOT_HELPFUL
+from koordweb.presenters.words import (
+    as_dict,
+    domain_text,
+    layer_word,
+    nodes_ruled_out,
+    pods,
+    spaced_words,
+)
+from scheduler.api import causes
 
-# The preemption plugin's reason when it found victims (the preemption record counts them).
-PREEMPTING = "preempting"
 
-
-def preemption_status_sentence(reason: str) -> str:
-    """The preemption plugin's answer in words."""
-    if reason.startswith(NO_VICTIMS):
+def preemption_status_sentence(preemption: Mapping[str, Any]) -> str:
+    """The preemption plugin's answer (`details["preemption"]`: its `cause` code and `values`)
+    in words; an answer recorded without a code is said as recorded."""
+    code = str(preemption.get("cause") or "")
+    values = as_dict(preemption.get("values"))
+    if code == causes.NO_VICTIMS:
         return "Preempting would not help: no lower-priority job can be evicted."
-    if reason.startswith(NOT_HELPFUL):
-        why = _nodes_refused(reason.removeprefix(NOT_HELPFUL))
-        return (
-            "Preempting would not help: evicting every lower-priority job still leaves no room"
-            + (f" (nodes ruled out even then: {why})." if why else ".")
-        )
-    if reason == PREEMPTING:
+    if code == causes.PREEMPTION_NOT_HELPFUL:
+        return _not_helpful(values)
+    if code == causes.PREEMPTING:
         return "Evicting lower-priority jobs to make room for it."
-    if "preemptionPolicy" in reason:
+    if code == causes.PREEMPTION_NEVER:
         return "It may not preempt: its preemption policy is to never preempt."
-    if "PodDisruptionBudget" in reason:
-        return f"Preempting is blocked by a disruption budget ({reason.rsplit(' ', 1)[-1]})."
-    return f"Preemption: {reason}."
+    if code == causes.BLOCKED_BY_DISRUPTION_BUDGET:
+        budgets = [str(b) for b in values.get("budgets") or []]
+        which = f" ({', '.join(budgets)})" if budgets else ""
+        return f"Preempting is blocked by a disruption budget{which}."
+    if code == causes.VICTIMS_TERMINATING:
+        return "Waiting for the pods it preempted to terminate."
+    if not code and preemption.get("status") == "Success":
+        # Recorded before the engine gave a cause: kube-scheduler's PostFilter status says it.
+        return "Evicting lower-priority jobs to make room for it."
+    return recorded_sentence("The preemption step recorded", preemption.get("reason"))
 
 
-def _nodes_refused(rest: str) -> str:
-    """kube-scheduler's "0/N nodes are available: 3 node(s) <why>, 2 Insufficient cpu." in words,
-    the four largest counts first."""
-    _, found, listed = rest.partition("nodes are available: ")
-    counted: dict[str, int] = {}
-    for item in listed.rstrip(".").split(", ") if found else []:
-        count, _, phrase = item.partition(" ")
-        if count.isdecimal() and phrase:
-            words = node_reason(phrase)
-            counted[words] = counted.get(words, 0) + int(count)
-    ranked = sorted(counted.items(), key=lambda item: (-item[1], item[0]))[:4]
-    return ", ".join(f"{number(n)} with {words}" for words, n in ranked)
+def recorded_sentence(lead: str, text: Any) -> str:
+    """A message recorded without a cause (by an older version), said as it is after `lead`."""
+    said = str(text or "").strip().rstrip(".")
+    return f"{lead}: {said}." if said else ""
+
+
+def _not_helpful(values: Mapping[str, Any]) -> str:
+    """Why evicting every candidate would not help, from the dry run's numbers: the nodes still
+    ruled out, by reason, or the topology domain that would still be too small."""
+    if values.get("victims") == 0:
+        return (
+            "Preempting would not help: the job fits without evicting anyone, so what holds it "
+            "back is not room on the nodes."
+        )
+    lead = "Preempting would not help: evicting every lower-priority job still leaves no room"
+    dry = as_dict(values.get("dry_run"))
+    numbers = as_dict(dry.get("values"))
+    if dry.get("code") == causes.TOPOLOGY_NO_DOMAIN and numbers.get("best_domain") is not None:
+        layer = str(numbers.get("layer") or "")
+        where = f"one {layer_word(layer)}" if layer else "one topology domain"
+        return (
+            f"{lead} in {where}: the roomiest, {domain_text(numbers['best_domain'])}, would have "
+            f"room for {pods(numbers.get('best_offer_slots') or 0)}."
+        )
+    why = nodes_ruled_out(dry.get("node_reasons"))
+    total = numbers.get("total_nodes")
+    if why and total is not None:
+        return f"{lead} (of {number(int(total))} nodes, ruled out even then: {why})."
+    return f"{lead} (nodes ruled out even then: {why})." if why else f"{lead}."
 
 
 def cost_lines(cost: Mapping[str, Any] | None) -> list[tuple[str, str]]:
@@ -97,7 +123,7 @@ def plugin_text(plugin: str) -> str:
     """'the quota check' for ElasticQuota; a plugin added later is named in words from its name."""
     if plugin in PLUGIN_WORDS:
         return PLUGIN_WORDS[plugin]
-    return "the " + re.sub(r"(?<!^)(?=[A-Z])", " ", plugin).lower() + " check"
+    return f"the {spaced_words(plugin)} check"
 
 
 # Labels of the details people may open; anything else is shown under its key in words.
@@ -127,21 +153,35 @@ _DETAIL_LABELS = {
     "reached": "Gang pods that would fit",
 }
 _DOMAIN_LIMIT = 12
+_REASON_LIMIT = 12
 
 
 def detail_lines(details: Mapping[str, Any]) -> list[tuple[str, str]]:
     """Every detail as (label, text): domains by name, amounts with units, never a dict."""
     lines = []
+    cause = as_dict(details.get("cause"))
     for key in sorted(
         details,
         key=lambda k: (
             (list(_DETAIL_LABELS).index(k)) if k in _DETAIL_LABELS else len(_DETAIL_LABELS)
         ),
     ):
-        text = _detail_text(key, details[key])
+        if key == "node_reasons":
+            text = _ruled_out(details[key], cause)
+        else:
+            text = _detail_text(key, details[key])
         if text:
             lines.append((_DETAIL_LABELS.get(key, key.replace("_", " ").capitalize()), text))
     return lines
+
+
+def _ruled_out(recorded: Any, cause: Mapping[str, Any]) -> str:
+    """The nodes ruled out, by reason: worded from the cause's codes, or (a decision recorded
+    without a cause) each reason as recorded with its count."""
+    if cause:
+        return nodes_ruled_out(cause.get("node_reasons"), limit=_REASON_LIMIT)
+    ranked = sorted(as_dict(recorded).items(), key=lambda item: (-int(item[1]), str(item[0])))
+    return ", ".join(f"{number(int(n))}: {reason}" for reason, n in ranked)
 
 
 def _domains(slots: Mapping[str, Any]) -> str:
@@ -162,9 +202,6 @@ def _detail_text(key: str, value: Any) -> str:
         return domain_text(value)
     if key in ("desired_offer_slots", "chosen_offer_slots", "offer_slots"):
         return pods(value)
-    if key == "node_reasons":
-        ranked = sorted(as_dict(value).items(), key=lambda item: (-int(item[1]), item[0]))
-        return ", ".join(f"{number(int(n))} with {node_reason(str(r))}" for r, n in ranked)
     if key == "exceeded_dimensions" and isinstance(value, Sequence):
         return ", ".join(resource_name(str(r)) for r in value)
     if key == "quota_shortfall":
@@ -179,7 +216,7 @@ def _detail_text(key: str, value: Any) -> str:
         # Resources the quota has none of are not worth a word.
         return amounts_text({k: int(v) for k, v in as_dict(amounts).items() if int(v or 0)})
     if key == "preemption":
-        return preemption_status_sentence(str(as_dict(value).get("reason") or "")) or ""
+        return preemption_status_sentence(as_dict(value))
     if key in ("counterfactual", "cause"):
         return ""  # said apart: the counterfactual with other tenants' jobs counted, never
         # named; the cause is what the sentence itself is made of

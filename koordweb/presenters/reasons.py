@@ -7,29 +7,34 @@ The engine answers with a status code, a message in Koordinator's words and stru
 `details.detail_lines` lists the details for the "details" disclosure. Pages, the API's
 `explain` and the what-if page all call these; nothing else turns engine output into words.
 
-The engine names each case itself (`details["cause"]`: a code, its plugin and the numbers behind
-it, `scheduler.result.Cause`), and the sentences are formatted from those numbers. Decisions
-recorded before the engine said so carry no cause; for them the case is still recognised from
-the plugin and the Koordinator message, as before.
+The engine names each case itself (`details["cause"]`: a code, its plugin, the numbers behind it
+and the per-node reasons as codes, `scheduler.result.Cause`; the preemption plugin's answer in
+`details["preemption"]` the same way), and the sentences are formatted from those codes and
+numbers only: the engine's message is never read. A decision recorded before the engine gave a
+cause keeps its case (from its plugin) and is said by its recorded message, as it is.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from koordweb.presenters.details import detail_lines, preemption_status_sentence
-from koordweb.presenters.quantities import amounts_text, number, quantity_text, resource_name
-from koordweb.presenters.words import as_dict, domain_text, layer_word, node_reason, pods
-from scheduler.api import (
-    INSUFFICIENT,
-    NO_CANDIDATE,
-    RULE_IN_QUOTA,
-    RULE_LOWER_PRIORITY,
-    RULE_QUOTA_RECLAIM,
+from koordweb.presenters.details import (
+    detail_lines,
+    plugin_text,
+    preemption_status_sentence,
+    recorded_sentence,
 )
+from koordweb.presenters.quantities import amounts_text, number, quantity_text, resource_name
+from koordweb.presenters.words import (
+    as_dict,
+    domain_text,
+    layer_word,
+    nodes_ruled_out,
+    pods,
+)
+from scheduler.api import RULE_IN_QUOTA, RULE_LOWER_PRIORITY, RULE_QUOTA_RECLAIM, causes
 
 # Reason codes, one per kind of answer a page can give.
 PLACED = "placed"
@@ -49,20 +54,32 @@ OTHER = "other"
 
 # The engine's cause codes (`scheduler.result.Cause.code`) -> the case they are.
 _CAUSES = {
-    "TopologyNoDomain": TOPOLOGY,
-    "NodesUnavailable": NODE_RESOURCES,
-    "PodShapesDoNotFit": NODE_RESOURCES,
-    "QuotaInsufficient": QUOTA,
-    "GangIncomplete": GANG_WAITING,
-    "GangShort": GANG_SHORT,
-    "TopologyInvalid": INVALID,
-    "TopologyUnknownLayer": INVALID,
-    "PodCountNotMultiple": INVALID,
+    causes.TOPOLOGY_NO_DOMAIN: TOPOLOGY,
+    causes.NODES_UNAVAILABLE: NODE_RESOURCES,
+    causes.SHAPES_DO_NOT_FIT: NODE_RESOURCES,
+    causes.QUOTA_INSUFFICIENT: QUOTA,
+    causes.NON_PREEMPTIBLE_QUOTA_INSUFFICIENT: QUOTA,
+    causes.GANG_INCOMPLETE: GANG_WAITING,
+    causes.GANG_SHORT: GANG_SHORT,
+    causes.TOPOLOGY_INVALID: INVALID,
+    causes.TOPOLOGY_UNKNOWN_LAYER: INVALID,
+    causes.POD_COUNT_NOT_MULTIPLE: INVALID,
+    causes.DEVICE_REQUEST_INVALID: INVALID,
+    causes.DEVICES_UNFIT: DEVICES,
 }
+# The plugin that refused -> the case, for a code this module does not know and for decisions
+# recorded before the engine gave a cause (the gang's two cases told apart by their details).
+_PLUGINS = {
+    "NetworkTopology": TOPOLOGY,
+    "NodeResourcesFit": NODE_RESOURCES,
+    "ElasticQuota": QUOTA,
+    "DeviceShare": DEVICES,
+}
+# The cases said from the cause's numbers: without a cause, the recorded message is said.
+_FROM_CAUSE = frozenset({TOPOLOGY, NODE_RESOURCES, QUOTA, GANG_WAITING, GANG_SHORT, DEVICES})
 
+# koordweb's own words for a job no shape of which can ever fit (`views.jobs`), not the engine's.
 NEVER_FITS_PREFIX = "can never run: "
-_AVAILABLE = re.compile(r"(\d+)/(\d+) nodes are available")
-_DOMAIN_SLOTS = re.compile(r"(\w+Layer/[^:;\s]+): (\d+)")
 
 
 @dataclass(frozen=True)
@@ -73,11 +90,10 @@ class Explanation:
 
 
 def reason_code(outcome: str | None, reason: str | None, details: Mapping[str, Any]) -> str:
-    """Which case a decision is: one of the module's codes."""
-    reason = reason or ""
-    plugin = str(details.get("plugin") or "")
+    """Which case a decision is: one of the module's codes, from the engine's codes and the
+    plugin that decided (never from its message)."""
     preemption = as_dict(details.get("preemption"))
-    if reason.startswith(NEVER_FITS_PREFIX) or details.get("never_fits"):
+    if (reason or "").startswith(NEVER_FITS_PREFIX) or details.get("never_fits"):
         return NEVER_FITS
     if outcome == "placed":
         return PLACED_NOMINATED if details.get("nominated") else PLACED
@@ -85,30 +101,19 @@ def reason_code(outcome: str | None, reason: str | None, details: Mapping[str, A
         return NOT_DECIDED
     if outcome == "preempting":
         return PREEMPTING
+    answered = preemption.get("cause") or preemption.get("status")  # recorded: its status code
+    if answered in (causes.VICTIMS_TERMINATING, "Wait"):
+        return VICTIMS_TERMINATING
     cause = as_dict(details.get("cause"))
-    if cause:
-        if preemption.get("cause") == "VictimsTerminating":
-            return VICTIMS_TERMINATING
-        if cause.get("plugin") == "DeviceShare":
-            return DEVICES
-        return _CAUSES.get(str(cause.get("code")), OTHER)
-    if str(preemption.get("reason", "")).startswith("waiting for preemption victims"):
-        return VICTIMS_TERMINATING
-    if reason.startswith("waiting for preemption victims"):
-        return VICTIMS_TERMINATING
-    if plugin == "ElasticQuota" or reason.startswith(INSUFFICIENT):
-        return QUOTA
-    if plugin == "NetworkTopology" or reason.startswith(NO_CANDIDATE):
-        return TOPOLOGY
-    if plugin == "Coscheduling" or reason.startswith("gang "):
-        return GANG_WAITING if "min_available" in details or " has " in reason else GANG_SHORT
-    if plugin == "DeviceShare":
-        return DEVICES
-    if plugin == "NodeResourcesFit" or _AVAILABLE.search(reason):
-        return NODE_RESOURCES
-    if reason.startswith("invalid"):
-        return INVALID
-    return OTHER
+    if str(cause.get("code")) in _CAUSES:
+        return _CAUSES[str(cause.get("code"))]
+    plugin = str(cause.get("plugin") or details.get("plugin") or "")
+    if plugin == "Coscheduling":
+        if "reached" in details:
+            return GANG_SHORT
+        waiting = "pods" in details and "min_available" in details
+        return GANG_WAITING if waiting or outcome == "waiting" else GANG_SHORT
+    return _PLUGINS.get(plugin, OTHER)
 
 
 def decision_sentence(
@@ -121,11 +126,19 @@ def decision_sentence(
     """The decision in one or two sentences, with its details as formatted lines."""
     details = as_dict(details)
     code = reason_code(outcome, reason, details)
-    sentence = _SENTENCES[code](reason or "", details, state)
+    if code in _FROM_CAUSE and not as_dict(details.get("cause")):
+        sentence = _recorded(reason or "")
+    else:
+        sentence = _SENTENCES[code](reason or "", details, state)
     extra = _preemption_sentence(code, details)
     if extra:
         sentence = f"{sentence} {extra}"
     return Explanation(code, sentence, tuple(detail_lines(details)))
+
+
+def _recorded(reason: str) -> str:
+    """A decision recorded before the engine gave a cause: its message, as it is."""
+    return recorded_sentence("The scheduler recorded", reason) or "Not placed this round."
 
 
 def _placed(reason: str, d: dict[str, Any], state: str) -> str:
@@ -148,39 +161,18 @@ def _placed_nominated(reason: str, d: dict[str, Any], state: str) -> str:
     return "Placed on the nodes a preemption reserved for it."
 
 
+def _cause(d: Mapping[str, Any]) -> dict[str, Any]:
+    return as_dict(d.get("cause"))
+
+
 def _values(d: Mapping[str, Any]) -> dict[str, Any]:
-    """The numbers behind the engine's cause ({} for a decision recorded without one)."""
-    return as_dict(as_dict(d.get("cause")).get("values"))
+    """The numbers behind the engine's cause."""
+    return as_dict(_cause(d).get("values"))
 
 
 def _topology(reason: str, d: dict[str, Any], state: str) -> str:
-    v = _values(d)
-    if v:
-        return _topology_from_cause(v)
-    desired = d.get("desired_offer_slots")
-    if desired is None:
-        found = re.search(r"desiredOfferSlot: (\d+)", reason)
-        desired = int(found[1]) if found else None
-    slots = {str(k): int(v) for k, v in as_dict(d.get("domain_offer_slots")).items()}
-    if not slots:  # Koordinator's message lists them: "topologyNode BlockLayer/b1: 2; ..."
-        slots = {
-            m[1]: int(m[2]) for m in _DOMAIN_SLOTS.finditer(reason.partition("topologyNode")[2])
-        }
-    if not slots:
-        if desired is None:
-            return "No topology domain has room for all of the job's pods together."
-        return f"No topology domain has room for all {pods(desired)} of the job together."
-    what = f"all {pods(desired)} of the job" if desired is not None else "all of the job's pods"
-    layer = next(iter(slots)).partition("/")[0]
-    best, room = max(slots.items(), key=lambda item: (item[1], item[0]))
-    return (
-        f"No {layer_word(layer)} has room for {what} together: "
-        f"the roomiest, {domain_text(best)}, has room for {pods(room)} now."
-    )
-
-
-def _topology_from_cause(v: Mapping[str, Any]) -> str:
     """The job's own size and the layer whose one domain must hold it, from the engine."""
+    v = _values(d)
     size, tried = int(v.get("job_pods") or 0), int(v.get("pods") or 0)
     layer = str(v.get("layer") or "")
     where = f"No {layer_word(layer)}" if layer else "No topology domain"
@@ -198,35 +190,36 @@ def _topology_from_cause(v: Mapping[str, Any]) -> str:
 
 
 def _node_resources(reason: str, d: dict[str, Any], state: str) -> str:
-    reasons = {str(k): int(v) for k, v in as_dict(d.get("node_reasons")).items()}
-    found = _AVAILABLE.search(reason)
-    v = _values(d)
+    cause = _cause(d)
+    v = as_dict(cause.get("values"))
+    if cause.get("code") == causes.SHAPES_DO_NOT_FIT:
+        return "Its pods of different shapes do not all fit the nodes that have room for them."
     text = ""
     if "available_nodes" in v and "total_nodes" in v:
         text = (
             f"{number(int(v['available_nodes']))} of {number(int(v['total_nodes']))} nodes"
             " can take one of its pods"
         )
-    elif found:
-        text = f"{number(int(found[1]))} of {number(int(found[2]))} nodes can take one of its pods"
-    # Reasons that read the same ("Insufficient gpu", "Insufficient nvidia.com/gpu") are one.
-    worded: dict[str, int] = {}
-    for raw, n in reasons.items():
-        worded[node_reason(raw)] = worded.get(node_reason(raw), 0) + n
-    listed = sorted(worded.items(), key=lambda item: (-item[1], item[0]))[:4]
-    if listed:
-        why = ", ".join(f"{number(n)} with {words}" for words, n in listed)
+    why = nodes_ruled_out(cause.get("node_reasons"))
+    if why:
         text = f"{text}; the others: {why}" if text else f"Nodes ruled out: {why}"
-    room = v.get("offer_slots", d.get("offer_slots"))
-    needed = v.get("job_pods", d.get("desired_offer_slots"))
+    room, needed = v.get("offer_slots"), v.get("pods", v.get("job_pods"))
     if room is not None and needed is not None:
         text += f". Together they have room for {pods(room)}, the job needs {pods(needed)}"
     return (text or "No node has room for the job's pods") + "."
 
 
 def _quota(reason: str, d: dict[str, Any], state: str) -> str:
-    quota = d.get("quota") or _quoted(reason, "quotaName: ")
-    shortfall = as_dict(as_dict(d.get("quota_shortfall")).get(str(quota)))
+    cause = _cause(d)
+    quota = str(as_dict(cause.get("values")).get("quota") or d.get("quota") or "")
+    dims = d.get("exceeded_dimensions") or []
+    names = ", ".join(resource_name(str(r)) for r in dims)
+    if cause.get("code") == causes.NON_PREEMPTIBLE_QUOTA_INSUFFICIENT:
+        return (
+            f"Quota {quota} has too little of its guaranteed minimum left for pods that may not "
+            f"be preempted{f' ({names})' if names else ''}."
+        )
+    shortfall = as_dict(as_dict(d.get("quota_shortfall")).get(quota))
     if not shortfall:
         first: Any = next(iter(as_dict(d.get("quota_shortfall")).values()), {})
         shortfall = as_dict(first)
@@ -245,21 +238,15 @@ def _quota(reason: str, d: dict[str, Any], state: str) -> str:
         )
     if shortfall:
         return f"Quota {quota} has too little left: it needs {amounts_text(shortfall)} more."
-    dims = d.get("exceeded_dimensions") or []
-    names = ", ".join(resource_name(str(r)) for r in dims)
     return f"Quota {quota} has too little left{f' of {names}' if names else ''}."
 
 
-def _quoted(reason: str, key: str) -> str:
-    found = re.search(re.escape(key) + r"([^,\s]+)", reason)
-    return found[1] if found else "?"
-
-
 def _gang_waiting(reason: str, d: dict[str, Any], state: str) -> str:
-    if "pods" in d and "min_available" in d:
+    v = _values(d)
+    if "pods" in v and "min_available" in v:
         return (
-            f"Waiting for its gang: {number(d['pods'])} of the "
-            f"{number(d['min_available'])} pods it needs exist."
+            f"Waiting for its gang: {number(int(v['pods']))} of the "
+            f"{number(int(v['min_available']))} pods it needs exist."
         )
     return "Waiting for the rest of its gang's pods."
 
@@ -271,19 +258,13 @@ def _gang_short(reason: str, d: dict[str, Any], state: str) -> str:
             f"Only {pods(int(v['reached']))} would fit at once; the gang needs "
             f"{pods(int(v['min_available']))} together."
         )
-    found = re.search(r"would have (\d+) of min-available (\d+)", reason)
-    if found:
-        return (
-            f"Only {pods(int(found[1]))} would fit at once; the gang needs "
-            f"{pods(int(found[2]))} together."
-        )
     return "Not enough of the gang's pods would fit at once."
 
 
 def _victims_terminating(reason: str, d: dict[str, Any], state: str) -> str:
-    text = str(as_dict(d.get("preemption")).get("reason") or reason)
-    nodes = text.partition(" on ")[2]
-    where = f" on {nodes}" if nodes else ""
+    values = as_dict(as_dict(d.get("preemption")).get("values"))
+    nodes = [str(n) for n in values.get("nodes") or []]
+    where = f" on {', '.join(nodes)}" if nodes else ""
     return f"Waiting for the pods it preempted to terminate{where}."
 
 
@@ -293,13 +274,47 @@ def _preempting(reason: str, d: dict[str, Any], state: str) -> str:
     return text + (f"; {pods(victims)} will start on the freed nodes." if victims else ".")
 
 
+_CARD_WORDS = {"gpu": "cards", "rdma": "RDMA NICs", "fpga": "FPGAs"}
+
+
 def _devices(reason: str, d: dict[str, Any], state: str) -> str:
-    detail = reason.split(": ", 1)[-1] if ": " in reason else reason
-    return f"No free cards fit the request: {detail}." if detail else "No free cards fit."
+    cause = _cause(d)
+    v = as_dict(cause.get("values"))
+    if cause.get("code") != causes.DEVICES_UNFIT:
+        return _other(reason, d, state)
+    where = f" for pod {v['pod']} on {v['node']}" if v.get("pod") and v.get("node") else ""
+    text = f"No free cards fit the request{where}"
+    if "needed" in v and "free" in v:
+        what = _CARD_WORDS.get(str(v.get("resource")), "cards")
+        text += f": it needs {number(int(v['needed']))} {what}, {number(int(v['free']))} fit"
+        if "cards" in v:
+            text += f" of the node's {number(int(v['cards']))}"
+    elif v.get("refusal"):
+        text += f": {v['refusal']}"
+    return text + "."
 
 
 def _invalid(reason: str, d: dict[str, Any], state: str) -> str:
-    return f"The job's request is invalid: {reason.removeprefix('invalid ')}."
+    cause = _cause(d)
+    code, v = cause.get("code"), as_dict(cause.get("values"))
+    if code == causes.TOPOLOGY_UNKNOWN_LAYER:
+        unknown = ", ".join(str(layer) for layer in v.get("unknown_layers") or [])
+        known = ", ".join(layer_word(str(layer)) for layer in v.get("cluster_layers") or [])
+        text = f"Its topology rule names layers the cluster does not have ({unknown})"
+        return text + (f"; the cluster has: {known}." if known else ".")
+    if code == causes.POD_COUNT_NOT_MULTIPLE:
+        return (
+            f"Its {pods(v.get('pods') or v.get('job_pods') or 0)} to place are not a multiple "
+            f"of {number(int(v.get('pod_count_multiple') or 0))}, as its topology rule asks."
+        )
+    if code == causes.TOPOLOGY_INVALID:
+        error = str(v.get("error") or "").strip().rstrip(".")
+        return "The cluster's network topology is invalid" + (f": {error}." if error else ".")
+    if code == causes.DEVICE_REQUEST_INVALID:
+        problems = "; ".join(str(p) for p in v.get("problems") or [])
+        where = f" (pod {v['pod']})" if v.get("pod") else ""
+        return f"Its card request is invalid{where}" + (f": {problems}." if problems else ".")
+    return _other(reason, d, state)
 
 
 def _never_fits(reason: str, d: dict[str, Any], state: str) -> str:
@@ -315,8 +330,13 @@ def _not_decided(reason: str, d: dict[str, Any], state: str) -> str:
 
 
 def _other(reason: str, d: dict[str, Any], state: str) -> str:
-    text = reason.strip().rstrip(".")
-    return f"{text}." if text else "Not placed this round."
+    """A cause this module has no sentence for (a plugin added later): who refused, and its
+    message as it is."""
+    plugin = str(_cause(d).get("plugin") or d.get("plugin") or "")
+    if not plugin:
+        return _recorded(reason)
+    said = recorded_sentence(f"Not placed by {plugin_text(plugin)}", reason)
+    return said or f"Not placed by {plugin_text(plugin)}."
 
 
 _SENTENCES = {
@@ -358,19 +378,27 @@ def state_sentence(state: str, state_reason: str = "") -> Explanation:
     if reason and reason.lower() not in said:
         sentence = f"{reason[:1].upper()}{reason[1:]}."
         # "Cancelled by alice" says the state already: "Cancelled. Cancelled by alice." twice.
-        opening = re.split(r"[\s(:,;]", reason, maxsplit=1)[0].lower()
+        opening = _first_word(reason).lower()
         text = sentence if opening in said else f"{text} {sentence}"
     return Explanation(f"state-{state.lower()}", text)
+
+
+def _first_word(text: str) -> str:
+    """The text up to its first space or one of '(:,;'."""
+    for i, char in enumerate(text):
+        if char.isspace() or char in "(:,;":
+            return text[:i]
+    return text
 
 
 def _preemption_sentence(code: str, details: Mapping[str, Any]) -> str:
     """Why preempting did not help, when the engine tried."""
     if code in (PLACED, PLACED_NOMINATED, PREEMPTING, VICTIMS_TERMINATING, NOT_DECIDED):
         return ""
-    reason = str(as_dict(details.get("preemption")).get("reason") or "")
-    if not reason or reason == "preempting":
+    preemption = as_dict(details.get("preemption"))
+    if not preemption or preemption.get("cause") == causes.PREEMPTING:
         return ""
-    return preemption_status_sentence(reason)
+    return preemption_status_sentence(preemption)
 
 
 def counterfactual_sentence(
@@ -404,7 +432,7 @@ def counterfactual_sentence(
 
 
 def _preemption_rule_words(cost: Mapping[str, Any]) -> str:
-    """The rule the engine applied (`cost["rule"]`, recorded by `services.records`), in words
+    """The rule the engine applied (`cost["rule"]`, recorded by `koordweb.engine.records`), in words
     that say whose priority is which; '' for a record without a rule this module knows."""
     rule = cost.get("rule")
     if rule == RULE_QUOTA_RECLAIM:
@@ -430,19 +458,25 @@ def preemption_sentence(
     reason: str, cost: Mapping[str, Any] | None, *, preemptor_named: bool = True
 ) -> str:
     """A recorded preemption in words: the rule the engine applied (`cost["rule"]`), then why the
-    preemptor did not fit without it (`reason`, the engine's words).
+    preemptor did not fit without it, from the cause the engine gave (`cost["cause"]`, the
+    preemptor's `Cause` as its verdict carries it); a record without a cause gives its `reason`
+    (the engine's words) as it is.
 
     Without `preemptor_named` (another team's preemptor, for a tenant) only the rule is said: the
     reason may name that team's quota. A record without a rule (older, not converted by migration
     0011) is said by its reason alone."""
-    rule = _preemption_rule_words(as_dict(cost))
+    cost = as_dict(cost)
+    rule = _preemption_rule_words(cost)
     reason = (reason or "").strip()
     if not preemptor_named or not reason:
         return rule or "Evicted to make room for it."
-    why = decision_sentence("unschedulable", reason)
-    if not rule:
-        return why.sentence  # as recorded: it may start with a job's name
-    if why.code == OTHER:
+    cause = as_dict(cost.get("cause"))
+    if not cause:
+        if not rule:
+            return f"{reason.rstrip('.')}."  # as recorded: it may start with a job's name
         return f"{rule} Without that it did not fit: {reason}"
+    why = decision_sentence("unschedulable", reason, {"cause": cause})
+    if not rule:
+        return why.sentence
     because = why.sentence[:1].lower() + why.sentence[1:]
     return f"{rule} Without that it did not fit, because {because}"

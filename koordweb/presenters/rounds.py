@@ -1,4 +1,4 @@
-"""A round's metrics (`Round.metrics`, written by `services.records`) in plain words.
+"""A round's metrics (`Round.metrics`, written by `engine.pipeline`) in plain words.
 
 The metrics are engine and worker counters keyed by field name (`snapshot_changed_rows`,
 `engine_reused`, `cpu_ms`, ...). An admin reads labelled lines with units instead, and the round

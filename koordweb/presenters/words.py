@@ -2,17 +2,17 @@
 device kinds ('NPUs' for an Ascend job holding whole cards or AI cores, 'MLUs' for a Cambricon
 slice, 'cards' for several kinds).
 
-'BlockLayer/b1' reads 'block b1', the root domain 'the whole cluster', kube-scheduler's
-'Insufficient nvidia.com/gpu' reads 'too little free GPUs'.
+'BlockLayer/b1' reads 'block b1', the root domain 'the whole cluster', a node ruled out with the
+code `Insufficient` for nvidia.com/gpu reads 'too little free GPUs'.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from koordweb.presenters.quantities import gpu_hours_text, number, quantity_text, resource_name
+from scheduler.api import causes
 from scheduler.vocabulary import (
     CAMBRICON_MLU,
     CAMBRICON_MLU_VCORE,
@@ -29,8 +29,14 @@ def layer_word(layer: str) -> str:
     """'BlockLayer' -> 'block', 'SpineLayer' -> 'spine'."""
     if layer in _LAYER_WORDS:
         return _LAYER_WORDS[layer]
-    word = layer.removesuffix("Layer") or layer
-    return re.sub(r"(?<!^)(?=[A-Z])", " ", word).lower()
+    return spaced_words(layer.removesuffix("Layer") or layer)
+
+
+def spaced_words(name: str) -> str:
+    """A CamelCase name in lower-case words: 'SpineLayer' -> 'spine layer'."""
+    return "".join(
+        f" {char}" if char.isupper() and i else char for i, char in enumerate(name)
+    ).lower()
 
 
 def domain_text(label: Any) -> str:
@@ -72,34 +78,43 @@ def pods(n: Any) -> str:
     return counted(n, "pod")
 
 
-# The device allocator's own resource names in kube-scheduler's "Insufficient <name>".
+# The device allocator's own device types, as a shortage names them.
 _DEVICE_NAMES = {"gpu": "GPUs", "rdma": "RDMA NICs", "fpga": "FPGAs"}
-# LoadAware's "node(s) cpu usage exceed threshold" and its aggregated form.
-_LOAD_AWARE = re.compile(r"node\(s\) (\S+) (aggregated )?usage exceed threshold")
-_KUBE_PHRASES = {
-    "node(s) had untolerated taint": "a taint the job does not tolerate",
-    "node(s) didn't match Pod's node affinity/selector": "labels the job's node rule excludes",
-    "node(s) were unschedulable": "cordoned",
-    "node(s) nodeMetric expired": "a usage report out of date (load-aware)",
+# Node refusal codes (`causes`, a `NodeReason`'s code) that need no resource to be said.
+_REFUSAL_WORDS = {
+    causes.TOO_MANY_PODS: "with no pod slots left",
+    causes.NODE_CORDONED: "cordoned",
+    causes.NODE_AFFINITY: "with labels the job's node rule excludes",
+    causes.TAINT_UNTOLERATED: "with a taint the job does not tolerate",
+    causes.METRIC_EXPIRED: "with a usage report out of date (load-aware)",
 }
 
 
-def node_reason(reason: str) -> str:
-    """Why a node was ruled out, in words ('997 with <this>'): never the scheduler's phrase."""
-    if reason.startswith("Insufficient "):
-        name = reason.removeprefix("Insufficient ").split(":", 1)[0].strip()
-        return f"too little free {_DEVICE_NAMES.get(name) or resource_name(name)}"
-    if reason == "Too many pods":
-        return "no pod slots left"
-    load = _LOAD_AWARE.match(reason)
-    if load:
-        what = resource_name(load[1])
-        average = "average " if load[2] else ""
-        return f"{average}{what} use above the load-aware threshold"
-    for phrase, words in _KUBE_PHRASES.items():
-        if reason.startswith(phrase):
-            return words
-    return reason.removeprefix("node(s) ")[:1].lower() + reason.removeprefix("node(s) ")[1:]
+def node_reason(reason: Mapping[str, Any]) -> str:
+    """Why nodes were ruled out, said after their count ('997 with too little free GPUs', '3
+    cordoned'), from a node reason's code and resource (`Cause.node_reasons`); a code this
+    module does not know is said in its Filter's words."""
+    code, resource = str(reason.get("code") or ""), str(reason.get("resource") or "")
+    if code in _REFUSAL_WORDS:
+        return _REFUSAL_WORDS[code]
+    if code == causes.INSUFFICIENT and resource:
+        return f"with too little free {_DEVICE_NAMES.get(resource) or resource_name(resource)}"
+    if code in (causes.LOAD_OVER_THRESHOLD, causes.AGGREGATED_LOAD_OVER_THRESHOLD) and resource:
+        average = "average " if code == causes.AGGREGATED_LOAD_OVER_THRESHOLD else ""
+        return f"with {average}{resource_name(resource)} use above the load-aware threshold"
+    return f"refused: {reason.get('text') or 'for another reason'}"
+
+
+def nodes_ruled_out(reasons: Any, limit: int = 4) -> str:
+    """Per-node reasons (`Cause.node_reasons`) as '1,012 with too little free GPUs, 3 cordoned',
+    the `limit` largest counts first; reasons that read the same are one."""
+    worded: dict[str, int] = {}
+    for reason in reasons if isinstance(reasons, (list, tuple)) else ():
+        if isinstance(reason, Mapping):
+            words = node_reason(reason)
+            worded[words] = worded.get(words, 0) + int(reason.get("nodes") or 0)
+    ranked = sorted(worded.items(), key=lambda item: (-item[1], item[0]))[:limit]
+    return ", ".join(f"{number(n)} {words}" for words, n in ranked)
 
 
 def as_dict(value: Any) -> dict[str, Any]:

@@ -1,49 +1,34 @@
-"""Reads for the device heatmap: every accelerator card, what occupies it and how it is grouped.
+"""Reads for the device heatmap page: every accelerator card, what occupies it and how it is
+grouped, a page of node rows at a time.
 
-Allocations come from running pods' `scheduling.koordinator.sh/device-allocated` annotation
-(`{"gpu": [{"minor": 0, "resources": {"koordinator.sh/gpu-core": 100, ...}}]}`); a card's
-allocation is its gpu-core percent (NPUs and MLUs are type `gpu` in Koordinator's Device CR).
+A card's allocation is each holding pod's share of it, from their device-allocated annotations
+(read by `selectors.card_tallies.card_allocations`, which also counts the cards for the overview
+and the topology page); the page's filters and the counts beside their choices are
+`selectors.device_filters`.
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
-from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any
 
-from django.db.models.fields.json import KeyTextTransform
-
-from koordweb.device_allocated import card_ai_cores, card_share_percent, parse_device_allocation
-from koordweb.models import Cluster, Device, Pod
-from koordweb.selectors.topology import OCCUPYING_PHASES, label_tree, node_paths
-from scheduler.vocabulary import (
-    ANNOTATION_DEVICE_ALLOCATED,
-    CAMBRICON_MLU,
-    GPU_MEMORY_RATIO,
-    HUAWEI_NPU,
-    NVIDIA_GPU,
+from koordweb.device_allocated import card_ai_cores, card_share_percent
+from koordweb.models import Cluster
+from koordweb.selectors.card_tallies import card_allocations, cluster_cards
+from koordweb.selectors.device_filters import (
+    CardFilter,
+    CardTraits,
+    card_matches,
+    card_traits,
+    filter_facets,
 )
+from koordweb.selectors.topology import label_tree, node_paths
+from scheduler.vocabulary import GPU_MEMORY_RATIO, natural_key
 
 # The filter's labels, keyed by the vendor value Koordinator puts on nodes and devices.
 VENDORS = {"nvidia": "NVIDIA", "huawei": "Ascend", "cambricon": "Cambricon"}
-# A vendor's words before its model, as people say the card: "Huawei Ascend 910B3".
-VENDOR_WORDS = {"nvidia": "NVIDIA", "huawei": "Huawei Ascend", "cambricon": "Cambricon"}
-
-
-def card_model_text(vendor: str, model: str) -> str:
-    """'Huawei Ascend 910B3' for ("huawei", "Ascend-910B3"), 'NVIDIA H800': the vendor's words
-    once, even when the model label repeats them."""
-    words = VENDOR_WORDS.get(vendor, vendor)
-    for word in words.split():
-        if model.lower().startswith(word.lower()):
-            model = model[len(word) :].lstrip(" -_")
-    return f"{words} {model}".strip() or "?"
-
-
 # NVLink partition tables Koordinator builds in for these 8-card models: pairs and quads.
 NVLINK_MODELS = ("H100", "H800", "H20")
 NVLINK_PARTITIONS = ((0, 1, 2, 3), (4, 5, 6, 7))
@@ -106,33 +91,6 @@ class DeviceGrid:
     model_vendors: dict[str, str] = field(default_factory=dict)  # model -> vendor, every card
 
 
-# What the devices page's "cards" filter shows: every card, or those in one state.
-CARD_STATES = {
-    "allocated": "allocated",
-    "idle": "allocated but idle",
-    "free": "free",
-}
-
-
-@dataclass(frozen=True)
-class CardFilter:
-    """The devices page's filters. `model` is the Device CR's model ("H800"), `team` the quota
-    of a job holding the card, `show` a key of CARD_STATES ("" every card)."""
-
-    vendor: str = ""
-    group: str = ""
-    model: str = ""
-    team: str = ""
-    show: str = ""
-
-
-def natural_key(name: str) -> tuple[tuple[int, int | str], ...]:
-    """Sort 'b2' before 'b10': digit runs compare as numbers."""
-    return tuple(
-        (0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", name) if part
-    )
-
-
 def device_grid(
     cluster: Cluster,
     *,
@@ -160,7 +118,7 @@ def device_grid(
     filters = filters or CardFilter(vendor=vendor, group=group)
     paths = node_paths(label_tree(cluster))
     # unordered: the page sorts nodes by block and name, cards by minor
-    devices = Device.objects.filter(node__cluster=cluster, device_type=Device.Type.GPU).order_by()
+    devices = cluster_cards(cluster).order_by()
     if filters.vendor:
         devices = devices.filter(vendor=filters.vendor)
     rows = list(
@@ -178,15 +136,15 @@ def device_grid(
     groups = sorted(set(node_group.values()), key=natural_key)
     scope = [row for row in rows if not filters.group or node_group[row[0]] == filters.group]
     holdings = _card_holdings(cluster, {row[0] for row in scope})
-    kinds: Counter[_Traits] = Counter()
+    kinds: Counter[CardTraits] = Counter()
     matching: dict[str, list[Any]] = defaultdict(list)
-    matches: dict[_Traits, bool] = {}
+    matches: dict[CardTraits, bool] = {}
     for row in scope:
-        traits = _traits(row[3], holdings.get((row[0], row[1]), ()), idle_jobs, teams)
+        traits = card_traits(row[3], holdings.get((row[0], row[1]), ()), idle_jobs, teams)
         kinds[traits] += 1
         found = matches.get(traits)
         if found is None:
-            found = matches[traits] = _matches(traits, filters)
+            found = matches[traits] = card_matches(traits, filters)
         if found:
             matching[row[0]].append(row)
     # Nodes outside the topology go last, after every block.
@@ -201,7 +159,7 @@ def device_grid(
         for row in sorted(matching[node], key=lambda row: row[1])
     ]
     minors = sorted({card.minor for card in cards})
-    facets = _facets(kinds, filters)
+    facets = filter_facets(kinds, filters)
     return DeviceGrid(cards, page, minors, len(ordered), groups, facets, model_vendors)
 
 
@@ -216,92 +174,16 @@ class _Holding:
     resources: Mapping[str, int]
 
 
-class _Traits(NamedTuple):
-    """What the filters ask of one card: its model, the teams holding it, its state (a tuple:
-    thousands of cards are counted by it)."""
-
-    model: str
-    teams: frozenset[str]
-    state: str  # "free", "allocated" or "idle" (allocated, every holder idle)
-
-
-def _traits(
-    model: str,
-    held: Sequence[_Holding],
-    idle_jobs: frozenset[int],
-    teams: set[str] | None,
-) -> _Traits:
-    job_ids = [use.job_id for use in held if use.job_id is not None]
-    if not held:
-        state = "free"
-    elif job_ids and all(job_id in idle_jobs for job_id in job_ids):
-        state = "idle"
-    else:
-        state = "allocated"
-    named = frozenset(use.team for use in held if use.team and (teams is None or use.team in teams))
-    return _Traits(model, named, state)
-
-
-def _matches(traits: _Traits, filters: CardFilter, skip: str = "") -> bool:
-    if skip != "model" and filters.model and traits.model != filters.model:
-        return False
-    if skip != "team" and filters.team and filters.team not in traits.teams:
-        return False
-    if skip != "show" and filters.show:
-        # an idle card is allocated too
-        wanted = {"allocated": ("allocated", "idle")}.get(filters.show, (filters.show,))
-        if traits.state not in wanted:
-            return False
-    return True
-
-
-def _facets(kinds: Mapping[_Traits, int], filters: CardFilter) -> dict[str, dict[str, int]]:
-    """Each filter's choices counted with the other filters applied (a faceted search), over
-    the distinct kinds of card and how many cards are of each."""
-    facets: dict[str, dict[str, int]] = {"show": {}, "team": {}, "model": {}}
-    for card, n in kinds.items():
-        if _matches(card, filters, skip="model"):
-            for model in ("", card.model):
-                facets["model"][model] = facets["model"].get(model, 0) + n
-        if _matches(card, filters, skip="team"):
-            for team in ("", *card.teams):
-                facets["team"][team] = facets["team"].get(team, 0) + n
-        if _matches(card, filters, skip="show"):
-            states = ("", card.state, "allocated") if card.state == "idle" else ("", card.state)
-            for state in states:
-                facets["show"][state] = facets["show"].get(state, 0) + n
-    return facets
-
-
 def _card_holdings(cluster: Cluster, nodes: set[str]) -> dict[tuple[str, int], list[_Holding]]:
     """(node, minor) -> the allocations the occupying pods on `nodes` hold on that card (every
-    card of type gpu a pod's annotation names, whether or not a Device row lists it). Only the
-    device-allocated annotation is read from the database, not the pods' whole annotations."""
+    card of type gpu a pod's annotation names, whether or not a Device row lists it)."""
     holdings: dict[tuple[str, int], list[_Holding]] = defaultdict(list)
-    pods = (
-        Pod.objects.filter(cluster=cluster, node__isnull=False, phase__in=OCCUPYING_PHASES)
-        .annotate(allocated=KeyTextTransform(ANNOTATION_DEVICE_ALLOCATED, "annotations"))
-        .values_list("node__name", "name", "job_id", "job__name", "job__quota__name", "allocated")
+    allocations = card_allocations(
+        cluster, "name", "job_id", "job__name", "job__quota__name", nodes=nodes
     )
-    for node, pod, job_id, job_name, team, allocated in pods:
-        if node not in nodes or not allocated:
-            continue
-        for device_type, minor, resources in _allocation(allocated):
-            if device_type == "gpu":
-                holdings[(node, minor)].append(
-                    _Holding(pod, job_id, job_name or "", team or "", resources)
-                )
+    for node, minor, resources, (pod, job_id, job_name, team) in allocations:
+        holdings[(node, minor)].append(_Holding(pod, job_id, job_name or "", team or "", resources))
     return holdings
-
-
-@lru_cache(maxsize=4096)
-def _allocation(raw: str) -> tuple[tuple[str, int, Mapping[str, int]], ...]:
-    """A device-allocated annotation read once per distinct text: at 1,000 nodes most pods of
-    a gang hold the same cards the same way, and the page reads every pod on each request."""
-    return tuple(
-        (kind, minor, MappingProxyType(resources))
-        for kind, minor, resources in parse_device_allocation(raw)
-    )
 
 
 def _card(
@@ -326,96 +208,3 @@ def _card(
             )
         )
     return card
-
-
-@dataclass(frozen=True)
-class AcceleratorUse:
-    """Cards of one accelerator model: all, healthy, and allocated (shares summed)."""
-
-    model: str
-    total: int
-    healthy: int
-    allocated: float
-
-
-def device_type_usage(cluster: Cluster) -> list[AcceleratorUse]:
-    """Cards, healthy cards and cards allocated per accelerator model, for the overview."""
-    totals: dict[tuple[str, str], int] = defaultdict(int)
-    healthy: dict[tuple[str, str], int] = defaultdict(int)
-    model_of: dict[tuple[str, int], tuple[str, str]] = {}
-    devices = Device.objects.filter(node__cluster=cluster, device_type=Device.Type.GPU)
-    rows = devices.values_list("node__name", "minor", "vendor", "model", "health")
-    for node, minor, vendor, model, health in rows:
-        totals[(vendor, model)] += 1
-        healthy[(vendor, model)] += 1 if health else 0
-        model_of[(node, minor)] = (vendor, model)
-    used: dict[tuple[str, str], float] = defaultdict(float)
-    pods = Pod.objects.filter(
-        cluster=cluster, node__isnull=False, phase__in=OCCUPYING_PHASES
-    ).values_list("node__name", "annotations")
-    for node, pod_annotations in pods:
-        for device_type, minor, resources in parse_device_allocation(
-            (pod_annotations or {}).get(ANNOTATION_DEVICE_ALLOCATED)
-        ):
-            key = model_of.get((node, minor))
-            if device_type == "gpu" and key:
-                used[key] += card_share_percent(resources) / 100
-    return [
-        AcceleratorUse(card_model_text(v, m), n, healthy[(v, m)], round(used[(v, m)], 2))
-        for (v, m), n in sorted(totals.items())
-    ]
-
-
-# The whole-card resource a vendor's cards are named by ("NPUs" for an Ascend card held in AI
-# cores): Koordinator's Device CR types them all `gpu`.
-VENDOR_CARDS = {"nvidia": NVIDIA_GPU, "huawei": HUAWEI_NPU, "cambricon": CAMBRICON_MLU}
-
-
-@dataclass
-class CardTally:
-    """One node's healthy cards of one kind: how many, how much of them is held (in cards,
-    shares summed) and how many no pod holds any part of."""
-
-    cards: int = 0
-    held: float = 0.0
-    free: int = 0
-
-
-def node_card_tallies(cluster: Cluster) -> dict[str, dict[str, CardTally]]:
-    """Node name -> card resource (`VENDOR_CARDS`) -> its healthy cards, held and free, from
-    the Device rows and the bound pods' device-allocated annotations: the topology page names
-    an Ascend or Cambricon domain by its cards even where the node reports only shares."""
-    kind_of: dict[tuple[str, int], str] = {}
-    tallies: dict[str, dict[str, CardTally]] = defaultdict(dict)
-    devices = Device.objects.filter(
-        node__cluster=cluster, device_type=Device.Type.GPU, health=True
-    ).values_list("node__name", "minor", "vendor")
-    for node, minor, vendor in devices:
-        kind = VENDOR_CARDS.get(vendor, NVIDIA_GPU)
-        kind_of[(node, minor)] = kind
-        tallies[node].setdefault(kind, CardTally()).cards += 1
-    held: dict[tuple[str, int], int] = defaultdict(int)
-    pods = Pod.objects.filter(
-        cluster=cluster, node__isnull=False, phase__in=OCCUPYING_PHASES
-    ).values_list("node__name", "annotations")
-    for node, pod_annotations in pods:
-        for device_type, minor, resources in parse_device_allocation(
-            (pod_annotations or {}).get(ANNOTATION_DEVICE_ALLOCATED)
-        ):
-            if device_type == "gpu" and (node, minor) in kind_of:
-                held[(node, minor)] += max(1, card_share_percent(resources))
-    for (node, minor), kind in kind_of.items():
-        tally = tallies[node][kind]
-        share = min(100, held.get((node, minor), 0))
-        tally.held += share / 100
-        tally.free += int(share == 0)
-    return tallies
-
-
-def device_counts(cluster: Cluster) -> tuple[int, int, int]:
-    """(cards, unhealthy cards, nodes with cards) over the whole cluster."""
-    devices = Device.objects.filter(node__cluster=cluster, device_type=Device.Type.GPU)
-    cards = devices.count()
-    unhealthy = devices.filter(health=False).count()
-    nodes = devices.values("node_id").distinct().count()
-    return cards, unhealthy, nodes

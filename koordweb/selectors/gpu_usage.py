@@ -26,7 +26,6 @@ from koordweb.models import (
     CARD_HOUR,
     CardSample,
     Cluster,
-    Device,
     ElasticQuota,
     Job,
     JobGpuState,
@@ -34,6 +33,7 @@ from koordweb.models import (
     JobUsageHour,
 )
 from koordweb.models.gpu_usage import epoch, from_epoch
+from koordweb.selectors.card_tallies import cluster_cards
 from koordweb.selectors.tenancy import quotas_of_member, user_is_admin
 
 DEFAULT_IDLE_MINUTES = 60
@@ -366,9 +366,7 @@ def job_gpu_hours(job: Job) -> GpuHours:
 
 def unhealthy_cards(cluster: Cluster, *, limit: int = 20) -> tuple[int, list[tuple[str, int, str]]]:
     """How many accelerator cards are unhealthy, and the first of them (node, minor, model)."""
-    cards = Device.objects.filter(
-        node__cluster=cluster, device_type=Device.Type.GPU, health=False
-    ).order_by("node__name", "minor")
+    cards = cluster_cards(cluster).filter(health=False).order_by("node__name", "minor")
     return cards.count(), list(cards.values_list("node__name", "minor", "model")[:limit])
 
 

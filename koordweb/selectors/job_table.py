@@ -4,7 +4,7 @@ As NetBox does, one FilterSet per model serves the UI and the API (`koordweb.api
 re-exports it; views may not import the API layer). The page adds what a table needs on top:
 the cards each job asks for and how long it waited (annotations, so the database sorts by
 them), the sort orders people use (`JOB_SORTS`), and each waiting job's place in the queue as
-the engine's last round took it (`job_queue_positions`, published by `services.records`).
+the engine's last round took it (`job_queue_positions`, published by `engine.round_queue`).
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast, Coalesce, Greatest
 from rest_framework.exceptions import ValidationError
 
+from koordweb.engine.round_queue import QUEUE_PUBLISHED, round_queue_key
 from koordweb.models import Cluster, Job, JobState, Pod, PriorityClass
 from koordweb.models.records import latest_decision
-from koordweb.services.round_queue import QUEUE_PUBLISHED, round_queue_key
 from scheduler.vocabulary import (
     CAMBRICON_MLU,
     CAMBRICON_MLU_VCORE,
@@ -168,7 +168,7 @@ def job_cards() -> Subquery:
     return Subquery(summed, output_field=FloatField())
 
 
-# Sort orders of the table (the "#" column is the engine's queue place, `services.round_queue`).
+# Sort orders of the table (the "#" column is the engine's queue place, `engine.round_queue`).
 QUEUE_ORDER = ("-priority", "submitted_at", "namespace", "name")
 JOB_SORTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "queue": ("priority, then submission time", QUEUE_ORDER),
@@ -214,7 +214,7 @@ MORE_WORDS = f"after the first {QUEUE_PUBLISHED:,}"
 
 @dataclass(frozen=True)
 class PublishedQueue:
-    """What a cluster's last round published (`services.records.round_queue_publish`)."""
+    """What a cluster's last round published (`engine.round_queue.round_queue_publish`)."""
 
     places: Mapping[int, int]
     held: frozenset[int]

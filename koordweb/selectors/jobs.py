@@ -17,7 +17,7 @@ from koordweb.backends.base import FAILED_SCHEDULING, PREEMPTED, SCHEDULED
 from koordweb.models import Cluster, Decision, Job, JobState, Pod, Preemption, PreemptionVictim
 from koordweb.models.records import latest_decision
 from koordweb.presenters.reasons import decision_sentence, preemption_sentence
-from koordweb.selectors.redaction import Redactor
+from koordweb.selectors.redaction import Redactor, preemption_cost_unnamed
 from koordweb.selectors.tenancy import jobs_visible
 
 
@@ -93,7 +93,7 @@ def job_events(
 ) -> list[dict[str, Any]]:
     """The Events `kubectl describe pod` would list for the job's pods, newest first, from its
     Decision rows and the preemptions that hit it: what the kubernetes backend writes
-    (services/pod_notes.py), shown on the simulated backend's pages, where nothing writes
+    (koordweb/engine/pod_notes.py), shown on the simulated backend's pages, where nothing writes
     them. A FailedScheduling row carries its decision (the page words its reason, redacted);
     victims carry the preemptor's name as the page may show it (`preemptor_name`)."""
     events: list[dict[str, Any]] = []
@@ -211,7 +211,7 @@ def _preemption_explained(victim: PreemptionVictim, redactor: Redactor) -> dict[
         "rule": cost.get("rule") or None,
         "reason": preemption.reason if name is not None else "",
         "sentence": preemption_sentence(preemption.reason, cost, preemptor_named=name is not None),
-        "cost": cost,
+        "cost": cost if name is not None else preemption_cost_unnamed(cost),
         "pods": victim.pods,
         "freed": victim.freed,
         "at": preemption.created_at,

@@ -15,9 +15,9 @@ from typing import Any
 from django.db.models import Prefetch, Q, QuerySet
 
 from koordweb.models import Cluster, Job, Preemption, PreemptionVictim
-from koordweb.selectors.devices import natural_key
+from koordweb.selectors.redaction import preemption_cost_unnamed
 from koordweb.selectors.tenancy import preemptions_visible, quotas_of_member, user_is_admin
-from scheduler.vocabulary import CAMBRICON_MLU, GPU_CORE, HUAWEI_NPU, NVIDIA_GPU
+from scheduler.vocabulary import CAMBRICON_MLU, GPU_CORE, HUAWEI_NPU, NVIDIA_GPU, natural_key
 
 # What a tenant reads in place of another team's job name.
 OTHER_TEAMS_JOB = "another team's job"
@@ -125,7 +125,7 @@ def _row(item: Preemption, visible_quotas: set[int] | None = None) -> Preemption
         (preemptor.quota.name if preemptor.quota else "") if own else "",
         item.state,
         item.reason,
-        dict(item.cost or {}),
+        dict(item.cost or {}) if own else preemption_cost_unnamed(item.cost),
         item.round_id,
         dict(item.nominations or {}) if own else {},
         [

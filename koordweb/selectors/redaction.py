@@ -85,3 +85,9 @@ class Redactor:
             else:
                 out[key] = self.json(item)
         return out
+
+
+def preemption_cost_unnamed(cost: dict[str, Any] | None) -> dict[str, Any]:
+    """A preemption's cost for a reader who may not see its preemptor: without the cause of the
+    preemptor's failure (it may name the preemptor's quota, as its reason does)."""
+    return {key: value for key, value in (cost or {}).items() if key != "cause"}

@@ -5,7 +5,7 @@ is its cluster); the kubernetes backend patches the Node's `spec.unschedulable` 
 server, as `kubectl cordon` does, and its watch mirror brings the change back to the next sync.
 The row then holds the cluster's answer, so the page shows it at once. Its change position
 moves with the write, so the next round's warm snapshot reads the node again and the back-off
-wakes jobs parked until a node changes (`services.backoff`). Uncordoning asks for a round: room
+wakes jobs parked until a node changes (`engine.backoff`). Uncordoning asks for a round: room
 has come back. Cordoning evicts nothing; the pods on the node keep running (kubectl drain is
 the eviction, and is not this).
 

@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from koordweb.backends.base import Deletion, EnactPlan
 from koordweb.backends.intents import intents_write
+from koordweb.engine.feasibility import job_feasibility_check
 from koordweb.limits import DURATION, GANG_MODES, MIN_AVAILABLE, POD_COUNT, job_name_errors
 from koordweb.manifests.apply import apply_manifests
 from koordweb.manifests.errors import ManifestError
@@ -40,7 +41,6 @@ from koordweb.selectors.catalog import cluster_by_name
 from koordweb.selectors.submission import submit_priority_classes
 from koordweb.selectors.tenancy import quotas_of_member, user_is_admin
 from koordweb.selectors.topology import card_counts
-from koordweb.services.feasibility import job_feasibility_check
 from koordweb.services.idempotency import fingerprint, job_submitted_once
 from koordweb.services.rounds import round_request
 from koordweb.services.tenant_checks import (
@@ -317,6 +317,39 @@ def _distinct(shapes: Sequence[Mapping[str, int]]) -> list[dict[str, int]]:
     return distinct
 
 
+def job_row(resolved: ResolvedJob, *, name: str, now: Any) -> Job:
+    """The job row of a resolved submission, unsaved: what a submission stores and what a what-if
+    plans (named `name`), one rule for both."""
+    spec = resolved.spec
+    annotations: dict[str, str] = {}
+    if resolved.topology_spec:
+        annotations[GANG_TOPOLOGY_SPEC] = json.dumps(resolved.topology_spec)
+    return Job(
+        cluster=resolved.cluster,
+        namespace=spec.namespace,
+        name=name,
+        kind=Job.Kind.GANG,
+        quota=resolved.quota,
+        priority_class=resolved.priority_class,
+        priority=resolved.priority,
+        preemption_policy=(
+            resolved.priority_class.preemption_policy
+            if resolved.priority_class
+            else Job._meta.get_field("preemption_policy").default
+        ),
+        min_available=resolved.min_available,
+        total_number=spec.replicas,
+        mode=spec.mode,
+        waiting_time_seconds=spec.waiting_time_seconds,
+        topology_spec=resolved.topology_spec,
+        labels=dict(spec.labels),
+        annotations=annotations,
+        state=JobState.PENDING,
+        duration_seconds=spec.duration_seconds,
+        submitted_at=now,
+    )
+
+
 def job_pod_rows(job: Job, resolved: ResolvedJob, now: Any) -> list[Pod]:
     """The job's pods, unsaved: `<job>-<index>`, gang annotations, quota label, priority."""
     spec = resolved.spec
@@ -397,36 +430,11 @@ def _create_job(
     spec = resolved.spec
     pending_limits_check(quota=quota_locked(resolved.quota), pods=spec.replicas)
     now = timezone.now()
-    annotations: dict[str, str] = {}
-    if resolved.topology_spec:
-        annotations[GANG_TOPOLOGY_SPEC] = json.dumps(resolved.topology_spec)
-    job = Job.objects.create(
-        cluster=resolved.cluster,
-        namespace=spec.namespace,
-        name=spec.name,
-        kind=Job.Kind.GANG,
-        quota=resolved.quota,
-        priority_class=resolved.priority_class,
-        priority=resolved.priority,
-        preemption_policy=(
-            resolved.priority_class.preemption_policy
-            if resolved.priority_class
-            else Job._meta.get_field("preemption_policy").default
-        ),
-        min_available=resolved.min_available,
-        total_number=spec.replicas,
-        mode=spec.mode,
-        waiting_time_seconds=spec.waiting_time_seconds,
-        topology_spec=resolved.topology_spec,
-        labels=dict(spec.labels),
-        annotations=annotations,
-        owner=owner,
-        state=JobState.PENDING,
-        duration_seconds=spec.duration_seconds,
-        idempotency_key=idempotency_key or None,
-        idempotency_fingerprint=digest if idempotency_key else "",
-        submitted_at=now,
-    )
+    job = job_row(resolved, name=spec.name, now=now)
+    job.owner = owner
+    job.idempotency_key = idempotency_key or None
+    job.idempotency_fingerprint = digest if idempotency_key else ""
+    job.save(force_insert=True)
     Pod.objects.bulk_create(job_pod_rows(job, resolved, now))
     round_request(cluster_id=resolved.cluster.pk, trigger="submit")
     return job

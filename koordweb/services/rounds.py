@@ -8,6 +8,7 @@ import contextlib
 from django.core.cache import cache
 from django.db import transaction
 
+from koordweb.celery import round_task
 from koordweb.models import Cluster
 from koordweb.outage import round_enqueue_guarded
 
@@ -34,10 +35,8 @@ def round_request(*, cluster_id: int, trigger: str = "submit") -> None:
     """
 
     def enqueue() -> None:
-        from koordweb.tasks import run_round
-
         if cache.add(_marker(cluster_id), trigger, timeout=COLLAPSE_SECONDS):
-            run_round.apply_async(args=[cluster_id], kwargs={"trigger": trigger})
+            round_task().apply_async(args=[cluster_id], kwargs={"trigger": trigger})
 
     transaction.on_commit(round_enqueue_guarded(enqueue, cluster_id=cluster_id))
 

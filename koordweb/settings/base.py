@@ -63,7 +63,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "koordweb.outage.OutageMiddleware",
-    "koordweb.observability.metrics.ApiErrorCountingMiddleware",
+    "koordweb.prometheus.metrics.ApiErrorCountingMiddleware",
     "koordweb.hygiene.ControlCharacterMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -326,7 +326,7 @@ CELERY_TASK_ROUTES = ["koordweb.affinity.route_task"]
 KOORDWEB_CLUSTER = raw("KOORDWEB_CLUSTER") or "default"
 if not re.fullmatch(r"[-a-zA-Z0-9_]{1,63}", KOORDWEB_CLUSTER):
     problem(f"KOORDWEB_CLUSTER={KOORDWEB_CLUSTER!r}: expected a slug of 1-63 characters")
-# The warm snapshot (koordweb/services/warm.py): each cluster's rows kept in the worker between
+# The warm snapshot (koordweb/engine/warm.py): each cluster's rows kept in the worker between
 # rounds and updated from what changed; checked against a cold build every N rounds (0: never),
 # built cold when older than the max age.
 KOORDWEB_WARM_SNAPSHOT = env_bool("KOORDWEB_WARM_SNAPSHOT", True)

@@ -10,6 +10,7 @@ import os
 
 from koordweb.settings.base import *  # noqa: F403
 from koordweb.settings.base import (
+    CACHES,
     DATABASES,
     SECRET_KEY,
     SOURCE_STATIC_FILES,
@@ -32,5 +33,16 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # A file, not shared-cache memory: worker threads and subprocesses in tests then wait on the
     # writer lock as in production instead of failing with "table is locked".
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test-{os.getpid()}.sqlite3")}
+
+# One cache per pytest-xdist worker: each worker has its own test database, and a cached entry
+# keyed by a row id must never be read by another worker's tests.
+if CACHES["default"]["BACKEND"].endswith("FileBasedCache") and os.environ.get(
+    "PYTEST_XDIST_WORKER"
+):
+    CACHES["default"]["LOCATION"] += "-" + os.environ["PYTEST_XDIST_WORKER"]
+elif os.environ.get("PYTEST_XDIST_WORKER"):
+    CACHES["default"]["KEY_PREFIX"] = (
+        CACHES["default"].get("KEY_PREFIX", "") + "-" + os.environ["PYTEST_XDIST_WORKER"]
+    )
 
 stop_on_problems()

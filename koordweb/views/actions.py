@@ -20,6 +20,7 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
+from koordweb.engine.feasibility import ClusterRoom
 from koordweb.forms import JobSubmitForm, ManifestUploadForm, TokenCreateForm
 from koordweb.manifests.apply import apply_manifests
 from koordweb.manifests.errors import ManifestError
@@ -33,8 +34,6 @@ from koordweb.selectors.submission import (
     submit_quotas,
 )
 from koordweb.selectors.topology import gather_layer_names
-from koordweb.selectors.whatif import job_whatif
-from koordweb.services.feasibility import ClusterRoom
 from koordweb.services.jobs import (
     GatherRule,
     JobConflict,
@@ -45,6 +44,7 @@ from koordweb.services.jobs import (
     job_submit,
 )
 from koordweb.services.tokens import token_create, token_expired, token_list, token_revoke
+from koordweb.services.whatif import job_whatif
 from koordweb.views.cluster import placement_figure
 from koordweb.views.common import admin_required, current_cluster, is_admin
 from koordweb.views.jobs import get_visible_job, what_would_help

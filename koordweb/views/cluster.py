@@ -17,15 +17,9 @@ from koordweb.forms import DeviceFilterForm, PodShapeForm
 from koordweb.models import Cluster, JobState
 from koordweb.presenters.quantities import amount_in_unit, resource_name, shape_text
 from koordweb.presenters.words import domain_text, layer_word
-from koordweb.selectors.devices import (
-    CARD_STATES,
-    Card,
-    card_model_text,
-    device_counts,
-    device_grid,
-    natural_key,
-    node_card_tallies,
-)
+from koordweb.selectors.card_tallies import card_model_text, device_counts, node_card_tallies
+from koordweb.selectors.device_filters import CARD_STATES
+from koordweb.selectors.devices import Card, device_grid
 from koordweb.selectors.gpu_usage import cards_busy, jobs_idle_now
 from koordweb.selectors.jobs import job_node_names
 from koordweb.selectors.nodes import usage_by_name
@@ -42,7 +36,7 @@ from koordweb.views.cards import held_text, use_text
 from koordweb.views.common import current_cluster, int_param, is_admin, visible_jobs
 from koordweb.views.gpu import HEATMAP_VIEWS, card_shades, heatmap_view
 from koordweb.views.nodes import usage_context
-from scheduler.vocabulary import NODE_LAYER, NVIDIA_GPU
+from scheduler.vocabulary import NODE_LAYER, NVIDIA_GPU, natural_key
 
 LIVE_SECONDS = 10
 # Above this many nodes the figures stop at the layer above the nodes (aggregate, stay fast).

@@ -11,6 +11,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
+from koordweb.engine.feasibility import ClusterRoom
 from koordweb.models import Cluster, Decision, Job, JobState, Pod, PreemptionVictim
 from koordweb.presenters.quantities import (
     cards_text,
@@ -31,7 +32,6 @@ from koordweb.presenters.words import (
     priority_class_text,
     priority_text,
 )
-from koordweb.selectors.devices import natural_key
 from koordweb.selectors.job_table import (
     DEVICE_KINDS,
     JOB_SORTS,
@@ -55,7 +55,6 @@ from koordweb.selectors.jobs import (
 from koordweb.selectors.preemptions import OTHER_TEAMS_JOB, job_preemption_history
 from koordweb.selectors.redaction import Redactor
 from koordweb.selectors.tenancy import quotas_visible
-from koordweb.services.feasibility import ClusterRoom
 from koordweb.views.cluster import placement_figure
 from koordweb.views.common import (
     current_cluster,
@@ -65,7 +64,7 @@ from koordweb.views.common import (
     visible_jobs,
 )
 from koordweb.views.gpu import job_idle_words, job_usage_context
-from scheduler.vocabulary import CAMBRICON_MLU_VCORE, NPU_CORE
+from scheduler.vocabulary import CAMBRICON_MLU_VCORE, NPU_CORE, natural_key
 
 LIVE_SECONDS = 5
 

@@ -18,7 +18,7 @@ from django.utils import timezone
 from koordweb.figures.capacity import accelerator_bars, capacity_bars, queue_trend
 from koordweb.models import JobState
 from koordweb.presenters.quantities import shape_text
-from koordweb.selectors.devices import device_counts, device_type_usage
+from koordweb.selectors.card_tallies import device_counts, device_type_usage
 from koordweb.selectors.overview import (
     capacity_usage,
     cluster_alerts,

@@ -21,7 +21,6 @@ from koordweb.presenters.details import cost_lines
 from koordweb.presenters.reasons import preemption_sentence
 from koordweb.presenters.rounds import round_metrics
 from koordweb.presenters.rounds import round_phases as phase_times
-from koordweb.selectors.devices import natural_key
 from koordweb.selectors.preemptions import (
     PreemptionRow,
     preemption_cluster,
@@ -38,6 +37,7 @@ from koordweb.views.common import (
     select_cluster,
 )
 from koordweb.views.jobs import LIVE_SECONDS
+from scheduler.vocabulary import natural_key
 
 PREEMPTIONS_PER_PAGE = 20
 PREEMPTIONS_COUNTED = 2000

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from scheduler.devices import names as n
 from scheduler.devices.annotations import render_annotations
 from scheduler.devices.ascend import ERR_NO_MATCHED_TEMPLATE, match_npu_request
-from scheduler.devices.model import AllocatedDevice, Device, DeviceUsage, NodeDevices
+from scheduler.devices.model import AllocatedDevice, Device, DeviceUsage, NodeDevices, Shortage
 from scheduler.devices.partitions import choose_partition
 from scheduler.devices.rdma import nics_available, pick_nics
 from scheduler.devices.request import DeviceRequest, GPUShape
@@ -28,8 +28,9 @@ from scheduler.devices.topology import pcie_key, pick_cards
 # Koordinator's reasons (allocator_gpu.go), so a refusal reads the same in both schedulers.
 ERR_MISSING_PARTITION_TABLE = "node(s) missing GPU Partition Table"
 ERR_UNSUPPORTED_GPU_COUNT = "node(s) Unsupported number of GPU requests"
-ERR_INSUFFICIENT_PARTITIONED = "Insufficient Partitioned GPU Devices"
-ERR_FPGA = "Insufficient fpga devices (koordweb does not allocate FPGAs)"
+ERR_INSUFFICIENT_PARTITIONED = Shortage("Insufficient Partitioned GPU Devices", "gpu")
+ERR_FPGA = Shortage("Insufficient fpga devices (koordweb does not allocate FPGAs)", "fpga")
+INSUFFICIENT_GPU = "Insufficient gpu"  # the words nodes short of cards are counted under
 # plugin.go Filter's reason for a shared-GPU pod whose isolation provider the node lacks.
 ERR_ISOLATION_PROVIDER = "GPUIsolationProviderHAMICore not found on the node"
 
@@ -172,7 +173,11 @@ def _plan_accelerators(
             return "Cambricon cards are shared as dynamic sMLU only (one card, gpu-memory)"
         return _plan_mlu(node, usage, shape.core, shape.memory, scoring)
     if shape.npu_core and (node.ascend is None or shape.npu_core > node.ascend.aicore):
-        return f"Insufficient gpu: {n.NPU_CORE}={shape.npu_core} per card on node"
+        return Shortage(
+            f"{INSUFFICIENT_GPU}: {n.NPU_CORE}={shape.npu_core} per card on node",
+            "gpu",
+            INSUFFICIENT_GPU,
+        )
     if node.vendor == n.VENDOR_HUAWEI and not shape.whole:
         return f"Ascend cards are shared through vNPU templates ({n.GPU_SHARED} + {n.NPU_CORE})"
     return _plan_gpus(node, usage, shape, request, scoring)
@@ -299,7 +304,14 @@ def _choose_cards(
 
 def _shortage(node: NodeDevices, shape: GPUShape, available: int) -> str:
     what = "free whole" if shape.whole else "fitting"
-    return f"Insufficient gpu: {shape.count} needed, {available} {what} of {len(node.gpus)} on node"
+    return Shortage(
+        f"{INSUFFICIENT_GPU}: {shape.count} needed, {available} {what} of {len(node.gpus)} on node",
+        "gpu",
+        INSUFFICIENT_GPU,
+        needed=shape.count,
+        free=available,
+        cards=len(node.gpus),
+    )
 
 
 def _held_gpu(node: NodeDevices, i: int, need: _Need | None, npu_core: int) -> AllocatedDevice:

@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from scheduler.arrays import spans
+from scheduler.causes import INSUFFICIENT, NODE_REJECTED
 from scheduler.devices.allocator import (
     DeviceAllocation,
     allocate,
@@ -40,9 +41,10 @@ from scheduler.devices.memory import (
     answers,
     shape_key,
 )
-from scheduler.devices.model import AllocatedDevice, DeviceUsage, NodeDevices
+from scheduler.devices.model import AllocatedDevice, DeviceUsage, NodeDevices, Shortage
 from scheduler.devices.names import Scoring
 from scheduler.devices.request import DeviceRequest
+from scheduler.framework import Refusal
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -367,9 +369,11 @@ class DeviceFleet:
         result: FloatArray = np.append(scores, 0.0)[groups]
         return result
 
-    def reasons(self, node_indices: IntArray, request: DeviceRequest) -> dict[str, int]:
+    def reasons(self, node_indices: IntArray, request: DeviceRequest) -> dict[Refusal, int]:
         """Why one pod of `request` does not fit, counted over the device nodes given (each
-        reason in the order of the first group, by index, that has it)."""
+        reason in the order of the first group, by index, that has it): a shortage of a device
+        type as `Insufficient` under kube-scheduler's words ("Insufficient gpu"), any other
+        refusal as `NodeRejected` in the allocator's words."""
         groups = self.group[node_indices]
         counts = np.bincount(groups[groups >= 0], minlength=len(self._members))
         table = self._reasons.get(request)
@@ -379,15 +383,15 @@ class DeviceFleet:
         ids = table.grown(len(self._members))
         for g in present[ids[present] < 0].tolist():
             node, usage = self._members[g]
-            # "Insufficient gpu: 4 needed, ..." -> "Insufficient gpu": nodes group by reason.
-            ids[g] = table.id_of(explain(node, usage, request).split(":")[0])
+            ids[g] = table.id_of(_refusal(explain(node, usage, request)))
         found = ids[present]
         totals = np.bincount(found, weights=counts[present], minlength=len(table.names))
         reason_ids, first = np.unique(found, return_index=True)
-        reasons: dict[str, int] = {}
+        reasons: dict[Refusal, int] = {}
         for r in reason_ids[np.argsort(first)].tolist():
-            if table.names[r]:
-                reasons[table.names[r]] = int(totals[r])  # float64 sums of node counts: exact
+            refusal = table.names[r]
+            if refusal is not None:
+                reasons[refusal] = int(totals[r])  # float64 sums of node counts: exact
         return reasons
 
     # --- internals ------------------------------------------------------------------------------
@@ -463,12 +467,12 @@ class DeviceFleet:
 
 class GroupReasons:
     """For one device request: per group, the id of why a pod does not fit there (-1: not yet
-    asked; the reason "" means it fits), and the reasons by id."""
+    asked; the reason None means it fits), and the reasons by id."""
 
     def __init__(self) -> None:
         self.ids: IntArray = np.full(0, -1, dtype=np.int64)
-        self.names: list[str] = []
-        self._id: dict[str, int] = {}
+        self.names: list[Refusal | None] = []
+        self._id: dict[Refusal | None, int] = {}
 
     def grown(self, groups: int) -> IntArray:
         if len(self.ids) < groups:
@@ -476,12 +480,20 @@ class GroupReasons:
             self.ids = np.append(self.ids, np.full(extra, -1, dtype=np.int64))
         return self.ids
 
-    def id_of(self, reason: str) -> int:
+    def id_of(self, reason: Refusal | None) -> int:
         found = self._id.get(reason)
         if found is None:
             found = self._id[reason] = len(self.names)
             self.names.append(reason)
         return found
+
+
+def _refusal(refused: str) -> Refusal | None:
+    """The allocator's refusal as the Filter counts nodes under it (None: it fits): a shortage
+    under its counted words ("Insufficient gpu", whatever it was short by), as its code says."""
+    if isinstance(refused, Shortage):
+        return Refusal(INSUFFICIENT, refused.counted, refused.resource)
+    return Refusal(NODE_REJECTED, refused) if refused else None
 
 
 def _score(

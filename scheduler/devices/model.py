@@ -204,3 +204,32 @@ class DeviceUsage:
                         self.vfs[j].add(vf.minor)
                     else:
                         self.vfs[j].discard(vf.minor)
+
+
+class Shortage(str):
+    """A refusal that is a shortage of one device type, in the allocator's words (a `str`, as
+    every refusal is) with what it lacks as data: the device type (`resource`: gpu, rdma, fpga),
+    kube-scheduler's words nodes are counted under (`counted`: "Insufficient gpu") and, when the
+    allocator counted them, the cards it `needed`, those that were `free` and the node's `cards`
+    (-1: not counted)."""
+
+    resource: DeviceType
+    counted: str
+    needed: int
+    free: int
+    cards: int
+
+    def __new__(
+        cls,
+        text: str,
+        resource: DeviceType,
+        counted: str = "",
+        *,
+        needed: int = -1,
+        free: int = -1,
+        cards: int = -1,
+    ) -> Shortage:
+        made = super().__new__(cls, text)
+        made.resource, made.counted = resource, counted or text
+        made.needed, made.free, made.cards = needed, free, cards
+        return made

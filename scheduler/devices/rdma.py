@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scheduler.devices.model import AllocatedDevice, Device, DeviceUsage, NodeDevices
+from scheduler.devices.model import AllocatedDevice, Device, DeviceUsage, NodeDevices, Shortage
 from scheduler.devices.names import FULL
 from scheduler.devices.topology import ScopeKey, pcie_key
 
@@ -47,7 +47,14 @@ def pick_nics(
         if _has_room(nic, usage, j, share) and (share < FULL or not usage.rdma[j])
     ]
     if len(candidates) < count:
-        return f"Insufficient rdma: {count} NICs with {share} free needed, {len(candidates)} found"
+        return Shortage(
+            f"Insufficient rdma: {count} NICs with {share} free needed, {len(candidates)} found",
+            "rdma",
+            "Insufficient rdma",
+            needed=count,
+            free=len(candidates),
+            cards=len(node.rdmas),
+        )
 
     def preference(j: int) -> tuple[bool, bool, int, int]:
         nic = node.rdmas[j]

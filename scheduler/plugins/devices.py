@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from scheduler.causes import DEVICE_REQUEST_INVALID, DEVICES_UNFIT
 from scheduler.devices import (
     Device,
     DeviceRequest,
@@ -41,6 +42,7 @@ from scheduler.devices import (
 from scheduler.devices.annotations import device_allocated_data
 from scheduler.devices.fleet import CardCheck, DeviceFleet, Held
 from scheduler.devices.memory import FleetMemory, Runs
+from scheduler.devices.model import Shortage
 from scheduler.devices.names import (
     ANNOTATION_DEVICE_ALLOCATED,
     ANNOTATION_GPU_PARTITION_SPEC,
@@ -60,6 +62,7 @@ from scheduler.framework import (
     IntArray,
     Plan,
     PodAllocation,
+    Refusal,
     ReserveResult,
     Status,
 )
@@ -179,7 +182,14 @@ class DeviceShare:
         for pod in pods:
             parsed = ds.request(pod)
             if isinstance(parsed, list):
-                return Status(Code.INVALID, f"pod {pod.key}: " + "; ".join(parsed), {}, self.name)
+                return Status(
+                    Code.INVALID,
+                    f"pod {pod.key}: " + "; ".join(parsed),
+                    {},
+                    self.name,
+                    DEVICE_REQUEST_INVALID,
+                    {"pod": pod.key, "problems": tuple(parsed)},
+                )
         return Status.success()
 
     # --- Filter (slot limits) -------------------------------------------------------------------
@@ -216,7 +226,7 @@ class DeviceShare:
 
     def explain(
         self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo], node_indices: IntArray
-    ) -> dict[str, int]:
+    ) -> dict[Refusal, int]:
         ds = self._state(state)
         device_runs, _ = ds.device_runs(pods)  # remembered: the failed try counted the same list
         if not device_runs:
@@ -256,7 +266,14 @@ class DeviceShare:
                 reason = explain(node, fleet.usage[idx], request)
                 where = state.node_names[idx]
                 return ReserveResult(
-                    Status(Code.UNSCHEDULABLE, f"pod {pod.key} on {where}: {reason}", {}, self.name)
+                    Status(
+                        Code.UNSCHEDULABLE,
+                        f"pod {pod.key} on {where}: {reason}",
+                        {},
+                        self.name,
+                        DEVICES_UNFIT,
+                        _unfit_values(pod.key, where, reason),
+                    )
                 )
             fleet.apply(idx, allocation.devices)
             ds.held[pod.key] = (idx, allocation.devices)
@@ -366,3 +383,17 @@ def _held_by(pod: PodInfo, fleet: DeviceFleet, idx: int, cache: RequestCache) ->
         return ()
     fleet.apply(idx, devices)
     return devices
+
+
+def _unfit_values(pod: str, node: str, refused: str) -> dict[str, Any]:
+    """The numbers behind a pod whose planned node's cards could not be allocated: the pod, the
+    node and, for a shortage, the device type and the cards needed, free and on the node (the
+    allocator's words otherwise, as `refusal`)."""
+    values: dict[str, Any] = {"pod": pod, "node": node}
+    if isinstance(refused, Shortage):
+        values["resource"] = refused.resource
+        counted = {"needed": refused.needed, "free": refused.free, "cards": refused.cards}
+        values.update({k: v for k, v in counted.items() if v >= 0})
+    else:
+        values["refusal"] = str(refused)
+    return values

@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+from scheduler.causes import GANG_INCOMPLETE, GANG_SHORT
 from scheduler.framework import Arg, Code, Handle, Plan, Status
 from scheduler.model import GangInfo, JobInfo, PodInfo
 from scheduler.state import CycleState
@@ -97,7 +98,7 @@ class Coscheduling:
                     f"gang {gang.id} has {exist} of min-available {gang.min_available} pods",
                     {"gang": gang.id, "pods": exist, "min_available": gang.min_available},
                     self.name,
-                    "GangIncomplete",
+                    GANG_INCOMPLETE,
                 )
         return Status.success()
 
@@ -124,7 +125,7 @@ class Coscheduling:
                         "match_policy": gang.match_policy,
                     },
                     self.name,
-                    "GangShort",
+                    GANG_SHORT,
                 )
         return Status.success()
 

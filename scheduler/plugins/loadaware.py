@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from scheduler.causes import AGGREGATED_LOAD_OVER_THRESHOLD, LOAD_OVER_THRESHOLD, METRIC_EXPIRED
 from scheduler.framework import (
     Arg,
     BoolArray,
@@ -35,6 +36,7 @@ from scheduler.framework import (
     IntArray,
     NodeCheck,
     Plan,
+    Refusal,
     ReserveResult,
     Status,
 )
@@ -362,14 +364,14 @@ class LoadAware:
 
     def explain(
         self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo], node_indices: IntArray
-    ) -> dict[str, int]:
+    ) -> dict[Refusal, int]:
         ls = self._state(state)
         if not pods or len(node_indices) == 0 or not (ls.any_fresh or ls.any_expired):
             return {}
         if all(pod.daemonset for pod in pods):
             return {}
         expired = int(ls.expired[node_indices].sum())
-        reasons = {REASON_EXPIRED: expired} if expired else {}
+        reasons = {Refusal(METRIC_EXPIRED, REASON_EXPIRED): expired} if expired else {}
         if not ls.fresh[node_indices].any():
             return reasons  # only nodes with fresh metrics are ever over a threshold
         estimate = self.estimate(ls, pods[0])
@@ -382,9 +384,11 @@ class LoadAware:
         # Koordinator reports the first resource over its threshold.
         first = np.argmax(over, axis=1)[over.any(axis=1)]
         counts = np.bincount(first, minlength=len(ls.resources))
-        what = "aggregated usage" if view == "aggregated" else "usage"
+        aggregated = view == "aggregated"
+        what = "aggregated usage" if aggregated else "usage"
+        code = AGGREGATED_LOAD_OVER_THRESHOLD if aggregated else LOAD_OVER_THRESHOLD
         return reasons | {
-            f"node(s) {r} {what} exceed threshold": int(counts[j])
+            Refusal(code, f"node(s) {r} {what} exceed threshold", r): int(counts[j])
             for j, r in enumerate(ls.resources)
             if counts[j]
         }

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from scheduler.causes import NODE_AFFINITY, NODE_CORDONED, TAINT_UNTOLERATED
 from scheduler.framework import Handle, NodeMask
 from scheduler.model import (
     NodeInfo,
@@ -105,7 +106,9 @@ class NodeUnschedulable:
         if any(tolerates(t, CORDON) for t in pod.tolerations):
             return None
         allowed = np.array([not n.unschedulable for n in state.nodes], dtype=np.bool_)
-        return None if allowed.all() else NodeMask(allowed, REASON_UNSCHEDULABLE)
+        if allowed.all():
+            return None
+        return NodeMask(allowed, REASON_UNSCHEDULABLE, code=NODE_CORDONED)
 
 
 class NodeAffinity:
@@ -120,7 +123,7 @@ class NodeAffinity:
         if not pod.node_selector and not pod.required_affinity:
             return None
         allowed = np.array([node_matches(pod, n) for n in state.nodes], dtype=np.bool_)
-        return NodeMask(allowed, REASON_AFFINITY)
+        return NodeMask(allowed, REASON_AFFINITY, code=NODE_AFFINITY)
 
 
 class TaintToleration:
@@ -135,4 +138,4 @@ class TaintToleration:
         if not any(n.taints for n in state.nodes):
             return None
         allowed = np.array([taints_tolerated(pod, n) for n in state.nodes], dtype=np.bool_)
-        return NodeMask(allowed, REASON_TAINT)
+        return NodeMask(allowed, REASON_TAINT, code=TAINT_UNTOLERATED)

@@ -39,6 +39,15 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from scheduler.causes import (
+    BLOCKED_BY_DISRUPTION_BUDGET,
+    PREEMPTING,
+    PREEMPTION_NEVER,
+    PREEMPTION_NOT_HELPFUL,
+    VICTIMS_TERMINATING,
+    failure_cause,
+)
+from scheduler.causes import NO_VICTIMS as NO_VICTIMS_CODE
 from scheduler.framework import (
     Arg,
     BoolArray,
@@ -67,8 +76,6 @@ from scheduler.victims import BudgetBook, VictimJob, VictimPool, overused_quotas
 
 NO_VICTIMS = "no potential victims"
 NOT_HELPFUL = "preemption not helpful"
-NO_HELP = "PreemptionNotHelpful"  # cause codes of the answers (`Status.cause`)
-NEVER = "PreemptionNever"
 RULE_LOWER_PRIORITY = "LowerPriority"
 RULE_IN_QUOTA = "InQuota"
 RULE_QUOTA_RECLAIM = "QuotaReclaim"
@@ -106,12 +113,16 @@ class JobPreemption:
         waiting = _terminating_on_nominated(state, pods)
         if waiting:
             reason = f"waiting for preemption victims to terminate on {', '.join(waiting)}"
-            return PostFilterResult(Status(Code.WAIT, reason, {}, self.name, "VictimsTerminating"))
+            values = {"nodes": tuple(waiting)}
+            status = Status(Code.WAIT, reason, {}, self.name, VICTIMS_TERMINATING, values)
+            return PostFilterResult(status)
         allowed = job.preemption_policy != "Never" and all(
             p.preemption_policy != "Never" for p in pods
         )
         if not allowed and not self.counterfactuals:
-            status = Status(Code.UNRESOLVABLE, "preemptionPolicy is Never", {}, self.name, NEVER)
+            status = Status(
+                Code.UNRESOLVABLE, "preemptionPolicy is Never", {}, self.name, PREEMPTION_NEVER
+            )
             return PostFilterResult(status)
         quota_need = _quota_need(failure)
         found = self.search(state, job, pods, quota_need)
@@ -119,12 +130,18 @@ class JobPreemption:
             if quota_need:
                 shortfall = failure.status.details.get("quota_shortfall", {})
                 details = {"counterfactual": {"quota_increase": shortfall}}
-                status = Status(found.code, found.reason, details, self.name, found.cause)
+                status = Status(
+                    found.code, found.reason, details, self.name, found.cause, found.values
+                )
                 return PostFilterResult(status)
             return PostFilterResult(found)
         if not found.victims:
+            # the job fits with no victim at all: what blocks it is not room on the nodes
             reason = f"{NOT_HELPFUL}: it would not make room for what blocks the job"
-            return PostFilterResult(Status(Code.UNRESOLVABLE, reason, {}, self.name, NO_HELP))
+            status = Status(
+                Code.UNRESOLVABLE, reason, {}, self.name, PREEMPTION_NOT_HELPFUL, {"victims": 0}
+            )
+            return PostFilterResult(status)
         counterfactual = {
             "evict_jobs": [v.id for v in found.victims],
             "fits_in": found.plan.decision.get("chosen_domain", ""),
@@ -133,7 +150,7 @@ class JobPreemption:
         if not allowed:
             reason = "preemption not allowed (preemptionPolicy: Never)"
             details = {"counterfactual": counterfactual}
-            status = Status(Code.UNRESOLVABLE, reason, details, self.name, NEVER)
+            status = Status(Code.UNRESOLVABLE, reason, details, self.name, PREEMPTION_NEVER)
             return PostFilterResult(status)
         if found.violations:
             names = ", ".join(sorted(found.violations))
@@ -142,7 +159,8 @@ class JobPreemption:
                 f"preemption blocked by PodDisruptionBudget {names}",
                 {"counterfactual": counterfactual},
                 self.name,
-                "BlockedByDisruptionBudget",
+                BLOCKED_BY_DISRUPTION_BUDGET,
+                {"budgets": tuple(sorted(found.violations))},
             )
             return PostFilterResult(status)
         return self._commit(state, job, found, bool(quota_need))
@@ -158,7 +176,7 @@ class JobPreemption:
         state.evicting.update(p.key for p in victim_pods)
         nominations = {k: state.node_names[i] for k, i in sorted(found.plan.assignment.items())}
         return PostFilterResult(
-            Status(Code.SUCCESS, "preempting", {}, self.name, "Preempting"),
+            Status(Code.SUCCESS, "preempting", {}, self.name, PREEMPTING),
             victim_job_ids=tuple(v.id for v in found.victims),
             victim_pod_keys=tuple(sorted(p.key for p in victim_pods)),
             nominations=nominations,
@@ -213,7 +231,7 @@ class JobPreemption:
     ) -> VictimPlan | Status:
         eligible = self.eligible(state, job, pods, bool(quota_need))
         if not eligible.any():
-            return Status(Code.UNRESOLVABLE, NO_VICTIMS, {}, self.name, "NoVictims")
+            return Status(Code.UNRESOLVABLE, NO_VICTIMS, {}, self.name, NO_VICTIMS_CODE)
         pool = book.pool
         lower = eligible & (pool.priority < job.priority)
         bands = pool.levels[pool.levels < job.priority]  # some may have no candidate left
@@ -291,9 +309,15 @@ class JobPreemption:
             scores = framework.node_scores(state, job)
             dry = framework.try_place(state, job, pods, slots=slots, scores=scores)
             if isinstance(dry, Failure):
+                # with every candidate gone the job still does not fit: how many nodes, and
+                # why each was ruled out even then, as the dry run's own cause
                 reason = f"{NOT_HELPFUL}: {dry.status.reason}"
                 details = dict(dry.status.details)
-                return Status(Code.UNRESOLVABLE, reason, details, self.name, NO_HELP), False
+                values = {"dry_run": failure_cause(dry, len(pods))}
+                status = Status(
+                    Code.UNRESOLVABLE, reason, details, self.name, PREEMPTION_NOT_HELPFUL, values
+                )
+                return status, False
             # Different node sets often give the same plan: each distinct plan is costed once.
             plans: dict[tuple[int, ...], Plan] = {tuple(dry.assignment.values()): dry}
             tried: set[bytes] = set()
@@ -345,7 +369,8 @@ class JobPreemption:
                 if candidate is not None and (best is None or candidate.key < best.key):
                     best = candidate
         if best is None:
-            return Status(Code.UNRESOLVABLE, NOT_HELPFUL, {}, self.name, NO_HELP), True
+            status = Status(Code.UNRESOLVABLE, NOT_HELPFUL, {}, self.name, PREEMPTION_NOT_HELPFUL)
+            return status, True
         return best, True
 
     def _victims_for(

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from scheduler.causes import NON_PREEMPTIBLE_QUOTA_INSUFFICIENT, QUOTA_INSUFFICIENT
 from scheduler.framework import Arg, Code, Handle, Plan, ReserveResult, Status
 from scheduler.model import JobInfo, PodInfo
 from scheduler.plugin_args import PluginArgs
@@ -170,7 +171,7 @@ class ElasticQuota:
                         "request": request,
                     },
                     self.name,
-                    "QuotaInsufficient",
+                    QUOTA_INSUFFICIENT,
                 )
             pinned = job_requests([p for p in pods if non_preemptible(p)]).get(quota)
             excess = non_preemptible_excess(book, quota, pinned) if pinned else []
@@ -187,7 +188,7 @@ class ElasticQuota:
                         "request": pinned,
                     },
                     self.name,
-                    "NonPreemptibleQuotaInsufficient",
+                    NON_PREEMPTIBLE_QUOTA_INSUFFICIENT,
                 )
         return Status.success()
 

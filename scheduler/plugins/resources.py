@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from scheduler.framework import BoolArray, Handle, IntArray
+from scheduler.causes import INSUFFICIENT, TOO_MANY_PODS
+from scheduler.framework import BoolArray, Handle, IntArray, Refusal
 from scheduler.model import PODS, JobInfo, PodInfo
 from scheduler.state import CycleState
 from scheduler.state_keys import StateKey
@@ -200,15 +201,16 @@ class NodeResourcesFit:
 
     def explain(
         self, state: CycleState, job: JobInfo, pods: Sequence[PodInfo], node_indices: IntArray
-    ) -> dict[str, int]:
+    ) -> dict[Refusal, int]:
         """Reason counts over `node_indices` (nodes where not even the first pod fits, which
         every node-mask Filter allows: the framework counts the others under those Filters):
-        once per resource the first pod lacks there, as kube-scheduler reports them.
+        once per resource the first pod lacks there, as kube-scheduler reports them
+        (`Insufficient` with the resource, `TooManyPods`).
         """
         if not pods or len(node_indices) == 0:
             return {}
         first = pods[0]
-        counts: dict[str, int] = {}
+        counts: dict[Refusal, int] = {}
         asked = np.zeros(len(state.nodes), dtype=np.bool_)
         asked[node_indices] = True
         need = state.vector(first)
@@ -217,6 +219,10 @@ class NodeResourcesFit:
             short = int(np.count_nonzero(asked & (free[:, c] < need[c])))
             if short:
                 r = state.resources[int(c)]
-                reason = "Too many pods" if r == PODS else f"Insufficient {r}"
-                counts[reason] = counts.get(reason, 0) + short
+                refusal = (
+                    Refusal(TOO_MANY_PODS, "Too many pods", r)
+                    if r == PODS
+                    else Refusal(INSUFFICIENT, f"Insufficient {r}", r)
+                )
+                counts[refusal] = counts.get(refusal, 0) + short
         return counts

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+from scheduler.causes import POD_COUNT_NOT_MULTIPLE, TOPOLOGY_INVALID, TOPOLOGY_UNKNOWN_LAYER
 from scheduler.framework import Arg, Code, Handle, IntArray, Status
 from scheduler.model import JobInfo, PodInfo
 from scheduler.placement import NodeScores, PlacementOptions, PlacementOutcome, place
@@ -52,7 +53,9 @@ class NetworkTopology:
         tree = state.topology
         if tree.error:
             reason = f"invalid network topology: {tree.error}"
-            return Status(Code.INVALID, reason, {}, self.name, "TopologyInvalid")
+            return Status(
+                Code.INVALID, reason, {}, self.name, TOPOLOGY_INVALID, {"error": tree.error}
+            )
         unknown = sorted({g.layer for g in rule.gather if tree.layer_position(g.layer) is None})
         if unknown:
             return Status(
@@ -61,7 +64,8 @@ class NetworkTopology:
                 f"the cluster defines {', '.join(tree.levels[1:])}",
                 {"unknown_layers": unknown},
                 self.name,
-                "TopologyUnknownLayer",
+                TOPOLOGY_UNKNOWN_LAYER,
+                {"unknown_layers": tuple(unknown), "cluster_layers": tuple(tree.levels[1:])},
             )
         multiple = self.multiple(job)
         if multiple > 1 and len(pods) % multiple:
@@ -70,7 +74,8 @@ class NetworkTopology:
                 f"{len(pods)} pending pods is not a multiple of podCountMultiple {multiple}",
                 {"pod_count_multiple": multiple},
                 self.name,
-                "PodCountNotMultiple",
+                POD_COUNT_NOT_MULTIPLE,
+                {"pods": len(pods)},
             )
         return Status.success()
 

@@ -121,7 +121,14 @@ def pages_world() -> Pages:
         round=good_round,
         job=pending,
         reason="no candidate topology nodes can accommodate job, desiredOfferSlot: 4",
-        details={"counterfactual": "fits block b1 if train-a is preempted"},
+        details={
+            "counterfactual": "fits block b1 if train-a is preempted",
+            "cause": {
+                "code": "TopologyNoDomain",
+                "plugin": "NetworkTopology",
+                "values": {"job_pods": 4, "pods": 4},
+            },
+        },
         created_at=now - timedelta(minutes=30),
     )
     DecisionFactory(

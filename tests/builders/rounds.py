@@ -60,7 +60,7 @@ class VictimFactory(factory.django.DjangoModelFactory):
 def simulated_round(cluster: models.Cluster, now: datetime | None = None) -> Any:
     """One manual round of `cluster` on the simulated backend at `now`; its outcome."""
     from koordweb.backends.simulated import SimulatedBackend
-    from koordweb.services.records import round_execute
+    from koordweb.engine.pipeline import round_execute
 
     return round_execute(
         cluster=cluster,

@@ -70,7 +70,7 @@ def _history(cluster: Cluster) -> None:
     rounds = [
         RoundFactory(
             cluster=cluster,
-            number=i + 1,  # numbered per cluster, as services.records numbers them
+            number=i + 1,  # numbered per cluster, as engine.pipeline numbers them
             state=Round.State.FAILED if i == 7 else Round.State.SUCCEEDED,
             trigger=Round.Trigger.SUBMIT if i % 3 == 0 else Round.Trigger.TIMER,
             started_at=now - timedelta(minutes=10 * (12 - i)),

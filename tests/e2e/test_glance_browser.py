@@ -271,7 +271,7 @@ def test_6_job_page_and_lists_update_in_place_after_a_round(
     page.goto(f"/jobs/{job.pk}/")
     expect(page.locator("dd.reason")).to_be_visible()
     page.evaluate("document.body.dataset.marker = 'same-document'")
-    # A round places the job (what services.records writes), while the page stays open.
+    # A round places the job (what engine.records writes), while the page stays open.
     rnd = a_round(demo)
     nodes = list(Node.objects.filter(cluster=demo).order_by("name")[: job.total_number])
     for pod, node in zip(Pod.objects.filter(job=job).order_by("id"), nodes, strict=False):

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from koordweb import assembly
-from koordweb import snapshot as snap
+from koordweb.engine import assembly
+from koordweb.engine import snapshot as snap
 from koordweb.models import Cluster, Job, JobState, PodPhase
 from scheduler.model import PodInfo
 from scheduler.vocabulary import LABEL_DISABLE_PREEMPTIBLE, QUOTA_NAME, QUOTA_PREEMPTIBLE

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from koordweb import assembly
-from koordweb import snapshot as snap
+from koordweb.engine import assembly
+from koordweb.engine import snapshot as snap
 from koordweb.models import Cluster, Job, JobState, PodPhase
 
 NOW = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)

@@ -9,8 +9,8 @@ import random
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from koordweb import assembly
-from koordweb import snapshot as snap
+from koordweb.engine import assembly
+from koordweb.engine import snapshot as snap
 from koordweb.models import Job, JobState, PodPhase
 from scheduler.model import GangInfo, JobInfo
 

@@ -123,8 +123,8 @@ def test_any_lookup_matches_in() -> None:
 
 
 def test_rows_read_equals_values_list() -> None:
+    from koordweb.engine.snapshot import POD_FIELDS
     from koordweb.rows.read import rows_read
-    from koordweb.snapshot import POD_FIELDS
 
     cluster = ClusterFactory()
     node = NodeFactory(cluster=cluster)

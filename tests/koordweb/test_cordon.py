@@ -15,8 +15,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from koordweb.engine.backoff import backoff_forget, backoff_state
 from koordweb.models import Job, JobState, Node, PodPhase
-from koordweb.services.backoff import backoff_forget, backoff_state
 from koordweb.services.cordon import CordonError, node_cordon, node_uncordon
 from tests.builders import ClusterFactory, JobFactory, NodeFactory, PodFactory, simulated_round
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
+from koordweb.engine.records import _preemption_rule, quota_runtime
 from koordweb.manifests.scheduler_config import read_scheduler_config, scheduler_config_doc
-from koordweb.services.records import _preemption_rule, quota_runtime
 from scheduler.result import PreemptionRecord, RoundResult
 from tests.plugin_example import EXAMPLE_DIR
 

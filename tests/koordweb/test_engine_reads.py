@@ -15,11 +15,11 @@ import pytest
 from django.utils import timezone
 
 from koordweb.engine import reads
+from koordweb.engine.assembly import build_for_round
+from koordweb.engine.feasibility import ClusterRoom
+from koordweb.engine.profile import engine_profile
 from koordweb.models import Cluster, Device, Node, Pod, PodPhase, TopologyLayer
 from koordweb.selectors.topology import topology_tree
-from koordweb.services.engine import engine_profile
-from koordweb.services.feasibility import ClusterRoom
-from koordweb.snapshot import build_for_round
 from scheduler.api import EngineState, PodTemplate
 from scheduler.devices.quantity import to_int
 from tests.builders import ClusterFactory, JobFactory, PodFactory, gpu_node, topology

@@ -15,13 +15,13 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
+from koordweb.engine.assembly import build_for_round
+from koordweb.engine.feasibility import ClusterRoom
+from koordweb.engine.profile import engine_profile
 from koordweb.manifests import topology_detail_status
 from koordweb.models import Cluster, Node
 from koordweb.selectors.topology import topology_tree
-from koordweb.services.engine import engine_profile
-from koordweb.services.feasibility import ClusterRoom
 from koordweb.services.jobs import JobSpec, PodShape, job_spec_resolve
-from koordweb.snapshot import build_for_round
 from scheduler.cycle import Framework
 from scheduler.model import GangInfo, JobInfo, LayerGather, PodInfo, TopologyRule
 from scheduler.round import plan_round

@@ -6,8 +6,8 @@ import pytest
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
+from koordweb.engine.feasibility import ClusterRoom, job_feasibility_check
 from koordweb.models import Cluster
-from koordweb.services.feasibility import ClusterRoom, job_feasibility_check
 from koordweb.services.jobs import GatherRule, JobSpec, PodShape
 from tests.builders import ClusterFactory, PriorityClassFactory, QuotaFactory, gang, superpod
 

@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 
 import pytest
 
+from koordweb.engine.assembly import build
 from koordweb.manifests import apply_manifests, dump_manifests, export_manifests, parse_manifests
 from koordweb.models import Cluster
-from koordweb.snapshot import build
 from scheduler.vocabulary import GANG_MATCH_POLICY, LIGHTWEIGHT_GANG_MATCH_POLICY
 
 pytestmark = pytest.mark.django_db

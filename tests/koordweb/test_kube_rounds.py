@@ -12,8 +12,8 @@ from django.utils import timezone
 from koordweb.backends.kube import KubeClusterClient
 from koordweb.backends.kube.kinds import WATCHED_KINDS
 from koordweb.backends.kubernetes import KubernetesBackend
+from koordweb.engine.pipeline import round_execute
 from koordweb.models import Cluster, Job, JobState, Preemption, Round
-from koordweb.services.records import round_execute
 from tests.fakekube import FakeKube
 from tests.fakekube.testing import (
     LAYOUT,

@@ -23,7 +23,7 @@ from koordweb.observability import (
     round_id_set,
 )
 from koordweb.observability.counters import api_error_count, api_error_counts
-from koordweb.observability.metrics import ApiErrorCountingMiddleware, metrics_view
+from koordweb.prometheus.metrics import ApiErrorCountingMiddleware, metrics_view
 from tests import builders as f
 
 # This module is its own URLconf (the project's urls.py gains /metrics from the lead).
@@ -182,7 +182,7 @@ def test_api_errors_are_counted_by_code_and_exposed(client, db, rf):
 
 def test_the_middleware_counts_real_api_answers(client, db, settings):
     settings.ROOT_URLCONF = "koordweb.urls"
-    assert "koordweb.observability.metrics.ApiErrorCountingMiddleware" in settings.MIDDLEWARE
+    assert "koordweb.prometheus.metrics.ApiErrorCountingMiddleware" in settings.MIDDLEWARE
     for _ in range(3):
         client.get("/api/no-such-endpoint/")
     client.get("/api/v1/jobs/")  # anonymous: refused

@@ -11,10 +11,10 @@ from django.utils import timezone
 from koordweb.backends.base import EnactPlan, Eviction
 from koordweb.backends.intents import intents_write
 from koordweb.backends.simulated import SimulatedBackend
+from koordweb.engine.assembly import build_for_round
+from koordweb.engine.outbox import intents_enact
 from koordweb.models import Intent, JobState, Pod, PodPhase
 from koordweb.rows.pods import job_refresh_states
-from koordweb.services.outbox import intents_enact
-from koordweb.snapshot import build_for_round
 from scheduler.model import PodInfo
 from scheduler.vocabulary import FINISHED_POD_PHASES, POD_PHASES
 from tests.builders import ClusterFactory, JobFactory, NodeFactory, PodFactory, QuotaFactory

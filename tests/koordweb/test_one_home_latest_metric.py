@@ -13,11 +13,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from koordweb.engine.assembly import build_for_round
 from koordweb.manifests.export import export_manifests
 from koordweb.models import NodeMetric, latest_node_metric_ids
 from koordweb.selectors.nodes import node_usages
 from koordweb.services.gpu_history import gpu_history_compact
-from koordweb.snapshot import build_for_round
 from tests.builders import ClusterFactory, NodeFactory
 
 pytestmark = pytest.mark.django_db

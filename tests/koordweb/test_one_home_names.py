@@ -13,10 +13,10 @@ import json
 import pytest
 from django.utils import timezone
 
+from koordweb.engine.assembly import build_for_round
 from koordweb.manifests import import_manifests
 from koordweb.models import Cluster, Job
 from koordweb.selectors.devices import natural_key as page_order
-from koordweb.snapshot import build_for_round
 from scheduler.model import PodInfo, gang_group_id
 from scheduler.state import placement_order
 from scheduler.vocabulary import natural_key

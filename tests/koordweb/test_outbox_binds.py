@@ -16,10 +16,10 @@ from django.utils import timezone
 from koordweb.backends.base import Binding, EnactPlan, EnactReport, Nomination
 from koordweb.backends.intents import intents_write
 from koordweb.backends.simulated import SimulatedBackend
+from koordweb.engine.outbox import RoundIntents, intents_enact
+from koordweb.engine.snapshot import PodRow
 from koordweb.models import Intent, JobState, Pod, PodPhase, Round
 from koordweb.rows.pods import pods_bind
-from koordweb.services.outbox import RoundIntents, intents_enact
-from koordweb.snapshot import PodRow
 from tests.builders import ClusterFactory, JobFactory, NodeFactory, PodFactory
 
 pytestmark = pytest.mark.django_db

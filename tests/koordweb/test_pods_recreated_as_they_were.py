@@ -8,8 +8,8 @@ import copy
 
 from django.utils import timezone
 
+from koordweb.engine.pipeline import round_execute
 from koordweb.models import Job, Pod, Round
-from koordweb.services.records import round_execute
 from tests.fakekube.testing import gang_pods
 from tests.koordweb.kube_helpers import running_pod, settle
 from tests.koordweb.test_kube_preemption import IntruderBeforeBinding, kube_round, nodes_of

@@ -11,10 +11,10 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from koordweb.engine.preemption_outcomes import preemption_outcomes_record
+from koordweb.engine.snapshot import SnapshotIndex
 from koordweb.models import Cluster, JobState, Preemption
 from koordweb.services.jobs import job_cancel
-from koordweb.services.preemption_outcomes import preemption_outcomes_record
-from koordweb.snapshot import SnapshotIndex
 from scheduler.result import PreemptionRecord, RoundResult
 from tests.builders import busy_cluster, simulated_round, urgent_spine_gang
 

@@ -11,8 +11,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from koordweb.engine import pipeline as records
 from koordweb.models import Job, Preemption
-from koordweb.services import records
 from scheduler.result import RoundResult
 from tests.builders import Teams, gang, simulated_round, teams, whole_cards
 from tests.koordweb.ui.test_walk import readable_text

@@ -14,10 +14,10 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from koordweb.engine.backoff import backoff_forget
+from koordweb.engine.round_queue import round_queue_key
 from koordweb.models import Cluster, Job, JobState, PodPhase
 from koordweb.selectors.job_table import HELD_WORDS, job_queue_positions
-from koordweb.services.backoff import backoff_forget
-from koordweb.services.round_queue import round_queue_key
 from tests.builders import ClusterFactory, JobFactory, NodeFactory, PodFactory, simulated_round
 from tests.builders.teams import UserFactory
 

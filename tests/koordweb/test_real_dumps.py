@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
+from koordweb.engine.snapshot import parse_required_affinity
 from koordweb.kubenames import affinity_errors
 from koordweb.manifests import (
     ManifestError,
@@ -24,7 +25,6 @@ from koordweb.manifests import (
 from koordweb.manifests.apply import pods_join
 from koordweb.models import Cluster, ElasticQuota, Job, Pod, PriorityClass
 from koordweb.quantity import MAX_AMOUNT, QuantityError, Unit, parse_quantity
-from koordweb.snapshot import parse_required_affinity
 from scheduler.model import NodeSelectorRequirement, NodeSelectorTerm
 
 DUMP = Path(__file__).parent / "data" / "real_cluster_dump.yaml"

@@ -12,6 +12,8 @@ from django.db import connection
 from django.utils import timezone
 
 from koordweb.backends.simulated import SimulatedBackend
+from koordweb.engine.pipeline import round_execute
+from koordweb.engine.profile import engine_profile
 from koordweb.models import (
     Cluster,
     Decision,
@@ -23,9 +25,7 @@ from koordweb.models import (
     Preemption,
     Round,
 )
-from koordweb.services.engine import engine_profile
 from koordweb.services.locks import round_lock
-from koordweb.services.records import round_execute
 from koordweb.tasks import run_round
 from tests.builders import busy_cluster, nlp_submits, simulated_round, urgent_spine_gang
 

@@ -16,10 +16,10 @@ from django.utils import timezone
 from koordweb.backends.kube import KubeClusterClient
 from koordweb.backends.kubernetes import KubernetesBackend
 from koordweb.backends.reconcile import cluster_reconcile
+from koordweb.engine.pipeline import round_execute
 from koordweb.manifests import ManifestError, export_manifests, import_manifests
 from koordweb.manifests.scheduler_config import read_scheduler_config
 from koordweb.models import Cluster, Round
-from koordweb.services.records import round_execute
 from tests.fakekube import FakeKube
 from tests.fakekube.testing import seed_blocks
 from tests.koordweb.kube_helpers import fast_retry

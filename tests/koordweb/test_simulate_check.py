@@ -12,7 +12,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from koordweb.services import records
+from koordweb.engine import pipeline as records
 from scheduler import ClusterSnapshot, Profile, RoundResult
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"

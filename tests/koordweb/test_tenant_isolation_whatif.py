@@ -13,16 +13,17 @@ import pytest
 from django.core.cache import caches
 from django.utils import timezone
 
-from koordweb import snapshot as snapshot_adapter
-from koordweb.models import ElasticQuota, Job, JobState, Node, PodPhase
-from koordweb.selectors.whatif import whatif_snapshot
-from koordweb.services.backoff import (
+from koordweb.engine import assembly
+from koordweb.engine import snapshot as snapshot_adapter
+from koordweb.engine.backoff import (
     backoff_forget,
     backoff_held,
     backoff_state,
     demand_sums,
     snapshot_without,
 )
+from koordweb.engine.whatif import whatif_snapshot
+from koordweb.models import ElasticQuota, Job, JobState, Node, PodPhase
 from scheduler.quota_tree import QuotaTree, quota_sums
 from tests.builders import ClusterFactory, JobFactory, NodeFactory, PodFactory, simulated_round
 
@@ -82,7 +83,7 @@ def parked(db: Any) -> Any:
 
 def _read_whole(cluster: Any, now: Any) -> Any:
     """What a what-if planned on before: every row read, the held jobs taken out."""
-    full, _ = snapshot_adapter.build_for_round(cluster, now=now)
+    full, _ = assembly.build_for_round(cluster, now=now)
     return snapshot_without(full, backoff_held(cluster.id).jobs)
 
 
@@ -141,7 +142,7 @@ def test_without_word_from_the_round_a_what_if_reads_every_row(parked):
     assert backoff_held(cluster.id).jobs == frozenset()
     now = timezone.now()
     planned = whatif_snapshot(cluster, now=now)
-    full, _ = snapshot_adapter.build_for_round(cluster, now=now)
+    full, _ = assembly.build_for_round(cluster, now=now)
     assert planned == full and set(PARKED) <= _job_ids(planned)
 
 
@@ -175,8 +176,8 @@ def test_a_question_about_the_empty_cluster_reads_no_pod(parked):
     now = timezone.now()
     rows = snapshot_adapter.read_rows(cluster.id, devices=True, nodes_only=True)
     assert rows.pods == {} and rows.jobs == {} and rows.nodes
-    empty, _ = snapshot_adapter.build_for_round(cluster, now=now, nodes_only=True)
-    full, _ = snapshot_adapter.build_for_round(cluster, now=now)
+    empty, _ = assembly.build_for_round(cluster, now=now, nodes_only=True)
+    full, _ = assembly.build_for_round(cluster, now=now)
     assert empty.pods == () and empty.jobs == ()
     assert (empty.nodes, empty.quotas, empty.topology) == (full.nodes, full.quotas, full.topology)
 
@@ -200,7 +201,7 @@ def test_demand_sums_are_the_engines_quota_sums(db):
     _job(cluster, "none", cpu=100, node=node)
     nominated = _job(cluster, "b-nominated", cpu=200, quota=b)
     nominated.pods.update(nominated_node=Node.objects.get(name="n1"))
-    snapshot, _ = snapshot_adapter.build_for_round(cluster, now=timezone.now())
+    snapshot, _ = assembly.build_for_round(cluster, now=timezone.now())
     tree = QuotaTree.build(snapshot.quotas)
     expected = quota_sums(tree, snapshot.pods, include_pending=True)
     assert demand_sums(snapshot) == expected

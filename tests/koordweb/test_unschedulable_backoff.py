@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from koordweb.models import Decision, ElasticQuota, Job, JobState, Node, PodPhase
-from koordweb.services.backoff import (
+from koordweb.engine.backoff import (
     MAX_SECONDS,
     backoff_forget,
     backoff_seconds,
     backoff_state,
 )
+from koordweb.models import Decision, ElasticQuota, Job, JobState, Node, PodPhase
 from tests.builders import ClusterFactory, JobFactory, NodeFactory, PodFactory, simulated_round
 
 SMALL = {"cpu": 4000, "memory": 8 * 2**30, "pods": 110}
@@ -172,7 +172,7 @@ def test_a_failed_round_forgets_the_back_off(busy, monkeypatch):
     cluster, _, _, _ = busy
     t0 = timezone.now()
     _backed_off(cluster, t0)
-    from koordweb.services import records
+    from koordweb.engine import pipeline as records
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("engine down")

@@ -9,7 +9,7 @@ import json
 import pytest
 from django.utils import timezone
 
-from koordweb import snapshot as snap
+from koordweb.engine import snapshot as snap
 from koordweb.models import ElasticQuota, Intent, Pod
 from koordweb.rows.read import json_column, rows_read
 from tests.builders import ClusterFactory, JobFactory, NodeFactory, PodFactory

@@ -1,4 +1,4 @@
-"""The warm snapshot (koordweb.services.warm) against a cold build of the same rows.
+"""The warm snapshot (koordweb.engine.warm) against a cold build of the same rows.
 
 A seeded random sequence of what happens to a cluster (submissions, jobs finishing, cancellations,
 nodes going down and coming back, new metrics, preemptions by high-priority jobs with a grace
@@ -18,8 +18,11 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from koordweb import snapshot as snapshot_adapter
 from koordweb.backends.simulated import SimulatedBackend
+from koordweb.engine import assembly
+from koordweb.engine.pipeline import round_execute
+from koordweb.engine.profile import engine_profile
+from koordweb.engine.warm import WarmMismatch, warm_forget, warm_snapshot, warm_state
 from koordweb.models import (
     Cluster,
     Job,
@@ -32,10 +35,7 @@ from koordweb.models import (
     Round,
 )
 from koordweb.services.demo import demo_seed
-from koordweb.services.engine import engine_profile
 from koordweb.services.jobs import JobConflict, JobSpec, PodShape, job_cancel, job_submit
-from koordweb.services.records import round_execute
-from koordweb.services.warm import WarmMismatch, warm_forget, warm_snapshot, warm_state
 from scheduler.profile import ProfileError
 from scheduler.round import plan_round
 
@@ -64,7 +64,7 @@ def side_by_side(cluster: Cluster, now) -> str:
     """Warm and cold snapshots of the same rows: the same engine input and the same answer."""
     with transaction.atomic():
         warm, warm_index, report = warm_snapshot(cluster, now=now)
-        cold, cold_index = snapshot_adapter.build_for_round(cluster, now=now)
+        cold, cold_index = assembly.build_for_round(cluster, now=now)
     assert warm == cold
     assert warm_index.pod_ids == cold_index.pod_ids
     assert warm_index.engine_id_by_job == cold_index.engine_id_by_job
@@ -213,7 +213,7 @@ def test_heap_settle_freezes_warm_heap_and_reclaims_cycles_at_the_next_cold_buil
     import gc
     import weakref
 
-    from koordweb.services.warm import warm_heap_settle
+    from koordweb.engine.warm import warm_heap_settle
 
     class Node:
         pass

@@ -19,8 +19,8 @@ from django.utils import timezone
 from koordweb.backends.simulated_usage import node_metrics_report
 from koordweb.models import Cluster, JobState, NodeMetric
 from koordweb.presenters.reasons import decision_sentence
-from koordweb.selectors.whatif import job_whatif
 from koordweb.services.jobs import JobSpec, PodShape, job_spec_resolve
+from koordweb.services.whatif import job_whatif
 from tests import builders as f
 
 GIB = 1024**3

@@ -31,7 +31,7 @@ from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from koordweb.models import Cluster, Round
-from koordweb.observability.metrics import metrics_view
+from koordweb.prometheus.metrics import metrics_view
 from tests.fakekube import FakeKube
 from tests.reliability.cluster import (
     database_disagreements,

@@ -54,7 +54,7 @@ PUBLIC = {
     ("api", "api-schema"),
     ("api", "api-docs"),
 }
-# Open to scrapers on the loopback address by design (koordweb.observability.metrics); from any
+# Open to scrapers on the loopback address by design (koordweb.prometheus.metrics); from any
 # other address they need a bearer token, which is what anonymous requests are checked for.
 LOOPBACK_ONLY = {("ui", "metrics")}
 REMOTE_ADDR = "192.0.2.50"  # TEST-NET-1: a client that is not on this machine

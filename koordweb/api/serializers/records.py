@@ -9,6 +9,7 @@ from rest_framework import serializers
 
 from koordweb.api.fields import RedactedJSONField, redactor_for
 from koordweb.models import Job, Preemption, PreemptionVictim, Round
+from koordweb.selectors.redaction import preemption_cost_unnamed
 from koordweb.selectors.tenancy import user_is_admin
 
 
@@ -94,6 +95,7 @@ class PreemptionSerializer(serializers.ModelSerializer):  # type: ignore[type-ar
         if redactor_for(self.context).job_name(instance.preemptor.gang_id) is None:
             # Why another team's job did not fit names its quota: only the rule is its business.
             data["reason"] = ""
+            data["cost"] = preemption_cost_unnamed(data.get("cost"))
         return data
 
     @extend_schema_field({"type": "object", "additionalProperties": True})

@@ -13,8 +13,8 @@ from rest_framework.response import Response
 from koordweb.api.base import ApiView
 from koordweb.api.serializers.submission import JobSubmissionSerializer
 from koordweb.api.throttles import WHATIF_THROTTLES, whatif_in_flight
-from koordweb.selectors.whatif import job_whatif
 from koordweb.services.jobs import job_spec_resolve
+from koordweb.services.whatif import job_whatif
 
 logger = logging.getLogger("koordweb.api")
 

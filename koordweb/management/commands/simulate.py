@@ -25,10 +25,10 @@ from django.db import DatabaseError
 from django.utils import timezone
 
 from koordweb.backends.simulated import SimulatedBackend
+from koordweb.engine.pipeline import round_execute
 from koordweb.manifests import ManifestError, import_manifests, load_documents
 from koordweb.manifests.loader import MAX_MANIFEST_BYTES
 from koordweb.models import Cluster, Pod, PodPhase, Round
-from koordweb.services.records import round_execute
 from koordweb.services.scratch import scratch_database
 from scheduler.api import (
     Profile,

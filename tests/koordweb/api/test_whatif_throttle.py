@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from koordweb.api.throttles import DEFAULT_RATES
+from koordweb.engine import backoff
 from koordweb.models import ElasticQuota
-from koordweb.services import backoff
 from tests.builders import UserFactory, simulated_round, submission, token_client
 
 WHATIF = "/api/v1/whatif/"
@@ -67,7 +67,7 @@ def test_a_what_if_leaves_out_what_the_round_backed_off(world, alice_api, monkey
     metrics = outcome.round.metrics
     assert metrics["backoff_held_jobs"] == 3, metrics  # one kept for team-a's demand
     planned: list[int] = []
-    from koordweb.selectors import whatif
+    from koordweb.engine import whatif
 
     real = whatif.plan_round
 

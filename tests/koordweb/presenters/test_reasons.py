@@ -16,6 +16,21 @@ from koordweb.presenters.reasons import (
 
 ENGINE_WORDS = ("desiredOfferSlot", "exceedDimensions", "None slots", "quotaName", "{'", "e+")
 
+# The engine's message, garbled: every sentence below comes from codes and numbers only.
+GARBLED = "%%% words nobody should read: 7/9 nodes are available, desiredOfferSlot: 3 %%%"
+
+
+def cause(
+    code: str, plugin: str, values: dict[str, Any] | None = None, *reasons: dict[str, Any]
+) -> dict[str, Any]:
+    """A `Cause` as a decision row keeps it (`Cause.to_dict()`)."""
+    return {"code": code, "plugin": plugin, "values": values or {}, "node_reasons": list(reasons)}
+
+
+def refused(code: str, nodes: int, resource: str = "", text: str = "?") -> dict[str, Any]:
+    return {"code": code, "nodes": nodes, "plugin": "", "text": text, "resource": resource}
+
+
 # (outcome, engine reason, details, expected code, expected sentence)
 CASES: list[tuple[str | None, str, dict[str, Any], str, str]] = [
     (
@@ -51,12 +66,20 @@ CASES: list[tuple[str | None, str, dict[str, Any], str, str]] = [
     ),
     (
         "unschedulable",
-        "no candidate topology nodes can accommodate job, desiredOfferSlot: 24, topology "
-        "topologyNode SpineLayer/s1: 3; SpineLayer/s0: 2",
+        GARBLED,
         {
             "plugin": "NetworkTopology",
-            "desired_offer_slots": 24,
-            "domain_offer_slots": {"SpineLayer/s0": 2, "SpineLayer/s1": 3},
+            "cause": cause(
+                "TopologyNoDomain",
+                "NetworkTopology",
+                {
+                    "job_pods": 24,
+                    "pods": 24,
+                    "layer": "SpineLayer",
+                    "best_domain": "SpineLayer/s1",
+                    "best_offer_slots": 3,
+                },
+            ),
         },
         r.TOPOLOGY,
         "No spine has room for all 24 pods of the job together: the roomiest, spine s1, has "
@@ -64,25 +87,36 @@ CASES: list[tuple[str | None, str, dict[str, Any], str, str]] = [
     ),
     (
         "unschedulable",
-        "Insufficient quotas, quotaName: team-nlp, exceedDimensions: [nvidia.com/gpu]",
+        GARBLED,
         {
             "plugin": "ElasticQuota",
             "quota": "team-nlp",
             "exceeded_dimensions": ["nvidia.com/gpu"],
             "quota_shortfall": {"team-nlp": {"nvidia.com/gpu": 8}},
+            "cause": cause("QuotaInsufficient", "ElasticQuota", {"quota": "team-nlp"}),
         },
         r.QUOTA,
         "Quota team-nlp has too little left: it needs 8 GPUs more.",
     ),
     (
         "unschedulable",
-        "12/1024 nodes are available: 1012 Insufficient nvidia.com/gpu. The job needs 40 offer "
-        "slots, the nodes offer 12.",
+        GARBLED,
         {
             "plugin": "NodeResourcesFit",
             "node_reasons": {"Insufficient nvidia.com/gpu": 1012},
-            "desired_offer_slots": 40,
-            "offer_slots": 12,
+            "cause": cause(
+                "NodesUnavailable",
+                "NodeResourcesFit",
+                {
+                    "job_pods": 40,
+                    "pods": 40,
+                    "available_nodes": 12,
+                    "total_nodes": 1024,
+                    "offer_slots": 12,
+                },
+                refused("Insufficient", 1000, "nvidia.com/gpu", "%%%"),
+                refused("Insufficient", 12, "gpu", "%%%"),
+            ),
         },
         r.NODE_RESOURCES,
         "12 of 1,024 nodes can take one of its pods; the others: 1,012 with too little free "
@@ -90,26 +124,35 @@ CASES: list[tuple[str | None, str, dict[str, Any], str, str]] = [
     ),
     (
         "waiting",
-        "gang default/g has 3 of min-available 4 pods",
-        {"plugin": "Coscheduling", "gang": "default/g", "pods": 3, "min_available": 4},
+        GARBLED,
+        {
+            "plugin": "Coscheduling",
+            "cause": cause("GangIncomplete", "Coscheduling", {"pods": 3, "min_available": 4}),
+        },
         r.GANG_WAITING,
         "Waiting for its gang: 3 of the 4 pods it needs exist.",
     ),
     (
         "unschedulable",
-        "gang default/g would have 2 of min-available 4",
-        {"plugin": "Coscheduling", "gang": "default/g"},
+        GARBLED,
+        {
+            "plugin": "Coscheduling",
+            "cause": cause("GangShort", "Coscheduling", {"reached": 2, "min_available": 4}),
+        },
         r.GANG_SHORT,
         "Only 2 pods would fit at once; the gang needs 4 pods together.",
     ),
     (
         "waiting",
-        "12/16 nodes are available.",
+        GARBLED,
         {
             "plugin": "NodeResourcesFit",
+            "cause": cause("NodesUnavailable", "NodeResourcesFit"),
             "preemption": {
                 "status": "Wait",
-                "reason": "waiting for preemption victims to terminate on node-1, node-2",
+                "reason": GARBLED,
+                "cause": "VictimsTerminating",
+                "values": {"nodes": ["node-1", "node-2"]},
             },
         },
         r.VICTIMS_TERMINATING,
@@ -117,24 +160,47 @@ CASES: list[tuple[str | None, str, dict[str, Any], str, str]] = [
     ),
     (
         "preempting",
-        "no candidate topology nodes can accommodate job, desiredOfferSlot: 2",
+        GARBLED,
         {"nominations": {"default/a-0": "node-1", "default/a-1": "node-2"}},
         r.PREEMPTING,
         "Preempting lower-priority jobs to make room; 2 pods will start on the freed nodes.",
     ),
     (
         "unschedulable",
-        "pod default/a-0 on node-1: no card combination satisfies the request",
-        {"plugin": "DeviceShare"},
+        GARBLED,
+        {
+            "plugin": "DeviceShare",
+            "cause": cause(
+                "DevicesUnfit",
+                "DeviceShare",
+                {
+                    "pod": "default/a-0",
+                    "node": "node-1",
+                    "resource": "gpu",
+                    "needed": 4,
+                    "free": 2,
+                    "cards": 8,
+                },
+            ),
+        },
         r.DEVICES,
-        "No free cards fit the request: no card combination satisfies the request.",
+        "No free cards fit the request for pod default/a-0 on node-1: it needs 4 cards, 2 fit "
+        "of the node's 8.",
     ),
     (
         "unschedulable",
-        "invalid network topology: layer X is unknown",
-        {"plugin": "NetworkTopology-invalid"},
+        GARBLED,
+        {
+            "plugin": "NetworkTopology",
+            "cause": cause(
+                "TopologyUnknownLayer",
+                "NetworkTopology",
+                {"unknown_layers": ["RackLayer"], "cluster_layers": ["SpineLayer", "BlockLayer"]},
+            ),
+        },
         r.INVALID,
-        "The job's request is invalid: network topology: layer X is unknown.",
+        "Its topology rule names layers the cluster does not have (RackLayer); the cluster has: "
+        "spine, block.",
     ),
     (
         "unschedulable",
@@ -147,9 +213,9 @@ CASES: list[tuple[str | None, str, dict[str, Any], str, str]] = [
     (
         "unschedulable",
         "something new the engine says",
-        {},
+        {"cause": cause("SomethingNew", "PreferLabel")},
         r.OTHER,
-        "something new the engine says.",
+        "Not placed by the prefer label check: something new the engine says.",
     ),
 ]
 
@@ -194,13 +260,15 @@ def test_the_table_covers_every_code() -> None:
 def test_preemption_not_helping_is_said_after_the_reason() -> None:
     words = decision_sentence(
         "unschedulable",
-        "Insufficient quotas, quotaName: team-a, exceedDimensions: [cpu]",
+        GARBLED,
         {
             "plugin": "ElasticQuota",
             "quota": "team-a",
+            "cause": cause("QuotaInsufficient", "ElasticQuota", {"quota": "team-a"}),
             "preemption": {
                 "status": "UnschedulableAndUnresolvable",
-                "reason": "no potential victims",
+                "reason": GARBLED,
+                "cause": "NoVictims",
             },
         },
     )
@@ -255,10 +323,14 @@ def test_preemption_cost_and_reason_in_words() -> None:
         ("Freed", "256 cores and 128 GPUs"),
         ("Disruption budgets broken", "none"),
     ]
+    topology = cause(
+        "TopologyNoDomain",
+        "NetworkTopology",
+        {"job_pods": 4, "pods": 4, "layer": "BlockLayer", "best_domain": "BlockLayer/b1"}
+        | {"best_offer_slots": 2},
+    )
     sentence = preemption_sentence(
-        "no candidate topology nodes can accommodate job, desiredOfferSlot: 4, topology "
-        "topologyNode BlockLayer/b1: 2",
-        {**cost, "rule": "LowerPriority", "preemptor_priority": 9000},
+        GARBLED, {**cost, "rule": "LowerPriority", "preemptor_priority": 9000, "cause": topology}
     )
     assert sentence == (
         "Evicted lower-priority jobs: the preemptor has priority 9000, the victims 5000 at "
@@ -310,11 +382,17 @@ def test_a_topology_refusal_states_the_jobs_size_and_the_layer_it_needs() -> Non
 
 
 QUOTA_REASON = "Insufficient quotas, quotaName: team-a, exceedDimensions: [nvidia.com/gpu]"
+QUOTA_CAUSE = cause("QuotaInsufficient", "ElasticQuota", {"quota": "team-a"})
 RULE_NAMES = ("LowerPriority", "InQuota", "QuotaReclaim")
 
 
 def _rule(rule: str, highest: int | None = 5000) -> dict[str, Any]:
-    return {"rule": rule, "preemptor_priority": 9000, "highest_victim_priority": highest}
+    return {
+        "rule": rule,
+        "preemptor_priority": 9000,
+        "highest_victim_priority": highest,
+        "cause": QUOTA_CAUSE,
+    }
 
 
 @pytest.mark.parametrize(
@@ -342,13 +420,13 @@ def _rule(rule: str, highest: int | None = 5000) -> dict[str, Any]:
 def test_preemption_sentence_says_the_rule_then_why_the_preemptor_did_not_fit(
     cost: dict[str, Any], rule_sentence: str
 ) -> None:
-    assert preemption_sentence(QUOTA_REASON, cost) == (
+    assert preemption_sentence(GARBLED, cost) == (
         f"{rule_sentence} Without that it did not fit, because quota team-a has too little left."
     )
     # Another team's preemptor: the rule only, never the reason (it names that team's quota).
     assert preemption_sentence(QUOTA_REASON, cost, preemptor_named=False) == rule_sentence
     for sentence in (
-        preemption_sentence(QUOTA_REASON, cost),
+        preemption_sentence(GARBLED, cost),
         preemption_sentence("", cost),
         preemption_sentence("something the engine said", cost),
     ):
@@ -358,28 +436,75 @@ def test_preemption_sentence_says_the_rule_then_why_the_preemptor_did_not_fit(
 
 def test_a_preemption_without_a_rule_is_said_by_its_reason() -> None:
     # A record older than migration 0011 that it could not convert, or a rule this version does
-    # not know: the reason alone, in words; a tenant of another team reads no reason at all.
+    # not know: the reason alone, in words from its cause, as recorded without one; a tenant of
+    # another team reads no reason at all.
     for cost in ({}, {"victim_jobs": 1}, {"rule": "SomePluginsRule", "preemptor_priority": 1}):
-        assert preemption_sentence(QUOTA_REASON, cost) == "Quota team-a has too little left."
+        assert preemption_sentence(GARBLED, {**cost, "cause": QUOTA_CAUSE}) == (
+            "Quota team-a has too little left."
+        )
+        assert preemption_sentence(QUOTA_REASON, cost) == f"{QUOTA_REASON}."
         assert preemption_sentence(QUOTA_REASON, cost, preemptor_named=False) == (
             "Evicted to make room for it."
         )
     assert preemption_sentence("", None) == "Evicted to make room for it."
     assert preemption_sentence("train-a needs block b1", {}) == "train-a needs block b1."
-    assert preemption_sentence("the node was drained", _rule("LowerPriority")) == (
+    assert preemption_sentence("the node was drained", _rule("LowerPriority") | {"cause": {}}) == (
         "Evicted lower-priority jobs: the preemptor has priority 9000, the victims 5000 at most."
         " Without that it did not fit: the node was drained"
     )
 
 
-def test_preemption_not_helpful_says_which_nodes_stay_ruled_out() -> None:
-    words = preemption_status_sentence(
-        "preemption not helpful: 0/1000 nodes are available: 1000 node(s) nodeMetric expired, "
-        "12 Insufficient nvidia.com/gpu."
+def test_preemption_not_helpful_says_which_nodes_stay_ruled_out_from_the_dry_runs_numbers() -> None:
+    dry = cause(
+        "NodesUnavailable",
+        "NodeResourcesFit",
+        {"total_nodes": 1024, "available_nodes": 0},
+        refused("NodeMetricExpired", 1000, text="%%%"),
+        refused("Insufficient", 12, "nvidia.com/gpu", "%%%"),
+        refused("NodeUnschedulable", 12, text="%%%"),
     )
-    assert words == (
+    answer = {"reason": GARBLED, "cause": "PreemptionNotHelpful", "values": {"dry_run": dry}}
+    assert preemption_status_sentence(answer) == (
         "Preempting would not help: evicting every lower-priority job still leaves no room "
-        "(nodes ruled out even then: 1,000 with a usage report out of date (load-aware), "
-        "12 with too little free GPUs)."
+        "(of 1,024 nodes, ruled out even then: 1,000 with a usage report out of date "
+        "(load-aware), 12 cordoned, 12 with too little free GPUs)."
     )
-    assert preemption_status_sentence("preemption not helpful").endswith("leaves no room.")
+    no_numbers = {"reason": GARBLED, "cause": "PreemptionNotHelpful"}
+    assert preemption_status_sentence(no_numbers).endswith("leaves no room.")
+    # recorded before the engine coded its answers: said as recorded
+    assert preemption_status_sentence({"reason": "preemption not helpful"}) == (
+        "The preemption step recorded: preemption not helpful."
+    )
+
+
+def test_a_decision_recorded_without_a_cause_says_its_message_as_it_is() -> None:
+    # An older row: its case from its plugin, its words as the engine recorded them.
+    reason = "12/1024 nodes are available: 1012 Insufficient nvidia.com/gpu."
+    words = decision_sentence(
+        "unschedulable",
+        reason,
+        {"plugin": "NodeResourcesFit", "node_reasons": {"Insufficient nvidia.com/gpu": 1012}},
+    )
+    assert words.code == r.NODE_RESOURCES
+    assert words.sentence == f"The scheduler recorded: {reason.rstrip('.')}."
+    assert dict(words.details)["Nodes ruled out"] == "1,012: Insufficient nvidia.com/gpu"
+    quota = decision_sentence("unschedulable", QUOTA_REASON, {"plugin": "ElasticQuota"})
+    assert (quota.code, quota.sentence) == (r.QUOTA, f"The scheduler recorded: {QUOTA_REASON}.")
+    gang = decision_sentence(
+        "waiting", "gang g has 3 of min-available 4 pods", {"plugin": "Coscheduling"}
+    )
+    assert gang.code == r.GANG_WAITING
+    terminating = decision_sentence(
+        "waiting", "x", {"preemption": {"status": "Wait", "reason": "waiting on node-1"}}
+    )
+    assert terminating.sentence == "Waiting for the pods it preempted to terminate."
+
+
+def test_a_decisions_numbers_come_from_its_cause_not_from_its_details_text() -> None:
+    # The same decision with its message and its per-node reason text rewritten: same words.
+    details = dict(CASES[5][2])
+    again = {**details, "node_reasons": {"something else entirely": 1012}}
+    first = decision_sentence("unschedulable", "one message", details)
+    second = decision_sentence("unschedulable", "another message", again)
+    assert first.sentence == second.sentence == CASES[5][4]
+    assert dict(second.details)["Nodes ruled out"] == "1,012 with too little free GPUs"

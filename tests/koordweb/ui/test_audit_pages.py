@@ -111,7 +111,11 @@ def test_tenant_counts_other_teams_victims_without_their_names(ui: Pages, as_ali
 
 def test_preemption_rule_says_whose_priority_is_which() -> None:
     quota = "Insufficient quotas, quotaName: team-a, exceedDimensions: [nvidia.com/gpu]"
-    priorities = {"preemptor_priority": 9000, "highest_victim_priority": 5000}
+    priorities = {
+        "preemptor_priority": 9000,
+        "highest_victim_priority": 5000,
+        "cause": {"code": "QuotaInsufficient", "plugin": "ElasticQuota", "values": {"quota": "a"}},
+    }
     plain = preemption_sentence(quota, {"rule": "LowerPriority", **priorities})
     assert plain.startswith(
         "Evicted lower-priority jobs: the preemptor has priority 9000, the victims 5000 at most."

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.test import Client
@@ -13,6 +14,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from koordweb.api import filters as api_filters
+from koordweb.engine.pipeline import round_number_next
 from koordweb.models import (
     Cluster,
     Decision,
@@ -30,7 +32,6 @@ from koordweb.presenters.rounds import round_metrics
 from koordweb.presenters.words import node_reason, priority_text, victims_sentence
 from koordweb.selectors import job_table
 from koordweb.selectors.topology import OCCUPYING_PHASES
-from koordweb.services.records import round_number_next
 from tests.builders import (
     ClusterFactory,
     DecisionFactory,
@@ -248,8 +249,9 @@ def test_a_quota_shortfall_beyond_the_ask_is_not_a_wrong_sum() -> None:
         "used": {GPU: 33},
         "runtime": {GPU: 32},
     }
+    cause = {"code": "QuotaInsufficient", "plugin": "ElasticQuota", "values": {"quota": "team-a"}}
     words = decision_sentence(
-        "unschedulable", "Insufficient quotas, quotaName: team-a", details
+        "unschedulable", "Insufficient quotas, quotaName: team-a", {**details, "cause": cause}
     ).sentence
     assert "65" not in words and "asks for 64 GPUs" in words
 
@@ -317,21 +319,21 @@ def test_npu_and_mlu_jobs_are_said_in_their_own_words() -> None:
     assert "GPU" not in mlu and "MLU" in mlu
 
 
+def _refused(code: str, nodes: int, resource: str, text: str) -> dict[str, Any]:
+    return {"code": code, "nodes": nodes, "plugin": "", "text": text, "resource": resource}
+
+
 def test_no_raw_scheduler_phrase_and_one_word_for_gpus() -> None:
-    assert node_reason("node(s) cpu usage exceed threshold") == (
-        "CPU use above the load-aware threshold"
-    )
-    assert node_reason("Insufficient gpu") == node_reason("Insufficient nvidia.com/gpu")
+    load = _refused("LoadOverThreshold", 997, "cpu", "node(s) cpu usage exceed threshold")
+    assert node_reason(load) == "with CPU use above the load-aware threshold"
+    gpu = _refused("Insufficient", 2, "gpu", "Insufficient gpu")
+    nvidia = _refused("Insufficient", 1, "nvidia.com/gpu", "Insufficient nvidia.com/gpu")
+    assert node_reason(gpu) == node_reason(nvidia)
+    cause = {"code": "NodesUnavailable", "plugin": "NodeResourcesFit", "values": {}}
     words = decision_sentence(
         "unschedulable",
         "0/1000 nodes are available",
-        {
-            "node_reasons": {
-                "Insufficient gpu": 2,
-                "Insufficient nvidia.com/gpu": 1,
-                "node(s) cpu usage exceed threshold": 997,
-            }
-        },
+        {"cause": {**cause, "node_reasons": [gpu, nvidia, load]}},
     ).sentence
     assert "exceed threshold" not in words and "3 with too little free GPUs" in words
 

@@ -8,8 +8,9 @@ from typing import Any
 
 import numpy as np
 
+from scheduler.causes import LOAD_OVER_THRESHOLD, METRIC_EXPIRED
 from scheduler.cycle import Framework
-from scheduler.framework import Plan
+from scheduler.framework import Plan, Refusal
 from scheduler.model import NodeInfo
 from scheduler.plugins.loadaware import LoadAware
 from scheduler.profile import Profile
@@ -64,7 +65,7 @@ def test_over_threshold_node_takes_nothing_and_explains_why() -> None:
     job = state.jobs["default/web"]
     hot = np.array([state.node_index["hot"]])
     assert plugin.explain(state, job, state.pending_pods(job), hot) == {
-        "node(s) cpu usage exceed threshold": 1
+        Refusal(LOAD_OVER_THRESHOLD, "node(s) cpu usage exceed threshold", "cpu"): 1
     }
 
 
@@ -116,7 +117,7 @@ def test_nodes_without_reports_skip_the_filter_and_expired_ones_are_refused() ->
     assert by_name == {"fresh": 0, "stale": 0, "quiet": 2}
     job = state.jobs["default/web"]
     reasons = plugin.explain(state, job, state.pending_pods(job), np.arange(3))
-    assert reasons["node(s) nodeMetric expired"] == 1
+    assert reasons[Refusal(METRIC_EXPIRED, "node(s) nodeMetric expired")] == 1
     for args, stale in (
         ({"enableScheduleWhenNodeMetricsExpired": True}, 2),
         ({"filterExpiredNodeMetrics": False}, 2),

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from scheduler.causes import INSUFFICIENT
 from scheduler.cycle import Framework
 from scheduler.devices import AllocatedDevice, NodeDevices, render_device_allocated
 from scheduler.devices.fleet import CardCheck
@@ -17,7 +18,7 @@ from scheduler.devices.names import (
     LABEL_GPU_MODEL,
     LABEL_PARTITION_POLICY,
 )
-from scheduler.framework import Plan
+from scheduler.framework import Plan, Refusal
 from scheduler.model import NodeInfo, PodInfo
 from scheduler.plugins.devices import DeviceShare, DeviceState
 from scheduler.profile import Profile
@@ -239,7 +240,7 @@ def test_bound_pod_without_annotation_still_holds_cards() -> None:
     slots = plugin.slot_limits(state, job, state.pending_pods(job), np.arange(1, dtype=np.int64))
     assert slots is not None and slots.tolist() == [0]
     assert plugin.explain(state, job, state.pending_pods(job), np.arange(1, dtype=np.int64)) == {
-        "Insufficient gpu": 1
+        Refusal(INSUFFICIENT, "Insufficient gpu", "gpu"): 1
     }
     assert ANNOTATION_JOINT_ALLOCATE not in state.pods["default/train-1"].annotations
 
@@ -414,7 +415,7 @@ def test_reasons_count_each_node_once_in_the_order_of_their_first_group() -> Non
     once = plugin.explain(state, job, state.pending_pods(job), everywhere)
     assert sum(once.values()) == 3 and len(once) == 1
     [(reason, _)] = once.items()
-    assert reason.startswith("Insufficient")
+    assert (reason.code, reason.resource) == (INSUFFICIENT, "gpu")
     # asked again, and over part of the nodes, from what the groups remember
     assert plugin.explain(state, job, state.pending_pods(job), everywhere) == once
     assert plugin.explain(state, job, state.pending_pods(job), everywhere[:2]) == {reason: 1}

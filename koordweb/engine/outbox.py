@@ -18,7 +18,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, cast
 
 from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
@@ -34,13 +34,13 @@ from koordweb.backends.base import (
     Nomination,
     PodNote,
 )
-from koordweb.backends.intents import Written
+from koordweb.backends.intents import Action, Written
+from koordweb.engine.pod_notes import enact_notes
 from koordweb.models import Cluster, Intent, Job, JobState, Node, Pod, Preemption
 from koordweb.models.outbox import STEPS, PodManifest
 from koordweb.rows import pods as pod_services
 from koordweb.rows.bulk import rows_delete, rows_set, rows_write
 from koordweb.rows.read import rows_read
-from koordweb.services.pod_notes import enact_notes
 from scheduler.vocabulary import FINISHED_POD_PHASES
 
 KEEP_DROPPED = timedelta(days=1)  # dropped ones carry the cluster's reason: kept longer
@@ -80,6 +80,7 @@ class _Pending(NamedTuple):
     job_id: int
     job_state: str
     attempts: int = 0
+    action: Action | None = None  # the plan's own action (a round's intents), else rebuilt
 
 
 _PENDING_FIELDS = (
@@ -191,6 +192,8 @@ def _own_pending(own: RoundIntents) -> list[_Pending]:
                     *(it.id, it.kind, it.node, it.uid, it.payload, it.pod_id),
                     *(pod.namespace, pod.name, pod.uid, pod.phase, pod.terminating),
                     *(pod.node_id, pod.job_id, job_state),
+                    0,
+                    it.action,
                 )
             )
     return out
@@ -296,42 +299,28 @@ def _plan_of(
             elif job_over or finished:
                 settled[it.id] = (Intent.State.DROPPED, "the job is over")
             else:
-                creations.append(Creation(it.pod_id, it.job_id, it.namespace, it.name))
+                creations.append(cast(Creation, _action_of(it)))
         elif kind == Intent.Kind.BIND:
             if finished or job_over or it.terminating:
                 settled[it.id] = (Intent.State.DROPPED, "the pod is no longer waiting")
             elif it.node not in nodes:
                 settled[it.id] = (Intent.State.DROPPED, f"node {it.node} is gone")
             else:
-                bindings.append(
-                    Binding(
-                        it.pod_id,
-                        it.namespace,
-                        it.name,
-                        it.uid or it.pod_uid,
-                        it.node,
-                        dict(it.payload.get("annotations") or {}),
-                        dict(it.payload.get("labels") or {}),
-                    )
-                )
+                bindings.append(cast(Binding, _action_of(it)))
         elif kind == Intent.Kind.EVICT:
             if finished:
                 settled[it.id] = (Intent.State.DONE, "already gone")
             else:
-                preemptor = str(it.payload.get("preemptor") or "")
-                record = it.payload.get("preemption")
-                evictions.append(
-                    Eviction(it.pod_id, it.namespace, it.name, preemptor, record, it.uid)
-                )
+                evictions.append(cast(Eviction, _action_of(it)))
         elif kind == Intent.Kind.NOMINATE:
             if finished or it.on_node is not None or (it.node and it.node not in nodes):
                 settled[it.id] = (Intent.State.DROPPED, "the pod is no longer waiting")
             else:
-                nominations.append(Nomination(it.pod_id, it.namespace, it.name, it.node))
+                nominations.append(cast(Nomination, _action_of(it)))
         elif finished and not it.pod_uid:
             settled[it.id] = (Intent.State.DONE, "already gone")
         else:
-            deletions.append(Deletion(it.pod_id, it.namespace, it.name, it.uid or it.pod_uid))
+            deletions.append(cast(Deletion, _action_of(it)))
     plan = EnactPlan(
         tuple(bindings),
         tuple(evictions),
@@ -340,6 +329,33 @@ def _plan_of(
         tuple(deletions),
     )
     return plan, settled
+
+
+def _action_of(it: _Pending) -> Action:
+    """The intent's action: the plan's own when the round that built it enacts it, else made
+    from the stored intent and its pod (an earlier round's, a sync's, a cancellation's)."""
+    if it.action is not None:
+        return it.action
+    kind = it.kind
+    if kind == Intent.Kind.CREATE:
+        return Creation(it.pod_id, it.job_id, it.namespace, it.name)
+    if kind == Intent.Kind.BIND:
+        return Binding(
+            it.pod_id,
+            it.namespace,
+            it.name,
+            it.uid or it.pod_uid,
+            it.node,
+            dict(it.payload.get("annotations") or {}),
+            dict(it.payload.get("labels") or {}),
+        )
+    if kind == Intent.Kind.EVICT:
+        preemptor = str(it.payload.get("preemptor") or "")
+        record = it.payload.get("preemption")
+        return Eviction(it.pod_id, it.namespace, it.name, preemptor, record, it.uid)
+    if kind == Intent.Kind.NOMINATE:
+        return Nomination(it.pod_id, it.namespace, it.name, it.node)
+    return Deletion(it.pod_id, it.namespace, it.name, it.uid or it.pod_uid)
 
 
 def _outcome(intent: _Pending, report: EnactReport, accepted: _Accepted) -> tuple[str, str]:

@@ -25,7 +25,7 @@ added or changed, ...), backs it off 1 s doubling per attempt, and flushes it ba
   same); the jobs a quota keeps in are the first in queue order. Most of a tenant's backlog beyond
   what its quota admits is left out; a quota without a max for a requested resource keeps all.
 
-The round (services/records.py) calls `backoff_hold` on the snapshot it built (cold or warm: the
+The round (`engine/pipeline.py`) calls `backoff_hold` on the snapshot it built (cold or warm: the
 same rows give the same choice) and `backoff_record` after its commit; a failed round forgets the
 cluster's state (`backoff_forget`). The jobs a round left out are published in the shared cache
 (`backoff_held`: their engine ids, their job rows and the quotas and resources their demand
@@ -237,7 +237,7 @@ def _hint(
     of this very snapshot (a cold round publishes none, and what-ifs read every row)."""
     if not held:
         return HeldHint()
-    from koordweb.services.warm import warm_index  # the warm state is the round's, read late
+    from koordweb.engine.warm import warm_index  # the warm state is the round's, read late
 
     index = warm_index(cluster_id, snapshot)
     rows: tuple[int, ...] = ()

@@ -10,9 +10,9 @@ from datetime import datetime
 
 from django.core.cache import caches
 
+from koordweb.engine.backoff import HELD_CACHE_SECONDS, HoldReport
+from koordweb.engine.snapshot import SnapshotIndex
 from koordweb.models import Cluster, Round
-from koordweb.services.backoff import HELD_CACHE_SECONDS, HoldReport
-from koordweb.snapshot import SnapshotIndex
 from scheduler.api import RoundResult
 
 QUEUE_PUBLISHED = 5000  # places published per cluster: the head of the queue, where they matter

@@ -30,7 +30,7 @@ from prometheus_client.registry import Collector
 
 from koordweb.models import Preemption, Round
 from koordweb.observability.counters import api_error_count, api_error_counts
-from koordweb.observability.gpu_metrics import GpuCollector
+from koordweb.prometheus.gpu_metrics import GpuCollector
 
 # --- API errors: the middleware ------------------------------------------------------------
 

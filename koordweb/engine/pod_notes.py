@@ -29,8 +29,8 @@ from koordweb.backends.base import (
     EnactReport,
     PodNote,
 )
+from koordweb.engine.snapshot import SnapshotIndex
 from koordweb.models import Cluster, Intent, Pod, PodPhase, Preemption
-from koordweb.snapshot import SnapshotIndex
 from scheduler.api import RoundResult
 
 logger = logging.getLogger("koordweb.notes")

@@ -41,11 +41,11 @@ from django.db import connection
 from django.db.models import BigIntegerField, Max
 from django.db.models.expressions import RawSQL
 
-from koordweb import assembly
-from koordweb import snapshot as snap
+from koordweb.engine import assembly
+from koordweb.engine import snapshot as snap
+from koordweb.engine.profile import node_devices_builder
 from koordweb.models import Cluster, DeviceTemplateConfig, Job, Node, NodeMetric, Pod
 from koordweb.rows.read import rows_read
-from koordweb.services.engine import node_devices_builder
 from scheduler.api import Profile, RoundResult
 from scheduler.model import ClusterSnapshot
 
@@ -311,6 +311,14 @@ def _changed(queryset: Any, table: str, since: int) -> Any:
     return queryset.alias(change_seq=seq).filter(change_seq__gte=since).order_by()
 
 
+def _changed_rows(
+    model: Any, fields: tuple[str, ...], row: Any, cluster_id: int, since: int
+) -> Any:
+    """The cluster's rows of `model` (nodes, pods or jobs) changed since `since`, as `row`s."""
+    changed = _changed(model.objects.filter(cluster_id=cluster_id), model._meta.db_table, since)
+    return rows_read(changed.values_list(*fields), row._make)
+
+
 def _refresh(state: WarmState) -> int:
     """Apply the rows changed since the state's position; returns how many were read."""
     since = change_position()
@@ -324,8 +332,7 @@ def _refresh(state: WarmState) -> int:
             deleted[table].add(int(row_id))
     count = sum(len(ids) for ids in deleted.values())
 
-    nodes = _changed(Node.objects.filter(cluster_id=cid), "koordweb_node", start)
-    for node in rows_read(nodes.values_list(*snap.NODE_FIELDS), snap.NodeRow._make):
+    for node in _changed_rows(Node, snap.NODE_FIELDS, snap.NodeRow, cid, start):
         _keep(rows.nodes, node.id, node)
         count += 1
     for node_id in deleted["koordweb_node"]:
@@ -333,8 +340,7 @@ def _refresh(state: WarmState) -> int:
         rows.metrics.pop(node_id, None)
         rows.devices.pop(node_id, None)
 
-    pods = _changed(Pod.objects.filter(cluster_id=cid), "koordweb_pod", start)
-    for pod in rows_read(pods.values_list(*snap.POD_FIELDS), snap.PodRow._make):
+    for pod in _changed_rows(Pod, snap.POD_FIELDS, snap.PodRow, cid, start):
         count += 1
         if pod.phase in snap.FINISHED_PHASES:
             rows.pods.pop(pod.id, None)
@@ -343,8 +349,7 @@ def _refresh(state: WarmState) -> int:
     for pod_id in deleted["koordweb_pod"]:
         rows.pods.pop(pod_id, None)
 
-    jobs = _changed(Job.objects.filter(cluster_id=cid), "koordweb_job", start)
-    for job in rows_read(jobs.values_list(*snap.JOB_FIELDS), snap.JobRow._make):
+    for job in _changed_rows(Job, snap.JOB_FIELDS, snap.JobRow, cid, start):
         _keep(rows.jobs, job.id, job)
         count += 1
     for job_id in deleted["koordweb_job"]:

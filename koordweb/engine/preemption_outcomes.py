@@ -20,8 +20,8 @@ from datetime import datetime
 
 from django.db.models import Count
 
+from koordweb.engine.snapshot import SnapshotIndex
 from koordweb.models import Cluster, Preemption, PreemptionVictim
-from koordweb.snapshot import SnapshotIndex
 from scheduler.api import RoundResult
 
 Outcome = Preemption.Outcome

@@ -6,7 +6,6 @@ engine job id -> Job rows).
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, fields
@@ -57,8 +56,6 @@ from scheduler.vocabulary import (
     MATCH_POLICIES,
     QUOTA_NAME,
 )
-
-QUOTA_LABEL = QUOTA_NAME
 
 
 @dataclass
@@ -248,7 +245,7 @@ def pod_info(
         phase=pod.phase,  # type: ignore[arg-type]
         terminating=pod.terminating,
         topology_index=pod.topology_index,
-        quota=quota or pod.labels.get(QUOTA_LABEL) or None,
+        quota=quota or pod.labels.get(QUOTA_NAME) or None,
         limits=dict(pod.limits),
         scheduled_at=pod.bound_at.timestamp() if pod.bound_at else None,
         initialized_at=pod.started_at.timestamp() if pod.started_at else None,
@@ -275,7 +272,7 @@ def _budget(value: str) -> int | str | None:
 
 
 # The columns the snapshot reads, as plain values (no model instance per row): a cold build reads
-# every row, the warm snapshot (koordweb.services.warm) only the rows changed since its last read,
+# every row, the warm snapshot (koordweb.engine.warm) only the rows changed since its last read,
 # and both go through `assemble`, so the engine sees the same input either way.
 NODE_FIELDS = (
     "id",
@@ -419,6 +416,11 @@ class JobRow(NamedTuple):
     @property
     def gang_id(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+
+def job_row_of(job: Job) -> JobRow:
+    """The row of a Job object (saved or not, e.g. a what-if's), as `read_rows` reads it."""
+    return JobRow(*(getattr(job, name) for name in JOB_FIELDS))
 
 
 class MetricRow(NamedTuple):
@@ -617,30 +619,6 @@ def devices_of(**where: Any) -> dict[int, tuple[DeviceRow, ...]]:
     }
 
 
-def build(
-    cluster: Cluster,
-    *,
-    now: datetime,
-    devices_for: Any = None,
-    without_jobs: Collection[int] = (),
-    nodes_only: bool = False,
-) -> tuple[ClusterSnapshot, SnapshotIndex]:
-    """Read one cluster's rows into an immutable snapshot (a fixed number of queries).
-
-    `devices_for(node, device_rows)` builds a node's opaque device state for the devices plugin;
-    without it nodes carry no devices. `without_jobs`, `nodes_only`: as `read_rows`.
-    """
-    from koordweb.assembly import assemble
-
-    rows = read_rows(
-        cluster.id,
-        devices=devices_for is not None,
-        without_jobs=without_jobs,
-        nodes_only=nodes_only,
-    )
-    return assemble(cluster, rows, now=now, devices_for=devices_for)
-
-
 def snapshot_of(
     cluster: Cluster,
     nodes: tuple[NodeInfo, ...],
@@ -730,23 +708,3 @@ def _match_policy(annotations: Mapping[str, str] | None) -> GangMatchPolicy:
 def _lead_order(job: JobRow) -> tuple[int, datetime, int]:
     """The lead job of a group comes first: highest priority, then earliest, then lowest id."""
     return (-job.priority, job.submitted_at, job.id)
-
-
-def topology_spec_json(rule: Mapping[str, Any]) -> str:
-    return json.dumps(rule, separators=(",", ":"), sort_keys=True)
-
-
-def build_for_round(
-    cluster: Cluster, *, now: datetime, without_jobs: Collection[int] = (), nodes_only: bool = False
-) -> tuple[ClusterSnapshot, SnapshotIndex]:
-    """The snapshot a round (and a what-if) reads: rows plus each node's device state;
-    `without_jobs`, `nodes_only`: as `read_rows`."""
-    from koordweb.services.engine import node_devices_builder
-
-    return build(
-        cluster,
-        now=now,
-        devices_for=node_devices_builder(cluster),
-        without_jobs=without_jobs,
-        nodes_only=nodes_only,
-    )

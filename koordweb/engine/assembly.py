@@ -5,19 +5,23 @@ round needs (`snapshot.SnapshotIndex`). With an `AssemblyCache` (the warm snapsh
 cluster between rounds) it makes again only what rows changed since the last assembly, by row
 identity: the node tuple when a node, metric or device row changed; the blocks of the engine jobs
 whose job or pod rows changed. The result equals a fresh assembly's either way.
+
+`build_for_round` is the cold read: the rows read whole (`snapshot.read_rows`) and assembled
+without a cache, with each node's device state (`profile.node_devices_builder`); the warm
+snapshot (`warm.py`) reads only the changes and assembles with its cache.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import chain, compress
 from operator import attrgetter, is_, is_not
 from typing import Any, NamedTuple
 
-from koordweb.models import Cluster, Job, JobState
-from koordweb.snapshot import (
+from koordweb.engine.profile import node_devices_builder
+from koordweb.engine.snapshot import (
     FINISHED_PHASES,
     ClusterRows,
     DeviceRow,
@@ -33,8 +37,10 @@ from koordweb.snapshot import (
     parse_topology_rule,
     pod_info,
     pod_shape,
+    read_rows,
     snapshot_of,
 )
+from koordweb.models import Cluster, Job, JobState
 from scheduler.model import ClusterSnapshot, JobInfo, NodeInfo, PodInfo, TopologyRule
 
 
@@ -423,4 +429,40 @@ def index_copy(index: SnapshotIndex) -> SnapshotIndex:
         jobs_by_engine_id=dict(index.jobs_by_engine_id),
         engine_id_by_job=dict(index.engine_id_by_job),
         pod_rows=dict(index.pod_rows),
+    )
+
+
+def build(
+    cluster: Cluster,
+    *,
+    now: datetime,
+    devices_for: Any = None,
+    without_jobs: Collection[int] = (),
+    nodes_only: bool = False,
+) -> tuple[ClusterSnapshot, SnapshotIndex]:
+    """Read one cluster's rows into an immutable snapshot (a fixed number of queries).
+
+    `devices_for(node, device_rows)` builds a node's opaque device state for the devices plugin;
+    without it nodes carry no devices. `without_jobs`, `nodes_only`: as `read_rows`.
+    """
+    rows = read_rows(
+        cluster.id,
+        devices=devices_for is not None,
+        without_jobs=without_jobs,
+        nodes_only=nodes_only,
+    )
+    return assemble(cluster, rows, now=now, devices_for=devices_for)
+
+
+def build_for_round(
+    cluster: Cluster, *, now: datetime, without_jobs: Collection[int] = (), nodes_only: bool = False
+) -> tuple[ClusterSnapshot, SnapshotIndex]:
+    """The snapshot a round (and a what-if) reads: rows plus each node's device state;
+    `without_jobs`, `nodes_only`: as `read_rows`."""
+    return build(
+        cluster,
+        now=now,
+        devices_for=node_devices_builder(cluster),
+        without_jobs=without_jobs,
+        nodes_only=nodes_only,
     )
