@@ -28,15 +28,15 @@ from koordweb.engine.snapshot import (
     JobRow,
     MetricRow,
     NodeRow,
+    PodCopier,
     PodRow,
-    PodShape,
     SnapshotIndex,
     engine_job_id,
     engine_job_info,
     node_info,
     parse_topology_rule,
+    pod_copier,
     pod_info,
-    pod_shape,
     read_rows,
     snapshot_of,
 )
@@ -344,14 +344,14 @@ def job_block(
 
 class InfoMaker:
     """The engine objects of one assembly made cheaply: a pod's info is made from its row, or,
-    when the row has the shape of the last row made so (`PodShape`: the pods of a job, and often
+    when the row has the shape of the last row made so (`PodCopier`: the pods of a job, and often
     of many jobs, differ only in name and topology index), is a copy of that info with its own
     name, topology index, job and gang; a topology document is parsed once (jobs share the
     very same documents read)."""
 
     def __init__(self, node_names: Mapping[int, str]) -> None:
         self.node_names = node_names
-        self.shape: PodShape | None = None  # of the last pod whose info was made from its row
+        self.shape: PodCopier | None = None  # of the last pod whose info was made from its row
         self.rules: dict[int, tuple[Mapping[str, Any], TopologyRule | None]] = {}
 
     def pod_info(self, pod: PodRow, job_id: str, quota: str | None, gang: str | None) -> PodInfo:
@@ -361,7 +361,7 @@ class InfoMaker:
             if info is not None:
                 return info
         info = pod_info(pod, job_id, quota, gang, self.node_names)  # type: ignore[arg-type]
-        self.shape = pod_shape(pod, quota, info)
+        self.shape = pod_copier(pod, quota, info)
         return info
 
     def topology(self, spec: Mapping[str, Any]) -> TopologyRule | None:

@@ -473,7 +473,7 @@ _POD_INFO_COPIES = not hasattr(PodInfo, "__post_init__") and not hasattr(PodInfo
 _pod_key = vars(PodInfo)["key"].func
 
 
-class PodShape:
+class PodCopier:
     """What `pod_info` read of a pod row but its name and topology index, the quota it was
     given and the fields of the info it made: a row of the same shape (the very same documents,
     equal other values) given the same quota makes a copy of those fields with its own name,
@@ -516,7 +516,7 @@ class PodShape:
         return info
 
 
-def pod_shape(pod: PodRow, quota: str | None, info: PodInfo) -> PodShape | None:
+def pod_copier(pod: PodRow, quota: str | None, info: PodInfo) -> PodCopier | None:
     """The shape of `pod`, whose info `pod_info` made given `quota`; None when `PodInfo` is not
     a plain holder of its fields (a copy of them would not be what its `__init__` makes)."""
     fields = dict(vars(info))
@@ -524,7 +524,7 @@ def pod_shape(pod: PodRow, quota: str | None, info: PodInfo) -> PodShape | None:
         fields.pop(name, None)
     if not _POD_INFO_COPIES or len(fields) != _POD_INFO_FIELD_COUNT:
         return None
-    return PodShape(_pod_documents(pod), _pod_values(pod), quota, fields)
+    return PodCopier(_pod_documents(pod), _pod_values(pod), quota, fields)
 
 
 FINISHED_PHASES = (PodPhase.SUCCEEDED, PodPhase.FAILED)

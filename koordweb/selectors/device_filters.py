@@ -51,26 +51,24 @@ class CardTraits(NamedTuple):
     state: str  # "free", "allocated" or "idle" (allocated, every holder idle)
 
 
-def card_state(held: Sequence[CardHolder], idle_jobs: frozenset[int]) -> str:
-    """A card's state: "free" when no pod holds any part of it, "idle" when every job holding
-    it is idle now (a holder without a job does not make it busy), else "allocated"."""
+def card_state(held: Sequence[CardHolder], idle: bool) -> str:
+    """A card's state: "free" when no pod holds any part of it, "idle" when it is held and
+    every holder held it idle in the last sampled minute (`gpu_usage.cards_idle_now`), else
+    "allocated"."""
     if not held:
         return "free"
-    job_ids = [use.job_id for use in held if use.job_id is not None]
-    if job_ids and all(job_id in idle_jobs for job_id in job_ids):
-        return "idle"
-    return "allocated"
+    return "idle" if idle else "allocated"
 
 
 def card_traits(
     model: str,
     held: Sequence[CardHolder],
-    idle_jobs: frozenset[int],
+    idle: bool,
     teams: set[str] | None,
 ) -> CardTraits:
     """A card's traits; `teams` the teams a viewer may filter and count by (None: all)."""
     named = frozenset(use.team for use in held if use.team and (teams is None or use.team in teams))
-    return CardTraits(model, named, card_state(held, idle_jobs))
+    return CardTraits(model, named, card_state(held, idle))
 
 
 def card_matches(traits: CardTraits, filters: CardFilter, skip: str = "") -> bool:

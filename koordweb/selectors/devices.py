@@ -97,7 +97,7 @@ def device_grid(
     vendor: str = "",
     group: str = "",
     filters: CardFilter | None = None,
-    idle_jobs: frozenset[int] = frozenset(),
+    idle_cards: frozenset[tuple[str, int]] = frozenset(),
     teams: set[str] | None = None,
     job_label: Callable[[int | None, str], str] = lambda job_id, name: name,
     offset: int = 0,
@@ -107,8 +107,8 @@ def device_grid(
 
     `filters` narrows the cards (vendor and block in the database; model, holding team and
     state here, after every card's holders are read in one query); a node row is shown when
-    one of its cards matches, with only its matching cards. `idle_jobs` are the jobs whose
-    cards are idle now (a card is idle when every job holding it is); `teams` the teams a
+    one of its cards matches, with only its matching cards. `idle_cards` are the cards
+    (node name, minor) allocated but idle now (`gpu_usage.cards_idle_now`); `teams` the teams a
     viewer may filter and count by (None: all). `job_label(job_id, job_name)` lets the caller
     hide jobs a tenant may not see.
 
@@ -140,7 +140,8 @@ def device_grid(
     matching: dict[str, list[Any]] = defaultdict(list)
     matches: dict[CardTraits, bool] = {}
     for row in scope:
-        traits = card_traits(row[3], holdings.get((row[0], row[1]), ()), idle_jobs, teams)
+        card = (row[0], row[1])
+        traits = card_traits(row[3], holdings.get(card, ()), card in idle_cards, teams)
         kinds[traits] += 1
         found = matches.get(traits)
         if found is None:

@@ -19,7 +19,17 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db.models import BigIntegerField, ExpressionWrapper, F, Max, Min, QuerySet, Sum
+from django.db.models import (
+    BigIntegerField,
+    Count,
+    ExpressionWrapper,
+    F,
+    Max,
+    Min,
+    Q,
+    QuerySet,
+    Sum,
+)
 from django.utils import timezone
 
 from koordweb.models import (
@@ -155,7 +165,7 @@ def cards_now(cluster: Cluster, node_names: Iterable[str]) -> dict[tuple[str, in
 @dataclass(frozen=True)
 class CardsBusy:
     """The cluster's cards in the last sampled period: how many reported, how busy on average,
-    and how many held by a job were idle (under KOORDWEB_GPU_IDLE_PERCENT of their share)."""
+    and how many were allocated but idle (`cards_idle_now`)."""
 
     cards: int
     busy_pct: int
@@ -172,8 +182,29 @@ def cards_busy(cluster: Cluster) -> CardsBusy:
     )
     cards = rows.values("node_id", "minor").distinct().count()
     used = rows.aggregate(u=Sum("used"))["u"] or 0
-    idle = rows.filter(idle_allocated__gt=0).values("node_id", "minor").distinct().count()
+    idle = len(cards_idle_now(cluster))
     return CardsBusy(cards, round(used / (step * cards)) if cards else 0, idle)
+
+
+def cards_idle_now(cluster: Cluster) -> frozenset[tuple[str, int]]:
+    """The cards (node name, minor) allocated but idle now: in the last sampled period every
+    holder of the card held it idle (under KOORDWEB_GPU_IDLE_PERCENT of its share). The one rule
+    of the devices page's count and its "allocated but idle" filter, and of the overview's."""
+    step = settings.KOORDWEB_GPU_SAMPLE_SECONDS
+    per_card = (
+        CardSample.objects.filter(
+            node__cluster=cluster,
+            period_start=cluster.gpu_sampled_until - step,
+            period_seconds=step,
+            allocated__gt=0,
+        )
+        .values("node__name", "minor")
+        .annotate(holders=Count("id"), idle=Count("id", filter=Q(idle_allocated__gt=0)))
+        .order_by()
+    )
+    return frozenset(
+        (row["node__name"], row["minor"]) for row in per_card if row["idle"] == row["holders"]
+    )
 
 
 def job_idle_flag(job: Job) -> IdleFlag | None:
@@ -203,16 +234,6 @@ def idle_flags(jobs: Iterable[Job]) -> dict[int, IdleFlag]:
             if flag is not None:
                 flags[job.id] = flag
     return flags
-
-
-def jobs_idle_now(cluster: Cluster) -> frozenset[int]:
-    """Ids of the cluster's jobs holding nodes whose cards are idle now (any length of idle
-    streak): the devices page's "allocated but idle" cards are the ones only these hold."""
-    return frozenset(
-        JobGpuState.objects.filter(
-            job__cluster=cluster, job__state__in=JobState.PLACED, idle_since__isnull=False
-        ).values_list("job_id", flat=True)
-    )
 
 
 def flagged_idle_jobs(jobs: QuerySet[Job], *, now: datetime | None = None) -> list[Job]:

@@ -28,7 +28,7 @@ OCCUPYING_PHASES = (PodPhase.PENDING, PodPhase.RUNNING)
 
 
 @dataclass
-class Domain:
+class DomainTotals:
     """One topology domain (or the root, or a node leaf) with totals summed from its nodes."""
 
     key: str
@@ -52,9 +52,9 @@ class Domain:
 
 
 @dataclass
-class TopologyTree:
+class TopologyTotals:
     layers: list[str]
-    domains: dict[str, Domain]  # parents before children, depth first
+    domains: dict[str, DomainTotals]  # parents before children, depth first
     node_path: dict[str, list[str]]  # node name -> the keys of its domains, top layer first
     outside: list[str]
 
@@ -156,7 +156,7 @@ def topology_tree(
     include_nodes: bool = True,
     usage: Mapping[str, tuple[Mapping[str, int], bool]] | None = None,
     cards: Mapping[str, Mapping[str, Any]] | None = None,
-) -> TopologyTree:
+) -> TopologyTotals:
     """The engine's domain tree with capacity, allocation and offer slots for `shape` summed
     upwards; with `usage` (node name -> reported usage, above a load-aware threshold) the
     usage too; with `cards` (node name -> card resource -> a tally with `cards`, `held` and
@@ -167,10 +167,10 @@ def topology_tree(
     held = engine.held()
     slots = read.offer_slots(PodTemplate(dict(shape or {}))).tolist() if shape else None
     tree = engine.tree
-    domains: dict[str, Domain] = {}
+    domains: dict[str, DomainTotals] = {}
     for found in topology_domains(tree, leaves=include_nodes):
         name = cluster.name if found.level == 0 else found.name
-        domain = domains[found.key] = Domain(found.key, found.layer, name, found.parent)
+        domain = domains[found.key] = DomainTotals(found.key, found.layer, name, found.parent)
         for i in found.nodes.tolist():
             node = nodes[i]
             _add(domain.capacity, node.allocatable)
@@ -187,7 +187,7 @@ def topology_tree(
                 domain.cards_held[kind] = domain.cards_held.get(kind, 0.0) + tally.held
                 domain.cards_free[kind] = domain.cards_free.get(kind, 0) + tally.free
     outside = sorted(n.name for n, out in zip(nodes, tree.outside, strict=True) if out)
-    return TopologyTree(list(tree.layers), domains, node_paths(tree), outside)
+    return TopologyTotals(list(tree.layers), domains, node_paths(tree), outside)
 
 
 def card_counts(cluster: Cluster) -> dict[str, dict[str, int]]:

@@ -20,14 +20,14 @@ from koordweb.presenters.words import domain_text, layer_word
 from koordweb.selectors.card_tallies import card_model_text, device_counts, node_card_tallies
 from koordweb.selectors.device_filters import CARD_STATES
 from koordweb.selectors.devices import Card, device_grid
-from koordweb.selectors.gpu_usage import cards_busy, jobs_idle_now
+from koordweb.selectors.gpu_usage import cards_busy, cards_idle_now
 from koordweb.selectors.jobs import job_node_names
 from koordweb.selectors.nodes import usage_by_name
 from koordweb.selectors.tenancy import quotas_visible
 from koordweb.selectors.topology import (
     ROOT_KEY,
-    Domain,
-    TopologyTree,
+    DomainTotals,
+    TopologyTotals,
     accelerator_resources,
     is_accelerator,
     topology_tree,
@@ -44,7 +44,7 @@ NODE_LEAF_LIMIT = 600
 DEVICE_ROWS_PER_PAGE = 120
 
 
-def tree_nodes(tree: TopologyTree, resource: str) -> list[TreeNode]:
+def tree_nodes(tree: TopologyTotals, resource: str) -> list[TreeNode]:
     """Selector domains -> figure input, parents first. Each domain's allocation and free amount
     are of `resource` when the domain has it, else of its own accelerator (the NPUs of an Ascend
     block when GPUs were asked for), else of CPU; `basis` says which, so a percent never changes
@@ -93,7 +93,7 @@ def tree_nodes(tree: TopologyTree, resource: str) -> list[TreeNode]:
     return entries
 
 
-def _card_kinds(domain: Domain, resource: str) -> list[str]:
+def _card_kinds(domain: DomainTotals, resource: str) -> list[str]:
     """The card kinds a domain is described by when it does not offer the picked resource
     itself: the picked kind if it has those cards, else every kind it has."""
     if domain.capacity.get(resource) or not any(domain.cards.values()):
@@ -118,7 +118,7 @@ def _domain_accelerator(capacity: dict[str, int], resource: str) -> str:
     )
 
 
-def _used_pct(domain: Domain, resource: str) -> int | None:
+def _used_pct(domain: DomainTotals, resource: str) -> int | None:
     total = domain.reporting.get(resource, 0)
     return round(100 * domain.used.get(resource, 0) / total) if total else None
 
@@ -168,7 +168,7 @@ def domain_rows(entries: list[TreeNode], *, limit: int = 200) -> list[dict[str, 
     ][:limit]
 
 
-def placement_keys(tree: TopologyTree, node_names: set[str]) -> set[str]:
+def placement_keys(tree: TopologyTotals, node_names: set[str]) -> set[str]:
     """Every domain (and node leaf) on the path to the nodes where a job's pods are."""
     keys: set[str] = set()
     for name in node_names:
@@ -282,10 +282,11 @@ def devices(request: HttpRequest) -> HttpResponse:
         if is_admin(request.user)
         else set(quotas_visible(user=request.user).values_list("name", flat=True))
     )
+    idle_cards = cards_idle_now(cluster)
     grid = device_grid(
         cluster,
         filters=filters,
-        idle_jobs=jobs_idle_now(cluster),
+        idle_cards=idle_cards,
         teams=teams,
         job_label=label,
         offset=(page - 1) * DEVICE_ROWS_PER_PAGE,
@@ -306,7 +307,7 @@ def devices(request: HttpRequest) -> HttpResponse:
     row_of = {node: i for i, (_, node) in enumerate(grid.rows)}
     column_of = {minor: i for i, minor in enumerate(grid.minors)}
     view = heatmap_view(request)
-    shades = card_shades(cluster, grid.cards, view) if view != "allocation" else {}
+    shades = card_shades(cluster, grid.cards, view, idle_cards) if view != "allocation" else {}
     cells = {
         (row_of[c.node], column_of[c.minor]): CardCell(
             shades[(c.node, c.minor)].value if shades else c.core_used,

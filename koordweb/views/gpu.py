@@ -57,9 +57,15 @@ def heatmap_view(request: HttpRequest) -> str:
     return view if view in HEATMAP_VIEWS else "allocation"
 
 
-def card_shades(cluster: Cluster, cards: list[Card], view: str) -> dict[tuple[str, int], CardShade]:
-    """Per card: busy percent now (utilisation), or 100 when every holder has been idle longer
-    than its team's threshold, 50 when idle for less, 0 when busy (idle view; free cards blank)."""
+def card_shades(
+    cluster: Cluster,
+    cards: list[Card],
+    view: str,
+    idle_cards: frozenset[tuple[str, int]] = frozenset(),
+) -> dict[tuple[str, int], CardShade]:
+    """Per card: busy percent now (utilisation), or (idle view; free cards blank) 0 when busy,
+    50 when allocated but idle (`idle_cards`, `gpu_usage.cards_idle_now`: the filter's rule),
+    100 when every holder has been idle longer than its team's threshold."""
     nodes = {card.node for card in cards}
     now_by_card = cards_now(cluster, nodes)
     if view == "utilisation":
@@ -83,9 +89,13 @@ def card_shades(cluster: Cluster, cards: list[Card], view: str) -> dict[tuple[st
         if not holders:
             shades[(card.node, card.minor)] = CardShade(None, "free")
             continue
+        if (card.node, card.minor) not in idle_cards:
+            shades[(card.node, card.minor)] = CardShade(0, "allocated and busy")
+            continue
         card_flags = [flags.get(job_id) for job_id in holders]
         if any(flag is None for flag in card_flags):
-            shades[(card.node, card.minor)] = CardShade(0, "allocated and busy")
+            # a holder busy on its other cards: no idle streak of its own, this card idle now
+            shades[(card.node, card.minor)] = CardShade(50, "allocated, idle in the last minute")
             continue
         idle = [flag for flag in card_flags if flag is not None]
         minutes = min(flag.idle_minutes(moment) for flag in idle)

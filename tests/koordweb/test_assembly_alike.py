@@ -1,5 +1,5 @@
 """The assembly's shortcut for pods alike: a pod whose row has the shape of the last row whose
-info was made from it (`snapshot.PodShape`: the very same JSON documents, equal other values,
+info was made from it (`snapshot.PodCopier`: the very same JSON documents, equal other values,
 the same quota given) gets a copy of that info with its own name, topology index, job and gang
 instead of one made from its row. Whatever the pods, the copy must equal what `pod_info` makes,
 and an assembly using it must equal one that makes every info from its row."""
@@ -120,7 +120,7 @@ def copied(
     """`second`'s info copied from `first`'s (made for another job and gang), or None."""
     template = made(first, quota, "team-a/g1", "team-a/g1")
     template.key  # noqa: B018 (a cached value the copy must not carry over)
-    shape = snap.pod_shape(first, quota, template)
+    shape = snap.pod_copier(first, quota, template)
     assert shape is not None
     before = dict(vars(template))
     alike = shape.info_of(second, "team-b/g2", second_quota, "team-b/g2")
@@ -186,7 +186,7 @@ def test_no_shape_of_an_info_holding_more_than_its_fields() -> None:
     pod = random_pod(random.Random(4), 1)
     template = made(pod)
     object.__setattr__(template, "extra", 1)
-    assert snap.pod_shape(pod, "team-a", template) is None
+    assert snap.pod_copier(pod, "team-a", template) is None
 
 
 def node_row(node_id: int) -> snap.NodeRow:
@@ -220,10 +220,10 @@ def test_an_assembly_with_copied_infos_equals_one_without(cluster, monkeypatch):
     rows = snap.ClusterRows(quota_names={1: "team-a", 2: "team-b"})
     rows.nodes = {i: node_row(i) for i in (1, 2, 3)}
     cache = assembly.AssemblyCache()
-    real_info_of = snap.PodShape.info_of
+    real_info_of = snap.PodCopier.info_of
     copies: list[str] = []
 
-    def counted_info_of(shape: snap.PodShape, pod: snap.PodRow, *args: Any) -> PodInfo | None:
+    def counted_info_of(shape: snap.PodCopier, pod: snap.PodRow, *args: Any) -> PodInfo | None:
         info = real_info_of(shape, pod, *args)
         if info is not None:
             copies.append(pod.name)
@@ -250,10 +250,10 @@ def test_an_assembly_with_copied_infos_equals_one_without(cluster, monkeypatch):
             pod_id = rng.choice(list(rows.pods))
             rows.pods[pod_id] = pod_like(rng, rows.pods[pod_id], pod_id)
         with monkeypatch.context() as patch:
-            patch.setattr(snap.PodShape, "info_of", counted_info_of)
+            patch.setattr(snap.PodCopier, "info_of", counted_info_of)
             snapshot, index = assembly.assemble(cluster, rows, now=NOW, cache=cache)
         with monkeypatch.context() as patch:
-            patch.setattr(assembly, "pod_shape", lambda pod, quota, info: None)
+            patch.setattr(assembly, "pod_copier", lambda pod, quota, info: None)
             plain, plain_index = assembly.assemble(
                 cluster, rows, now=NOW, cache=assembly.AssemblyCache()
             )

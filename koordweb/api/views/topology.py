@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from koordweb.api.base import ApiView
 from koordweb.api.fields import parse_resource_quantity
 from koordweb.api.views.clusters import CLUSTER_PARAM, cluster_or_404
-from koordweb.selectors.topology import Domain, topology_tree
+from koordweb.selectors.topology import DomainTotals, topology_tree
 
 SHAPE_PARAM = OpenApiParameter(
     "shape",
@@ -73,7 +73,7 @@ class TopologyView(ApiView):
         shape = parse_shape(request.query_params.get("shape", ""))
         include_nodes = request.query_params.get("nodes", "true").lower() not in {"0", "false"}
         tree = topology_tree(cluster, shape=shape or None, include_nodes=include_nodes)
-        domains: list[Domain] = list(tree.domains.values())
+        domains: list[DomainTotals] = list(tree.domains.values())
         data: dict[str, Any] = {
             "cluster": cluster.name,
             "layers": tree.layers,

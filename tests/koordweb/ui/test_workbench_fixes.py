@@ -9,11 +9,20 @@ import json
 import re
 from datetime import timedelta
 
+from django.conf import settings
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from koordweb.models import ElasticQuota, Job, JobGpuState, Node, Preemption
+from koordweb.models import (
+    CardSample,
+    Cluster,
+    ElasticQuota,
+    Job,
+    JobGpuState,
+    Node,
+    Preemption,
+)
 from tests.builders import Pages
 from tests.builders.cluster import GIB
 from tests.builders.devices import DEVICE_ALLOCATED, gpu_node
@@ -58,6 +67,21 @@ def _ascend_and_cambricon(ui: Pages) -> tuple[Node, Node, Job]:
     )
     JobGpuState.objects.create(
         job=notebook, idle_since=now - timedelta(hours=5), idle_allocated=5 * 3600 * 100
+    )
+    # The last sampled minute: the notebook held its card idle.
+    step = settings.KOORDWEB_GPU_SAMPLE_SECONDS
+    until = int(now.timestamp()) // step * step
+    Cluster.objects.filter(pk=ui.cluster.pk).update(gpu_sampled_until=until)
+    ui.cluster.gpu_sampled_until = until
+    CardSample.objects.create(
+        period_start=until - step,
+        period_seconds=step,
+        node=nodes[0],
+        minor=0,
+        job=notebook,
+        quota=team_b,
+        allocated=100 * step,
+        idle_allocated=100 * step,
     )
     return nodes[0], nodes[1], notebook
 
