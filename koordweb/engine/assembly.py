@@ -20,28 +20,30 @@ from itertools import chain, compress
 from operator import attrgetter, is_, is_not
 from typing import Any, NamedTuple
 
-from koordweb.engine.profile import node_devices_builder
-from koordweb.engine.snapshot import (
-    FINISHED_PHASES,
+from koordweb.engine.cluster_rows import (
     ClusterRows,
     DeviceRow,
     JobRow,
     MetricRow,
     NodeRow,
-    PodCopier,
     PodRow,
+    read_rows,
+)
+from koordweb.engine.profile import node_devices_builder
+from koordweb.engine.snapshot import (
+    PodCopier,
     SnapshotIndex,
     engine_job_id,
     engine_job_info,
     node_info,
-    parse_topology_rule,
     pod_copier,
     pod_info,
-    read_rows,
     snapshot_of,
 )
+from koordweb.engine.specs import parse_topology_rule
 from koordweb.models import Cluster, Job, JobState
 from scheduler.model import ClusterSnapshot, JobInfo, NodeInfo, PodInfo, TopologyRule
+from scheduler.vocabulary import FINISHED_POD_PHASES
 
 
 class PodMade(NamedTuple):
@@ -214,14 +216,14 @@ def held_pods(job: JobRow, pods: Iterable[PodRow]) -> tuple[PodRow, ...]:
     cluster says it is gone (and is never placed again)."""
     state = job.state
     if state in JobState.ACTIVE:
-        held = [pod for pod in pods if pod.phase not in FINISHED_PHASES]
+        held = [pod for pod in pods if pod.phase not in FINISHED_POD_PHASES]
     elif state in JobState.HOLDING:
-        held = [p for p in pods if p.phase not in FINISHED_PHASES and p.node_id is not None]
+        held = [p for p in pods if p.phase not in FINISHED_POD_PHASES and p.node_id is not None]
     else:
         held = [
             p
             for p in pods
-            if p.phase not in FINISHED_PHASES and p.node_id is not None and p.terminating
+            if p.phase not in FINISHED_POD_PHASES and p.node_id is not None and p.terminating
         ]
     held.sort(key=_POD_ORDER)
     return tuple(held)

@@ -15,9 +15,9 @@ from typing import Any
 
 from koordweb.backends.base import Binding, EnactPlan, Eviction, Nomination
 from koordweb.engine import snapshot as snapshot_adapter
+from koordweb.engine.cluster_rows import JobRow, PodRow
 from koordweb.engine.gang_timeouts import gang_timeouts_record
 from koordweb.engine.preemption_outcomes import preemption_outcomes_record
-from koordweb.engine.snapshot import JobRow, PodRow
 from koordweb.models import (
     Cluster,
     Decision,

@@ -1,4 +1,7 @@
-"""The one adapter between database rows and the engine: rows -> `scheduler.ClusterSnapshot`.
+"""The one adapter between database rows and the engine: one engine object per row
+(`node_info`, `pod_info`, `quota_info`, `engine_job_info`) and the snapshot of them
+(`snapshot_of`); the rows come from `cluster_rows.py`, their documents are read by `specs.py`,
+and `assembly.py` puts them together.
 
 It also keeps the reverse maps a round needs to write the engine's answer back (pod key -> Pod id,
 engine job id -> Job rows).
@@ -6,45 +9,41 @@ engine job id -> Job rows).
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from functools import cached_property
 from operator import attrgetter, is_, itemgetter
 from types import MappingProxyType
-from typing import Any, NamedTuple, get_args
+from typing import Any
 
-from django.db.models import JSONField, Max, Q, Subquery
+from django.db.models import JSONField
 
+from koordweb.engine.cluster_rows import POD_FIELDS, JobRow, PodRow
+from koordweb.engine.specs import (
+    parse_required_affinity,
+    parse_taints,
+    parse_tolerations,
+    parse_topology_rule,
+)
 from koordweb.models import (
     Cluster,
-    Device,
     ElasticQuota,
     Job,
-    JobState,
     Node,
     NodeMetric,
     Pod,
-    PodPhase,
 )
-from koordweb.rows.read import rows_read
 from scheduler.api import device_allocatable
 from scheduler.model import (
     ClusterSnapshot,
     GangInfo,
     GangMatchPolicy,
-    GatherStrategy,
     JobInfo,
-    LayerGather,
     NodeInfo,
-    NodeSelectorRequirement,
-    NodeSelectorTerm,
     PDBInfo,
     PodInfo,
     QuotaInfo,
-    Taint,
-    Toleration,
     TopologyLayerSpec,
     TopologyRule,
     TopologySpec,
@@ -68,115 +67,6 @@ class SnapshotIndex:
     jobs_by_engine_id: dict[str, list[JobRow]] = field(default_factory=dict)
     engine_id_by_job: dict[int, str] = field(default_factory=dict)
     pod_rows: dict[int, PodRow] = field(default_factory=dict)  # pod id -> its row
-
-
-def parse_taints(raw: Iterable[Mapping[str, Any]]) -> tuple[Taint, ...]:
-    return tuple(
-        Taint(
-            key=t.get("key", ""),
-            value=t.get("value", "") or "",
-            effect=t.get("effect", "NoSchedule"),
-        )
-        for t in raw
-    )
-
-
-def parse_tolerations(raw: Iterable[Mapping[str, Any]]) -> tuple[Toleration, ...]:
-    return tuple(
-        Toleration(
-            key=t.get("key", "") or "",
-            operator=t.get("operator", "Equal") or "Equal",
-            value=t.get("value", "") or "",
-            effect=t.get("effect", "") or "",
-        )
-        for t in raw
-    )
-
-
-# What a pod whose stored affinity cannot be read requires: a term no node matches (`In` with
-# no values), so it waits with the node-affinity reason instead of failing everyone's round.
-UNREADABLE_AFFINITY = (
-    NodeSelectorTerm(
-        match_expressions=(NodeSelectorRequirement(key="", operator="In", values=()),)
-    ),
-)
-
-
-def parse_required_affinity(affinity: Mapping[str, Any]) -> tuple[NodeSelectorTerm, ...]:
-    """The pod's required node affinity terms, their matchExpressions and matchFields. The doors
-    refuse an affinity the API server would (`kubenames.affinity_errors`); a row written before
-    they did, or by hand, matches no node."""
-    try:
-        required = (affinity.get("nodeAffinity") or {}).get(
-            "requiredDuringSchedulingIgnoredDuringExecution"
-        ) or {}
-        terms = []
-        for term in required.get("nodeSelectorTerms") or []:
-            expressions = _requirements(term.get("matchExpressions") or [])
-            fields = _requirements(term.get("matchFields") or [])
-            if expressions is None or fields is None:
-                return UNREADABLE_AFFINITY
-            terms.append(NodeSelectorTerm(match_expressions=expressions, match_fields=fields))
-        return tuple(terms)
-    except (AttributeError, KeyError, TypeError):
-        return UNREADABLE_AFFINITY
-
-
-def _requirements(raw: Iterable[Mapping[str, Any]]) -> tuple[NodeSelectorRequirement, ...] | None:
-    """matchExpressions or matchFields entries; None when a key or value is not a string."""
-    found = []
-    for e in raw:
-        values = tuple(e.get("values") or ())
-        if not isinstance(e["key"], str) or not all(isinstance(v, str) for v in values):
-            return None
-        found.append(NodeSelectorRequirement(key=e["key"], operator=e["operator"], values=values))
-    return tuple(found)
-
-
-def parse_topology_rule(spec: Mapping[str, Any]) -> TopologyRule | None:
-    """Koordinator's `{"gatherStrategy": [{"layer", "strategy"}]}` (plus our podCountMultiple).
-
-    Never raises on a stored value: a document the doors should have refused (a row written
-    before they did, or by hand) becomes a rule no domain satisfies, so that job alone waits,
-    with the reason in its decision, and the round and every other job go on."""
-    if not isinstance(spec, Mapping):
-        return _unreadable_rule("it is not a JSON object")
-    rules = spec.get("gatherStrategy") or []
-    if not isinstance(rules, list) or not all(
-        isinstance(g, Mapping)
-        and isinstance(g.get("layer"), str)
-        and g.get("strategy") in _GATHER_STRATEGIES
-        for g in rules
-    ):
-        return _unreadable_rule("gatherStrategy must be a list of {layer, strategy}")
-    gather = tuple(LayerGather(layer=g["layer"], strategy=g["strategy"]) for g in rules)
-    multiple = pod_count_multiple(spec.get("podCountMultiple", 1))
-    if multiple is None:
-        shown = repr(spec.get("podCountMultiple"))[:40]
-        return _unreadable_rule(f"podCountMultiple must be a positive integer, got {shown}")
-    if not gather and multiple == 1:
-        return None
-    return TopologyRule(gather=gather, pod_count_multiple=multiple)
-
-
-_GATHER_STRATEGIES = get_args(GatherStrategy)
-
-
-def pod_count_multiple(value: Any) -> int | None:
-    """The manifest reader's rule for podCountMultiple (a positive whole number, not a boolean;
-    koordweb/manifests/parse_workload.py): the value, or None when it breaks the rule."""
-    if value is None:
-        return 1
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        return None
-    return value
-
-
-def _unreadable_rule(why: str) -> TopologyRule:
-    """A MustGather on a layer no cluster defines: the topology plugin refuses the job with its
-    own words ("unknown topology layer(s) ...") naming what is wrong with the stored document."""
-    layer = f"(unreadable network-topology-spec: {why})"
-    return TopologyRule(gather=(LayerGather(layer=layer, strategy="MustGather"),))
 
 
 def engine_job_id(job: Job, first_pod: str | None = None) -> str:
@@ -274,186 +164,6 @@ def _budget(value: str) -> int | str | None:
 # The columns the snapshot reads, as plain values (no model instance per row): a cold build reads
 # every row, the warm snapshot (koordweb.engine.warm) only the rows changed since its last read,
 # and both go through `assemble`, so the engine sees the same input either way.
-NODE_FIELDS = (
-    "id",
-    "name",
-    "labels",
-    "annotations",
-    "taints",
-    "allocatable",
-    "unschedulable",
-    "ready",
-    "device_labels",
-    "device_annotations",
-)
-POD_FIELDS = (
-    "id",
-    "job_id",
-    "namespace",
-    "name",
-    "uid",
-    "requests",
-    "limits",
-    "node_selector",
-    "affinity",
-    "tolerations",
-    "labels",
-    "annotations",
-    "priority",
-    "preemption_policy",
-    "node_id",
-    "nominated_node_id",
-    "phase",
-    "terminating",
-    "topology_index",
-    "bound_at",
-    "started_at",
-    "nominated_at",
-    "owner_kind",
-)
-JOB_FIELDS = (
-    "id",
-    "kind",
-    "namespace",
-    "name",
-    "gang_group",
-    "quota_id",
-    "priority",
-    "submitted_at",
-    "min_available",
-    "total_number",
-    "mode",
-    "waiting_time_seconds",
-    "topology_spec",
-    "preemption_policy",
-    "state",
-    "annotations",
-)
-METRIC_FIELDS = (
-    "id",
-    "node_id",
-    "reported_at",
-    "report_interval_seconds",
-    "usage",
-    "pod_usages",
-    "aggregated_usages",
-)
-DEVICE_FIELDS = (
-    "id",
-    "node_id",
-    "device_type",
-    "vendor",
-    "model",
-    "minor",
-    "uuid",
-    "health",
-    "resources",
-    "socket_id",
-    "numa_node",
-    "pcie_id",
-    "bus_id",
-    "vfs",
-)
-
-
-class NodeRow(NamedTuple):
-    id: int
-    name: str
-    labels: dict[str, str]
-    annotations: dict[str, str]
-    taints: list[dict[str, Any]]
-    allocatable: dict[str, int]
-    unschedulable: bool
-    ready: bool
-    device_labels: dict[str, str]
-    device_annotations: dict[str, str]
-
-
-class PodRow(NamedTuple):
-    id: int
-    job_id: int
-    namespace: str
-    name: str
-    uid: str
-    requests: dict[str, int]
-    limits: dict[str, int]
-    node_selector: dict[str, str]
-    affinity: dict[str, Any]
-    tolerations: list[dict[str, Any]]
-    labels: dict[str, str]
-    annotations: dict[str, str]
-    priority: int
-    preemption_policy: str
-    node_id: int | None
-    nominated_node_id: int | None
-    phase: str
-    terminating: bool
-    topology_index: int | None
-    bound_at: datetime | None
-    started_at: datetime | None
-    nominated_at: datetime | None
-    owner_kind: str = ""
-
-
-class JobRow(NamedTuple):
-    id: int
-    kind: str
-    namespace: str
-    name: str
-    gang_group: str
-    quota_id: int | None
-    priority: int
-    submitted_at: datetime
-    min_available: int
-    total_number: int
-    mode: str
-    waiting_time_seconds: int
-    topology_spec: dict[str, Any]
-    preemption_policy: str
-    state: str
-    annotations: dict[str, str] | None = None  # a gang's match policy is kept here
-
-    @property
-    def gang_id(self) -> str:
-        return f"{self.namespace}/{self.name}"
-
-
-def job_row_of(job: Job) -> JobRow:
-    """The row of a Job object (saved or not, e.g. a what-if's), as `read_rows` reads it."""
-    return JobRow(*(getattr(job, name) for name in JOB_FIELDS))
-
-
-class MetricRow(NamedTuple):
-    id: int
-    node_id: int
-    reported_at: datetime
-    report_interval_seconds: int
-    usage: dict[str, int]
-    pod_usages: dict[str, Any]
-    aggregated_usages: dict[str, Any]
-
-
-class DeviceRow(NamedTuple):
-    id: int
-    node_id: int
-    device_type: str
-    vendor: str
-    model: str
-    minor: int
-    uuid: str
-    health: bool
-    resources: dict[str, int]
-    socket_id: int | None
-    numa_node: int | None
-    pcie_id: str
-    bus_id: str
-    vfs: list[Any]
-
-
-# What `pod_info` reads of a pod row besides its own name and topology index (its id, uid and
-# job row it does not read): the JSON documents, the row's JSON columns (compared by identity:
-# `rows_read` gives equal documents of one read one object, and nobody writes them) and the
-# plain values (by value).
 _POD_OWN = ("id", "job_id", "name", "uid", "topology_index")
 _POD_DOCUMENTS = tuple(
     name for name in POD_FIELDS if isinstance(Pod._meta.get_field(name), JSONField)
@@ -525,98 +235,6 @@ def pod_copier(pod: PodRow, quota: str | None, info: PodInfo) -> PodCopier | Non
     if not _POD_INFO_COPIES or len(fields) != _POD_INFO_FIELD_COUNT:
         return None
     return PodCopier(_pod_documents(pod), _pod_values(pod), quota, fields)
-
-
-FINISHED_PHASES = (PodPhase.SUCCEEDED, PodPhase.FAILED)
-
-
-@dataclass
-class ClusterRows:
-    """Every row a snapshot is assembled from, by id: all nodes, every pod not finished, the jobs
-    those pods belong to and the jobs still holding (`JobState.HOLDING`), each node's latest
-    metric and its devices; the small tables (quotas, budgets, layers) are read whole each time."""
-
-    nodes: dict[int, NodeRow] = field(default_factory=dict)
-    pods: dict[int, PodRow] = field(default_factory=dict)
-    jobs: dict[int, JobRow] = field(default_factory=dict)
-    metrics: dict[int, MetricRow] = field(default_factory=dict)  # node id -> latest
-    devices: dict[int, tuple[DeviceRow, ...]] = field(default_factory=dict)  # node id -> rows
-    quota_names: dict[int, str] = field(default_factory=dict)
-
-
-def needed_job(job: JobRow, referenced: bool) -> bool:
-    return referenced or job.state in JobState.HOLDING
-
-
-def read_rows(
-    cluster_id: int,
-    *,
-    devices: bool,
-    without_jobs: Collection[int] = (),
-    nodes_only: bool = False,
-) -> ClusterRows:
-    """Every row of the cluster a snapshot needs (a fixed number of queries); `without_jobs`:
-    job ids whose rows and pods are not read (a what-if leaves out the jobs the round holds);
-    `nodes_only`: no pod or job row at all (a question about the cluster with every node empty
-    reads nothing of what the tenants submitted)."""
-    rows = ClusterRows()
-    pods = Pod.objects.filter(cluster_id=cluster_id).exclude(phase__in=FINISHED_PHASES)
-    jobs = Job.objects.filter(cluster_id=cluster_id)
-    if without_jobs:
-        pods = pods.exclude(job__id__any=list(without_jobs))
-        jobs = jobs.exclude(id__any=list(without_jobs))
-    rows.nodes = {
-        r[0]: NodeRow(*r)
-        for r in rows_read(
-            Node.objects.filter(cluster_id=cluster_id).order_by().values_list(*NODE_FIELDS)
-        )
-    }
-    if not nodes_only:
-        rows.pods = {r[0]: PodRow(*r) for r in rows_read(pods.order_by().values_list(*POD_FIELDS))}
-        referenced = {pod.job_id for pod in rows.pods.values()}
-        rows.jobs = {
-            r[0]: JobRow(*r)
-            for r in rows_read(
-                jobs.filter(Q(state__in=JobState.HOLDING) | Q(id__any=list(referenced)))
-                .order_by()
-                .values_list(*JOB_FIELDS)
-            )
-        }
-    latest_ids = (
-        NodeMetric.objects.filter(node__cluster_id=cluster_id)
-        .values("node_id")
-        .annotate(latest=Max("id"))
-        .values("latest")
-    )
-    rows.metrics = {
-        r[1]: MetricRow(*r)
-        for r in NodeMetric.objects.filter(id__in=Subquery(latest_ids)).values_list(*METRIC_FIELDS)
-    }
-    if devices:
-        rows.devices = devices_of(node__cluster_id=cluster_id)
-    rows.quota_names = quota_names(cluster_id, rows.jobs.values())
-    return rows
-
-
-def quota_names(cluster_id: int, jobs: Iterable[JobRow]) -> dict[int, str]:
-    """Quota id -> name: the cluster's quotas and any other a job names."""
-    wanted = {j.quota_id for j in jobs if j.quota_id is not None}
-    return dict(
-        ElasticQuota.objects.filter(Q(cluster_id=cluster_id) | Q(id__in=list(wanted))).values_list(
-            "id", "name"
-        )
-    )
-
-
-def devices_of(**where: Any) -> dict[int, tuple[DeviceRow, ...]]:
-    """Device rows by node, in (type, minor) order."""
-    found: dict[int, list[DeviceRow]] = defaultdict(list)
-    for r in Device.objects.filter(**where).values_list(*DEVICE_FIELDS):
-        found[r[1]].append(DeviceRow(*r))
-    return {
-        node_id: tuple(sorted(rows, key=lambda d: (d.device_type, d.minor, d.id)))
-        for node_id, rows in found.items()
-    }
 
 
 def snapshot_of(

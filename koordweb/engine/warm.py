@@ -41,13 +41,14 @@ from django.db import connection
 from django.db.models import BigIntegerField, Max
 from django.db.models.expressions import RawSQL
 
-from koordweb.engine import assembly
+from koordweb.engine import assembly, cluster_rows
 from koordweb.engine import snapshot as snap
 from koordweb.engine.profile import node_devices_builder
 from koordweb.models import Cluster, DeviceTemplateConfig, Job, Node, NodeMetric, Pod
 from koordweb.rows.read import rows_read
 from scheduler.api import Profile, RoundResult
 from scheduler.model import ClusterSnapshot
+from scheduler.vocabulary import FINISHED_POD_PHASES
 
 logger = logging.getLogger("koordweb.warm")
 
@@ -86,7 +87,7 @@ class WarmState:
     cluster_created: datetime
     since: int  # the next read takes rows whose change position is at or after this
     templates: Any  # the device template rows the nodes' device states were built with
-    rows: snap.ClusterRows
+    rows: cluster_rows.ClusterRows
     cache: assembly.AssemblyCache = field(default_factory=assembly.AssemblyCache)
     rounds: int = 0  # rounds since the last cold build or check
     refreshed: float = field(default_factory=time.monotonic)
@@ -244,7 +245,7 @@ def _check(
     return cold_snapshot, cold_index, WarmReport("checked", changed_rows=changed, mismatch=text)
 
 
-def _same_rows(a: snap.ClusterRows, b: snap.ClusterRows) -> bool:
+def _same_rows(a: cluster_rows.ClusterRows, b: cluster_rows.ClusterRows) -> bool:
     return (
         a.nodes == b.nodes
         and a.pods == b.pods
@@ -256,8 +257,8 @@ def _same_rows(a: snap.ClusterRows, b: snap.ClusterRows) -> bool:
 
 
 def warm_difference(
-    warm: snap.ClusterRows,
-    cold: snap.ClusterRows,
+    warm: cluster_rows.ClusterRows,
+    cold: cluster_rows.ClusterRows,
     warm_snapshot: ClusterSnapshot,
     cold_snapshot: ClusterSnapshot,
 ) -> str:
@@ -302,7 +303,7 @@ def _why_cold(state: WarmState | None, cluster: Cluster, templates: Any) -> str:
 
 def _cold_state(cluster: Cluster, templates: Any) -> WarmState:
     since = change_position()
-    rows = snap.read_rows(cluster.id, devices=True)
+    rows = cluster_rows.read_rows(cluster.id, devices=True)
     return WarmState(cluster.id, cluster.created_at, since, templates, rows)
 
 
@@ -332,7 +333,7 @@ def _refresh(state: WarmState) -> int:
             deleted[table].add(int(row_id))
     count = sum(len(ids) for ids in deleted.values())
 
-    for node in _changed_rows(Node, snap.NODE_FIELDS, snap.NodeRow, cid, start):
+    for node in _changed_rows(Node, cluster_rows.NODE_FIELDS, cluster_rows.NodeRow, cid, start):
         _keep(rows.nodes, node.id, node)
         count += 1
     for node_id in deleted["koordweb_node"]:
@@ -340,16 +341,16 @@ def _refresh(state: WarmState) -> int:
         rows.metrics.pop(node_id, None)
         rows.devices.pop(node_id, None)
 
-    for pod in _changed_rows(Pod, snap.POD_FIELDS, snap.PodRow, cid, start):
+    for pod in _changed_rows(Pod, cluster_rows.POD_FIELDS, cluster_rows.PodRow, cid, start):
         count += 1
-        if pod.phase in snap.FINISHED_PHASES:
+        if pod.phase in FINISHED_POD_PHASES:
             rows.pods.pop(pod.id, None)
         else:
             _keep(rows.pods, pod.id, pod)
     for pod_id in deleted["koordweb_pod"]:
         rows.pods.pop(pod_id, None)
 
-    for job in _changed_rows(Job, snap.JOB_FIELDS, snap.JobRow, cid, start):
+    for job in _changed_rows(Job, cluster_rows.JOB_FIELDS, cluster_rows.JobRow, cid, start):
         _keep(rows.jobs, job.id, job)
         count += 1
     for job_id in deleted["koordweb_job"]:
@@ -357,17 +358,21 @@ def _refresh(state: WarmState) -> int:
     referenced = {pod.job_id for pod in rows.pods.values()}
     missing = referenced - rows.jobs.keys()
     if missing:
-        for r in Job.objects.filter(id__any=list(missing)).order_by().values_list(*snap.JOB_FIELDS):
-            rows.jobs[r[0]] = snap.JobRow(*r)
+        for r in (
+            Job.objects.filter(id__any=list(missing))
+            .order_by()
+            .values_list(*cluster_rows.JOB_FIELDS)
+        ):
+            rows.jobs[r[0]] = cluster_rows.JobRow(*r)
     rows.jobs = {
         job_id: job
         for job_id, job in rows.jobs.items()
-        if snap.needed_job(job, job_id in referenced)
+        if cluster_rows.needed_job(job, job_id in referenced)
     }
 
     count += _refresh_metrics(rows, cid, start, deleted["koordweb_nodemetric"])
     count += _refresh_devices(rows, cid, start, deleted["koordweb_device"])
-    rows.quota_names = snap.quota_names(cid, rows.jobs.values())
+    rows.quota_names = cluster_rows.quota_names(cid, rows.jobs.values())
     state.since = since
     _prune_deleted()
     return count
@@ -381,14 +386,16 @@ def _keep(rows: dict[Any, Any], key: Any, row: Any) -> None:
         rows[key] = row
 
 
-def _refresh_metrics(rows: snap.ClusterRows, cid: int, start: int, deleted: set[int]) -> int:
+def _refresh_metrics(
+    rows: cluster_rows.ClusterRows, cid: int, start: int, deleted: set[int]
+) -> int:
     count = 0
     metrics = _changed(
         NodeMetric.objects.filter(node__cluster_id=cid), "koordweb_nodemetric", start
     )
-    for r in metrics.values_list(*snap.METRIC_FIELDS):
+    for r in metrics.values_list(*cluster_rows.METRIC_FIELDS):
         count += 1
-        metric = snap.MetricRow(*r)
+        metric = cluster_rows.MetricRow(*r)
         current = rows.metrics.get(metric.node_id)
         if current is None or metric.id >= current.id:
             rows.metrics[metric.node_id] = metric
@@ -402,12 +409,14 @@ def _refresh_metrics(rows: snap.ClusterRows, cid: int, start: int, deleted: set[
             .annotate(latest=Max("id"))
             .values("latest")
         )
-        for r in NodeMetric.objects.filter(id__in=latest).values_list(*snap.METRIC_FIELDS):
-            rows.metrics[r[1]] = snap.MetricRow(*r)
+        for r in NodeMetric.objects.filter(id__in=latest).values_list(*cluster_rows.METRIC_FIELDS):
+            rows.metrics[r[1]] = cluster_rows.MetricRow(*r)
     return count
 
 
-def _refresh_devices(rows: snap.ClusterRows, cid: int, start: int, deleted: set[int]) -> int:
+def _refresh_devices(
+    rows: cluster_rows.ClusterRows, cid: int, start: int, deleted: set[int]
+) -> int:
     from koordweb.models import Device
 
     changed = set(
@@ -423,7 +432,7 @@ def _refresh_devices(rows: snap.ClusterRows, cid: int, start: int, deleted: set[
         }
     if not changed:
         return 0
-    found = snap.devices_of(node_id__in=list(changed))
+    found = cluster_rows.devices_of(node_id__in=list(changed))
     for node_id in changed:
         if node_id in found:
             rows.devices[node_id] = found[node_id]

@@ -20,7 +20,7 @@ from datetime import datetime
 
 from django.db.models import Q
 
-from koordweb.engine import assembly
+from koordweb.engine import assembly, cluster_rows
 from koordweb.engine import snapshot as snapshot_adapter
 from koordweb.engine.backoff import backoff_held, left_out_is_neutral, snapshot_without
 from koordweb.engine.profile import engine_profile
@@ -28,6 +28,7 @@ from koordweb.engine.reads import cluster_read_kept
 from koordweb.models import Cluster, Job, Pod, PodPhase
 from scheduler.api import RoundResult, plan_round
 from scheduler.model import ClusterSnapshot
+from scheduler.vocabulary import FINISHED_POD_PHASES
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ def _all_waiting(job_ids: Collection[int]) -> bool:
     aside): the round would leave them out whole."""
     return not (
         Pod.objects.filter(job__id__any=list(job_ids))
-        .exclude(phase__in=snapshot_adapter.FINISHED_PHASES)
+        .exclude(phase__in=FINISHED_POD_PHASES)
         .filter(
             Q(node__isnull=False) | Q(nominated_node__isnull=False) | ~Q(phase=PodPhase.PENDING)
         )
@@ -78,7 +79,7 @@ def whatif_plan(job: Job, pods: Sequence[Pod], *, now: datetime) -> WhatIf:
     quota = job.quota.name if job.quota is not None else None
     job_id = snapshot_adapter.engine_job_id(job)
     infos = tuple(snapshot_adapter.pod_info(pod, job_id, quota, job.gang_id) for pod in pods)
-    row = snapshot_adapter.job_row_of(job)
+    row = cluster_rows.job_row_of(job)
     info = snapshot_adapter.engine_job_info(
         job_id,
         [row],

@@ -30,7 +30,6 @@ from koordweb.device_allocated import card_share_percent, parse_device_allocatio
 from koordweb.models import (
     CardSample,
     Cluster,
-    Device,
     JobGpuState,
     JobState,
     JobUsageHour,
@@ -39,6 +38,7 @@ from koordweb.models import (
     latest_node_metric_ids,
 )
 from koordweb.models.gpu_usage import epoch, from_epoch
+from koordweb.selectors.card_tallies import cluster_cards
 from scheduler.vocabulary import ANNOTATION_DEVICE_ALLOCATED, GPU_CORE, GPU_MEMORY
 
 MIB = 1024**2
@@ -235,9 +235,7 @@ def gpu_samples_ingest(
     )
     metrics = list(NodeMetric.objects.filter(id__in=latest_ids))
     minors: dict[int, list[int]] = defaultdict(list)
-    for node_id, minor in Device.objects.filter(
-        node__cluster=cluster, device_type=Device.Type.GPU
-    ).values_list("node_id", "minor"):
+    for node_id, minor in cluster_cards(cluster).values_list("node_id", "minor"):
         minors[node_id].append(minor)
     holders = card_holders(cluster, [m.node_id for m in metrics])
     idle_percent = settings.KOORDWEB_GPU_IDLE_PERCENT

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from koordweb.engine import assembly
+from koordweb.engine import assembly, cluster_rows
 from koordweb.engine import snapshot as snap
 from koordweb.models import Cluster, Job, JobState, PodPhase
 from scheduler.model import PodInfo
@@ -69,11 +69,11 @@ VALUES: dict[str, list[Any]] = {
 OWN = {"id", "job_id", "name", "uid", "topology_index"}  # may differ within a shape
 
 
-def random_pod(rng: random.Random, pod_id: int) -> snap.PodRow:
+def random_pod(rng: random.Random, pod_id: int) -> cluster_rows.PodRow:
     """A pod row of random documents (from `DOCUMENTS`) and values."""
     fields: dict[str, Any] = {name: rng.choice(options) for name, options in DOCUMENTS.items()}
     fields |= {name: rng.choice(options) for name, options in VALUES.items()}
-    return snap.PodRow(
+    return cluster_rows.PodRow(
         id=pod_id,
         job_id=rng.choice([1, 2]),
         name=f"pod-{pod_id}",
@@ -83,7 +83,7 @@ def random_pod(rng: random.Random, pod_id: int) -> snap.PodRow:
     )
 
 
-def pod_like(rng: random.Random, pod: snap.PodRow, pod_id: int) -> snap.PodRow:
+def pod_like(rng: random.Random, pod: cluster_rows.PodRow, pod_id: int) -> cluster_rows.PodRow:
     """Another pod of `pod`'s job: its own id, name, uid and topology index, and most of the
     time the same documents and values; otherwise one of them different, or one document equal
     but another object."""
@@ -109,13 +109,19 @@ def pod_like(rng: random.Random, pod: snap.PodRow, pod_id: int) -> snap.PodRow:
 
 
 def made(
-    pod: snap.PodRow, quota: str | None = "team-a", gang: str | None = "team-a/g", job: str = "j"
+    pod: cluster_rows.PodRow,
+    quota: str | None = "team-a",
+    gang: str | None = "team-a/g",
+    job: str = "j",
 ) -> PodInfo:
     return snap.pod_info(pod, job, quota, gang, NODE_NAMES)  # type: ignore[arg-type]
 
 
 def copied(
-    first: snap.PodRow, quota: str | None, second: snap.PodRow, second_quota: str | None
+    first: cluster_rows.PodRow,
+    quota: str | None,
+    second: cluster_rows.PodRow,
+    second_quota: str | None,
 ) -> PodInfo | None:
     """`second`'s info copied from `first`'s (made for another job and gang), or None."""
     template = made(first, quota, "team-a/g1", "team-a/g1")
@@ -143,7 +149,7 @@ def test_pod_info_reads_no_id_uid_or_job_row() -> None:
     for pod_id in range(200):
         pod = random_pod(rng, pod_id)
         assert made(pod) == made(pod._replace(id=pod_id + 10_000, uid="another", job_id=99))
-    assert set(snap.PodRow._fields) - OWN == set(DOCUMENTS) | set(VALUES)
+    assert set(cluster_rows.PodRow._fields) - OWN == set(DOCUMENTS) | set(VALUES)
 
 
 def test_a_copied_info_equals_one_made_from_the_row() -> None:
@@ -189,15 +195,15 @@ def test_no_shape_of_an_info_holding_more_than_its_fields() -> None:
     assert snap.pod_copier(pod, "team-a", template) is None
 
 
-def node_row(node_id: int) -> snap.NodeRow:
-    return snap.NodeRow(
+def node_row(node_id: int) -> cluster_rows.NodeRow:
+    return cluster_rows.NodeRow(
         node_id, f"node-{node_id}", {}, {}, [], {"cpu": 64_000}, False, True, {}, {}
     )
 
 
 def job_pods(
-    rng: random.Random, job_id: int, first_id: int, count: int, like: snap.PodRow | None
-) -> list[snap.PodRow]:
+    rng: random.Random, job_id: int, first_id: int, count: int, like: cluster_rows.PodRow | None
+) -> list[cluster_rows.PodRow]:
     """A job's pods, each like the one before (mostly the same shape), the first like `like`
     (a pod of another job) when given."""
     first = random_pod(rng, first_id) if like is None else pod_like(rng, like, first_id)
@@ -217,13 +223,15 @@ def test_an_assembly_with_copied_infos_equals_one_without(cluster, monkeypatch):
     where it may) equals, snapshot and maps, one from nothing that makes every info from its
     row; and copies were made."""
     rng = random.Random(5)
-    rows = snap.ClusterRows(quota_names={1: "team-a", 2: "team-b"})
+    rows = cluster_rows.ClusterRows(quota_names={1: "team-a", 2: "team-b"})
     rows.nodes = {i: node_row(i) for i in (1, 2, 3)}
     cache = assembly.AssemblyCache()
     real_info_of = snap.PodCopier.info_of
     copies: list[str] = []
 
-    def counted_info_of(shape: snap.PodCopier, pod: snap.PodRow, *args: Any) -> PodInfo | None:
+    def counted_info_of(
+        shape: snap.PodCopier, pod: cluster_rows.PodRow, *args: Any
+    ) -> PodInfo | None:
         info = real_info_of(shape, pod, *args)
         if info is not None:
             copies.append(pod.name)

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from koordweb.engine import assembly
+from koordweb.engine import cluster_rows as rows_of
 from koordweb.engine import snapshot as snap
 from koordweb.models import Cluster, Job, JobState, PodPhase
 
@@ -20,8 +21,8 @@ NOW = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
 INDEX_MAPS = [f.name for f in dataclasses.fields(snap.SnapshotIndex)]
 
 
-def node_row(node_id: int, **changes: Any) -> snap.NodeRow:
-    row = snap.NodeRow(
+def node_row(node_id: int, **changes: Any) -> rows_of.NodeRow:
+    row = rows_of.NodeRow(
         id=node_id,
         name=f"node-{node_id:03d}",
         labels={"zone": "a"},
@@ -36,8 +37,8 @@ def node_row(node_id: int, **changes: Any) -> snap.NodeRow:
     return row._replace(**changes)
 
 
-def job_row(job_id: int, **changes: Any) -> snap.JobRow:
-    row = snap.JobRow(
+def job_row(job_id: int, **changes: Any) -> rows_of.JobRow:
+    row = rows_of.JobRow(
         id=job_id,
         kind=Job.Kind.GANG,
         namespace="team-a",
@@ -57,8 +58,8 @@ def job_row(job_id: int, **changes: Any) -> snap.JobRow:
     return row._replace(**changes)
 
 
-def pod_row(pod_id: int, job_id: int, **changes: Any) -> snap.PodRow:
-    row = snap.PodRow(
+def pod_row(pod_id: int, job_id: int, **changes: Any) -> rows_of.PodRow:
+    row = rows_of.PodRow(
         id=pod_id,
         job_id=job_id,
         namespace="team-a",
@@ -85,18 +86,18 @@ def pod_row(pod_id: int, job_id: int, **changes: Any) -> snap.PodRow:
     return row._replace(**changes)
 
 
-def metric_row(node_id: int, metric_id: int, cpu: int) -> snap.MetricRow:
-    return snap.MetricRow(metric_id, node_id, NOW, 60, {"cpu": cpu}, {}, {})
+def metric_row(node_id: int, metric_id: int, cpu: int) -> rows_of.MetricRow:
+    return rows_of.MetricRow(metric_id, node_id, NOW, 60, {"cpu": cpu}, {}, {})
 
 
-def running(pod: snap.PodRow, node_id: int) -> snap.PodRow:
+def running(pod: rows_of.PodRow, node_id: int) -> rows_of.PodRow:
     return pod._replace(node_id=node_id, phase=PodPhase.RUNNING, bound_at=NOW)
 
 
-def cluster_rows() -> snap.ClusterRows:
+def cluster_rows() -> rows_of.ClusterRows:
     """Six nodes; a running gang of two, a pending gang of three, a running single pod, two jobs
     of one gang group, and a holding job without pods."""
-    rows = snap.ClusterRows(quota_names={1: "team-a", 2: "team-b"})
+    rows = rows_of.ClusterRows(quota_names={1: "team-a", 2: "team-b"})
     rows.nodes = {i: node_row(i) for i in range(1, 7)}
     rows.metrics = {i: metric_row(i, 100 + i, 1000 * i) for i in (1, 2, 3)}
     jobs = [
@@ -122,11 +123,13 @@ def cluster_rows() -> snap.ClusterRows:
     return rows
 
 
-def assemble(cluster: Cluster, rows: snap.ClusterRows, cache: assembly.AssemblyCache) -> Any:
+def assemble(cluster: Cluster, rows: rows_of.ClusterRows, cache: assembly.AssemblyCache) -> Any:
     return assembly.assemble(cluster, rows, now=NOW, cache=cache)
 
 
-def assert_same_as_fresh(cluster: Cluster, rows: snap.ClusterRows, cache: assembly.AssemblyCache):
+def assert_same_as_fresh(
+    cluster: Cluster, rows: rows_of.ClusterRows, cache: assembly.AssemblyCache
+):
     """The cached assembly equals one from nothing: snapshot (order included) and every map."""
     snapshot, index = assemble(cluster, rows, cache)
     fresh, fresh_index = assemble(cluster, rows, assembly.AssemblyCache())
@@ -260,11 +263,11 @@ def test_unchanged_rows_reuse_the_last_engine_objects(cluster, monkeypatch):
         assembly.job_block,
     )
 
-    def pod_info(pod: snap.PodRow, *args: Any) -> Any:
+    def pod_info(pod: rows_of.PodRow, *args: Any) -> Any:
         made.append(pod.name)
         return real_pod_info(pod, *args)
 
-    def node_info(node: snap.NodeRow, *args: Any) -> Any:
+    def node_info(node: rows_of.NodeRow, *args: Any) -> Any:
         made.append(node.name)
         return real_node_info(node, *args)
 

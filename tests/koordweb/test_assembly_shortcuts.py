@@ -9,10 +9,11 @@ import random
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from koordweb.engine import assembly
+from koordweb.engine import assembly, cluster_rows, specs
 from koordweb.engine import snapshot as snap
 from koordweb.models import Job, JobState, PodPhase
 from scheduler.model import GangInfo, JobInfo
+from scheduler.vocabulary import FINISHED_POD_PHASES
 
 NOW = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
 SPECS: list[dict[str, Any]] = [
@@ -24,7 +25,9 @@ SPECS: list[dict[str, Any]] = [
 ]
 
 
-def plain_held_pods(job: snap.JobRow, pods: list[snap.PodRow]) -> tuple[snap.PodRow, ...]:
+def plain_held_pods(
+    job: cluster_rows.JobRow, pods: list[cluster_rows.PodRow]
+) -> tuple[cluster_rows.PodRow, ...]:
     """`held_pods` as it was written first."""
     state = job.state
     return tuple(
@@ -32,7 +35,7 @@ def plain_held_pods(job: snap.JobRow, pods: list[snap.PodRow]) -> tuple[snap.Pod
             (
                 pod
                 for pod in pods
-                if pod.phase not in snap.FINISHED_PHASES
+                if pod.phase not in FINISHED_POD_PHASES
                 and (
                     state in JobState.ACTIVE
                     or (pod.node_id is not None and (state in JobState.HOLDING or pod.terminating))
@@ -44,7 +47,10 @@ def plain_held_pods(job: snap.JobRow, pods: list[snap.PodRow]) -> tuple[snap.Pod
 
 
 def plain_engine_job_info(
-    job_id: str, members: list[snap.JobRow], keys: tuple[str, ...], quota_names: dict[int, str]
+    job_id: str,
+    members: list[cluster_rows.JobRow],
+    keys: tuple[str, ...],
+    quota_names: dict[int, str],
 ) -> JobInfo:
     """`engine_job_info` as it was written first."""
     lead = min(members, key=lambda j: (-j.priority, j.submitted_at, j.id))
@@ -64,14 +70,14 @@ def plain_engine_job_info(
         ),
         priority=max(j.priority for j in members),
         quota=quota_names.get(lead.quota_id) if lead.quota_id else None,
-        topology=snap.parse_topology_rule(lead.topology_spec or {}),
+        topology=specs.parse_topology_rule(lead.topology_spec or {}),
         submission_order=min(j.submitted_at for j in members).timestamp(),
         preemption_policy=lead.preemption_policy,  # type: ignore[arg-type]
     )
 
 
-def random_job(rng: random.Random, job_id: int) -> snap.JobRow:
-    return snap.JobRow(
+def random_job(rng: random.Random, job_id: int) -> cluster_rows.JobRow:
+    return cluster_rows.JobRow(
         id=job_id,
         kind=rng.choice([Job.Kind.GANG, Job.Kind.POD]),
         namespace=rng.choice(["team-a", "team-b"]),
@@ -90,8 +96,8 @@ def random_job(rng: random.Random, job_id: int) -> snap.JobRow:
     )
 
 
-def random_pod(rng: random.Random, pod_id: int, job_id: int) -> snap.PodRow:
-    return snap.PodRow(
+def random_pod(rng: random.Random, pod_id: int, job_id: int) -> cluster_rows.PodRow:
+    return cluster_rows.PodRow(
         id=pod_id,
         job_id=job_id,
         namespace=rng.choice(["team-a", "team-b"]),
@@ -143,7 +149,7 @@ def test_an_engine_job_info_is_the_plain_one_with_or_without_the_topology_memo()
 def test_the_topology_memo_parses_each_document_object_once(monkeypatch) -> None:
     maker = assembly.InfoMaker({})
     parsed: list[Any] = []
-    real = snap.parse_topology_rule
+    real = specs.parse_topology_rule
 
     def counted(spec: Any) -> Any:
         parsed.append(spec)

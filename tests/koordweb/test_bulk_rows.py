@@ -123,7 +123,7 @@ def test_any_lookup_matches_in() -> None:
 
 
 def test_rows_read_equals_values_list() -> None:
-    from koordweb.engine.snapshot import POD_FIELDS
+    from koordweb.engine.cluster_rows import POD_FIELDS
     from koordweb.rows.read import rows_read
 
     cluster = ClusterFactory()

@@ -11,7 +11,7 @@ from django.utils import timezone
 from koordweb.backends.kubernetes import KubernetesBackend
 from koordweb.engine.outbox import INTENT_ATTEMPTS, intents_enact
 from koordweb.engine.pipeline import round_execute
-from koordweb.engine.snapshot import parse_topology_rule
+from koordweb.engine.specs import parse_topology_rule
 from koordweb.kubenames import AFFINITY_TERMS_MAX, affinity_errors
 from koordweb.models import Decision, Intent, Job, JobState, Preemption, Round
 from koordweb.tasks import run_round

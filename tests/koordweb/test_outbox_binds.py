@@ -16,8 +16,8 @@ from django.utils import timezone
 from koordweb.backends.base import Binding, EnactPlan, EnactReport, Nomination
 from koordweb.backends.intents import intents_write
 from koordweb.backends.simulated import SimulatedBackend
+from koordweb.engine.cluster_rows import PodRow
 from koordweb.engine.outbox import RoundIntents, intents_enact
-from koordweb.engine.snapshot import PodRow
 from koordweb.models import Intent, JobState, Pod, PodPhase, Round
 from koordweb.rows.pods import pods_bind
 from tests.builders import ClusterFactory, JobFactory, NodeFactory, PodFactory

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from koordweb.engine.snapshot import parse_required_affinity
+from koordweb.engine.specs import parse_required_affinity
 from koordweb.kubenames import affinity_errors
 from koordweb.manifests import (
     ManifestError,

@@ -13,8 +13,7 @@ import pytest
 from django.core.cache import caches
 from django.utils import timezone
 
-from koordweb.engine import assembly
-from koordweb.engine import snapshot as snapshot_adapter
+from koordweb.engine import assembly, cluster_rows
 from koordweb.engine.backoff import (
     backoff_forget,
     backoff_held,
@@ -104,7 +103,7 @@ def test_the_round_publishes_the_held_jobs_rows_and_what_their_demand_touches(pa
 def test_a_what_if_reads_none_of_the_held_rows_and_plans_on_the_same_snapshot(parked):
     cluster, _, _, _ = parked
     held = backoff_held(cluster.id)
-    rows = snapshot_adapter.read_rows(cluster.id, devices=False, without_jobs=held.rows)
+    rows = cluster_rows.read_rows(cluster.id, devices=False, without_jobs=held.rows)
     assert not {pod.job_id for pod in rows.pods.values()} & set(held.rows)
     assert not rows.jobs.keys() & set(held.rows)
     now = timezone.now()
@@ -174,7 +173,7 @@ def test_a_question_about_the_empty_cluster_reads_no_pod(parked):
     none of the rows tenants submitted (what an empty cluster offers does not depend on them)."""
     cluster, _, _, _ = parked
     now = timezone.now()
-    rows = snapshot_adapter.read_rows(cluster.id, devices=True, nodes_only=True)
+    rows = cluster_rows.read_rows(cluster.id, devices=True, nodes_only=True)
     assert rows.pods == {} and rows.jobs == {} and rows.nodes
     empty, _ = assembly.build_for_round(cluster, now=now, nodes_only=True)
     full, _ = assembly.build_for_round(cluster, now=now)

@@ -9,7 +9,7 @@ import json
 import pytest
 from django.utils import timezone
 
-from koordweb.engine import snapshot as snap
+from koordweb.engine import cluster_rows
 from koordweb.models import ElasticQuota, Intent, Pod
 from koordweb.rows.read import json_column, rows_read
 from tests.builders import ClusterFactory, JobFactory, NodeFactory, PodFactory
@@ -74,12 +74,12 @@ def test_rows_read_makes_named_rows_equal_to_values_list_ones() -> None:
     PodFactory(job=job, labels={"team": "a"}, tolerations=[{"key": "gpu"}], node=node)
     PodFactory(job=job, labels={"team": "a"}, bound_at=timezone.now(), nominated_node=node)
     PodFactory(job=job, annotations={"x": "1"}, topology_index=3, affinity={"a": [1]})
-    query = Pod.objects.filter(cluster=cluster).order_by("id").values_list(*snap.POD_FIELDS)
-    read = rows_read(query, snap.PodRow._make)
-    assert read == [snap.PodRow(*row) for row in query]
-    assert all(type(row) is snap.PodRow for row in read)
-    assert typed(read) == typed([snap.PodRow(*row) for row in query])
-    assert rows_read(Pod.objects.none().values_list("id"), snap.PodRow._make) == []
+    query = Pod.objects.filter(cluster=cluster).order_by("id").values_list(*cluster_rows.POD_FIELDS)
+    read = rows_read(query, cluster_rows.PodRow._make)
+    assert read == [cluster_rows.PodRow(*row) for row in query]
+    assert all(type(row) is cluster_rows.PodRow for row in read)
+    assert typed(read) == typed([cluster_rows.PodRow(*row) for row in query])
+    assert rows_read(Pod.objects.none().values_list("id"), cluster_rows.PodRow._make) == []
 
 
 def test_a_json_column_decodes_as_each_value_alone() -> None:
