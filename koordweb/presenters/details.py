@@ -43,7 +43,8 @@ def preemption_status_sentence(preemption: Mapping[str, Any]) -> str:
     if not code and preemption.get("status") == "Success":
         # Recorded before the engine gave a cause: kube-scheduler's PostFilter status says it.
         return "Evicting lower-priority jobs to make room for it."
-    return recorded_sentence("The preemption step recorded", preemption.get("reason"))
+    # Recorded before the engine gave a code: its message is in the engine's words.
+    return "Preempting did not make room for it." if preemption else ""
 
 
 def recorded_sentence(lead: str, text: Any) -> str:

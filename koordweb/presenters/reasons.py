@@ -126,8 +126,14 @@ def decision_sentence(
     """The decision in one or two sentences, with its details as formatted lines."""
     details = as_dict(details)
     code = reason_code(outcome, reason, details)
-    if code in _FROM_CAUSE and not as_dict(details.get("cause")):
-        sentence = _recorded(reason or "")
+    if (
+        code in _FROM_CAUSE
+        and not as_dict(details.get("cause"))
+        and not _quota_named(code, details)
+    ):
+        # Recorded before the engine gave a cause: the case in plain words, without numbers
+        # (the engine's message is in Koordinator's words, which a page never shows).
+        sentence = _WITHOUT_CAUSE[code]
     else:
         sentence = _SENTENCES[code](reason or "", details, state)
     extra = _preemption_sentence(code, details)
@@ -136,9 +142,20 @@ def decision_sentence(
     return Explanation(code, sentence, tuple(detail_lines(details)))
 
 
-def _recorded(reason: str) -> str:
-    """A decision recorded before the engine gave a cause: its message, as it is."""
-    return recorded_sentence("The scheduler recorded", reason) or "Not placed this round."
+_WITHOUT_CAUSE = {
+    TOPOLOGY: "No topology domain had room for the whole job together.",
+    NODE_RESOURCES: "No node had enough free resources for its pods.",
+    QUOTA: "Its quota had too little left for it.",
+    GANG_WAITING: "Waiting for the rest of its gang's pods.",
+    GANG_SHORT: "Not enough of the gang's pods would fit at once.",
+    DEVICES: "No node had the devices its pods ask for free.",
+}
+
+
+def _quota_named(code: str, details: Mapping[str, Any]) -> bool:
+    """A quota decision whose details name the quota (and its shortfall, as numbers): said from
+    those even when recorded before the engine gave a cause."""
+    return code == QUOTA and bool(details.get("quota"))
 
 
 def _placed(reason: str, d: dict[str, Any], state: str) -> str:
@@ -334,7 +351,9 @@ def _other(reason: str, d: dict[str, Any], state: str) -> str:
     message as it is."""
     plugin = str(_cause(d).get("plugin") or d.get("plugin") or "")
     if not plugin:
-        return _recorded(reason)
+        # No plugin and no cause (recorded by an older version): its message is in the
+        # engine's words, which a page never shows.
+        return "Not placed this round."
     said = recorded_sentence(f"Not placed by {plugin_text(plugin)}", reason)
     return said or f"Not placed by {plugin_text(plugin)}."
 
@@ -459,8 +478,8 @@ def preemption_sentence(
 ) -> str:
     """A recorded preemption in words: the rule the engine applied (`cost["rule"]`), then why the
     preemptor did not fit without it, from the cause the engine gave (`cost["cause"]`, the
-    preemptor's `Cause` as its verdict carries it); a record without a cause gives its `reason`
-    (the engine's words) as it is.
+    preemptor's `Cause` as its verdict carries it); a record without a cause says the rule only
+    (its `reason` is in the engine's words).
 
     Without `preemptor_named` (another team's preemptor, for a tenant) only the rule is said: the
     reason may name that team's quota. A record without a rule (older, not converted by migration
@@ -472,9 +491,9 @@ def preemption_sentence(
         return rule or "Evicted to make room for it."
     cause = as_dict(cost.get("cause"))
     if not cause:
-        if not rule:
-            return f"{reason.rstrip('.')}."  # as recorded: it may start with a job's name
-        return f"{rule} Without that it did not fit: {reason}"
+        # Recorded before the engine gave the preemptor's cause: its reason is in the engine's
+        # words, which a page never shows.
+        return f"{rule} Without that it did not fit." if rule else "Evicted to make room for it."
     why = decision_sentence("unschedulable", reason, {"cause": cause})
     if not rule:
         return why.sentence

@@ -92,9 +92,23 @@ def _history(cluster: Cluster) -> None:
             reason="no candidate topology nodes can accommodate job, desiredOfferSlot: 4, "
             "topology topologyNode BlockLayer/b1: 2; BlockLayer/b2: 3",
             details={
+                "plugin": "NetworkTopology",
                 "desired_offer_slots": 4,
                 "domain_offer_slots": {"BlockLayer/b1": 2, "BlockLayer/b2": 3},
                 "counterfactual": {"quota_increase": {"team-nlp": {"nvidia.com/gpu": 8}}},
+                # as the engine gives it: the case's code and the numbers behind it
+                "cause": {
+                    "code": "TopologyNoDomain",
+                    "plugin": "NetworkTopology",
+                    "values": {
+                        "job_pods": job.total_number,
+                        "pods": job.total_number,
+                        "layer": "BlockLayer",
+                        "best_domain": "BlockLayer/b2",
+                        "best_offer_slots": 3,
+                    },
+                    "node_reasons": [],
+                },
             },
             created_at=rounds[-1].started_at,
         )

@@ -43,7 +43,8 @@ def test_a_preemption_explained_gives_the_rule_and_hides_another_teams_reason(
     preemptor = f.JobFactory(cluster=world.cluster, quota=world.team_b, name="mine", priority=10)
     reason = "Insufficient quotas, quotaName: team-b, exceedDimensions: [nvidia.com/gpu]"
     cost = {"rule": "QuotaReclaim", "preemptor_priority": 5000, "highest_victim_priority": 7000}
-    # recorded without the engine's cause (the row's cost does not carry it): said as recorded
+    # recorded without the engine's cause (the row's cost does not carry it): the rule only, the
+    # reason (in the engine's words) in the answer's `reason` field for the reader allowed it
     preemption = f.PreemptionFactory(preemptor=preemptor, reason=reason, cost=cost)
     f.VictimFactory(preemption=preemption, job=victim)
     for_admin = admin_api.get(f"/api/v1/jobs/{victim.pk}/explain/").json()["why_preempted"][0]
@@ -53,7 +54,7 @@ def test_a_preemption_explained_gives_the_rule_and_hides_another_teams_reason(
     assert for_admin["reason"] == reason
     assert for_admin["sentence"] == (
         "Took back quota that other quotas had borrowed beyond their guaranteed minimum: the "
-        f"preemptor's quota is still within its own minimum. Without that it did not fit: {reason}"
+        "preemptor's quota is still within its own minimum. Without that it did not fit."
     )
     # alice's job was the victim of bob's: the rule, not bob's job, nor its quota.
     response = alice_api.get(f"/api/v1/jobs/{victim.pk}/explain/")
@@ -72,4 +73,5 @@ def test_a_preemption_recorded_before_the_rule_was_data_has_no_rule(alice_api, w
     explained = alice_api.get(f"/api/v1/jobs/{victim.pk}/explain/").json()["why_preempted"][0]
     assert explained["rule"] is None
     assert explained["preemptor_priority"] == 9
-    assert explained["sentence"] == "the block was needed."
+    assert explained["sentence"] == "Evicted to make room for it."
+    assert explained["reason"] == "the block was needed"  # as recorded, in its own field

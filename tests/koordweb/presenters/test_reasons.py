@@ -434,23 +434,23 @@ def test_preemption_sentence_says_the_rule_then_why_the_preemptor_did_not_fit(
         assert not any(word in sentence for word in ENGINE_WORDS), sentence
 
 
-def test_a_preemption_without_a_rule_is_said_by_its_reason() -> None:
+def test_a_preemption_without_a_rule_is_said_by_its_cause_never_by_its_reason() -> None:
     # A record older than migration 0011 that it could not convert, or a rule this version does
-    # not know: the reason alone, in words from its cause, as recorded without one; a tenant of
-    # another team reads no reason at all.
+    # not know: the reason in words from its cause; recorded without one, only that it made
+    # room (the reason is in the engine's words); a tenant of another team reads no reason.
     for cost in ({}, {"victim_jobs": 1}, {"rule": "SomePluginsRule", "preemptor_priority": 1}):
         assert preemption_sentence(GARBLED, {**cost, "cause": QUOTA_CAUSE}) == (
             "Quota team-a has too little left."
         )
-        assert preemption_sentence(QUOTA_REASON, cost) == f"{QUOTA_REASON}."
+        assert preemption_sentence(QUOTA_REASON, cost) == "Evicted to make room for it."
         assert preemption_sentence(QUOTA_REASON, cost, preemptor_named=False) == (
             "Evicted to make room for it."
         )
     assert preemption_sentence("", None) == "Evicted to make room for it."
-    assert preemption_sentence("train-a needs block b1", {}) == "train-a needs block b1."
+    assert preemption_sentence("train-a needs block b1", {}) == "Evicted to make room for it."
     assert preemption_sentence("the node was drained", _rule("LowerPriority") | {"cause": {}}) == (
         "Evicted lower-priority jobs: the preemptor has priority 9000, the victims 5000 at most."
-        " Without that it did not fit: the node was drained"
+        " Without that it did not fit."
     )
 
 
@@ -471,14 +471,15 @@ def test_preemption_not_helpful_says_which_nodes_stay_ruled_out_from_the_dry_run
     )
     no_numbers = {"reason": GARBLED, "cause": "PreemptionNotHelpful"}
     assert preemption_status_sentence(no_numbers).endswith("leaves no room.")
-    # recorded before the engine coded its answers: said as recorded
+    # recorded before the engine coded its answers: its words are the engine's, never shown
     assert preemption_status_sentence({"reason": "preemption not helpful"}) == (
-        "The preemption step recorded: preemption not helpful."
+        "Preempting did not make room for it."
     )
 
 
-def test_a_decision_recorded_without_a_cause_says_its_message_as_it_is() -> None:
-    # An older row: its case from its plugin, its words as the engine recorded them.
+def test_a_decision_recorded_without_a_cause_says_its_case_in_plain_words() -> None:
+    # An older row: its case from its plugin, in plain words without numbers (the engine's
+    # message is never shown on a page); a quota its details name is said with its numbers.
     reason = "12/1024 nodes are available: 1012 Insufficient nvidia.com/gpu."
     words = decision_sentence(
         "unschedulable",
@@ -486,10 +487,20 @@ def test_a_decision_recorded_without_a_cause_says_its_message_as_it_is() -> None
         {"plugin": "NodeResourcesFit", "node_reasons": {"Insufficient nvidia.com/gpu": 1012}},
     )
     assert words.code == r.NODE_RESOURCES
-    assert words.sentence == f"The scheduler recorded: {reason.rstrip('.')}."
+    assert words.sentence == "No node had enough free resources for its pods."
     assert dict(words.details)["Nodes ruled out"] == "1,012: Insufficient nvidia.com/gpu"
     quota = decision_sentence("unschedulable", QUOTA_REASON, {"plugin": "ElasticQuota"})
-    assert (quota.code, quota.sentence) == (r.QUOTA, f"The scheduler recorded: {QUOTA_REASON}.")
+    assert (quota.code, quota.sentence) == (r.QUOTA, "Its quota had too little left for it.")
+    named = decision_sentence(
+        "unschedulable",
+        QUOTA_REASON,
+        {
+            "plugin": "ElasticQuota",
+            "quota": "team-a",
+            "quota_shortfall": {"team-a": {"nvidia.com/gpu": 8}},
+        },
+    )
+    assert named.sentence == "Quota team-a has too little left: it needs 8 GPUs more."
     gang = decision_sentence(
         "waiting", "gang g has 3 of min-available 4 pods", {"plugin": "Coscheduling"}
     )

@@ -190,7 +190,7 @@ def test_preemptions_scoped_filtered_and_costed(
     assert timeline[0]["y"] == ["default/train-a"]
     assert "default/old-b" in timeline[0]["hovertext"][0]
     only_a = as_admin.get(reverse("preemptions"), {"quota": "team-b"}).content.decode()
-    assert "train-a needs block b1" in only_a  # old-b (team-b) was the victim
+    assert "default/train-a" in only_a  # old-b (team-b) was the victim
     alice_detail = as_alice.get(reverse("preemption-detail", args=[ui.preemption.pk]))
     assert alice_detail.status_code == 200
 
