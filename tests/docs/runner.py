@@ -43,8 +43,11 @@ def scratch_checkout(where: Path) -> Path:
     shutil.copyfile(ROOT / "pyproject.toml", pyproject)
     stamp = ROOT / ".venv" / ".installed"
     if stamp.exists():
-        when = min(stamp.stat().st_mtime, (ROOT / "pyproject.toml").stat().st_mtime)
-        os.utime(pyproject, (when, when))
+        # In whole nanoseconds and a second older: a float time can round a hair past the
+        # stamp, and make would then reinstall the shared virtualenv from this scratch copy.
+        when = min(stamp.stat().st_mtime_ns, (ROOT / "pyproject.toml").stat().st_mtime_ns)
+        when -= 1_000_000_000
+        os.utime(pyproject, ns=(when, when))
     return where
 
 
