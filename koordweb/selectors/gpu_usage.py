@@ -172,8 +172,9 @@ class CardsBusy:
     allocated_idle: int
 
 
-def cards_busy(cluster: Cluster) -> CardsBusy:
-    """Card utilisation now: the last sampled period of every card of the cluster."""
+def cards_busy(cluster: Cluster, idle_cards: frozenset[tuple[str, int]] | None = None) -> CardsBusy:
+    """Card utilisation now: the last sampled period of every card of the cluster;
+    `idle_cards`: `cards_idle_now(cluster)` when the caller has it already."""
     step = settings.KOORDWEB_GPU_SAMPLE_SECONDS
     rows = CardSample.objects.filter(
         node__cluster=cluster,
@@ -182,7 +183,7 @@ def cards_busy(cluster: Cluster) -> CardsBusy:
     )
     cards = rows.values("node_id", "minor").distinct().count()
     used = rows.aggregate(u=Sum("used"))["u"] or 0
-    idle = len(cards_idle_now(cluster))
+    idle = len(cards_idle_now(cluster) if idle_cards is None else idle_cards)
     return CardsBusy(cards, round(used / (step * cards)) if cards else 0, idle)
 
 

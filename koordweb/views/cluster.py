@@ -367,7 +367,7 @@ def devices(request: HttpRequest) -> HttpResponse:
         "idle_count": facets["show"].get("idle", 0),
         "idle_query": _query_without(request, "show", "page"),
         "usage": usage_context(cluster),
-        "cards_busy": cards_busy(cluster),
+        "cards_busy": cards_busy(cluster, idle_cards),
     }
     return render(request, "devices.html", context)
 
